@@ -1,0 +1,27 @@
+#!/usr/bin/env bash
+# Installs the Debian 12 packages hb needs to build and test. Idempotent:
+# packages already present are skipped, and `apt-get update` runs at most
+# once per call (only when something is missing).
+set -euo pipefail
+pkgs=(build-essential cmake pkgconf git
+      libuv1-dev libcjson-dev libgloo-dev libgtest-dev libbenchmark-dev
+      swig python3-dev python3-numpy python3-pytest
+      default-jdk junit4 golang-go doxygen
+      clang libclang-rt-14-dev clang-format)
+# Optional extras for the peer benchmarks and reference checks.
+if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
+  pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)
+fi
+missing=()
+for p in "${pkgs[@]}"; do
+  dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed" || missing+=("$p")
+done
+if [ ${#missing[@]} -eq 0 ]; then
+  echo "install-deps: all ${#pkgs[@]} packages present"
+  exit 0
+fi
+SUDO=""
+[ "$(id -u)" = 0 ] || SUDO=sudo
+echo "install-deps: installing ${missing[*]}"
+$SUDO apt-get update -qq
+DEBIAN_FRONTEND=noninteractive $SUDO apt-get install -y -qq --no-install-recommends "${missing[@]}"

@@ -1,0 +1,67 @@
+// The context: cluster identity, options, health, the rendezvous client and
+// the lazily created communication backends.
+#pragma once
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+#include "context/cluster.h"
+#include "context/health.h"
+#include "abi/error.h"
+#include "context/options.h"
+#include "hb.h"
+
+namespace hb {
+namespace rdv {
+class Client;
+class Server;
+}  // namespace rdv
+namespace comm {
+class Backend;
+}  // namespace comm
+namespace gpu {
+struct ContextState;
+}  // namespace gpu
+}  // namespace hb
+
+struct hb_context {
+  hb_context(hb::ClusterInfo c, hb::Options o)
+      : cluster(std::move(c)), options(std::move(o)) {}
+  ~hb_context();
+
+  hb::ClusterInfo cluster;
+  hb::Options options;
+  hb::Health health;
+  std::unique_ptr<hb::rdv::Server> server;  // when this rank serves the store
+  std::unique_ptr<hb::rdv::Client> client;  // null in a world of one
+  std::string device = "cpu:0";
+
+  // Created on first use by src/comm and src/gpu (shared_ptr: the deleter
+  // is bound where the type is complete).
+  std::shared_ptr<hb::comm::Backend> cpu_comm;
+  std::shared_ptr<hb::gpu::ContextState> gpu;
+
+  struct Listener {
+    int32_t event;
+    hb_listener_fn fn;
+    void *user_data;
+  };
+  std::mutex listeners_mu;
+  std::vector<Listener> listeners;
+
+  // Throws if the context failed or was aborted.
+  void check() const { health.check(); }
+  int64_t timeout_ms() const { return options.get_int("timeout_ms"); }
+  // Calls the listeners registered for event, in registration order.
+  void fire(int32_t event, const char *path);
+};
+
+namespace hb {
+// Validates a context argument of an entry point.
+inline hb_context &ctx_ref(hb_context *ctx) {
+  if (!ctx) fail(HB_ERR_INVALID_ARGUMENT, "context is NULL");
+  return *ctx;
+}
+}  // namespace hb

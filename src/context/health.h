@@ -1,0 +1,43 @@
+// The health of a context: the first failure (a dead peer, an abort, a
+// broken backend) is recorded once and then fails every later call. Modules
+// that block (the Gloo backend, the NCCL plugin, rendezvous waits) subscribe
+// to be told at once, so they can break their waits instead of hanging.
+#pragma once
+
+#include <atomic>
+#include <functional>
+#include <map>
+#include <mutex>
+#include <string>
+
+#include "hb.h"
+
+namespace hb {
+
+class Health {
+ public:
+  using Callback = std::function<void(hb_status, const std::string &)>;
+
+  // Records the failure if it is the first one and notifies subscribers
+  // (outside the lock). Returns true if this call recorded it.
+  bool fail(hb_status status, const std::string &message);
+  bool ok() const { return !failed_.load(std::memory_order_acquire); }
+  // Throws hb::Error with the recorded status and message if failed.
+  void check() const;
+  hb_status status() const;
+  std::string message() const;
+
+  // Called at once if already failed. Returns an id for unsubscribe.
+  int subscribe(Callback cb);
+  void unsubscribe(int id);
+
+ private:
+  std::atomic<bool> failed_{false};
+  mutable std::mutex mu_;
+  hb_status status_ = HB_OK;
+  std::string message_;
+  int next_id_ = 0;
+  std::map<int, Callback> subscribers_;
+};
+
+}  // namespace hb
