@@ -1,0 +1,496 @@
+// End-to-end CTR training with hb: a small wide-and-deep model on
+// criteo-synth data, data-parallel dense layers and sharded embeddings.
+//
+//   hbrun -n 4 -- ctr_train [--train-samples N] [--batch B] [--out DIR] ...
+//
+// Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
+// lookup per sparse table (dedup + alltoallv inside hb), a forward/backward
+// pass of the MLP written by hand, dense gradients through
+// hb_allreduce_many, sparse gradients through hb_embedding_apply_gradients.
+// Every --eval-every steps the held-out split is scored with the exact AUC
+// metric (merged across ranks). At the end: a checkpoint, a serving export,
+// and the final AUC next to the planted model's AUC (the best achievable).
+#include <cinttypes>
+#include <cmath>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#include <sys/stat.h>
+#include <time.h>
+
+#include "hb.h"
+#include "synth_data.h"
+
+namespace {
+
+[[noreturn]] void die(const char *what, hb_status st) {
+  std::fprintf(stderr, "ctr_train: %s: %s: %s\n", what, hb_status_name(st),
+               hb_last_error());
+  std::exit(1);
+}
+#define CHECK_HB(call)                 \
+  do {                                 \
+    hb_status st_ = (call);            \
+    if (st_ != HB_OK) die(#call, st_); \
+  } while (0)
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+struct Flags {
+  int64_t train_samples = 480000;
+  int64_t eval_samples = 40000;
+  int64_t files = 24;  // the train split comes as files of uneven size
+  int64_t batch = 512;
+  int64_t vocab = 8192;  // per table; a power of two
+  int64_t dim = 8;
+  int64_t hidden = 64;
+  int64_t eval_every = 100;
+  int64_t log_every = 25;
+  double lr = 0.05;
+  double max_gap =
+      0.06;  // fail if the final AUC trails the planted one by more
+  uint64_t seed = 2026;
+  std::string out = "ctr_out";
+};
+
+Flags parse_flags(int argc, char **argv) {
+  Flags f;
+  for (int i = 1; i < argc; ++i) {
+    std::string a = argv[i];
+    auto next = [&]() -> const char * {
+      if (i + 1 >= argc) {
+        std::fprintf(stderr, "ctr_train: %s needs a value\n", a.c_str());
+        std::exit(2);
+      }
+      return argv[++i];
+    };
+    if (a == "--train-samples")
+      f.train_samples = std::atoll(next());
+    else if (a == "--eval-samples")
+      f.eval_samples = std::atoll(next());
+    else if (a == "--batch")
+      f.batch = std::atoll(next());
+    else if (a == "--vocab")
+      f.vocab = std::atoll(next());
+    else if (a == "--dim")
+      f.dim = std::atoll(next());
+    else if (a == "--hidden")
+      f.hidden = std::atoll(next());
+    else if (a == "--eval-every")
+      f.eval_every = std::atoll(next());
+    else if (a == "--log-every")
+      f.log_every = std::atoll(next());
+    else if (a == "--lr")
+      f.lr = std::atof(next());
+    else if (a == "--max-gap")
+      f.max_gap = std::atof(next());
+    else if (a == "--seed")
+      f.seed = std::strtoull(next(), nullptr, 10);
+    else if (a == "--out")
+      f.out = next();
+    else {
+      std::fprintf(
+          stderr,
+          "usage: ctr_train [--train-samples N] [--eval-samples N] [--batch B] "
+          "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
+          "[--lr LR] [--max-gap G] [--seed S] [--out DIR]\n");
+      std::exit(2);
+    }
+  }
+  if (f.batch <= 0 || f.vocab <= 0 || (f.vocab & (f.vocab - 1)) || f.dim <= 0 ||
+      f.hidden <= 0) {
+    std::fprintf(
+        stderr, "ctr_train: batch, dim, hidden > 0 and vocab a power of two\n");
+    std::exit(2);
+  }
+  return f;
+}
+
+// Dense parameters, replicated on every rank, with Adagrad accumulators.
+struct Dense {
+  int in, hidden;
+  std::vector<float> w1, b1, w2, b2;      // parameters
+  std::vector<float> gw1, gb1, gw2, gb2;  // gradients (allreduced)
+  std::vector<float> aw1, ab1, aw2, ab2;  // Adagrad accumulators
+
+  Dense(int in_, int hidden_, uint64_t seed) : in(in_), hidden(hidden_) {
+    w1.resize(static_cast<size_t>(in) * hidden);
+    double scale = std::sqrt(2.0 / in);
+    for (size_t i = 0; i < w1.size(); ++i)
+      w1[i] = static_cast<float>(scale * synth::gauss(synth::mix(seed + i)));
+    b1.assign(hidden, 0.0f);
+    w2.resize(hidden);
+    for (int i = 0; i < hidden; ++i)
+      w2[i] = static_cast<float>(0.1 * synth::gauss(synth::mix(~seed + i)));
+    b2.assign(1, 0.0f);
+    gw1.assign(w1.size(), 0.0f), gb1.assign(hidden, 0.0f),
+        gw2.assign(hidden, 0.0f), gb2.assign(1, 0.0f);
+    aw1.assign(w1.size(), 0.1f), ab1.assign(hidden, 0.1f),
+        aw2.assign(hidden, 0.1f), ab2.assign(1, 0.1f);
+  }
+  void zero_grads() {
+    for (auto *g : {&gw1, &gb1, &gw2, &gb2})
+      std::fill(g->begin(), g->end(), 0.0f);
+  }
+  static void adagrad(std::vector<float> &p, const std::vector<float> &g,
+                      std::vector<float> &acc, float lr) {
+    for (size_t i = 0; i < p.size(); ++i) {
+      acc[i] += g[i] * g[i];
+      p[i] -= lr * g[i] / std::sqrt(acc[i]);
+    }
+  }
+  void step(float lr) {
+    adagrad(w1, gw1, aw1, lr), adagrad(b1, gb1, ab1, lr),
+        adagrad(w2, gw2, aw2, lr), adagrad(b2, gb2, ab2, lr);
+  }
+};
+
+// One batch's activations (reused across steps).
+struct Batch {
+  std::vector<synth::Sample> samples;
+  std::vector<std::vector<int64_t>> ids;  // [table][n]
+  std::vector<std::vector<float>> emb;    // [table][n * dim]
+  std::vector<int64_t> wide_ids;          // n * tables
+  std::vector<float> wide;                // n * tables
+  std::vector<float> x, z1, logit, prob, label;
+};
+
+class Trainer {
+ public:
+  Trainer(hb_context *ctx, const Flags &f)
+      : ctx_(ctx),
+        f_(f),
+        gen_(f.seed, f.vocab, 1.1),
+        dense_(static_cast<int>(synth::kTables * f.dim + synth::kDense),
+               static_cast<int>(f.hidden), f.seed) {
+    rank_ = hb_context_rank(ctx), world_ = hb_context_world_size(ctx);
+    for (int t = 0; t < synth::kTables; ++t) {
+      char name[32];
+      std::snprintf(name, sizeof name, "cat_%02d", t);
+      tables_.push_back(
+          make_table(name, f.vocab, f.dim, HB_INIT_NORMAL, 0.0, 0.05));
+    }
+    wide_ = make_table("wide", f.vocab * synth::kTables, 1, HB_INIT_ZEROS, 0.0,
+                       0.0);
+    b_.ids.resize(synth::kTables);
+    b_.emb.resize(synth::kTables);
+    plan_train_shard();
+  }
+  ~Trainer() {
+    for (auto *t : tables_) hb_embedding_destroy(t);
+    hb_embedding_destroy(wide_);
+  }
+
+  int run();
+
+ private:
+  hb_embedding *make_table(const char *name, int64_t rows, int64_t dim,
+                           int32_t init, double a, double b) {
+    hb_embedding_config cfg = HB_EMBEDDING_CONFIG_INIT;
+    cfg.name = name;
+    cfg.dim = dim;
+    cfg.num_rows = rows;
+    cfg.partition = HB_PARTITION_MOD;
+    cfg.initializer = init;
+    cfg.init_a = a;
+    cfg.init_b = b;
+    cfg.seed = f_.seed;
+    cfg.optimizer = HB_OPT_ADAGRAD;
+    cfg.learning_rate = f_.lr;
+    cfg.initial_accumulator = 0.1;
+    hb_embedding *e = nullptr;
+    CHECK_HB(hb_embedding_create(ctx_, &cfg, &e));
+    return e;
+  }
+
+  // The train split is f.files files of uneven size; hb_shard_range hands
+  // each rank a contiguous run of files, so ranks hold different amounts of
+  // data and hb_data_sync keeps them in step.
+  void plan_train_shard() {
+    // File i weighs 1 + i % 5: sizes differ up to 5x.
+    std::vector<double> cum(f_.files + 1, 0.0);
+    for (int64_t i = 0; i < f_.files; ++i)
+      cum[i + 1] = cum[i] + 1.0 + static_cast<double>(i % 5);
+    std::vector<int64_t> file_begin(f_.files + 1, 0);
+    for (int64_t i = 0; i <= f_.files; ++i)
+      file_begin[i] = std::llround(static_cast<double>(f_.train_samples) *
+                                   cum[i] / cum[f_.files]);
+    int64_t fb = 0, fe = 0;
+    CHECK_HB(hb_shard_range(f_.files, world_, rank_, 0, &fb, &fe));
+    shard_begin_ = file_begin[fb];
+    shard_end_ = file_begin[fe];
+  }
+
+  // Fills b_ with samples [begin, end) of split, looks every table up
+  // (collective: called with n = 0 on ranks without data) and runs the
+  // forward pass.
+  void forward(int split, int64_t begin, int64_t end);
+  // Backward pass and updates; `global_n` is the step's sample count over
+  // all ranks (the loss is a mean over the global batch).
+  void backward(int64_t global_n);
+  double evaluate(double *planted_auc);
+  double current_loss_sum() const;
+
+  hb_context *ctx_;
+  Flags f_;
+  synth::Generator gen_;
+  Dense dense_;
+  std::vector<hb_embedding *> tables_;
+  hb_embedding *wide_ = nullptr;
+  int rank_ = 0, world_ = 1;
+  int64_t shard_begin_ = 0, shard_end_ = 0;
+  Batch b_;
+  std::vector<float> dz1_, dx_;
+};
+
+void Trainer::forward(int split, int64_t begin, int64_t end) {
+  const int64_t n = end - begin, D = f_.dim, T = synth::kTables, in = dense_.in,
+                H = dense_.hidden;
+  b_.samples.resize(n);
+  for (int64_t i = 0; i < n; ++i) gen_.sample(split, begin + i, &b_.samples[i]);
+  b_.wide_ids.resize(n * T);
+  for (int t = 0; t < T; ++t) {
+    b_.ids[t].resize(n);
+    for (int64_t i = 0; i < n; ++i) {
+      b_.ids[t][i] = b_.samples[i].ids[t];
+      b_.wide_ids[i * T + t] = t * f_.vocab + b_.samples[i].ids[t];
+    }
+    b_.emb[t].resize(n * D);
+    CHECK_HB(
+        hb_embedding_lookup(tables_[t], b_.ids[t].data(), n, b_.emb[t].data()));
+  }
+  b_.wide.resize(n * T);
+  CHECK_HB(
+      hb_embedding_lookup(wide_, b_.wide_ids.data(), n * T, b_.wide.data()));
+
+  b_.x.resize(n * in), b_.z1.resize(n * H), b_.logit.resize(n),
+      b_.prob.resize(n), b_.label.resize(n);
+  for (int64_t i = 0; i < n; ++i) {
+    float *x = &b_.x[i * in];
+    for (int t = 0; t < T; ++t)
+      std::memcpy(x + t * D, &b_.emb[t][i * D], D * sizeof(float));
+    std::memcpy(x + T * D, b_.samples[i].dense, synth::kDense * sizeof(float));
+    float *z = &b_.z1[i * H];
+    double logit = dense_.b2[0];
+    for (int64_t h = 0; h < H; ++h) {
+      const float *w = &dense_.w1[h * in];
+      float acc = dense_.b1[h];
+      for (int64_t k = 0; k < in; ++k) acc += w[k] * x[k];
+      z[h] = acc;
+      if (acc > 0) logit += dense_.w2[h] * acc;
+    }
+    for (int t = 0; t < T; ++t) logit += b_.wide[i * T + t];
+    b_.logit[i] = static_cast<float>(logit);
+    b_.prob[i] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
+    b_.label[i] = b_.samples[i].label;
+  }
+}
+
+void Trainer::backward(int64_t global_n) {
+  const int64_t n = static_cast<int64_t>(b_.samples.size()), D = f_.dim,
+                T = synth::kTables;
+  const int64_t in = dense_.in, H = dense_.hidden;
+  const float inv = 1.0f / static_cast<float>(global_n);
+  dense_.zero_grads();
+  dx_.assign(n * in, 0.0f);
+  dz1_.resize(H);
+  std::vector<float> dwide(n * T);
+  for (int64_t i = 0; i < n; ++i) {
+    // d(mean logistic loss)/d(logit) = (p - y) / N
+    float dl = (b_.prob[i] - b_.label[i]) * inv;
+    const float *x = &b_.x[i * in];
+    const float *z = &b_.z1[i * H];
+    dense_.gb2[0] += dl;
+    for (int64_t h = 0; h < H; ++h) {
+      if (z[h] <= 0) {
+        dz1_[h] = 0;
+        continue;
+      }
+      dense_.gw2[h] += dl * z[h];
+      dz1_[h] = dl * dense_.w2[h];
+    }
+    float *dx = &dx_[i * in];
+    for (int64_t h = 0; h < H; ++h) {
+      float g = dz1_[h];
+      if (g == 0) continue;
+      dense_.gb1[h] += g;
+      float *gw = &dense_.gw1[h * in];
+      const float *w = &dense_.w1[h * in];
+      for (int64_t k = 0; k < in; ++k) {
+        gw[k] += g * x[k];
+        dx[k] += g * w[k];
+      }
+    }
+    for (int t = 0; t < T; ++t) dwide[i * T + t] = dl;
+  }
+  // Dense gradients: one fused allreduce over the four tensors.
+  void *bufs[4] = {dense_.gw1.data(), dense_.gb1.data(), dense_.gw2.data(),
+                   dense_.gb2.data()};
+  size_t counts[4] = {dense_.gw1.size(), dense_.gb1.size(), dense_.gw2.size(),
+                      dense_.gb2.size()};
+  CHECK_HB(hb_allreduce_many(ctx_, bufs, counts, 4, HB_FLOAT32, HB_SUM));
+  dense_.step(static_cast<float>(f_.lr));
+  // Sparse gradients go to the ranks that own the rows.
+  std::vector<float> g(n * D);
+  for (int t = 0; t < T; ++t) {
+    for (int64_t i = 0; i < n; ++i)
+      std::memcpy(&g[i * D], &dx_[i * in + t * D], D * sizeof(float));
+    CHECK_HB(hb_embedding_apply_gradients(tables_[t], b_.ids[t].data(), n,
+                                          g.data()));
+  }
+  CHECK_HB(hb_embedding_apply_gradients(wide_, b_.wide_ids.data(), n * T,
+                                        dwide.data()));
+}
+
+double Trainer::current_loss_sum() const {
+  double s = 0;
+  for (size_t i = 0; i < b_.prob.size(); ++i) {
+    double p =
+        std::min(std::max(static_cast<double>(b_.prob[i]), 1e-7), 1 - 1e-7);
+    s -= b_.label[i] > 0.5f ? std::log(p) : std::log(1 - p);
+  }
+  return s;
+}
+
+// Exact AUC of the model on the held-out split, merged over the ranks; the
+// planted model's AUC on the same samples goes to *planted_auc.
+double Trainer::evaluate(double *planted_auc) {
+  hb_metric_config mc = HB_METRIC_CONFIG_INIT;
+  mc.kind = HB_METRIC_AUC_EXACT;
+  hb_metric *model = nullptr, *planted = nullptr;
+  CHECK_HB(hb_metric_create(ctx_, &mc, &model));
+  CHECK_HB(hb_metric_create(ctx_, &mc, &planted));
+  int64_t begin = 0, end = 0;
+  CHECK_HB(hb_shard_range(f_.eval_samples, world_, rank_, 0, &begin, &end));
+  // Every rank runs the same number of (collective) lookups.
+  int64_t batches = (end - begin + f_.batch - 1) / f_.batch;
+  CHECK_HB(hb_allreduce(ctx_, &batches, &batches, 1, HB_INT64, HB_MAX));
+  std::vector<float> pp;
+  for (int64_t k = 0; k < batches; ++k) {
+    int64_t lo = std::min(end, begin + k * f_.batch),
+            hi = std::min(end, lo + f_.batch);
+    forward(/*split=*/1, lo, hi);
+    pp.resize(hi - lo);
+    for (int64_t i = 0; i < hi - lo; ++i) pp[i] = b_.samples[i].planted_prob;
+    CHECK_HB(hb_metric_update(model, b_.label.data(), b_.prob.data(), nullptr,
+                              hi - lo));
+    CHECK_HB(hb_metric_update(planted, b_.label.data(), pp.data(), nullptr,
+                              hi - lo));
+  }
+  double auc = 0;
+  CHECK_HB(hb_metric_result(model, &auc));
+  CHECK_HB(hb_metric_result(planted, planted_auc));
+  hb_metric_destroy(model);
+  hb_metric_destroy(planted);
+  return auc;
+}
+
+int Trainer::run() {
+  const bool chief = hb_context_is_chief(ctx_) != 0;
+  if (chief)
+    std::printf("ctr_train: world %d, %" PRId64 " train samples in %" PRId64
+                " files (this rank: %" PRId64 "), batch %" PRId64
+                "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
+                world_, f_.train_samples, f_.files, shard_end_ - shard_begin_,
+                f_.batch, synth::kTables, f_.dim, dense_.in, dense_.hidden);
+  hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF-compatible thresholded AUC
+  hb_metric *running_auc = nullptr;
+  CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc));
+
+  int64_t pos = shard_begin_, step = 0, interval_samples = 0;
+  double interval_loss = 0, t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
+  for (;;) {
+    int32_t cont = 0, empty = 0;
+    CHECK_HB(hb_data_sync(ctx_, pos < shard_end_, /*drop_remainder=*/0, &cont,
+                          &empty));
+    if (!cont) break;
+    int64_t lo = pos, hi = empty ? pos : std::min(shard_end_, pos + f_.batch);
+    forward(/*split=*/0, lo, hi);
+    pos = hi;
+    // Step statistics: global sample count and loss sum.
+    double stats[2] = {static_cast<double>(hi - lo), current_loss_sum()};
+    CHECK_HB(hb_allreduce(ctx_, stats, stats, 2, HB_FLOAT64, HB_SUM));
+    backward(static_cast<int64_t>(stats[0]));
+    CHECK_HB(hb_metric_update(running_auc, b_.label.data(), b_.prob.data(),
+                              nullptr, hi - lo));
+    interval_samples += static_cast<int64_t>(stats[0]);
+    interval_loss += stats[1];
+    ++step;
+    if (step % f_.log_every == 0) {
+      double r = 0;
+      CHECK_HB(hb_metric_result(running_auc, &r));
+      CHECK_HB(hb_metric_reset(running_auc));
+      double now = now_s();
+      if (chief)
+        std::printf("step %5" PRId64
+                    "  samples/s %9.0f  loss %.4f  running AUC %.4f\n",
+                    step, interval_samples / (now - t_interval),
+                    interval_loss / interval_samples, r);
+      std::fflush(stdout);
+      t_interval = now, interval_samples = 0, interval_loss = 0;
+    }
+    if (step % f_.eval_every == 0) {
+      auc = evaluate(&planted);
+      if (chief)
+        std::printf("step %5" PRId64
+                    "  held-out exact AUC %.4f (planted model %.4f)\n",
+                    step, auc, planted);
+    }
+  }
+  hb_metric_destroy(running_auc);
+  double train_s = now_s() - t0;
+  auc = evaluate(&planted);
+
+  // Checkpoint and serving export: one directory / file per table.
+  std::string ckpt = f_.out + "/checkpoint", exp = f_.out + "/export";
+  if (chief) {
+    mkdir(f_.out.c_str(), 0755), mkdir(ckpt.c_str(), 0755),
+        mkdir(exp.c_str(), 0755);
+  }
+  CHECK_HB(hb_context_barrier(ctx_, 0));
+  std::vector<hb_embedding *> all = tables_;
+  all.push_back(wide_);
+  for (size_t t = 0; t < all.size(); ++t) {
+    char name[32];
+    if (t < tables_.size())
+      std::snprintf(name, sizeof name, "cat_%02zu", t);
+    else
+      std::snprintf(name, sizeof name, "wide");
+    CHECK_HB(hb_embedding_save(all[t], (ckpt + "/" + name).c_str()));
+    CHECK_HB(hb_embedding_export(all[t], (exp + "/" + name + ".hbe").c_str()));
+  }
+  bool ok = auc >= planted - f_.max_gap;
+  if (chief) {
+    std::printf(
+        "final: %" PRId64
+        " steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
+        "(gap %.4f, allowed %.2f): %s\n",
+        step, train_s, auc, planted, planted - auc, f_.max_gap,
+        ok ? "OK" : "TOO LOW");
+    std::printf("final: checkpoint in %s, serving export in %s\n", ckpt.c_str(),
+                exp.c_str());
+  }
+  return ok ? 0 : 1;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  Flags f = parse_flags(argc, argv);
+  hb_context *ctx = nullptr;
+  CHECK_HB(hb_context_create(nullptr, &ctx));
+  int rc;
+  {
+    Trainer trainer(ctx, f);
+    rc = trainer.run();
+  }
+  hb_context_destroy(ctx);
+  return rc;
+}
