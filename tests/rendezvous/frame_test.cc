@@ -1,0 +1,3 @@
+#include "rendezvous/frame.h"
+#include <gtest/gtest.h>
+TEST(Frame, Placeholder) {}
