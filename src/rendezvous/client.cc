@@ -213,8 +213,7 @@ Frame ClientImpl::call(Frame req, int64_t local_timeout_ms,
   std::unique_lock<std::mutex> lock(sh_->mu);
   auto ready = [&] {
     return (mode == Mode::kNormal && sh_->health_failed) || sh_->replies[id] ||
-           sh_->conn_status != HB_OK || (mode != Mode::kBye && sh_->closed) ||
-           broken_.load();
+           sh_->conn_status != HB_OK || (mode != Mode::kBye && sh_->closed);
   };
   sh_->cv.wait_until(
       lock, Clock::now() + std::chrono::milliseconds(local_timeout_ms), ready);
@@ -229,16 +228,11 @@ Frame ClientImpl::call(Frame req, int64_t local_timeout_ms,
     if (mode == Mode::kHandshake) sh_->registered = true;
     return f;
   }
+  // The connection broke (once registered, the Health gets the same error).
   if (sh_->conn_status != HB_OK) throw Error(sh_->conn_status, sh_->conn_error);
   if (sh_->closed && mode != Mode::kBye)
     fail(HB_ERR_INVALID_ARGUMENT,
          "rendezvous %s interrupted: the client was closed", what.c_str());
-  if (broken_) {
-    lock.unlock();
-    health_->check();  // the Health holds the connection's failure
-    fail(HB_ERR_PEER_FAILED, "rendezvous %s: the connection to %s is broken",
-         what.c_str(), server().c_str());
-  }
   fail(HB_ERR_TIMEOUT,
        "rendezvous %s: no answer from the server at %s within %lld ms",
        what.c_str(), server().c_str(),
@@ -401,16 +395,16 @@ void ClientImpl::connection_failed(hb_status st, const std::string &msg) {
     std::lock_guard<std::mutex> lock(sh_->mu);
     registered = sh_->registered;
     closed = sh_->closing;
-    if (!registered) {
-      sh_->conn_status = st;
-      sh_->conn_error = msg;
-    }
+    sh_->conn_status = st;
+    sh_->conn_error = msg;
   }
-  sh_->cv.notify_all();
+  // Fail the Health before waking the callers, so that what they throw and
+  // what the Health says agree.
   if (registered && !closed) {
     HB_LOG_WARN("%s", msg.c_str());
     health_->fail(st, msg);
   }
+  sh_->cv.notify_all();
 }
 
 void ClientImpl::set(const std::string &key, const std::string &value) {

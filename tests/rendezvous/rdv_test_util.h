@@ -13,6 +13,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <thread>
 
 #include "abi/error.h"
 #include "common/clock.h"
@@ -82,6 +83,13 @@ inline std::string error_of(const std::function<void()> &fn, hb_status status) {
   }
   ADD_FAILURE() << "expected an error with status " << status;
   return "";
+}
+
+// Polls until the Health has failed; false if it is still ok after ms.
+inline bool wait_failed(const Health &h, int64_t ms) {
+  for (int64_t end = now_ms() + ms; h.ok() && now_ms() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(2));
+  return !h.ok();
 }
 
 inline int64_t ms_since(std::chrono::steady_clock::time_point t0) {
