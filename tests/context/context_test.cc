@@ -254,6 +254,16 @@ TEST(Context, CudaStreamWithoutCuda) {
   EXPECT_EQ(hb_context_synchronize(ctx.get()), HB_OK);
 }
 
+TEST(Context, CudaStreamWithAGpu) {
+  hb_test::EnvGuard env;
+  CtxPtr ctx = create();
+  if (hb_context_num_gpus(ctx.get()) == 0) GTEST_SKIP() << "no GPU";
+  EXPECT_STREQ(hb_context_device(ctx.get()), "cuda:0");
+  EXPECT_EQ(hb_context_set_cuda_stream(ctx.get(), nullptr), HB_OK)
+      << hb_last_error();
+  EXPECT_EQ(hb_context_synchronize(ctx.get()), HB_OK) << hb_last_error();
+}
+
 TEST(Context, ManyContextsInOneProcess) {
   hb_test::EnvGuard env;
   CtxPtr a = create();
