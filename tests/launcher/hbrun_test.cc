@@ -1,8 +1,10 @@
 // End-to-end tests of the built hbrun on launcher_probe workers.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -174,6 +176,34 @@ TEST(Hbrun, SigintKillsDefaultWorkersAndGives130) {
   RunResult r = p.wait(30);
   EXPECT_EQ(r.exit_code, 128 + SIGINT) << describe(r);
   EXPECT_LT(r.seconds, 10.0) << describe(r);
+}
+
+// True while pid exists and is not a zombie (a container's init may not
+// reap the orphans it inherits).
+bool process_alive(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string content;
+  if (!std::getline(stat, content)) return false;
+  size_t paren = content.rfind(')');
+  return paren != std::string::npos && paren + 2 < content.size() &&
+         content[paren + 2] != 'Z';
+}
+
+TEST(Hbrun, WorkersDieWithAKilledHbrun) {
+  HbrunProcess p({"-n", "2", "--", kProbe, "sleep", "30"});
+  ASSERT_TRUE(p.read_until(ready_count(2), 30)) << "workers never started";
+  RunResult r = p.wait(0);  // SIGKILLs hbrun: no chance to stop anyone
+  std::vector<long> pids;
+  std::regex re(R"(\[\d\] pid (\d+))");
+  for (const auto &line : split_lines(r.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) pids.push_back(std::stol(m[1]));
+  }
+  ASSERT_EQ(pids.size(), 2u) << describe(r);
+  for (long pid : pids) {
+    for (int i = 0; i < 500 && process_alive(pid); ++i) ::usleep(10000);
+    EXPECT_FALSE(process_alive(pid)) << "worker " << pid << " outlived hbrun";
+  }
 }
 
 TEST(Hbrun, OneWorkerPerGpuInCudaVisibleDevices) {
