@@ -242,24 +242,22 @@ Frame ClientImpl::call(Frame req, int64_t local_timeout_ms,
 void ClientImpl::send_frame(const Frame &f, int64_t deadline_ms) {
   std::string bytes = encode_frame(f, cfg_.max_frame_bytes);
   std::string err;
-  bool ok;
+  bool ok = false;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
-    if (broken_)
-      fail(HB_ERR_PEER_FAILED, "rendezvous %s: the connection to %s is broken",
-           msg_type_name(f.type), server().c_str());
-    ok = tcp_send_all(
-        fd_, bytes.data(), bytes.size(), deadline_ms,
-        [this] { return broken_.load(); }, &err);
+    if (!broken_)
+      ok = tcp_send_all(
+          fd_, bytes.data(), bytes.size(), deadline_ms,
+          [this] { return broken_.load(); }, &err);
   }
-  if (!ok) {
-    // A frame cut short leaves the stream unusable.
-    std::string msg = format("rendezvous server at %s lost: %s",
-                             server().c_str(), err.c_str());
-    connection_failed(HB_ERR_PEER_FAILED, msg);
-    health_->check();
-    throw Error(HB_ERR_PEER_FAILED, msg);
-  }
+  if (ok) return;
+  // A frame cut short leaves the stream unusable: the connection is done.
+  connection_failed(HB_ERR_PEER_FAILED,
+                    format("rendezvous server at %s lost: %s", server().c_str(),
+                           err.c_str()));
+  health_->check();  // the Health's error first, as everywhere
+  std::lock_guard<std::mutex> lock(sh_->mu);
+  throw Error(sh_->conn_status, sh_->conn_error);
 }
 
 void ClientImpl::io_loop() {
