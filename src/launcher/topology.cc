@@ -112,12 +112,10 @@ Topology plan_tf_config(const LaunchOptions &opts, const EnvLookup &env,
     t.bind_host = opts.host.empty() ? "0.0.0.0" : opts.host;
     t.bind_port = t.connect_port;
   }
-  t.description = format(
-      "TF_CONFIG task %s:%d (position %d of %zu): ranks %d..%d of %d, "
-      "rendezvous %s:%d%s",
-      tf.task_type.c_str(), tf.task_index, pos, tasks.size(),
-      t.workers.front().rank, t.workers.back().rank, t.world_size,
-      t.connect_host.c_str(), t.connect_port, t.serve ? " (served here)" : "");
+  t.description =
+      format("TF_CONFIG task %s:%d (position %d of %zu): ranks %d..%d of %d",
+             tf.task_type.c_str(), tf.task_index, pos, tasks.size(),
+             t.workers.front().rank, t.workers.back().rank, t.world_size);
   return t;
 }
 

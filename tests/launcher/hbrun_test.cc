@@ -206,6 +206,56 @@ TEST(Hbrun, WorkersDieWithAKilledHbrun) {
   }
 }
 
+TEST(Hbrun, ReportsTheRankTheRendezvousLostAndStopsTheJob) {
+  // Rank 1 stops itself: only its heartbeats going silent can tell.
+  RunResult r = run_hbrun(
+      {"-n", "3", "--grace-ms", "1000", "--", CONTEXT_PROBE_PATH, "stop-rank",
+       "1"},
+      {{"HB_PEER_TIMEOUT_MS", "1000"}, {"HB_HEARTBEAT_INTERVAL_MS", "100"}});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("hbrun: rank 1 lost (rendezvous)"), std::string::npos)
+      << describe(r);
+  EXPECT_EQ(r.err.find("rendezvous server: rank"), std::string::npos)
+      << "the server's own warning should not repeat hbrun's line\n"
+      << describe(r);
+  // The others saw the loss instead of hanging.
+  EXPECT_TRUE(count_line(r.out, "[0] barrier: HB_ERR_PEER_FAILED") +
+                  count_line(r.out, "[2] barrier: HB_ERR_PEER_FAILED") >=
+              1)
+      << describe(r);
+  EXPECT_LT(r.seconds, 20.0) << describe(r);
+}
+
+// Two "machines" on loopback: the chief's and a worker's hbrun, each with
+// two workers, forming one world of four from TF_CONFIG.
+TEST(Hbrun, TfConfigChiefAndWorkerTasksFormOneWorld) {
+  int port = hb_test::free_port();
+  auto tf = [port](const char *type) {
+    return std::string(R"({"cluster": {"chief": ["127.0.0.1:)") +
+           std::to_string(port) +
+           R"("], "worker": ["127.0.0.1:1"]}, "task": {"type": ")" + type +
+           R"(", "index": 0}})";
+  };
+  HbrunProcess worker({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH},
+                      {{"TF_CONFIG", tf("worker")}});
+  HbrunProcess chief({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH},
+                     {{"TF_CONFIG", tf("chief")}});
+  RunResult c = chief.wait(90), w = worker.wait(90);
+  ASSERT_EQ(c.exit_code, 0) << describe(c) << describe(w);
+  ASSERT_EQ(w.exit_code, 0) << describe(c) << describe(w);
+  for (int rank = 0; rank < 4; ++rank) {
+    const RunResult &r = rank < 2 ? c : w;
+    std::string line = "[" + std::to_string(rank) + "] cluster_demo: rank " +
+                       std::to_string(rank) + " of 4, local " +
+                       std::to_string(rank % 2) + " of 2, device cpu:0";
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n"
+                                                   << describe(r);
+  }
+  EXPECT_NE(c.out.find("[0] cluster_demo: 4 ranks passed 5 barriers"),
+            std::string::npos)
+      << describe(c);
+}
+
 TEST(Hbrun, OneWorkerPerGpuInCudaVisibleDevices) {
   RunResult r =
       run_hbrun({"--", kProbe, "env"}, {{"CUDA_VISIBLE_DEVICES", "3, 5"}});
