@@ -159,8 +159,9 @@ failing worker's status: its exit code, or 128+signal. All workers exiting
 heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
 lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
 calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as
-above. A stopped worker gets SIGCONT with the SIGTERM. hbrun's own errors: 2 (usage, configuration), 126/127 (the
-program cannot be run / is not found).
+above. A stopped worker gets SIGCONT with the SIGTERM. hbrun's own errors:
+2 (usage, configuration), 126/127 (the program cannot be run / is not
+found).
 )";
 }
 
