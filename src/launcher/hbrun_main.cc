@@ -71,7 +71,11 @@ int run(int argc, char **argv) {
     }
     topo = plan_topology(
         opts, [](const char *n) { return std::getenv(n); },
-        [] { return gpu::device_count(); });
+        // /dev/nvidia<N> first: it needs no CUDA initialisation in hbrun.
+        [] {
+          int n = count_nvidia_device_nodes("/dev");
+          return n > 0 ? n : gpu::device_count();
+        });
     if (topo.serve) server_cfg = rendezvous_config(topo);
   } catch (const Error &e) {
     say("%s (see hbrun --help)", e.what());

@@ -105,7 +105,7 @@ Workers on this machine:
                     worker gets CUDA_VISIBLE_DEVICES=<its entry>) or, if that
                     is unset, in NVIDIA_VISIBLE_DEVICES (a container's list:
                     worker i gets CUDA_VISIBLE_DEVICES=i; "all" counts the
-                    GPUs the CUDA driver sees). Neither: an error.
+                    /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
 
 Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
 HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so

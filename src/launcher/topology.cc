@@ -1,5 +1,8 @@
 #include "launcher/topology.h"
 
+#include <dirent.h>
+
+#include <cctype>
 #include <cstring>
 
 #include "abi/error.h"
@@ -145,6 +148,22 @@ std::vector<std::string> visible_gpus(const EnvLookup &env,
     return out;
   }
   return {};
+}
+
+int count_nvidia_device_nodes(const std::string &dev_dir) {
+  DIR *d = ::opendir(dev_dir.c_str());
+  if (!d) return 0;
+  int n = 0;
+  while (const dirent *e = ::readdir(d)) {
+    const char *name = e->d_name;
+    if (std::strncmp(name, "nvidia", 6) != 0 || name[6] == '\0') continue;
+    bool digits = true;
+    for (const char *p = name + 6; *p; ++p)
+      digits = digits && std::isdigit(static_cast<unsigned char>(*p));
+    n += digits;
+  }
+  ::closedir(d);
+  return n;
 }
 
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
