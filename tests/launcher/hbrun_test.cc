@@ -256,6 +256,21 @@ TEST(Hbrun, TfConfigChiefAndWorkerTasksFormOneWorld) {
       << describe(c);
 }
 
+TEST(Hbrun, ServesWithTheRendezvousToken) {
+  hb_test::EnvChanges token = {{"HB_RENDEZVOUS_TOKEN", "s3cret"}};
+  RunResult ok =
+      run_hbrun({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH}, token);
+  EXPECT_EQ(ok.exit_code, 0) << describe(ok);
+  // Workers without the token are refused by hbrun's store.
+  RunResult refused =
+      run_hbrun({"-n", "2", "--timeout", "60", "--", "/usr/bin/env", "-u",
+                 "HB_RENDEZVOUS_TOKEN", CLUSTER_DEMO_PATH},
+                token);
+  EXPECT_NE(refused.exit_code, 0) << describe(refused);
+  EXPECT_NE(refused.err.find("HB_ERR_PERMISSION"), std::string::npos)
+      << describe(refused);
+}
+
 TEST(Hbrun, OneWorkerPerGpuInCudaVisibleDevices) {
   RunResult r =
       run_hbrun({"--", kProbe, "env"}, {{"CUDA_VISIBLE_DEVICES", "3, 5"}});
