@@ -134,6 +134,7 @@ void ClientImpl::handshake() {
                    cfg_.request_timeout_ms > 0,
                "rendezvous client: heartbeat_interval_ms, peer_timeout_ms and "
                "request_timeout_ms must be positive");
+  check_liveness_config(cfg_.heartbeat_interval_ms, cfg_.peer_timeout_ms);
   HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
                "rendezvous client: max_frame_bytes %zu < 256",
                cfg_.max_frame_bytes);

@@ -51,6 +51,17 @@ void check_frame_shape(const Frame &frame, uint64_t offset) {
          frame.strs.size());
 }
 
+void check_liveness_config(int64_t heartbeat_interval_ms,
+                           int64_t peer_timeout_ms) {
+  if (heartbeat_interval_ms <= 0 || peer_timeout_ms <= 0 ||
+      heartbeat_interval_ms > peer_timeout_ms / 2)
+    fail(HB_ERR_CONFIG,
+         "heartbeat_interval_ms (%lld) must be positive and at most half of "
+         "peer_timeout_ms (%lld)",
+         static_cast<long long>(heartbeat_interval_ms),
+         static_cast<long long>(peer_timeout_ms));
+}
+
 Frame make_reply(uint64_t id, hb_status status, std::string text,
                  int64_t value) {
   Frame f;

@@ -142,6 +142,7 @@ void ServerImpl::open() {
   HB_CHECK_ARG(cfg_.peer_timeout_ms > 0 && cfg_.heartbeat_interval_ms > 0,
                "rendezvous server: peer_timeout_ms and heartbeat_interval_ms "
                "must be positive");
+  check_liveness_config(cfg_.heartbeat_interval_ms, cfg_.peer_timeout_ms);
   HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
                "rendezvous server: max_frame_bytes %zu < 256",
                cfg_.max_frame_bytes);
@@ -293,6 +294,10 @@ void ServerImpl::on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     HB_LOG_WARN("rendezvous server: closing the connection of %s: %s",
                 c->who().c_str(), e.what());
     self->refuse(c, 0, e.status(), e.what());
+  } catch (const std::exception &e) {  // never let one escape into libuv
+    HB_LOG_ERROR("rendezvous server: closing the connection of %s: %s",
+                 c->who().c_str(), e.what());
+    self->refuse(c, 0, HB_ERR_INTERNAL, e.what());
   }
   self->arm_deadline();
 }

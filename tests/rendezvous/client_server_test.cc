@@ -408,6 +408,18 @@ TEST(ClientServer, ConnectTimesOutWhenNobodyListens) {
   EXPECT_TRUE(h.ok());  // a failed connect does not fail the Health
 }
 
+TEST(ClientServer, HeartbeatSlowerThanPeerTimeoutIsConfigError) {
+  auto scfg = server_config(1);
+  scfg.heartbeat_interval_ms = scfg.peer_timeout_ms;
+  std::string m = error_of([&] { Server::start(scfg); }, HB_ERR_CONFIG);
+  EXPECT_TRUE(contains(m, "heartbeat_interval_ms")) << m;
+  auto server = Server::start(server_config(1));
+  auto ccfg = client_config(server->port(), 0, 1);
+  ccfg.heartbeat_interval_ms = 10 * ccfg.peer_timeout_ms;
+  Health h;
+  error_of([&] { Client::connect(ccfg, &h); }, HB_ERR_CONFIG);
+}
+
 TEST(ClientServer, BindConflictIsIoError) {
   auto first = Server::start(server_config(1));
   auto cfg = server_config(1);
