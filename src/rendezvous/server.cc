@@ -139,13 +139,8 @@ void ServerImpl::open() {
                cfg_.world_size);
   HB_CHECK_ARG(cfg_.port >= 0 && cfg_.port <= 65535,
                "rendezvous server: port %d out of range", cfg_.port);
-  HB_CHECK_ARG(cfg_.peer_timeout_ms > 0 && cfg_.heartbeat_interval_ms > 0,
-               "rendezvous server: peer_timeout_ms and heartbeat_interval_ms "
-               "must be positive");
-  check_liveness_config(cfg_.heartbeat_interval_ms, cfg_.peer_timeout_ms);
-  HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
-               "rendezvous server: max_frame_bytes %zu < 256",
-               cfg_.max_frame_bytes);
+  check_link_config("rendezvous server", cfg_.heartbeat_interval_ms,
+                    cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   std::string where = format("%s:%d", cfg_.host.c_str(), cfg_.port);
 
   addrinfo hints{};
