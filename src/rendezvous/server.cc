@@ -269,8 +269,10 @@ void ServerImpl::on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   ServerImpl *self = c->srv;
   if (nread == 0 || c->closing) return;
   if (nread < 0) {
-    self->conn_lost(c, nread == UV_EOF
-                           ? "connection closed"
+    // A process that dies with unread bytes resets instead of closing.
+    self->conn_lost(c, nread == UV_EOF ? "connection closed"
+                       : nread == UV_ECONNRESET
+                           ? "connection closed (reset by peer)"
                            : format("connection error: %s",
                                     uv_strerror(static_cast<int>(nread))));
     return;

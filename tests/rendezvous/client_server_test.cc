@@ -288,6 +288,9 @@ TEST(ClientServer, CloseWithoutByeFailsPendingGets) {
   closer.join();
   EXPECT_TRUE(contains(m, "rank 1 lost: connection closed")) << m;
   EXPECT_LT(took, kPeerTimeoutMs + 200);
+  // on_peer_lost runs on the server thread right after the broadcast.
+  for (int64_t end = now_ms() + 1000; lost_rank.load() < 0 && now_ms() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(lost_rank.load(), 1);
   std::printf(
       "[ measure ] closed connection detected by a pending get in %lld ms\n",
