@@ -130,13 +130,11 @@ void ClientImpl::handshake() {
       cfg_.world_size);
   HB_CHECK_ARG(cfg_.port > 0 && cfg_.port <= 65535,
                "rendezvous client: port %d out of range", cfg_.port);
-  HB_CHECK_ARG(cfg_.heartbeat_interval_ms > 0 && cfg_.peer_timeout_ms > 0 &&
-                   cfg_.request_timeout_ms > 0,
-               "rendezvous client: heartbeat_interval_ms, peer_timeout_ms and "
-               "request_timeout_ms must be positive");
-  HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
-               "rendezvous client: max_frame_bytes %zu < 256",
-               cfg_.max_frame_bytes);
+  HB_CHECK_ARG(cfg_.request_timeout_ms > 0,
+               "rendezvous client: request_timeout_ms %lld must be positive",
+               static_cast<long long>(cfg_.request_timeout_ms));
+  check_link_config("rendezvous client", cfg_.heartbeat_interval_ms,
+                    cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   auto sh = sh_;
   sub_id_ = health_->subscribe([sh](hb_status, const std::string &) {
     {

@@ -77,6 +77,20 @@ TEST(Store, BarrierGenerationsAndTimeoutNamesMissingRanks) {
       << out[0].frame.strs[0];
 }
 
+TEST(Store, StaggeredBarrierTimeoutsBlameOnlyTheAbsent) {
+  Store s(4);
+  std::vector<Outgoing> out;
+  s.barrier(1, 1, 0, "b", 100, 0, &out);
+  s.barrier(3, 1, 2, "b", 100, 50, &out);
+  s.expire(100, &out);
+  s.expire(150, &out);
+  ASSERT_EQ(out.size(), 2u);
+  for (auto &o : out)
+    EXPECT_NE(o.frame.strs[0].find("ranks 1, 3 did not arrive (2 of 4 did)"),
+              std::string::npos)
+        << o.frame.strs[0];
+}
+
 TEST(Store, DroppedConnectionLeavesItsRoundsAndWaits) {
   Store s(2);
   std::vector<Outgoing> out;
