@@ -4,17 +4,10 @@
 
 #include "abi/error.h"
 #include "embedding/checkpoint.h"
-#include "embedding/serving.h"
-#include "embedding/table.h"
+#include "embedding/handle.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
 #include "context/context.h"
-
-struct hb_embedding {
-  hb_context *ctx = nullptr;
-  std::unique_ptr<hb::emb::Table> table;          // sharded
-  std::unique_ptr<hb::emb::ServingTable> serving;  // opened from a file
-};
 
 namespace {
 
