@@ -384,6 +384,65 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
+// A "server" that accepts one client, answers its HELLO, then goes silent
+// (as a SIGSTOPped hbrun would).
+class SilentServer {
+ public:
+  SilentServer() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(listen_fd_, 4), 0);
+    socklen_t len = sizeof a;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr *>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      conn_fd_ = accept(listen_fd_, nullptr, nullptr);
+      FrameDecoder dec(1 << 20);
+      Frame hello;
+      char buf[4096];
+      while (!dec.next(&hello)) {
+        ssize_t n = recv(conn_fd_, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        dec.feed(buf, static_cast<size_t>(n));
+      }
+      std::string reply =
+          encode_frame(make_reply(hello.id, HB_OK, "", 1), SIZE_MAX);
+      ssize_t ignored = ::send(conn_fd_, reply.data(), reply.size(), 0);
+      (void)ignored;
+    });
+  }
+  ~SilentServer() {
+    thread_.join();
+    if (conn_fd_ >= 0) ::close(conn_fd_);
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listen_fd_ = -1, conn_fd_ = -1, port_ = 0;
+  std::thread thread_;
+};
+
+TEST(ClientServer, SilentServerIsDeclaredLostByTheClient) {
+  SilentServer silent;
+  auto r = join(silent.port(), 0, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string m =
+      error_of([&] { r->client->get("never", 60000); }, HB_ERR_PEER_FAILED);
+  int64_t took = ms_since(t0);
+  EXPECT_TRUE(contains(
+      m, "rendezvous server at 127.0.0.1:" + std::to_string(silent.port()) +
+             " lost: no heartbeat"))
+      << m;
+  EXPECT_LT(took, kPeerTimeoutMs + kMarginMs);
+  std::printf(
+      "[ measure ] silent server detected in %lld ms (peer_timeout_ms %lld)\n",
+      static_cast<long long>(took), static_cast<long long>(kPeerTimeoutMs));
+}
+
 TEST(ClientServer, ClientsMayStartBeforeTheServer) {
   int port = free_port();
   std::unique_ptr<Rank> early;
