@@ -58,6 +58,32 @@ TEST(ClientServer, SetGetAddWaitBarrierAcrossThreads) {
   }
 }
 
+TEST(ClientServer, RoundTripLatency) {
+  constexpr int kOps = 1000;
+  auto server = Server::start(server_config(2));
+  auto ranks = join_all(server->port(), 2);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kOps; ++i) ranks[0]->client->add("n", 1);
+  int64_t add_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count();
+  EXPECT_EQ(ranks[1]->client->get("n", 1000), std::to_string(kOps));
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kOps / 10; ++i) {
+    std::thread other([&] { ranks[1]->client->barrier("lat", 2000); });
+    ranks[0]->client->barrier("lat", 2000);
+    other.join();
+  }
+  int64_t barrier_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+  std::printf(
+      "[ measure ] add round trip %.1f us; 2-rank barrier %.1f us "
+      "(incl. thread start)\n",
+      static_cast<double>(add_us) / kOps,
+      static_cast<double>(barrier_us) / (kOps / 10));
+}
+
 TEST(ClientServer, RepeatedBarriersKeepRanksInStep) {
   constexpr int kWorld = 3, kRounds = 20;
   auto server = Server::start(server_config(kWorld));
