@@ -313,8 +313,13 @@ void abort_test() {
         hb_status_name(st), hb_last_error());
   CHECK(std::strstr(hb_last_error(), "mp_collectives says stop"),
         "reason missing: %s", hb_last_error());
-  CHECK(took < 5000, "the aborted call took %lld ms", (long long)took);
+  // Generous for a loaded 2-core machine under ASan: Gloo's own timeout
+  // (timeout_ms) is 300 s.
+  CHECK(took < 10000, "the aborted call took %lld ms", (long long)took);
   hb_context_destroy(ctx);
+  std::fprintf(stderr,
+               "[mp_collectives r%d] abort seen after %lld ms in the call\n",
+               g_rank, (long long)took);
 }
 
 }  // namespace
