@@ -48,7 +48,7 @@ struct Flags {
   int64_t eval_samples = 40000;
   int64_t files = 24;  // the train split comes as files of uneven size
   int64_t batch = 512;
-  int64_t vocab = 8192;  // per table; a power of two
+  int64_t vocab = 2048;  // per table; a power of two
   int64_t dim = 8;
   int64_t hidden = 64;
   int64_t eval_every = 100;

@@ -52,7 +52,7 @@ class Generator {
 
   // Planted weight of id in table t, and of dense feature j.
   double weight(int t, int64_t id) const {
-    return 0.6 * gauss(mix(seed_ ^ mix(0x5eed0000ull + t) ^
+    return 0.3 * gauss(mix(seed_ ^ mix(0x5eed0000ull + t) ^
                            mix(static_cast<uint64_t>(id))));
   }
   double dense_weight(int j) const {
