@@ -44,6 +44,9 @@ static char *hbw_strdup(const char *s) {  /* strdup is not C99 */
 %include <stdint.i>
 %include <typemaps.i>
 
+/* hb_status is special as a result only. */
+%apply int32_t { hb_status status };
+
 /* ---- Handles ------------------------------------------------------------ */
 %apply void *HB_HANDLE { hb_context *, const hb_context *, hb_embedding *,
                          const hb_embedding *, hb_metric *, const hb_metric *,
