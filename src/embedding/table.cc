@@ -105,6 +105,13 @@ void Table::route_ids(Outcome &o, const char *what) {
                    recv_counts_, 8);
 }
 
+uint64_t Table::remote_sent() const {
+  uint64_t n = 0;
+  for (int p = 0; p < world_; ++p)
+    if (p != rank_) n += static_cast<uint64_t>(send_counts_[p]);
+  return n;
+}
+
 int64_t Table::owner_dedup() {
   int sources = 0;
   for (int64_t c : recv_counts_) sources += c > 0;
@@ -124,6 +131,7 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
   route_ids(o, "hb_embedding_lookup");
   ++stats_.lookups;
   stats_.ids += n;
+  stats_.request_bytes += remote_sent() * (8 + wire_row_bytes_);
   stats_.unique_ids += dedup_.unique().size();
 
   // Owner: the rows of every received id, in received order, wire dtype.
@@ -182,6 +190,7 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   route_ids(o, "hb_embedding_apply_gradients");
   ++stats_.applies;
   stats_.ids += n;
+  stats_.request_bytes += remote_sent() * (8 + wire_row_bytes_);
   stats_.unique_ids += dedup_.unique().size();
 
   const size_t nrecv = recv_ids_.size();

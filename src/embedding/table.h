@@ -36,6 +36,10 @@ struct Stats {
   uint64_t owner_unique = 0;  // after the owner dedup
   uint64_t wire_bytes_sent = 0;  // to other ranks: headers, ids, rows, grads
   uint64_t wire_bytes_recv = 0;
+  // The traffic this rank causes as a requester: its unique ids to remote
+  // owners (lookup and apply), the rows they return, the gradients it
+  // sends. Dedup bounds it by unique_ids * (2 * 8 + 2 * wire row bytes).
+  uint64_t request_bytes = 0;
 };
 
 class Table {
@@ -64,6 +68,7 @@ class Table {
   // number of unique ids (owner_ids_ / owner_inverse_ filled) or -1 when
   // the received ids are already unique.
   int64_t owner_dedup();
+  uint64_t remote_sent() const;  // ids this rank sent to other ranks
   void exchange_payload(const void *send, const std::vector<int64_t> &scount,
                         void *recv, const std::vector<int64_t> &rcount,
                         size_t elem_bytes);
