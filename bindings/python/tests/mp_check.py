@@ -52,7 +52,8 @@ def check_auc(ctx):
     rank, world = ctx.rank, ctx.world_size
     labels, preds, weights = samples(1000)
     with hb.Metric(hb.METRIC_AUC_EXACT, ctx) as dist, hb.Metric(hb.METRIC_AUC_EXACT) as local:
-        dist.update(labels[rank::world], preds[rank::world], weights[rank::world])
+        mine = [np.ascontiguousarray(a[rank::world]) for a in (labels, preds, weights)]
+        dist.update(*mine)
         local.update(labels, preds, weights)
         got, single = dist.result(), local.result()
     want = exact_auc(labels, preds, weights)
