@@ -3,6 +3,7 @@ package hb
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math"
 	"os"
 	"path/filepath"
@@ -229,6 +230,46 @@ func TestEmbeddingAndServing(t *testing.T) {
 	}
 	if _, err := OpenEmbedding(path + ".missing"); err == nil || !strings.Contains(err.Error(), ".missing") {
 		t.Fatal(err)
+	}
+}
+
+func TestListenersAroundSaveAndLoad(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	c := worldOfOne(t)
+	defer c.Close()
+	var events []string
+	record := func(event int32, path string) { events = append(events, fmt.Sprintf("%d:%s", event, path)) }
+	if err := c.AddListener(EventBeforeSave, record); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddListener(EventAfterLoad, record); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddListener(42, record); err == nil {
+		t.Fatal("event 42 accepted")
+	}
+	cfg := DefaultEmbeddingConfig("saved", 2)
+	cfg.LearningRate = 1
+	e, err := NewEmbedding(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids, grads, rows := []int64{3}, []float32{1, 1}, make([]float32, 2)
+	for _, step := range []func() error{
+		func() error { return e.ApplyGradients(ids, grads) },
+		func() error { return e.Save(ckpt) },
+		func() error { return e.ApplyGradients(ids, grads) },
+		func() error { return e.Load(ckpt) },
+		func() error { return e.Lookup(ids, rows) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{fmt.Sprintf("%d:%s", EventBeforeSave, ckpt), fmt.Sprintf("%d:%s", EventAfterLoad, ckpt)}
+	if rows[0] != -1 || fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatal(rows, events, want)
 	}
 }
 

@@ -61,6 +61,26 @@ def check_auc(ctx):
     assert abs(got - want) < 1e-12, (got, want)
 
 
+def check_train(ctx):
+    """hb.train over unbalanced data: rank r has 3 + 2r batches; every rank
+    runs the same steps and evaluates at the same ones."""
+    import hb.train
+    rank, world = ctx.rank, ctx.world_size
+    labels, preds, _ = samples(200)
+    fed = []
+    with hb.Metric(hb.METRIC_AUC_EXACT, ctx) as auc:
+        history = hb.train.train(
+            lambda step, batch: fed.append(batch), data=range(3 + 2 * rank), eval_every=2,
+            eval_fn=lambda step, ms: ms["auc"].update(
+                np.ascontiguousarray(labels[rank::world]), np.ascontiguousarray(preds[rank::world])),
+            metrics={"auc": auc}, ctx=ctx)
+    steps = 3 + 2 * (world - 1)
+    assert fed == list(range(3 + 2 * rank)) + [None] * (steps - 3 - 2 * rank), fed
+    assert [r.step for r in history] == list(range(2, steps + 1, 2)) + ([steps] if steps % 2 else [])
+    want = exact_auc(labels, preds)
+    assert all(abs(r.values["auc"] - want) < 1e-12 for r in history), history
+
+
 def check_errors(ctx):
     try:
         ctx.set_option("no_such_option", "1")
@@ -82,6 +102,7 @@ def main():
         check_allreduce(ctx)
         check_embedding(ctx)
         check_auc(ctx)
+        check_train(ctx)
         check_errors(ctx)
         ctx.barrier()
         print("rank %d of %d: python binding ok" % (ctx.rank, ctx.world_size))

@@ -232,3 +232,22 @@ def test_closing_context_closes_children():
     assert m.closed and c.closed
     with pytest.raises(ValueError, match="Context is closed"):
         c.rank
+
+
+def test_listeners_around_save_and_load(ctx, tmp_path):
+    events = []
+    ctx.add_listener(hb.EVENT_BEFORE_SAVE, lambda e, p: events.append((e, p)))
+    ctx.add_listener(hb.EVENT_AFTER_LOAD, lambda e, p: events.append((e, p)))
+    with pytest.raises(hb.HbError):
+        ctx.add_listener(42, print)
+    with pytest.raises(TypeError, match="fn: expected a callable"):
+        hb.capi.hb_context_add_listener(ctx._handle, hb.EVENT_AFTER_SAVE, 3)
+    ckpt = str(tmp_path / "ckpt")
+    with hb.Embedding(ctx, "saved", 2, optimizer=hb.OPT_SGD, learning_rate=1.0) as emb:
+        ids = np.array([3], np.int64)
+        emb.apply_gradients(ids, np.ones((1, 2), np.float32))
+        emb.save(ckpt)
+        emb.apply_gradients(ids, np.ones((1, 2), np.float32))
+        emb.load(ckpt)
+        assert emb.lookup(ids).tolist() == [[-1.0, -1.0]]
+    assert events == [(hb.EVENT_BEFORE_SAVE, ckpt), (hb.EVENT_AFTER_LOAD, ckpt)]

@@ -191,4 +191,33 @@ public class HbTest {
       assertTrue(e.detail(), e.detail().contains("missing.hbe"));
     }
   }
+
+  @Test
+  public void listenersAroundSaveAndLoad() throws Exception {
+    String ckpt = new File(Files.createTempDirectory("hbjava").toFile(), "ckpt").getPath();
+    java.util.List<String> events = new java.util.ArrayList<>();
+    try (Context ctx = worldOfOne()) {
+      ctx.addListener(Hb.HB_EVENT_BEFORE_SAVE, (e, p) -> events.add(e + ":" + p));
+      ctx.addListener(Hb.HB_EVENT_AFTER_LOAD, (e, p) -> events.add(e + ":" + p));
+      ctx.addListener(Hb.HB_EVENT_AFTER_SAVE, (e, p) -> {
+        throw new RuntimeException("printed, not propagated");
+      });
+      try {
+        ctx.addListener(42, (e, p) -> { });
+        fail("event 42 accepted");
+      } catch (HbException e) {
+        assertEquals(Hb.HB_ERR_INVALID_ARGUMENT, e.status());
+      }
+      try (Embedding emb = Embedding.create(ctx, new EmbeddingConfig("saved", 2).optimizer(Hb.HB_OPT_SGD, 1))) {
+        long[] ids = {3};
+        emb.applyGradients(ids, new float[] {1, 1});
+        emb.save(ckpt);
+        emb.applyGradients(ids, new float[] {1, 1});
+        emb.load(ckpt);
+        assertArrayEquals(new float[] {-1, -1}, emb.lookup(ids), 0f);
+      }
+    }
+    assertEquals(java.util.Arrays.asList(Hb.HB_EVENT_BEFORE_SAVE + ":" + ckpt, Hb.HB_EVENT_AFTER_LOAD + ":" + ckpt),
+        events);
+  }
 }
