@@ -66,14 +66,14 @@ func (e *EmbeddingConfig) native() capi.Embedding_config {
 // Embedding is a table sharded over a context's ranks, or a read-only
 // serving table (OpenEmbedding; lookups are then safe from many goroutines).
 // Rows are float32.
-type Embedding struct{ h uintptr }
+type Embedding struct{ handle }
 
 // NewEmbedding creates this rank's shard of a table: collective.
 func NewEmbedding(c *Context, config EmbeddingConfig) (*Embedding, error) {
 	n := config.native()
 	defer capi.DeleteEmbedding_config(n)
 	e := &Embedding{}
-	if err := capi.Embedding_create(c.handle(), n, &e.h); err != nil {
+	if err := capi.Embedding_create(c.raw(), n, &e.h); err != nil {
 		return nil, err
 	}
 	return e, nil
@@ -88,34 +88,26 @@ func OpenEmbedding(path string) (*Embedding, error) {
 	return e, nil
 }
 
-func (e *Embedding) handle() uintptr {
-	if e == nil || e.h == 0 {
-		panic("hb: use of a closed Embedding")
-	}
-	return e.h
-}
+func (e *Embedding) raw() uintptr { return e.get("Embedding") }
 
 // Close frees the table; closing twice is fine.
 func (e *Embedding) Close() error {
-	if e.h != 0 {
-		capi.Embedding_destroy(e.h)
-		e.h = 0
-	}
+	e.close(capi.Embedding_destroy)
 	return nil
 }
 
-func (e *Embedding) Dim() int64       { return capi.Embedding_dim(e.handle()) }
-func (e *Embedding) LocalRows() int64 { return capi.Embedding_local_rows(e.handle()) }
+func (e *Embedding) Dim() int64       { return capi.Embedding_dim(e.raw()) }
+func (e *Embedding) LocalRows() int64 { return capi.Embedding_local_rows(e.raw()) }
 
 // Misses counts ids a serving table did not hold.
-func (e *Embedding) Misses() uint64 { return capi.Embedding_misses(e.handle()) }
+func (e *Embedding) Misses() uint64 { return capi.Embedding_misses(e.raw()) }
 
 // Lookup writes the rows of ids into out (len(ids) x Dim).
 func (e *Embedding) Lookup(ids []int64, out []float32) error {
 	if err := needLen("out", len(out), len(ids)*int(e.Dim())); err != nil {
 		return err
 	}
-	return capi.Embedding_lookup(e.handle(), ptr(ids), int64(len(ids)), ptr(out))
+	return capi.Embedding_lookup(e.raw(), ptr(ids), int64(len(ids)), ptr(out))
 }
 
 // ApplyGradients runs one optimizer step per touched row; grads is len(ids) x Dim.
@@ -123,14 +115,14 @@ func (e *Embedding) ApplyGradients(ids []int64, grads []float32) error {
 	if err := needLen("grads", len(grads), len(ids)*int(e.Dim())); err != nil {
 		return err
 	}
-	return capi.Embedding_apply_gradients(e.handle(), ptr(ids), int64(len(ids)), ptr(grads))
+	return capi.Embedding_apply_gradients(e.raw(), ptr(ids), int64(len(ids)), ptr(grads))
 }
 
 // Save checkpoints rows and optimizer slots into dir: collective.
-func (e *Embedding) Save(dir string) error { return capi.Embedding_save(e.handle(), dir) }
+func (e *Embedding) Save(dir string) error { return capi.Embedding_save(e.raw(), dir) }
 
 // Load restores a checkpoint, re-sharding if needed: collective.
-func (e *Embedding) Load(dir string) error { return capi.Embedding_load(e.handle(), dir) }
+func (e *Embedding) Load(dir string) error { return capi.Embedding_load(e.raw(), dir) }
 
 // Export writes one serving file (rank 0 writes): collective.
-func (e *Embedding) Export(path string) error { return capi.Embedding_export(e.handle(), path) }
+func (e *Embedding) Export(path string) error { return capi.Embedding_export(e.raw(), path) }

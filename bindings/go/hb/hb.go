@@ -245,12 +245,29 @@ func boolInt(b bool) int32 {
 	return 0
 }
 
+// handle is one C handle; its owner's Close frees it once.
+type handle struct{ h uintptr }
+
+func (p *handle) get(what string) uintptr {
+	if p.h == 0 {
+		panic("hb: use of a closed " + what)
+	}
+	return p.h
+}
+
+func (p *handle) close(destroy func(uintptr)) {
+	if p.h != 0 {
+		destroy(p.h)
+		p.h = 0
+	}
+}
+
 // ---- Context -------------------------------------------------------------
 
 // Context is a group of ranks (hb_context). Close it after the embeddings
 // and metrics made on it.
 type Context struct {
-	h         uintptr
+	handle
 	listeners []cgo.Handle
 }
 
@@ -300,69 +317,61 @@ func NewContext(opts ...ContextOption) (*Context, error) {
 	return c, nil
 }
 
-func (c *Context) handle() uintptr {
-	if c == nil || c.h == 0 {
-		panic("hb: use of a closed Context")
-	}
-	return c.h
-}
+func (c *Context) raw() uintptr { return c.get("Context") }
 
 // Close leaves the cluster and frees everything (not collective); closing
 // twice is fine.
 func (c *Context) Close() error {
-	if c.h != 0 {
-		capi.Context_destroy(c.h)
-		c.h = 0
-		for _, l := range c.listeners {
-			l.Delete()
-		}
-		c.listeners = nil
+	c.close(capi.Context_destroy)
+	for _, l := range c.listeners {
+		l.Delete()
 	}
+	c.listeners = nil
 	return nil
 }
 
-func (c *Context) Rank() int           { return int(capi.Context_rank(c.handle())) }
-func (c *Context) WorldSize() int      { return int(capi.Context_world_size(c.handle())) }
-func (c *Context) LocalRank() int      { return int(capi.Context_local_rank(c.handle())) }
-func (c *Context) LocalWorldSize() int { return int(capi.Context_local_world_size(c.handle())) }
-func (c *Context) IsChief() bool       { return capi.Context_is_chief(c.handle()) != 0 }
-func (c *Context) TaskType() string    { return capi.Context_task_type(c.handle()) }
-func (c *Context) TaskID() int         { return int(capi.Context_task_id(c.handle())) }
-func (c *Context) NumGPUs() int        { return int(capi.Context_num_gpus(c.handle())) }
+func (c *Context) Rank() int           { return int(capi.Context_rank(c.raw())) }
+func (c *Context) WorldSize() int      { return int(capi.Context_world_size(c.raw())) }
+func (c *Context) LocalRank() int      { return int(capi.Context_local_rank(c.raw())) }
+func (c *Context) LocalWorldSize() int { return int(capi.Context_local_world_size(c.raw())) }
+func (c *Context) IsChief() bool       { return capi.Context_is_chief(c.raw()) != 0 }
+func (c *Context) TaskType() string    { return capi.Context_task_type(c.raw()) }
+func (c *Context) TaskID() int         { return int(capi.Context_task_id(c.raw())) }
+func (c *Context) NumGPUs() int        { return int(capi.Context_num_gpus(c.raw())) }
 
 // Device is "cpu:0" or "cuda:N".
-func (c *Context) Device() string { return capi.Context_device(c.handle()) }
+func (c *Context) Device() string { return capi.Context_device(c.raw()) }
 
 // GetOption is the current value of an option.
 func (c *Context) GetOption(name string) (string, error) {
 	var value string
-	err := capi.Hb_context_get_option(c.handle(), name, &value)
+	err := capi.Hb_context_get_option(c.raw(), name, &value)
 	return value, err
 }
 
 // SetOption sets an option; a malformed value or unknown name is ErrConfig.
 func (c *Context) SetOption(name, value string) error {
-	return capi.Context_set_option(c.handle(), name, value)
+	return capi.Context_set_option(c.raw(), name, value)
 }
 
 // Barrier waits for every rank; timeoutMs <= 0 uses the timeout_ms option.
-func (c *Context) Barrier(timeoutMs int64) error { return capi.Context_barrier(c.handle(), timeoutMs) }
+func (c *Context) Barrier(timeoutMs int64) error { return capi.Context_barrier(c.raw(), timeoutMs) }
 
 // Abort makes every rank's pending and later calls fail with ErrAborted.
-func (c *Context) Abort(reason string) error { return capi.Context_abort(c.handle(), reason) }
+func (c *Context) Abort(reason string) error { return capi.Context_abort(c.raw(), reason) }
 
 // SetCUDAStream sets the cudaStream_t for GPU work; 0 restores the context's own.
 func (c *Context) SetCUDAStream(stream uintptr) error {
-	return capi.Context_set_cuda_stream(c.handle(), stream)
+	return capi.Context_set_cuda_stream(c.raw(), stream)
 }
 
 // Synchronize waits for the GPU work enqueued on the context's stream.
-func (c *Context) Synchronize() error { return capi.Context_synchronize(c.handle()) }
+func (c *Context) Synchronize() error { return capi.Context_synchronize(c.raw()) }
 
 // AddListener calls fn(event, path) around checkpoint saves and loads.
 func (c *Context) AddListener(event int32, fn func(event int32, path string)) error {
 	h := capi.NewListener(fn)
-	if err := capi.Context_add_listener(c.handle(), event, uintptr(h)); err != nil {
+	if err := capi.Context_add_listener(c.raw(), event, uintptr(h)); err != nil {
 		h.Delete()
 		return err
 	}
@@ -373,7 +382,7 @@ func (c *Context) AddListener(event int32, fn func(event int32, path string)) er
 // DataSync tells this step whether to go on and whether to feed an empty batch.
 func (c *Context) DataSync(hasData, dropRemainder bool) (proceed, feedEmpty bool, err error) {
 	var p, e int32
-	err = capi.Data_sync(c.handle(), boolInt(hasData), boolInt(dropRemainder), &p, &e)
+	err = capi.Data_sync(c.raw(), boolInt(hasData), boolInt(dropRemainder), &p, &e)
 	return p != 0, e != 0, err
 }
 
@@ -391,7 +400,7 @@ func Allreduce[T Number](c *Context, send, recv []T, op ReduceOp) error {
 	if err := needLen("recv", len(recv), len(send)); err != nil {
 		return err
 	}
-	return capi.Allreduce(c.handle(), ptr(send), ptr(recv), int64(len(send)), dtypeOf[T](), op)
+	return capi.Allreduce(c.raw(), ptr(send), ptr(recv), int64(len(send)), dtypeOf[T](), op)
 }
 
 // Allgather puts rank r's send at recv[r*len(send):].
@@ -399,7 +408,7 @@ func Allgather[T Number](c *Context, send, recv []T) error {
 	if err := needLen("recv", len(recv), len(send)*c.WorldSize()); err != nil {
 		return err
 	}
-	return capi.Allgather(c.handle(), ptr(send), ptr(recv), int64(len(send)), dtypeOf[T]())
+	return capi.Allgather(c.raw(), ptr(send), ptr(recv), int64(len(send)), dtypeOf[T]())
 }
 
 func extent(param string, counts, offsets []int64, world int) (int, error) {
@@ -427,7 +436,7 @@ func Allgatherv[T Number](c *Context, send, recv []T, recvCounts, recvOffsets []
 	if err != nil {
 		return err
 	}
-	return capi.Allgatherv(c.handle(), ptr(send), int64(len(send)), ptr(recv), ptr(recvCounts),
+	return capi.Allgatherv(c.raw(), ptr(send), int64(len(send)), ptr(recv), ptr(recvCounts),
 		ptr(recvOffsets), dtypeOf[T]())
 }
 
@@ -440,7 +449,7 @@ func Alltoall[T Number](c *Context, send, recv []T) error {
 	if err := needLen("recv", len(recv), len(send)); err != nil {
 		return err
 	}
-	return capi.Alltoall(c.handle(), ptr(send), ptr(recv), int64(len(send)/world), dtypeOf[T]())
+	return capi.Alltoall(c.raw(), ptr(send), ptr(recv), int64(len(send)/world), dtypeOf[T]())
 }
 
 // Alltoallv exchanges per-peer counts at offsets (nil: packed in rank order).
@@ -461,7 +470,7 @@ func Alltoallv[T Number](c *Context, send []T, sendCounts, sendOffsets []int64, 
 	if err != nil {
 		return err
 	}
-	return capi.Alltoallv(c.handle(), ptr(send), ptr(sendCounts), ptr(sendOffsets), ptr(recv),
+	return capi.Alltoallv(c.raw(), ptr(send), ptr(sendCounts), ptr(sendOffsets), ptr(recv),
 		ptr(recvCounts), ptr(recvOffsets), dtypeOf[T]())
 }
 
@@ -472,7 +481,7 @@ func Broadcast[T Number](c *Context, send, recv []T, root int) error {
 			return err
 		}
 	}
-	return capi.Broadcast(c.handle(), ptr(send), ptr(recv), int64(len(recv)), dtypeOf[T](), int32(root))
+	return capi.Broadcast(c.raw(), ptr(send), ptr(recv), int64(len(recv)), dtypeOf[T](), int32(root))
 }
 
 // ReduceScatter gives rank r the reduction of block r of send (world blocks of len(recv)).
@@ -480,7 +489,7 @@ func ReduceScatter[T Number](c *Context, send, recv []T, op ReduceOp) error {
 	if err := needLen("send", len(send), len(recv)*c.WorldSize()); err != nil {
 		return err
 	}
-	return capi.Reduce_scatter(c.handle(), ptr(send), ptr(recv), int64(len(recv)), dtypeOf[T](), op)
+	return capi.Reduce_scatter(c.raw(), ptr(send), ptr(recv), int64(len(recv)), dtypeOf[T](), op)
 }
 
 // AllreduceMany reduces every tensor in place, fused into buckets. cgo
@@ -496,7 +505,7 @@ func AllreduceMany[T Number](c *Context, tensors [][]T, op ReduceOp) error {
 	for i, t := range tensors {
 		copy(unsafe.Slice((*T)(list.Data(i)), len(t)), t)
 	}
-	if err := capi.Allreduce_many(c.handle(), list, dtypeOf[T](), op); err != nil {
+	if err := capi.Allreduce_many(c.raw(), list, dtypeOf[T](), op); err != nil {
 		return err
 	}
 	for i, t := range tensors {

@@ -24,7 +24,7 @@ func DefaultMetricConfig(kind int32) MetricConfig {
 
 // Metric is a streaming metric. With a context Result is collective and
 // merges every rank's samples; without one (nil) it is local.
-type Metric struct{ h uintptr }
+type Metric struct{ handle }
 
 // NewMetric creates a metric; c may be nil.
 func NewMetric(c *Context, config MetricConfig) (*Metric, error) {
@@ -39,7 +39,7 @@ func NewMetric(c *Context, config MetricConfig) (*Metric, error) {
 	n.SetBins(config.Bins)
 	var ctx uintptr
 	if c != nil {
-		ctx = c.handle()
+		ctx = c.raw()
 	}
 	m := &Metric{}
 	if err := capi.Metric_create(ctx, n, &m.h); err != nil {
@@ -48,19 +48,11 @@ func NewMetric(c *Context, config MetricConfig) (*Metric, error) {
 	return m, nil
 }
 
-func (m *Metric) handle() uintptr {
-	if m == nil || m.h == 0 {
-		panic("hb: use of a closed Metric")
-	}
-	return m.h
-}
+func (m *Metric) raw() uintptr { return m.get("Metric") }
 
 // Close frees the metric; closing twice is fine.
 func (m *Metric) Close() error {
-	if m.h != 0 {
-		capi.Metric_destroy(m.h)
-		m.h = 0
-	}
+	m.close(capi.Metric_destroy)
 	return nil
 }
 
@@ -79,7 +71,7 @@ func (m *Metric) Update(labels, preds, weights []float32) error {
 	if err := checkSamples(labels, preds, weights); err != nil {
 		return err
 	}
-	return capi.Metric_update(m.handle(), ptr(labels), ptr(preds), ptr(weights), int64(len(labels)))
+	return capi.Metric_update(m.raw(), ptr(labels), ptr(preds), ptr(weights), int64(len(labels)))
 }
 
 // UpdateGrouped adds samples with a group id each (GAUC).
@@ -90,19 +82,19 @@ func (m *Metric) UpdateGrouped(labels, preds, weights []float32, groups []int64)
 	if len(groups) != len(labels) {
 		return argError("groups: %d elements, labels has %d", len(groups), len(labels))
 	}
-	return capi.Metric_update_grouped(m.handle(), ptr(labels), ptr(preds), ptr(weights), ptr(groups),
+	return capi.Metric_update_grouped(m.raw(), ptr(labels), ptr(preds), ptr(weights), ptr(groups),
 		int64(len(labels)))
 }
 
 // Result is the metric over every sample so far.
 func (m *Metric) Result() (float64, error) {
 	var out float64
-	err := capi.Metric_result(m.handle(), &out)
+	err := capi.Metric_result(m.raw(), &out)
 	return out, err
 }
 
 // Flags are the MetricFlag* bits of the last result.
-func (m *Metric) Flags() int32 { return capi.Metric_flags(m.handle()) }
+func (m *Metric) Flags() int32 { return capi.Metric_flags(m.raw()) }
 
 // Reset forgets every sample.
-func (m *Metric) Reset() error { return capi.Metric_reset(m.handle()) }
+func (m *Metric) Reset() error { return capi.Metric_reset(m.raw()) }

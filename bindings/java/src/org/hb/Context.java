@@ -6,10 +6,8 @@ package org.hb;
  * ByteBuffers in native order (pass the dtype). Close embeddings and metrics
  * made on a context before the context itself (try-with-resources does).
  */
-public final class Context implements AutoCloseable {
-  private long handle;
-
-  private Context(long handle) { this.handle = handle; }
+public final class Context extends NativeHandle {
+  private Context(long handle) { super(handle); }
 
   /** Discover everything from the environment (hbrun, TF_CONFIG, or a world of one). */
   public static Context create() throws HbException { return create(new ContextOptions()); }
@@ -25,19 +23,11 @@ public final class Context implements AutoCloseable {
     }
   }
 
-  long handle() {
-    if (handle == 0) throw new IllegalStateException("Context is closed");
-    return handle;
-  }
-
-  /** Leave the cluster and free everything (not collective); closing twice is fine. */
+  /** Leaves the cluster and frees everything, listeners included. */
   @Override
-  public void close() {
-    if (handle != 0) {
-      HbNative.hb_context_destroy(handle);
-      HbNative.hbj_release_listeners(handle);
-      handle = 0;
-    }
+  void destroy(long h) {
+    HbNative.hb_context_destroy(h);
+    HbNative.hbj_release_listeners(h);
   }
 
   public int rank() { return HbNative.hb_context_rank(handle()); }

@@ -5,10 +5,8 @@ package org.hb;
  * serving table ({@link #open}, thread-safe lookups). Rows are float32: ids
  * are long[] (or a direct ByteBuffer of int64), rows float[] (or float32).
  */
-public final class Embedding implements AutoCloseable {
-  private long handle;
-
-  private Embedding(long handle) { this.handle = handle; }
+public final class Embedding extends NativeHandle {
+  private Embedding(long handle) { super(handle); }
 
   /** Collective: every rank creates its shard. */
   public static Embedding create(Context ctx, EmbeddingConfig config) throws HbException {
@@ -29,18 +27,8 @@ public final class Embedding implements AutoCloseable {
     return new Embedding(out[0]);
   }
 
-  long handle() {
-    if (handle == 0) throw new IllegalStateException("Embedding is closed");
-    return handle;
-  }
-
   @Override
-  public void close() {
-    if (handle != 0) {
-      HbNative.hb_embedding_destroy(handle);
-      handle = 0;
-    }
-  }
+  void destroy(long h) { HbNative.hb_embedding_destroy(h); }
 
   public long dim() { return HbNative.hb_embedding_dim(handle()); }
   public long localRows() { return HbNative.hb_embedding_local_rows(handle()); }

@@ -5,10 +5,8 @@ package org.hb;
  * merges every rank's samples; with none (null) it is local. Labels,
  * predictions and weights are float[] (or direct float32 ByteBuffers).
  */
-public final class Metric implements AutoCloseable {
-  private long handle;
-
-  private Metric(long handle) { this.handle = handle; }
+public final class Metric extends NativeHandle {
+  private Metric(long handle) { super(handle); }
 
   /** ctx may be null: a local metric. */
   public static Metric create(Context ctx, MetricConfig config) throws HbException {
@@ -22,18 +20,8 @@ public final class Metric implements AutoCloseable {
     }
   }
 
-  long handle() {
-    if (handle == 0) throw new IllegalStateException("Metric is closed");
-    return handle;
-  }
-
   @Override
-  public void close() {
-    if (handle != 0) {
-      HbNative.hb_metric_destroy(handle);
-      handle = 0;
-    }
-  }
+  void destroy(long h) { HbNative.hb_metric_destroy(h); }
 
   /** weights may be null (all 1). */
   public void update(Object labels, Object preds, Object weights) throws HbException {
