@@ -46,6 +46,8 @@ static _gostring_ hbgo_status_text(hb_status status) {
                            hb_status_name(status));
   nmessage = strlen(message);
   text.p = (char *)malloc(nhead + nmessage);
+  if (!text.p) nmessage = 0;  /* out of memory: the status alone */
+  if (!text.p) text.p = (char *)malloc(nhead);
   if (!text.p) return none;
   memcpy(text.p, head, nhead);
   memcpy(text.p + nhead, message, nmessage);

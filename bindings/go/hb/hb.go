@@ -3,8 +3,9 @@
 //
 // Buffers are slices: the element type gives the dtype (Float16 and BFloat16
 // for the 16-bit floats); they are passed to C without a copy. A failed call
-// returns an *Error carrying the status and the message of that call. Every
-// handle has a Close method.
+// returns an *Error carrying the status and the message of that call
+// (hb_last_error is not exposed: it is thread-local and a goroutine may
+// change threads between two calls). Every handle has a Close method.
 package hb
 
 import (

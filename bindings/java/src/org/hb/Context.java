@@ -3,7 +3,10 @@ package org.hb;
 /**
  * A group of ranks (hb_context). Creating one is collective: every rank must.
  * Buffers are primitive arrays (dtype from the array type) or direct
- * ByteBuffers in native order (pass the dtype). Close embeddings and metrics
+ * ByteBuffers in native order (pass the dtype; the whole buffer from its
+ * address to its capacity is used, whatever its position and limit). Lengths
+ * are checked here: a buffer too short for the call is an
+ * IllegalArgumentException naming the parameter. Close embeddings and metrics
  * made on a context before the context itself (try-with-resources does).
  */
 public final class Context extends NativeHandle {
