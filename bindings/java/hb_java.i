@@ -217,7 +217,10 @@ static hbj_listener *hbj_listener_new(JNIEnv *env, hb_context *ctx, jobject targ
   (*jenv)->SetLongArrayRegion(jenv, $input, 0, 1, &value);
 }
 
-/* ---- Buffers: Object (primitive array or direct Buffer; null is NULL) ---- */
+/* ---- Buffers: Object (primitive array or direct Buffer; null is NULL) ----
+ * A typemap that throws returns at once, before the freearg of the buffers
+ * already taken: the public classes check every buffer first, so only an
+ * OutOfMemoryError can take that path. */
 %define HBJ_BUFFER(TYPE, KIND, COMMIT)
 %typemap(jni) TYPE "jobject"
 %typemap(jtype) TYPE "Object"
