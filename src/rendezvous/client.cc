@@ -130,13 +130,11 @@ void ClientImpl::handshake() {
       cfg_.world_size);
   HB_CHECK_ARG(cfg_.port > 0 && cfg_.port <= 65535,
                "rendezvous client: port %d out of range", cfg_.port);
-  HB_CHECK_ARG(cfg_.heartbeat_interval_ms > 0 && cfg_.peer_timeout_ms > 0 &&
-                   cfg_.request_timeout_ms > 0,
-               "rendezvous client: heartbeat_interval_ms, peer_timeout_ms and "
-               "request_timeout_ms must be positive");
-  HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
-               "rendezvous client: max_frame_bytes %zu < 256",
-               cfg_.max_frame_bytes);
+  HB_CHECK_ARG(cfg_.request_timeout_ms > 0,
+               "rendezvous client: request_timeout_ms %lld must be positive",
+               static_cast<long long>(cfg_.request_timeout_ms));
+  check_link_config("rendezvous client", cfg_.heartbeat_interval_ms,
+                    cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   auto sh = sh_;
   sub_id_ = health_->subscribe([sh](hb_status, const std::string &) {
     {
@@ -242,24 +240,22 @@ Frame ClientImpl::call(Frame req, int64_t local_timeout_ms,
 void ClientImpl::send_frame(const Frame &f, int64_t deadline_ms) {
   std::string bytes = encode_frame(f, cfg_.max_frame_bytes);
   std::string err;
-  bool ok;
+  bool ok = false;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
-    if (broken_)
-      fail(HB_ERR_PEER_FAILED, "rendezvous %s: the connection to %s is broken",
-           msg_type_name(f.type), server().c_str());
-    ok = tcp_send_all(
-        fd_, bytes.data(), bytes.size(), deadline_ms,
-        [this] { return broken_.load(); }, &err);
+    if (!broken_)
+      ok = tcp_send_all(
+          fd_, bytes.data(), bytes.size(), deadline_ms,
+          [this] { return broken_.load(); }, &err);
   }
-  if (!ok) {
-    // A frame cut short leaves the stream unusable.
-    std::string msg = format("rendezvous server at %s lost: %s",
-                             server().c_str(), err.c_str());
-    connection_failed(HB_ERR_PEER_FAILED, msg);
-    health_->check();
-    throw Error(HB_ERR_PEER_FAILED, msg);
-  }
+  if (ok) return;
+  // A frame cut short leaves the stream unusable: the connection is done.
+  connection_failed(HB_ERR_PEER_FAILED,
+                    format("rendezvous server at %s lost: %s", server().c_str(),
+                           err.c_str()));
+  health_->check();  // the Health's error first, as everywhere
+  std::lock_guard<std::mutex> lock(sh_->mu);
+  throw Error(sh_->conn_status, sh_->conn_error);
 }
 
 void ClientImpl::io_loop() {

@@ -51,6 +51,13 @@ const char *msg_type_name(uint8_t type);
 // the fields its type needs; `offset` is its stream offset, for the message.
 void check_frame_shape(const Frame &frame, uint64_t offset);
 
+// Settings both ends share. Heartbeats must come well within the peer
+// timeout, or every rank would be declared lost: HB_ERR_CONFIG naming both
+// unless 0 < interval <= peer timeout / 2. max_frame_bytes below 256 is
+// HB_ERR_CONFIG too. `who` starts the messages.
+void check_link_config(const char *who, int64_t heartbeat_interval_ms,
+                       int64_t peer_timeout_ms, size_t max_frame_bytes);
+
 Frame make_reply(uint64_t id, hb_status status, std::string text,
                  int64_t value = 0);
 

@@ -139,12 +139,8 @@ void ServerImpl::open() {
                cfg_.world_size);
   HB_CHECK_ARG(cfg_.port >= 0 && cfg_.port <= 65535,
                "rendezvous server: port %d out of range", cfg_.port);
-  HB_CHECK_ARG(cfg_.peer_timeout_ms > 0 && cfg_.heartbeat_interval_ms > 0,
-               "rendezvous server: peer_timeout_ms and heartbeat_interval_ms "
-               "must be positive");
-  HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
-               "rendezvous server: max_frame_bytes %zu < 256",
-               cfg_.max_frame_bytes);
+  check_link_config("rendezvous server", cfg_.heartbeat_interval_ms,
+                    cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   std::string where = format("%s:%d", cfg_.host.c_str(), cfg_.port);
 
   addrinfo hints{};
@@ -273,8 +269,10 @@ void ServerImpl::on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   ServerImpl *self = c->srv;
   if (nread == 0 || c->closing) return;
   if (nread < 0) {
-    self->conn_lost(c, nread == UV_EOF
-                           ? "connection closed"
+    // A process that dies with unread bytes resets instead of closing.
+    self->conn_lost(c, nread == UV_EOF ? "connection closed"
+                       : nread == UV_ECONNRESET
+                           ? "connection closed (reset by peer)"
                            : format("connection error: %s",
                                     uv_strerror(static_cast<int>(nread))));
     return;
@@ -293,6 +291,10 @@ void ServerImpl::on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
     HB_LOG_WARN("rendezvous server: closing the connection of %s: %s",
                 c->who().c_str(), e.what());
     self->refuse(c, 0, e.status(), e.what());
+  } catch (const std::exception &e) {  // never let one escape into libuv
+    HB_LOG_ERROR("rendezvous server: closing the connection of %s: %s",
+                 c->who().c_str(), e.what());
+    self->refuse(c, 0, HB_ERR_INTERNAL, e.what());
   }
   self->arm_deadline();
 }

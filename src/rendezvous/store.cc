@@ -52,7 +52,7 @@ std::string Store::missing_ranks(const Round &round) const {
   std::string s;
   int n = 0;
   for (int r = 0; r < world_size_; ++r) {
-    if (round.arrived.count(r)) continue;
+    if (round.arrived.count(r) || round.gave_up.count(r)) continue;
     if (static_cast<size_t>(n) < kMaxNamed) s += format(n ? ", %d" : "%d", r);
     ++n;
   }
@@ -147,6 +147,7 @@ void Store::barrier(uint64_t conn, uint64_t id, int rank,
                                                 round.generation)))});
     return;
   }
+  round.gave_up.erase(rank);
   round.arrived[rank] = {conn, id, deadline_of(now_ms, timeout_ms), timeout_ms};
   if (static_cast<int>(round.arrived.size()) == world_size_) {
     for (const auto &a : round.arrived)
@@ -184,7 +185,7 @@ void Store::expire(int64_t now_ms, std::vector<Outgoing> *out) {
     // Name the missing ranks as they were when the deadline passed, before
     // removing the ranks that time out now.
     std::string missing = missing_ranks(round);
-    size_t arrived = round.arrived.size();
+    size_t arrived = round.arrived.size() + round.gave_up.size();
     for (auto ait = round.arrived.begin(); ait != round.arrived.end();) {
       if (ait->second.deadline > now_ms) {
         ++ait;
@@ -200,6 +201,7 @@ void Store::expire(int64_t now_ms, std::vector<Outgoing> *out) {
                              static_cast<unsigned long long>(round.generation),
                              static_cast<long long>(ait->second.timeout_ms),
                              missing.c_str(), arrived, world_size_))});
+      round.gave_up.insert(ait->first);
       ait = round.arrived.erase(ait);
     }
     if (round.arrived.empty())

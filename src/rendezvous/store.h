@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -72,6 +73,7 @@ class Store {
   struct Round {
     uint64_t generation = 0;
     std::map<int, Arrival> arrived;
+    std::set<int> gave_up;  // arrived, then timed out: not to blame
   };
 
   void park(Parked p, int64_t now_ms, std::vector<Outgoing> *out);

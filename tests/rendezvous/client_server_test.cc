@@ -288,6 +288,9 @@ TEST(ClientServer, CloseWithoutByeFailsPendingGets) {
   closer.join();
   EXPECT_TRUE(contains(m, "rank 1 lost: connection closed")) << m;
   EXPECT_LT(took, kPeerTimeoutMs + 200);
+  // on_peer_lost runs on the server thread right after the broadcast.
+  for (int64_t end = now_ms() + 1000; lost_rank.load() < 0 && now_ms() < end;)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
   EXPECT_EQ(lost_rank.load(), 1);
   std::printf(
       "[ measure ] closed connection detected by a pending get in %lld ms\n",
@@ -406,6 +409,18 @@ TEST(ClientServer, ConnectTimesOutWhenNobodyListens) {
   EXPECT_LT(ms_since(t0), 1500);
   EXPECT_TRUE(contains(m, "could not reach the rendezvous server")) << m;
   EXPECT_TRUE(h.ok());  // a failed connect does not fail the Health
+}
+
+TEST(ClientServer, HeartbeatSlowerThanPeerTimeoutIsConfigError) {
+  auto scfg = server_config(1);
+  scfg.heartbeat_interval_ms = scfg.peer_timeout_ms;
+  std::string m = error_of([&] { Server::start(scfg); }, HB_ERR_CONFIG);
+  EXPECT_TRUE(contains(m, "heartbeat_interval_ms")) << m;
+  auto server = Server::start(server_config(1));
+  auto ccfg = client_config(server->port(), 0, 1);
+  ccfg.heartbeat_interval_ms = 10 * ccfg.peer_timeout_ms;
+  Health h;
+  error_of([&] { Client::connect(ccfg, &h); }, HB_ERR_CONFIG);
 }
 
 TEST(ClientServer, BindConflictIsIoError) {
