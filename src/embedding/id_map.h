@@ -93,26 +93,57 @@ class IdMap {
 
 // Deduplicates a batch of ids: unique() in first-occurrence order and, for
 // every input position, the index of its id in unique(). Reuses its
-// buffers across calls.
+// buffers across calls; its scratch table is generation-stamped, so a call
+// never clears it.
 class Dedup {
  public:
   void run(const int64_t *ids, size_t n) {
-    map_.reset(n);
+    prepare(n);
     unique_.clear();
     inverse_.resize(n);
+    const size_t mask = slots_.size() - 1;
     for (size_t i = 0; i < n; ++i) {
-      bool inserted;
-      uint32_t u = map_.insert(ids[i], static_cast<uint32_t>(unique_.size()),
-                               &inserted);
-      if (inserted) unique_.push_back(ids[i]);
-      inverse_[i] = u;
+      const int64_t id = ids[i];
+      size_t s = static_cast<size_t>(
+          (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> (64 - bits_));
+      for (;; s = (s + 1) & mask) {
+        Slot &e = slots_[s];
+        if (e.gen != gen_) {
+          e.gen = gen_;
+          e.key = id;
+          e.val = static_cast<uint32_t>(unique_.size());
+          unique_.push_back(id);
+          inverse_[i] = e.val;
+          break;
+        }
+        if (e.key == id) {
+          inverse_[i] = e.val;
+          break;
+        }
+      }
     }
   }
   const std::vector<int64_t> &unique() const { return unique_; }
   const std::vector<uint32_t> &inverse() const { return inverse_; }
 
  private:
-  IdMap map_;
+  struct Slot {
+    int64_t key;
+    uint32_t val;
+    uint32_t gen;  // the slot is used in this call iff gen == gen_
+  };
+  void prepare(size_t n) {
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * n) ++bits;
+    if (bits > bits_ || ++gen_ == 0) {
+      bits_ = std::max(bits, bits_);
+      slots_.assign(size_t{1} << bits_, Slot{0, 0, 0});
+      gen_ = 1;
+    }
+  }
+  int bits_ = 0;
+  uint32_t gen_ = 0;
+  std::vector<Slot> slots_;
   std::vector<int64_t> unique_;
   std::vector<uint32_t> inverse_;
 };
