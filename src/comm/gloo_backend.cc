@@ -72,6 +72,7 @@ std::unique_ptr<gloo::Algorithm> make_typed(
     case Kind::kBcube:
       return std::make_unique<gloo::AllreduceBcube<T>>(ctx, ptrs, n, fn);
     case Kind::kHalvingDoubling:
+    case Kind::kAuto:
       break;
   }
   return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(ctx, ptrs, n, fn);
@@ -253,7 +254,8 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
                                             hb_dtype wire, hb_reduce_op op) {
   if (op == HB_AVG) op = HB_SUM;
   char *buf = reduce_scratch_.data() + offset * hb_dtype_size(wire);
-  AlgoEntry &e = algos_[AlgoKey{offset, count, wire, op}];
+  const Algo kind = algorithm_for_bytes(count * hb_dtype_size(wire));
+  AlgoEntry &e = algos_[AlgoKey{offset, count, wire, op, kind}];
   e.last_use = ++use_clock_;
   if (e.algo && e.bound == buf) return *e.algo;
   if (e.algo) {  // the scratch moved when it grew
@@ -266,19 +268,19 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
   const int n = static_cast<int>(count);
   switch (wire) {
     case HB_FLOAT32:
-      e.algo = make_typed<float>(algo_kind_, algo_ctx_, buf, n, op);
+      e.algo = make_typed<float>(kind, algo_ctx_, buf, n, op);
       break;
     case HB_FLOAT64:
-      e.algo = make_typed<double>(algo_kind_, algo_ctx_, buf, n, op);
+      e.algo = make_typed<double>(kind, algo_ctx_, buf, n, op);
       break;
     case HB_INT32:
-      e.algo = make_typed<int32_t>(algo_kind_, algo_ctx_, buf, n, op);
+      e.algo = make_typed<int32_t>(kind, algo_ctx_, buf, n, op);
       break;
     case HB_INT64:
-      e.algo = make_typed<int64_t>(algo_kind_, algo_ctx_, buf, n, op);
+      e.algo = make_typed<int64_t>(kind, algo_ctx_, buf, n, op);
       break;
     case HB_UINT8:
-      e.algo = make_typed<uint8_t>(algo_kind_, algo_ctx_, buf, n, op);
+      e.algo = make_typed<uint8_t>(kind, algo_ctx_, buf, n, op);
       break;
     default:
       fail(HB_ERR_INTERNAL, "no Gloo algorithm for wire dtype %d", wire);
@@ -286,6 +288,13 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
   e.bound = buf;
   ++live_algos_;
   return *e.algo;
+}
+
+GlooBackend::Algo GlooBackend::algorithm_for_bytes(size_t bytes) const {
+  if (algo_kind_ != Algo::kAuto) return algo_kind_;
+  // Two ranks: the ring is a single exchange, best for small messages.
+  return world_size() == 2 && bytes < (256u << 10) ? Algo::kRing
+                                                   : Algo::kHalvingDoubling;
 }
 
 void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
