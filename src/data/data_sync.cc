@@ -1,13 +1,12 @@
 #include "data/data_sync.h"
 
 #include "abi/error.h"
-#include "metrics/collectives.h"
+#include "hb.h"
 
 extern "C" hb_status hb_data_sync(hb_context *ctx, int32_t local_has_data, int32_t drop_remainder,
                                   int32_t *out_continue, int32_t *out_feed_empty) {
   return hb::guard([&] {
     HB_CHECK_ARG(ctx, "context is NULL");
-    hb::metrics::require_collectives();
     HB_CHECK_ARG(out_continue, "out_continue is NULL");
     bool has = local_has_data != 0;
     // Both flags in one collective, so ranks agree even if they passed

@@ -4,6 +4,7 @@
 
 #include <vector>
 
+#include "metrics/big_vector.h"
 #include "metrics/histogram.h"
 #include "metrics/state.h"
 
@@ -43,7 +44,9 @@ class ExactAucState : public State {
   double result(int32_t *flags) const override;
 
  private:
-  std::vector<uint64_t> keys_;  // see sample_key()
+  // See sample_key(). result() sorts them in place (the multiset, all that
+  // matters, is unchanged); tmp_ is the sort's scratch space.
+  mutable BigVector<uint64_t> keys_, tmp_;
 };
 
 // Bounded-memory AUC: a `bins`-bucket histogram over [0, 1]; pairs within
@@ -81,7 +84,7 @@ class GaucState : public State {
 
  private:
   int32_t weighting_;
-  std::vector<Record> records_;
+  mutable BigVector<Record> records_, tmp_;  // sorted in place by result()
 };
 
 }  // namespace metrics

@@ -40,8 +40,8 @@ double BinnedAucState::result(int32_t *flags) const {
   }
   double area = 0.0;
   for (size_t b = 0; b < bins; ++b) {
-    double pb = hist_.weight(1, b).to_double();
-    double nb = hist_.weight(0, b).to_double();
+    double pb = hist_.weight_double(1, b);
+    double nb = hist_.weight_double(0, b);
     area += pb * (neg_below[b] + 0.5 * nb);
   }
   return area / (pos * neg);
@@ -51,8 +51,8 @@ double BinnedAucState::error_bound() const {
   size_t bins = hist_.buckets();
   double pos = 0.0, neg = 0.0, ties = 0.0;
   for (size_t b = 0; b < bins; ++b) {
-    double pb = hist_.weight(1, b).to_double();
-    double nb = hist_.weight(0, b).to_double();
+    double pb = hist_.weight_double(1, b);
+    double nb = hist_.weight_double(0, b);
     pos += pb;
     neg += nb;
     ties += pb * nb;

@@ -33,10 +33,9 @@ void ExactAucState::merge_payload(Reader &r) {
 }
 
 double ExactAucState::result(int32_t *flags) const {
-  std::vector<uint64_t> sorted = keys_;
-  radix_sort(sorted);
+  radix_sort(keys_, tmp_);
   AucSweep sweep;
-  sweep.run(sorted.data(), sorted.size());
+  sweep.run(keys_.data(), keys_.size());
   return sweep.finish(flags);
 }
 

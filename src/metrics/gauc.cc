@@ -16,13 +16,17 @@ void GaucState::update(const Batch &b) {
   InputRules rules;
   rules.groups = true;
   validate(b, rules);
-  records_.reserve(records_.size() + b.n);
+  size_t at = records_.size();
+  records_.resize(at + b.n);
+  Record *out = records_.data() + at;
+  size_t m = 0;
   for (size_t i = 0; i < b.n; ++i) {
     float w = b.weights ? b.weights[i] : 1.0f;
-    if (w == 0.0f) continue;
-    records_.push_back({static_cast<uint64_t>(b.groups[i]) ^ (uint64_t(1) << 63),
-                        sample_key(b.preds[i], b.labels[i] != 0.0f, w)});
+    out[m] = {static_cast<uint64_t>(b.groups[i]) ^ (uint64_t(1) << 63),
+              sample_key(b.preds[i], b.labels[i] != 0.0f, w)};
+    m += w != 0.0f;  // zero weights mask the sample
   }
+  records_.resize(at + m);
 }
 
 void GaucState::write_payload(Writer &w) const {
@@ -38,8 +42,8 @@ void GaucState::merge_payload(Reader &r) {
 }
 
 double GaucState::result(int32_t *flags) const {
-  std::vector<Record> sorted = records_;
-  radix_sort(sorted, 16, [](const Record &x, int k) {
+  BigVector<Record> &sorted = records_;
+  radix_sort(sorted, tmp_, 16, [](const Record &x, int k) {
     uint64_t word = k < 8 ? x.key : x.group;
     return static_cast<unsigned>((word >> (8 * (k & 7))) & 0xff);
   });

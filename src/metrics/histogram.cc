@@ -5,6 +5,15 @@ namespace metrics {
 
 std::vector<double> Histogram::cumulative(int cls, bool from_top) const {
   std::vector<double> out(buckets_ + 1, 0.0);
+  if (sums_.empty()) {  // unweighted: exact uint64 running counts
+    uint64_t run = 0;
+    for (size_t k = 0; k < buckets_; ++k) {
+      size_t b = from_top ? buckets_ - 1 - k : k;
+      run += counts_[2 * b + cls];
+      out[from_top ? b : b + 1] = static_cast<double>(run);
+    }
+    return out;
+  }
   ExactSum run;
   for (size_t k = 0; k < buckets_; ++k) {
     size_t b = from_top ? buckets_ - 1 - k : k;

@@ -36,6 +36,11 @@ class Histogram {
       s[2 * bucket_of(b.preds[i]) + (b.labels[i] != 0.0f)].add(b.weights[i]);
   }
 
+  // Total weight of class cls in bucket, rounded once to double.
+  double weight_double(int cls, size_t bucket) const {
+    if (sums_.empty()) return static_cast<double>(counts_[2 * bucket + cls]);
+    return weight(cls, bucket).to_double();
+  }
   // Exact total weight of class cls (0 negative, 1 positive) in bucket.
   ExactSum weight(int cls, size_t bucket) const {
     ExactSum s;

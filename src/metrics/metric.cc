@@ -5,7 +5,6 @@
 #include <string>
 
 #include "abi/error.h"
-#include "metrics/collectives.h"
 #include "metrics/exchange.h"
 #include "metrics/state.h"
 
@@ -81,12 +80,7 @@ hb_status hb_metric_result(hb_metric *m, double *out) {
   return hb::guard([&] {
     hb_metric &mm = metric_ref(m);
     HB_CHECK_ARG(out, "out is NULL");
-    bool distributed = false;
-    if (mm.ctx) {
-      hb::metrics::require_collectives();
-      distributed = hb_context_world_size(mm.ctx) > 1;
-    }
-    if (distributed) {
+    if (mm.ctx && hb_context_world_size(mm.ctx) > 1) {
       *out = merged_result(mm);
     } else {
       *out = mm.state->result(&mm.flags);

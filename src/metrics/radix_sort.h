@@ -7,22 +7,24 @@
 #include <array>
 #include <cstddef>
 #include <cstdint>
-#include <vector>
+
+#include "metrics/big_vector.h"
 
 namespace hb {
 namespace metrics {
 
 // Sorts v ascending by the nbytes-byte unsigned number whose k-th least
-// significant byte is byte_of(record, k).
+// significant byte is byte_of(record, k); tmp is scratch space (kept by the
+// caller so repeated sorts reuse it).
 template <class T, class ByteFn>
-void radix_sort(std::vector<T> &v, int nbytes, ByteFn byte_of) {
+void radix_sort(BigVector<T> &v, BigVector<T> &tmp, int nbytes, ByteFn byte_of) {
   size_t n = v.size();
   if (n < 2) return;
-  std::vector<std::array<size_t, 256>> hist(nbytes);
+  std::array<std::array<size_t, 256>, 16> hist;
   for (auto &h : hist) h.fill(0);
   for (const T &x : v)
-    for (int k = 0; k < nbytes; ++k) ++hist[k][byte_of(x, k)];
-  std::vector<T> tmp(n);
+    for (int k = 0; k < nbytes; ++k) ++hist[k][byte_of(x, k)];  // nbytes <= 16
+  tmp.resize(n);
   for (int k = 0; k < nbytes; ++k) {
     auto &h = hist[k];
     if (h[byte_of(v[0], k)] == n) continue;  // this byte never varies
@@ -37,8 +39,8 @@ void radix_sort(std::vector<T> &v, int nbytes, ByteFn byte_of) {
   }
 }
 
-inline void radix_sort(std::vector<uint64_t> &keys) {
-  radix_sort(keys, 8, [](uint64_t x, int k) { return static_cast<unsigned>((x >> (8 * k)) & 0xff); });
+inline void radix_sort(BigVector<uint64_t> &keys, BigVector<uint64_t> &tmp) {
+  radix_sort(keys, tmp, 8, [](uint64_t x, int k) { return static_cast<unsigned>((x >> (8 * k)) & 0xff); });
 }
 
 }  // namespace metrics

@@ -3,7 +3,7 @@
 namespace hb {
 namespace metrics {
 
-void append_sample_keys(const Batch &b, std::vector<uint64_t> *out) {
+void append_sample_keys(const Batch &b, BigVector<uint64_t> *out) {
   size_t at = out->size();
   out->resize(at + b.n);
   uint64_t *k = out->data() + at;

@@ -12,6 +12,7 @@
 #include <cstring>
 #include <vector>
 
+#include "metrics/big_vector.h"
 #include "metrics/state.h"
 
 namespace hb {
@@ -42,7 +43,7 @@ inline float key_weight(uint64_t key) {
 
 // Appends the keys of b's samples with nonzero weight (zero weights mask a
 // sample, as in TF, and would not change any AUC).
-void append_sample_keys(const Batch &b, std::vector<uint64_t> *out);
+void append_sample_keys(const Batch &b, BigVector<uint64_t> *out);
 
 // Accumulates keys in ascending order (one AUC; GAUC runs one sweep per
 // group). Call flush() after the last key.
