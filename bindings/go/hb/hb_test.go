@@ -391,3 +391,23 @@ func TestMultiRank(t *testing.T) {
 		t.Fatal(err)
 	}
 }
+
+// BenchmarkAllreduce measures the binding's per-call cost in a world of one
+// (hb.test -test.run NONE -test.bench Allreduce).
+func BenchmarkAllreduce(b *testing.B) {
+	c, err := NewContext(WithRank(0), WithWorldSize(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{4, 1 << 20} {
+		x, r := make([]float32, n), make([]float32, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := Allreduce(c, x, r, Sum); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
+	}
+}
