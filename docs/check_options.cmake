@@ -1,0 +1,10 @@
+# Fails when docs/options.md differs from what gen_options prints now.
+execute_process(COMMAND ${GEN} OUTPUT_VARIABLE actual RESULT_VARIABLE rc)
+if(NOT rc EQUAL 0)
+  message(FATAL_ERROR "gen_options failed (${rc})")
+endif()
+file(READ ${EXPECTED} expected)
+if(NOT actual STREQUAL expected)
+  message(FATAL_ERROR "docs/options.md is stale: regenerate it with `gen_options > docs/options.md`")
+endif()
+message(STATUS "docs/options.md matches the option table")
