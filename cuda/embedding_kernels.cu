@@ -45,12 +45,12 @@ __global__ void count_owners_kernel(const int32_t *owner, int64_t n,
 }
 
 __global__ void gather_kernel(const float *table, int64_t table_rows,
-                              int64_t dim, const int64_t *rows, int64_t n,
-                              float *out) {
+                              int64_t row_stride, int64_t dim,
+                              const int64_t *rows, int64_t n, float *out) {
   HB_GRID_STRIDE(k, n * dim) {
     int64_t i = k / dim, d = k - i * dim;
     int64_t r = rows[i];
-    out[k] = r >= 0 && r < table_rows ? table[r * dim + d] : 0.0f;
+    out[k] = r >= 0 && r < table_rows ? table[r * row_stride + d] : 0.0f;
   }
 }
 
@@ -70,54 +70,35 @@ __global__ void segment_sum_kernel(const float *grads, int64_t dim,
   }
 }
 
-// One warp row (threadIdx.y) per embedding row, lanes over its columns, so
-// the per-row Adam step count is read by all lanes before lane 0 bumps it.
-__global__ void apply_kernel(hb_cuda_optimizer opt, float *table, float *slot0,
-                             float *slot1, int64_t *steps, int64_t table_rows,
+// One warp row (threadIdx.y) per record, lanes over its columns, so the
+// Adam step count is read by all lanes before lane 0 stores the new one.
+__global__ void apply_kernel(hb_cuda_optimizer opt, float *records,
+                             int64_t record_words, int64_t table_rows,
                              int64_t dim, const int64_t *rows,
                              const int64_t *num_rows, int64_t max_rows,
                              const float *grads) {
-  hb::optmath::Hyper h;
-  h.lr = opt.learning_rate;
-  h.initial_accumulator = opt.initial_accumulator;
-  h.beta1 = opt.beta1;
-  h.beta2 = opt.beta2;
-  h.epsilon = opt.epsilon;
-  h.l1 = opt.l1;
-  h.l2 = opt.l2;
-  h.lr_power = opt.lr_power;
+  const hb::optmath::Hyper h = hb::optmath::make_hyper(
+      opt.learning_rate, opt.epsilon, opt.initial_accumulator, opt.beta1,
+      opt.beta2, opt.l1, opt.l2, opt.lr_power);
   int64_t count = *num_rows < max_rows ? *num_rows : max_rows;
   int64_t stride = static_cast<int64_t>(blockDim.y) * gridDim.x;
   for (int64_t k = blockIdx.x * static_cast<int64_t>(blockDim.y) + threadIdx.y;
        k < count; k += stride) {
     int64_t r = rows[k];
     if (r < 0 || r >= table_rows) continue;  // uniform across the warp row
+    float *record = records + r * record_words;
     float lr_t = 0.0f;
     int64_t t = 0;
     if (opt.kind == HB_OPT_ADAM) {
-      t = steps[r] + 1;
+      t = hb::optmath::record_steps(record, dim) + 1;
       lr_t = hb::optmath::adam_lr(h, t);
     }
-    for (int64_t d = threadIdx.x; d < dim; d += blockDim.x) {
-      int64_t at = r * dim + d;
-      float g = grads[k * dim + d];
-      switch (opt.kind) {
-        case HB_OPT_SGD:
-          hb::optmath::sgd(table[at], g, h);
-          break;
-        case HB_OPT_ADAGRAD:
-          hb::optmath::adagrad(table[at], slot0[at], g, h);
-          break;
-        case HB_OPT_ADAM:
-          hb::optmath::adam(table[at], slot0[at], slot1[at], g, lr_t, h);
-          break;
-        case HB_OPT_FTRL:
-          hb::optmath::ftrl(table[at], slot0[at], slot1[at], g, h);
-          break;
-      }
-    }
+    for (int64_t c = threadIdx.x; c < dim; c += blockDim.x)
+      hb::optmath::step_element(opt.kind, record, dim, c, grads[k * dim + c],
+                                lr_t, h);
     __syncwarp();
-    if (opt.kind == HB_OPT_ADAM && threadIdx.x == 0) steps[r] = t;
+    if (opt.kind == HB_OPT_ADAM && threadIdx.x == 0)
+      hb::optmath::set_record_steps(record, dim, t);
   }
 }
 
@@ -179,16 +160,19 @@ int32_t emb_dedup(const int64_t *ids, size_t n, int64_t *unique,
   return HB_OK;
 }
 
-int32_t emb_gather(const float *table, int64_t table_rows, int64_t dim,
-                   const int64_t *rows, size_t n, float *out, void *stream,
-                   char *errbuf, size_t errcap) {
+int32_t emb_gather(const float *table, int64_t table_rows, int64_t row_stride,
+                   int64_t dim, const int64_t *rows, size_t n, float *out,
+                   void *stream, char *errbuf, size_t errcap) {
   HB_CUDA_CHECK_ARG(dim > 0, "emb_gather: dim %lld must be > 0",
                     static_cast<long long>(dim));
+  HB_CUDA_CHECK_ARG(
+      row_stride >= dim, "emb_gather: row_stride %lld is less than dim %lld",
+      static_cast<long long>(row_stride), static_cast<long long>(dim));
   if (n == 0) return HB_OK;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   int64_t total = static_cast<int64_t>(n) * dim;
   gather_kernel<<<grid_for(static_cast<size_t>(total), kBlock), kBlock, 0, s>>>(
-      table, table_rows, dim, rows, static_cast<int64_t>(n), out);
+      table, table_rows, row_stride, dim, rows, static_cast<int64_t>(n), out);
   return launch_status("emb_gather", errbuf, errcap);
 }
 
@@ -207,8 +191,8 @@ int32_t emb_segment_sum(const float *grads, int64_t dim, const int64_t *order,
   return launch_status("emb_segment_sum", errbuf, errcap);
 }
 
-int32_t emb_apply(const hb_cuda_optimizer *opt, float *table, float *slot0,
-                  float *slot1, int64_t *steps, int64_t table_rows, int64_t dim,
+int32_t emb_apply(const hb_cuda_optimizer *opt, float *records,
+                  int64_t record_words, int64_t table_rows, int64_t dim,
                   const int64_t *rows, const int64_t *num_rows, size_t max_rows,
                   const float *grads, void *stream, char *errbuf,
                   size_t errcap) {
@@ -216,19 +200,19 @@ int32_t emb_apply(const hb_cuda_optimizer *opt, float *table, float *slot0,
                     "emb_apply: unknown optimizer %d", opt ? opt->kind : -1);
   HB_CUDA_CHECK_ARG(dim > 0, "emb_apply: dim %lld must be > 0",
                     static_cast<long long>(dim));
-  bool one_slot = opt->kind != HB_OPT_SGD, two_slots = opt->kind >= HB_OPT_ADAM;
-  HB_CUDA_CHECK_ARG(!one_slot || slot0, "emb_apply: optimizer %d needs slot0",
-                    opt->kind);
-  HB_CUDA_CHECK_ARG(!two_slots || slot1, "emb_apply: optimizer %d needs slot1",
-                    opt->kind);
-  HB_CUDA_CHECK_ARG(opt->kind != HB_OPT_ADAM || steps,
-                    "emb_apply: Adam needs per-row steps");
+  int64_t need = hb::optmath::record_words(opt->kind, dim);
+  HB_CUDA_CHECK_ARG(record_words >= need,
+                    "emb_apply: record_words %lld < %lld needed by optimizer "
+                    "%d at dim %lld",
+                    static_cast<long long>(record_words),
+                    static_cast<long long>(need), opt->kind,
+                    static_cast<long long>(dim));
   if (max_rows == 0) return HB_OK;
   cudaStream_t s = static_cast<cudaStream_t>(stream);
   dim3 block(32, 8);
   unsigned g = grid_for(max_rows, block.y);
-  apply_kernel<<<g, block, 0, s>>>(*opt, table, slot0, slot1, steps, table_rows,
-                                   dim, rows, num_rows,
+  apply_kernel<<<g, block, 0, s>>>(*opt, records, record_words, table_rows, dim,
+                                   rows, num_rows,
                                    static_cast<int64_t>(max_rows), grads);
   return launch_status("emb_apply", errbuf, errcap);
 }

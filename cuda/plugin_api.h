@@ -65,14 +65,15 @@ typedef struct hb_cuda_collective {
 #define HB_CUDA_PARTITION_MOD 0
 #define HB_CUDA_PARTITION_DIV 1
 
-/* Optimizer hyperparameters for the embedding kernels (float math on the
- * device, as the CPU helper: see cuda/optimizer_math.h). */
+/* Optimizer and hyperparameters for emb_apply, as in hb_embedding_config
+ * (the kernels round them to float as the CPU code does: see
+ * cuda/optimizer_math.h). */
 typedef struct hb_cuda_optimizer {
   int32_t kind; /* hb_optimizer_code */
-  float learning_rate;
-  float initial_accumulator;
-  float beta1, beta2, epsilon;
-  float l1, l2, lr_power;
+  double learning_rate;
+  double initial_accumulator;
+  double beta1, beta2, epsilon;
+  double l1, l2, lr_power;
 } hb_cuda_optimizer;
 
 typedef struct hb_cuda_plugin {
@@ -151,11 +152,13 @@ typedef struct hb_cuda_plugin {
   int32_t (*emb_dedup)(const int64_t *ids, size_t n, int64_t *unique,
                        int64_t *inverse, int64_t *num_unique, int64_t *order,
                        int64_t *seg, void *stream, char *errbuf, size_t errcap);
-  /* out[i, :] = table[rows[i], :] (dim floats per row); a row outside
-   * [0, table_rows) gives zeros. */
-  int32_t (*emb_gather)(const float *table, int64_t table_rows, int64_t dim,
-                        const int64_t *rows, size_t n, float *out, void *stream,
-                        char *errbuf, size_t errcap);
+  /* out[i, :] = the first dim floats of row rows[i] of table (rows of
+   * row_stride floats, row_stride >= dim); a row outside [0, table_rows)
+   * gives zeros. */
+  int32_t (*emb_gather)(const float *table, int64_t table_rows,
+                        int64_t row_stride, int64_t dim, const int64_t *rows,
+                        size_t n, float *out, void *stream, char *errbuf,
+                        size_t errcap);
   /* Deterministic segment sum: for u < *num_unique (device), out[u, :] =
    * sum of grads[order[j], :] for j in [seg[u], seg[u+1]) in that order
    * (the layout emb_dedup produces). max_segments bounds *num_unique. */
@@ -164,17 +167,19 @@ typedef struct hb_cuda_plugin {
                              const int64_t *num_unique, size_t max_segments,
                              float *out, void *stream, char *errbuf,
                              size_t errcap);
-  /* One optimizer step on rows[0..*num_rows) (unique, device; *num_rows a
-   * device int64, at most max_rows) with grads (num_rows x dim). Slots are
-   * table-shaped (table_rows x dim): Adagrad: slot0 = accumulator; Adam:
-   * slot0 = m, slot1 = v, steps[table_rows] int64 per-row step counts;
-   * FTRL: slot0 = z, slot1 = n. Unused slots may be NULL. */
-  int32_t (*emb_apply)(const hb_cuda_optimizer *opt, float *table, float *slot0,
-                       float *slot1, int64_t *steps, int64_t table_rows,
-                       int64_t dim, const int64_t *rows,
-                       const int64_t *num_rows, size_t max_rows,
-                       const float *grads, void *stream, char *errbuf,
-                       size_t errcap);
+  /* One optimizer step on records rows[0..*num_rows) (unique local row
+   * indices, device; *num_rows a device int64, at most max_rows) with grads
+   * (num_rows x dim, device). records holds table_rows row records laid out
+   * as the CPU shard's (src/embedding/optimizer.h): dim weights, then the
+   * optimizer's slots, dim floats each (Adagrad: accumulator; Adam: m, v;
+   * FTRL: n, z) and, for Adam, the row's int64 step count in the next two
+   * 32-bit words; record_words = hb::optmath::record_words(kind, dim).
+   * Rows outside [0, table_rows) are skipped. */
+  int32_t (*emb_apply)(const hb_cuda_optimizer *opt, float *records,
+                       int64_t record_words, int64_t table_rows, int64_t dim,
+                       const int64_t *rows, const int64_t *num_rows,
+                       size_t max_rows, const float *grads, void *stream,
+                       char *errbuf, size_t errcap);
 
   /* ---- Metrics ---------------------------------------------------------- */
   /* Thresholded AUC histogram: bucket b of sample i is the number of

@@ -50,15 +50,15 @@ int32_t emb_partition(const int64_t *ids, size_t n, int32_t world, int32_t mode,
 int32_t emb_dedup(const int64_t *ids, size_t n, int64_t *unique,
                   int64_t *inverse, int64_t *num_unique, int64_t *order,
                   int64_t *seg, void *stream, char *errbuf, size_t errcap);
-int32_t emb_gather(const float *table, int64_t table_rows, int64_t dim,
-                   const int64_t *rows, size_t n, float *out, void *stream,
-                   char *errbuf, size_t errcap);
+int32_t emb_gather(const float *table, int64_t table_rows, int64_t row_stride,
+                   int64_t dim, const int64_t *rows, size_t n, float *out,
+                   void *stream, char *errbuf, size_t errcap);
 int32_t emb_segment_sum(const float *grads, int64_t dim, const int64_t *order,
                         const int64_t *seg, const int64_t *num_unique,
                         size_t max_segments, float *out, void *stream,
                         char *errbuf, size_t errcap);
-int32_t emb_apply(const hb_cuda_optimizer *opt, float *table, float *slot0,
-                  float *slot1, int64_t *steps, int64_t table_rows, int64_t dim,
+int32_t emb_apply(const hb_cuda_optimizer *opt, float *records,
+                  int64_t record_words, int64_t table_rows, int64_t dim,
                   const int64_t *rows, const int64_t *num_rows, size_t max_rows,
                   const float *grads, void *stream, char *errbuf,
                   size_t errcap);

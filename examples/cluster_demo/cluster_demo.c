@@ -51,11 +51,12 @@ int main(void) {
     }
   }
   double elapsed = now_ms() - start;
-  if (rank == 0)
+  if (rank == 0) {
     printf(
-        "cluster_demo: %d ranks passed %d barriers in %.3f ms (%.1f us each); "
-        "%s\n",
-        world, kBarriers, elapsed, elapsed * 1e3 / kBarriers, hb_build_info());
+        "cluster_demo: %d ranks passed %d barriers in %.3f ms (%.1f us each)\n",
+        world, kBarriers, elapsed, elapsed * 1e3 / kBarriers);
+    printf("cluster_demo: %s\n", hb_build_info());
+  }
   hb_context_destroy(ctx);
   return 0;
 }

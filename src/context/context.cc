@@ -3,8 +3,13 @@
 #include "context/context.h"
 
 #include <algorithm>
+#include <chrono>
 #include <cstring>
+#include <map>
+#include <random>
+#include <thread>
 
+#include "common/clock.h"
 #include "common/log.h"
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
@@ -13,10 +18,12 @@
 namespace hb {
 namespace {
 
-std::atomic<uint64_t> g_contexts{0};
-
-bool is_loopback(const std::string &host) {
-  return host == "localhost" || host == "::1" || host.rfind("127.", 0) == 0;
+// "hb/ctx/<n>" for the n-th networked context of this process: every rank
+// creates its contexts in the same order, so the names agree across ranks.
+std::string next_scope(bool networked) {
+  static std::atomic<unsigned long long> networked_count{0}, local_count{0};
+  return networked ? format("hb/ctx/%llu", ++networked_count)
+                   : format("hb/local/%llu", ++local_count);
 }
 
 // Runs fn; an hb::Error gains `prefix` in front of its message, so a
@@ -30,78 +37,105 @@ void with_context(const std::string &prefix, F &&fn) {
   }
 }
 
+// Set by the rank that serves the store, read by the others: tells a
+// fresh server from the one of this job's previous context, which may still
+// be lingering on the same port while rank 0 tears it down.
+const char kServerIdKey[] = "hb/rendezvous/server_id";
+
+std::string new_server_id() {
+  std::random_device rd;
+  return format("%08x%08x-%lld", rd(), rd(), static_cast<long long>(now_ms()));
+}
+
+rdv::ClientConfig client_config(const ClusterInfo &c, const Options &o) {
+  rdv::ClientConfig cc;
+  split_host_port(c.rendezvous, "rendezvous", &cc.host, &cc.port);
+  cc.token = o.get_string("rendezvous_token");
+  cc.rank = c.rank;
+  cc.world_size = c.world_size;
+  cc.connect_timeout_ms = o.get_int("connect_timeout_ms");
+  cc.heartbeat_interval_ms = o.get_int("heartbeat_interval_ms");
+  cc.peer_timeout_ms = o.get_int("peer_timeout_ms");
+  cc.max_frame_bytes = static_cast<size_t>(o.get_int("max_frame_bytes"));
+  cc.request_timeout_ms = o.get_int("timeout_ms");
+  return cc;
+}
+
+std::unique_ptr<rdv::Server> serve(const rdv::ClientConfig &cc,
+                                   const Options &o) {
+  rdv::ServerConfig sc;
+  // A loopback address stays on loopback; any other name may resolve to one
+  // of several interfaces, so listen on all of them.
+  bool loopback = cc.host == "localhost" || cc.host == "::1" ||
+                  cc.host.rfind("127.", 0) == 0;
+  sc.host = !loopback ? "0.0.0.0" : cc.host == "::1" ? "::1" : "127.0.0.1";
+  sc.port = cc.port;
+  sc.token = cc.token;
+  sc.world_size = cc.world_size;
+  sc.heartbeat_interval_ms = cc.heartbeat_interval_ms;
+  sc.peer_timeout_ms = cc.peer_timeout_ms;
+  sc.max_frame_bytes = cc.max_frame_bytes;
+  // Rank 0 may finish first: its server then waits (bounded) for the
+  // others' BYE, so that a rank still finishing its last calls does not see
+  // the store vanish and report a failure.
+  sc.linger_ms = o.get_int("timeout_ms");
+  return rdv::Server::start(sc);
+}
+
+// Ranks other than 0, when rank 0 serves: returns once the server at the
+// address is not the one this process used for its previous context there.
+void wait_for_fresh_server(const rdv::ClientConfig &cc) {
+  static std::mutex mu;
+  static std::map<std::string, std::string> last_id;  // address -> server id
+  std::string addr = format("%s:%d", cc.host.c_str(), cc.port);
+  std::string previous;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    previous = last_id[addr];
+  }
+  Deadline deadline(cc.connect_timeout_ms);
+  std::string why;
+  for (;;) {
+    try {
+      rdv::ClientConfig probe = cc;
+      probe.connect_timeout_ms = std::max<int64_t>(deadline.remaining_ms(), 1);
+      auto client = rdv::Client::connect(probe, nullptr);
+      std::string id = client->get(kServerIdKey, deadline.remaining_ms());
+      client->close();
+      if (id != previous) {
+        std::lock_guard<std::mutex> lock(mu);
+        last_id[addr] = id;
+        return;
+      }
+      why = "only the server of the previous context answered";
+    } catch (const Error &e) {
+      if (e.status() == HB_ERR_PERMISSION || deadline.expired()) throw;
+      why = e.what();  // e.g. the old server refusing while it shuts down
+    }
+    if (deadline.expired())
+      fail(HB_ERR_TIMEOUT, "no new rendezvous server at %s within %lld ms: %s",
+           addr.c_str(), static_cast<long long>(cc.connect_timeout_ms),
+           why.c_str());
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+  }
+}
+
 // The network part of hb_context_create: serve the store (rank 0, unless
 // the launcher does), connect, and meet every rank at a barrier.
 void join_world(hb_context &ctx) {
   const ClusterInfo &c = ctx.cluster;
-  const Options &o = ctx.options;
-  std::string host;
-  int port = 0;
-  split_host_port(c.rendezvous, "rendezvous", &host, &port);
-  std::string token = o.get_string("rendezvous_token");
-  int64_t heartbeat = o.get_int("heartbeat_interval_ms");
-  int64_t peer_timeout = o.get_int("peer_timeout_ms");
-  int64_t connect_timeout = o.get_int("connect_timeout_ms");
-  size_t max_frame = static_cast<size_t>(o.get_int("max_frame_bytes"));
   std::string prefix =
       format("hb_context_create (rank %d of %d, rendezvous %s): ", c.rank,
              c.world_size, c.rendezvous.c_str());
   with_context(prefix, [&] {
-    if (c.rank == 0 && !c.launcher_serves) {
-      rdv::ServerConfig sc;
-      // A loopback address stays on loopback; any other name may resolve to
-      // one of several interfaces, so listen on all of them.
-      sc.host =
-          is_loopback(host) ? (host == "::1" ? "::1" : "127.0.0.1") : "0.0.0.0";
-      sc.port = port;
-      sc.token = token;
-      sc.world_size = c.world_size;
-      sc.heartbeat_interval_ms = heartbeat;
-      sc.peer_timeout_ms = peer_timeout;
-      sc.max_frame_bytes = max_frame;
-      ctx.server = rdv::Server::start(sc);
-    }
-    rdv::ClientConfig cc;
-    cc.host = host;
-    cc.port = port;
-    cc.token = token;
-    cc.rank = c.rank;
-    cc.world_size = c.world_size;
-    cc.connect_timeout_ms = connect_timeout;
-    cc.heartbeat_interval_ms = heartbeat;
-    cc.peer_timeout_ms = peer_timeout;
-    cc.max_frame_bytes = max_frame;
+    rdv::ClientConfig cc = client_config(c, ctx.options);
+    bool rank0_serves = !c.launcher_serves;
+    if (rank0_serves && c.rank == 0) ctx.server = serve(cc, ctx.options);
+    if (rank0_serves && c.rank != 0) wait_for_fresh_server(cc);
     ctx.client = rdv::Client::connect(cc, &ctx.health);
-    ctx.client->barrier(ctx.scope + "/create", connect_timeout);
+    if (ctx.server) ctx.client->set(kServerIdKey, new_server_id());
+    ctx.client->barrier(ctx.scope + "/create", cc.connect_timeout_ms);
   });
-  ctx.formed = true;
-}
-
-// Before rank 0 stops the store it serves, it waits (bounded) for the other
-// ranks to say goodbye, so that a rank still finishing its last calls does
-// not see the store vanish and report a failure.
-void leave_world(hb_context &ctx) {
-  const ClusterInfo &c = ctx.cluster;
-  try {
-    if (ctx.formed && ctx.health.ok()) {
-      if (c.rank != 0) {
-        ctx.client->set(format("%s/bye/%d", ctx.scope.c_str(), c.rank), "1");
-      } else if (ctx.server) {
-        std::vector<std::string> keys;
-        for (int r = 1; r < c.world_size; ++r)
-          keys.push_back(format("%s/bye/%d", ctx.scope.c_str(), r));
-        ctx.client->wait(keys, ctx.timeout_ms());
-      }
-    }
-  } catch (const std::exception &e) {
-    HB_LOG_INFO("leaving the context without every rank's goodbye: %s",
-                e.what());
-  }
-  try {
-    ctx.client->close();
-  } catch (const std::exception &e) {
-    HB_LOG_INFO("closing the rendezvous connection: %s", e.what());
-  }
 }
 
 std::string pick_device(const ClusterInfo &c) {
@@ -120,10 +154,14 @@ hb_context::~hb_context() {
   gpu.reset();
   cpu_comm.reset();
   if (client) {
-    hb::leave_world(*this);
+    try {
+      client->close();  // BYE: leaving on purpose is not a failure
+    } catch (const std::exception &e) {
+      HB_LOG_INFO("closing the rendezvous connection: %s", e.what());
+    }
     client.reset();
   }
-  server.reset();  // last: the other ranks may still be saying goodbye
+  server.reset();  // last: lingers until the other ranks said BYE
 }
 
 void hb_context::fire(int32_t event, const char *path) {
@@ -157,11 +195,11 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     if (o.options) options.apply_list(o.options);
     hb::ClusterInfo cluster = hb::discover_cluster(&o, options);
     auto ctx = std::make_unique<hb_context>(cluster, options);
-    ctx->scope = hb::format("hb/ctx/%llu",
-                            static_cast<unsigned long long>(++hb::g_contexts));
+    bool networked = cluster.in_world && cluster.world_size > 1;
+    ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
-    if (cluster.in_world && cluster.world_size > 1) hb::join_world(*ctx);
+    if (networked) hb::join_world(*ctx);
     HB_LOG_DEBUG("context formed: rank %d of %d (%s, %s %d), device %s",
                  cluster.rank, cluster.world_size, cluster.source.c_str(),
                  cluster.task_type.c_str(), cluster.task_id,
@@ -247,29 +285,21 @@ hb_status hb_context_abort(hb_context *ctx, const char *reason) {
   return hb::guard([&] {
     hb_context &c = ctx_ref(ctx);
     std::string why = reason && *reason ? reason : "(no reason given)";
-    // Tell the others first: once our own health has failed the client
-    // refuses to send anything.
-    if (c.client && c.health.ok()) {
-      try {
-        c.client->abort(why);
-      } catch (const std::exception &e) {
-        HB_LOG_WARN("abort could not reach the other ranks: %s", e.what());
-      }
-    }
-    c.health.fail(HB_ERR_ABORTED, hb::format("context aborted by rank %d: %s",
+    // The client fails our Health and tells the others (same message);
+    // alone, or in a world already broken, the Health is failed here.
+    if (c.client) c.client->abort(why);
+    c.health.fail(HB_ERR_ABORTED, hb::format("aborted by rank %d: %s",
                                              c.cluster.rank, why.c_str()));
   });
 }
 
+// The GPU side (src/gpu) answers HB_ERR_UNSUPPORTED naming what is missing
+// when there is no plugin or device, and synchronize is a no-op until
+// something was enqueued.
 hb_status hb_context_set_cuda_stream(hb_context *ctx, void *stream) {
   return hb::guard([&] {
     hb_context &c = ctx_ref(ctx);
     c.check();
-    std::string why;
-    if (!hb::gpu::plugin(&why))
-      hb::fail(HB_ERR_UNSUPPORTED,
-               "hb_context_set_cuda_stream: CUDA is not available: %s",
-               why.c_str());
     hb::gpu::set_stream(c, stream);
   });
 }
@@ -278,7 +308,6 @@ hb_status hb_context_synchronize(hb_context *ctx) {
   return hb::guard([&] {
     hb_context &c = ctx_ref(ctx);
     c.check();
-    if (!hb::gpu::plugin(nullptr)) return;  // nothing can have been enqueued
     hb::gpu::synchronize(c);
   });
 }

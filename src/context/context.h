@@ -43,7 +43,6 @@ struct hb_context {
   // has the same prefix, and a store that outlives a context (hbrun's)
   // never mixes two contexts' keys.
   std::string scope;
-  bool formed = false;  // create completed its collective barrier
   std::atomic<uint64_t> barriers{0};
 
   // Created on first use by src/comm and src/gpu (shared_ptr: the deleter

@@ -8,6 +8,7 @@
 #include <vector>
 
 #include "abi/error.h"
+#include "common/log.h"
 #include "context/options.h"
 #include "gpu/gpu.h"
 #include "launcher/launch_options.h"
@@ -25,21 +26,29 @@ namespace {
 
 constexpr int kUsageExitCode = 2;
 
-std::unique_ptr<rdv::Server> start_rendezvous(const Topology &topo) {
+// The store's settings follow the same HB_* variables as the workers'.
+// Throws HB_ERR_CONFIG for a malformed one.
+rdv::ServerConfig rendezvous_config(const Topology &topo) {
+  // hbrun reports lost ranks itself (below): the server's own warning would
+  // say it twice. HB_LOG_LEVEL, if set, still wins.
+  set_log_level(LogLevel::kError);
   Options env_opts = Options::from_environment();
   rdv::ServerConfig cfg;
   cfg.host = topo.bind_host;
   cfg.port = topo.bind_port;
-  const char *token = std::getenv("HB_RENDEZVOUS_TOKEN");
-  cfg.token = token ? token : "";
+  cfg.token = env_opts.get_string("rendezvous_token");
   cfg.world_size = topo.world_size;
   cfg.heartbeat_interval_ms = env_opts.get_int("heartbeat_interval_ms");
   cfg.peer_timeout_ms = env_opts.get_int("peer_timeout_ms");
   cfg.max_frame_bytes =
       static_cast<size_t>(env_opts.get_int("max_frame_bytes"));
+  return cfg;
+}
+
+std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg) {
   auto server = rdv::Server::start(cfg);
   server->on_peer_lost([](int rank, const std::string &why) {
-    say("rendezvous: rank %d lost: %s", rank, why.c_str());
+    say("rank %d lost (rendezvous): %s", rank, why.c_str());
   });
   return server;
 }
@@ -53,6 +62,7 @@ std::vector<std::string> current_environment() {
 int run(int argc, char **argv) {
   LaunchOptions opts;
   Topology topo;
+  rdv::ServerConfig server_cfg;
   try {
     opts = parse_command_line(argc, argv);
     if (opts.help) {
@@ -61,7 +71,12 @@ int run(int argc, char **argv) {
     }
     topo = plan_topology(
         opts, [](const char *n) { return std::getenv(n); },
-        [] { return gpu::device_count(); });
+        // /dev/nvidia<N> first: it needs no CUDA initialisation in hbrun.
+        [] {
+          int n = count_nvidia_device_nodes("/dev");
+          return n > 0 ? n : gpu::device_count();
+        });
+    if (topo.serve) server_cfg = rendezvous_config(topo);
   } catch (const Error &e) {
     say("%s (see hbrun --help)", e.what());
     return kUsageExitCode;
@@ -79,7 +94,7 @@ int run(int argc, char **argv) {
   int port = topo.connect_port;
   if (topo.serve) {
     try {
-      server = start_rendezvous(topo);
+      server = start_rendezvous(server_cfg);
     } catch (const Error &e) {
       say("cannot serve the rendezvous store: %s", e.what());
       return 1;
@@ -87,8 +102,9 @@ int run(int argc, char **argv) {
     if (port == 0) port = server->port();
   }
   if (opts.verbose)
-    say("%s; rendezvous %s:%d; program %s", topo.description.c_str(),
-        topo.connect_host.c_str(), port, program.c_str());
+    say("%s; rendezvous %s:%d%s; program %s", topo.description.c_str(),
+        topo.connect_host.c_str(), port, topo.serve ? " (served here)" : "",
+        program.c_str());
 
   std::vector<std::string> base_env = current_environment();
   for (const LocalWorker &w : topo.workers) {

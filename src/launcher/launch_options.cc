@@ -105,7 +105,7 @@ Workers on this machine:
                     worker gets CUDA_VISIBLE_DEVICES=<its entry>) or, if that
                     is unset, in NVIDIA_VISIBLE_DEVICES (a container's list:
                     worker i gets CUDA_VISIBLE_DEVICES=i; "all" counts the
-                    GPUs the CUDA driver sees). Neither: an error.
+                    /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
 
 Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
 HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so
@@ -155,8 +155,13 @@ workers still running --grace-ms later (or at a second signal) get SIGKILL.
 When a worker exits non-zero or is killed by a signal, the others get
 SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with that first
 failing worker's status: its exit code, or 128+signal. All workers exiting
-0: exit 0. hbrun's own errors: 2 (usage, configuration), 126/127 (the
-program cannot be run / is not found).
+0: exit 0. A rank the store declares lost (its connection dropped, or its
+heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
+lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
+calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as
+above. A stopped worker gets SIGCONT with the SIGTERM. hbrun's own errors:
+2 (usage, configuration), 126/127 (the program cannot be run / is not
+found).
 )";
 }
 

@@ -7,6 +7,7 @@
 #include <cstdarg>
 #include <cstdio>
 #include <cstring>
+#include <mutex>
 
 namespace hb {
 namespace launcher {
@@ -21,6 +22,17 @@ void write_all(int fd, const char *buf, size_t n) {
   }
 }
 
+namespace {
+// hbrun's main thread relays and the rendezvous thread reports lost ranks:
+// one block at a time, so neither cuts into the other's lines.
+std::mutex g_write_mu;
+
+void write_block(int fd, const char *buf, size_t n) {
+  std::lock_guard<std::mutex> lock(g_write_mu);
+  write_all(fd, buf, n);
+}
+}  // namespace
+
 void say(const char *fmt, ...) {
   char buf[2048];
   int n = std::snprintf(buf, sizeof buf, "hbrun: ");
@@ -30,7 +42,7 @@ void say(const char *fmt, ...) {
   va_end(ap);
   size_t len = n + (m < 0 ? 0 : std::min<size_t>(m, sizeof buf - n - 2));
   buf[len++] = '\n';
-  write_all(2, buf, len);
+  write_block(2, buf, len);
 }
 
 LineRelay::LineRelay(int src_fd, int dst_fd, std::string prefix)
@@ -43,12 +55,15 @@ void LineRelay::close_source() {
   src_fd_ = -1;
 }
 
-void LineRelay::write_line(const char *data, size_t n) {
-  // One write per line: lines of different workers cannot interleave.
-  std::string line;
-  line.reserve(prefix_.size() + n + 1);
-  line.append(prefix_).append(data, n).push_back('\n');
-  write_all(dst_fd_, line.data(), line.size());
+void LineRelay::append_line(const char *data, size_t n) {
+  out_.append(prefix_).append(data, n).push_back('\n');
+}
+
+void LineRelay::flush_out() {
+  // Only whole lines, in one block: lines of different workers cannot
+  // interleave.
+  if (!out_.empty()) write_block(dst_fd_, out_.data(), out_.size());
+  out_.clear();
 }
 
 void LineRelay::emit_complete_lines() {
@@ -56,19 +71,22 @@ void LineRelay::emit_complete_lines() {
   for (;;) {
     size_t nl = pending_.find('\n', start);
     if (nl == std::string::npos) break;
-    write_line(pending_.data() + start, nl - start);
+    append_line(pending_.data() + start, nl - start);
     start = nl + 1;
   }
   while (pending_.size() - start >= kMaxLine) {
-    write_line(pending_.data() + start, kMaxLine);
+    append_line(pending_.data() + start, kMaxLine);
     start += kMaxLine;
   }
   pending_.erase(0, start);
+  flush_out();
 }
 
-void LineRelay::pump() {
-  char buf[16384];
-  while (src_fd_ >= 0) {
+void LineRelay::pump() { pump_reads(kMaxReadsPerPump); }
+
+void LineRelay::pump_reads(int max_reads) {
+  char buf[65536];
+  for (int reads = 0; src_fd_ >= 0 && reads < max_reads; ++reads) {
     ssize_t n = ::read(src_fd_, buf, sizeof buf);
     if (n > 0) {
       pending_.append(buf, static_cast<size_t>(n));
@@ -78,7 +96,8 @@ void LineRelay::pump() {
     if (n < 0 && errno == EINTR) continue;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
     // End of file (or a read error): flush what is left.
-    if (!pending_.empty()) write_line(pending_.data(), pending_.size());
+    if (!pending_.empty()) append_line(pending_.data(), pending_.size());
+    flush_out();
     pending_.clear();
     close_source();
   }
@@ -86,9 +105,11 @@ void LineRelay::pump() {
 
 void LineRelay::drain_and_close() {
   // The writer is gone, so every byte it wrote is in the pipe: read until
-  // EAGAIN (a child it left behind may still hold the pipe open) or EOF.
-  pump();
-  if (!pending_.empty()) write_line(pending_.data(), pending_.size());
+  // EAGAIN or EOF. The bound is for a child it left behind that holds the
+  // pipe open and keeps writing.
+  pump_reads(kMaxDrainReads);
+  if (!pending_.empty()) append_line(pending_.data(), pending_.size());
+  flush_out();
   pending_.clear();
   close_source();
 }

@@ -38,7 +38,14 @@ class LineRelay {
   void drain_and_close();
 
  private:
-  void write_line(const char *data, size_t n);
+  // A pipe holds at most a few MiB: these reads empty it; per pump() a
+  // bound keeps one chatty worker from starving the others.
+  static constexpr int kMaxReadsPerPump = 16;
+  static constexpr int kMaxDrainReads = 1024;
+
+  void pump_reads(int max_reads);
+  void append_line(const char *data, size_t n);  // to out_
+  void flush_out();
   void emit_complete_lines();
   void close_source();
 
@@ -46,6 +53,7 @@ class LineRelay {
   int dst_fd_;
   std::string prefix_;
   std::string pending_;  // bytes after the last newline
+  std::string out_;      // prefixed lines not yet written
 };
 
 }  // namespace launcher

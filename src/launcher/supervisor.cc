@@ -54,8 +54,12 @@ void Supervisor::record_failure(int code) {
 }
 
 void Supervisor::signal_all(int sig) {
-  for (auto &w : workers_)
-    if (w.running) signal_group(w.pid, sig);
+  for (auto &w : workers_) {
+    if (!w.running) continue;
+    signal_group(w.pid, sig);
+    // A stopped worker (SIGSTOP, a debugger let go) must wake to see it.
+    if (sig != SIGKILL) signal_group(w.pid, SIGCONT);
+  }
   auto at = Clock::now() + std::chrono::milliseconds(cfg_.grace_ms);
   if (!kill_pending_ || at < kill_at_) kill_at_ = at;
   kill_pending_ = true;

@@ -1,5 +1,8 @@
 #include "launcher/topology.h"
 
+#include <dirent.h>
+
+#include <cctype>
 #include <cstring>
 
 #include "abi/error.h"
@@ -112,12 +115,10 @@ Topology plan_tf_config(const LaunchOptions &opts, const EnvLookup &env,
     t.bind_host = opts.host.empty() ? "0.0.0.0" : opts.host;
     t.bind_port = t.connect_port;
   }
-  t.description = format(
-      "TF_CONFIG task %s:%d (position %d of %zu): ranks %d..%d of %d, "
-      "rendezvous %s:%d%s",
-      tf.task_type.c_str(), tf.task_index, pos, tasks.size(),
-      t.workers.front().rank, t.workers.back().rank, t.world_size,
-      t.connect_host.c_str(), t.connect_port, t.serve ? " (served here)" : "");
+  t.description =
+      format("TF_CONFIG task %s:%d (position %d of %zu): ranks %d..%d of %d",
+             tf.task_type.c_str(), tf.task_index, pos, tasks.size(),
+             t.workers.front().rank, t.workers.back().rank, t.world_size);
   return t;
 }
 
@@ -147,6 +148,22 @@ std::vector<std::string> visible_gpus(const EnvLookup &env,
     return out;
   }
   return {};
+}
+
+int count_nvidia_device_nodes(const std::string &dev_dir) {
+  DIR *d = ::opendir(dev_dir.c_str());
+  if (!d) return 0;
+  int n = 0;
+  while (const dirent *e = ::readdir(d)) {
+    const char *name = e->d_name;
+    if (std::strncmp(name, "nvidia", 6) != 0 || name[6] == '\0') continue;
+    bool digits = true;
+    for (const char *p = name + 6; *p; ++p)
+      digits = digits && std::isdigit(static_cast<unsigned char>(*p));
+    n += digits;
+  }
+  ::closedir(d);
+  return n;
 }
 
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,

@@ -41,6 +41,10 @@ struct Topology {
 std::vector<std::string> visible_gpus(const EnvLookup &env,
                                       const std::function<int()> &gpu_count);
 
+// How many GPUs a machine (or container) exposes as /dev/nvidia<N> nodes
+// under dev_dir: counting them needs no CUDA library.
+int count_nvidia_device_nodes(const std::string &dev_dir);
+
 // Throws HB_ERR_CONFIG (no -n and no GPUs, malformed TF_CONFIG) or
 // HB_ERR_INVALID_ARGUMENT, naming what was wrong.
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,

@@ -68,6 +68,7 @@ class ClientImpl final : public Client {
   // Throws HB_ERR_PEER_FAILED if the connection broke mid-frame.
   void send_frame(const Frame &f, int64_t deadline_ms);
   void io_loop();
+  void send_heartbeat(int64_t now);
   void read_ready();
   void on_frame(const Frame &f);
   // The connection is unusable: before registration the handshake fails,
@@ -130,13 +131,11 @@ void ClientImpl::handshake() {
       cfg_.world_size);
   HB_CHECK_ARG(cfg_.port > 0 && cfg_.port <= 65535,
                "rendezvous client: port %d out of range", cfg_.port);
-  HB_CHECK_ARG(cfg_.heartbeat_interval_ms > 0 && cfg_.peer_timeout_ms > 0 &&
-                   cfg_.request_timeout_ms > 0,
-               "rendezvous client: heartbeat_interval_ms, peer_timeout_ms and "
-               "request_timeout_ms must be positive");
-  HB_CHECK_ARG(cfg_.max_frame_bytes >= 256,
-               "rendezvous client: max_frame_bytes %zu < 256",
-               cfg_.max_frame_bytes);
+  HB_CHECK_ARG(cfg_.request_timeout_ms > 0,
+               "rendezvous client: request_timeout_ms %lld must be positive",
+               static_cast<long long>(cfg_.request_timeout_ms));
+  check_link_config("rendezvous client", cfg_.heartbeat_interval_ms,
+                    cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   auto sh = sh_;
   sub_id_ = health_->subscribe([sh](hb_status, const std::string &) {
     {
@@ -242,31 +241,34 @@ Frame ClientImpl::call(Frame req, int64_t local_timeout_ms,
 void ClientImpl::send_frame(const Frame &f, int64_t deadline_ms) {
   std::string bytes = encode_frame(f, cfg_.max_frame_bytes);
   std::string err;
-  bool ok;
+  bool ok = false;
   {
     std::lock_guard<std::mutex> lock(write_mu_);
-    if (broken_)
-      fail(HB_ERR_PEER_FAILED, "rendezvous %s: the connection to %s is broken",
-           msg_type_name(f.type), server().c_str());
-    ok = tcp_send_all(
-        fd_, bytes.data(), bytes.size(), deadline_ms,
-        [this] { return broken_.load(); }, &err);
+    if (!broken_)
+      ok = tcp_send_all(
+          fd_, bytes.data(), bytes.size(), deadline_ms,
+          [this] { return broken_.load(); }, &err);
   }
-  if (!ok) {
-    // A frame cut short leaves the stream unusable.
-    std::string msg = format("rendezvous server at %s lost: %s",
-                             server().c_str(), err.c_str());
-    connection_failed(HB_ERR_PEER_FAILED, msg);
-    health_->check();
-    throw Error(HB_ERR_PEER_FAILED, msg);
-  }
+  if (ok) return;
+  // A frame cut short leaves the stream unusable: the connection is done.
+  connection_failed(HB_ERR_PEER_FAILED,
+                    format("rendezvous server at %s lost: %s", server().c_str(),
+                           err.c_str()));
+  health_->check();  // the Health's error first, as everywhere
+  std::lock_guard<std::mutex> lock(sh_->mu);
+  throw Error(sh_->conn_status, sh_->conn_error);
 }
 
 void ClientImpl::io_loop() {
   int64_t next_heartbeat = now_ms() + cfg_.heartbeat_interval_ms;
+  bool registered = false;
   while (!stop_io_ && !broken_) {
-    int64_t now = now_ms();
-    int64_t wait = next_heartbeat - now;
+    // Wake for the next heartbeat, or when the server's silence would pass
+    // peer_timeout_ms.
+    int64_t wake = next_heartbeat;
+    if (registered && last_recv_ms_ + cfg_.peer_timeout_ms + 1 < wake)
+      wake = last_recv_ms_ + cfg_.peer_timeout_ms + 1;
+    int64_t wait = wake - now_ms();
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     int n = poll(fds, 2, static_cast<int>(wait < 0 ? 0 : wait));
     if (n < 0 && errno != EINTR) {
@@ -277,8 +279,7 @@ void ClientImpl::io_loop() {
     }
     if (stop_io_) break;
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) read_ready();
-    now = now_ms();
-    bool registered;
+    int64_t now = now_ms();
     {
       std::lock_guard<std::mutex> lock(sh_->mu);
       registered = sh_->registered;
@@ -290,28 +291,30 @@ void ClientImpl::io_loop() {
                  "(peer_timeout_ms %lld)",
                  server().c_str(), static_cast<long long>(now - last_recv_ms_),
                  static_cast<long long>(cfg_.peer_timeout_ms)));
-    if (now >= next_heartbeat && !broken_) {
-      next_heartbeat = now + cfg_.heartbeat_interval_ms;
-      // A caller busy writing a frame keeps the server's clock fresh anyway.
-      std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        Frame hb;
-        hb.type = kHeartbeat;
-        std::string bytes = encode_frame(hb, cfg_.max_frame_bytes);
-        std::string err;
-        if (!tcp_send_all(
-                fd_, bytes.data(), bytes.size(), now + cfg_.peer_timeout_ms,
-                [this] { return stop_io_.load(); }, &err)) {
-          lock.unlock();
-          if (!stop_io_)
-            connection_failed(
-                HB_ERR_PEER_FAILED,
-                format("rendezvous server at %s lost: heartbeat %s",
-                       server().c_str(), err.c_str()));
-        }
-      }
-    }
+    if (now < next_heartbeat || broken_) continue;
+    next_heartbeat = now + cfg_.heartbeat_interval_ms;
+    // Heartbeats start after the HELLO: the server wants HELLO first.
+    if (registered) send_heartbeat(now);
   }
+}
+
+void ClientImpl::send_heartbeat(int64_t now) {
+  // A caller busy writing a frame keeps the server's clock fresh anyway.
+  std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  Frame hb;
+  hb.type = kHeartbeat;
+  std::string bytes = encode_frame(hb, cfg_.max_frame_bytes);
+  std::string err;
+  if (tcp_send_all(
+          fd_, bytes.data(), bytes.size(), now + cfg_.peer_timeout_ms,
+          [this] { return stop_io_.load(); }, &err))
+    return;
+  lock.unlock();
+  if (!stop_io_)
+    connection_failed(HB_ERR_PEER_FAILED,
+                      format("rendezvous server at %s lost: heartbeat %s",
+                             server().c_str(), err.c_str()));
 }
 
 void ClientImpl::read_ready() {

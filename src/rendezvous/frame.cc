@@ -39,6 +39,18 @@ class BodyReader {
     off_ += static_cast<size_t>(nbytes);
     return v;
   }
+  // A u32 element count, bounded by the bytes left (each element takes at
+  // least `unit` bytes) before anything is allocated for it.
+  uint64_t read_count(size_t unit, const char *what) {
+    uint64_t n = read(4, what);
+    if (n > left() / unit)
+      fail(HB_ERR_CORRUPT,
+           "malformed rendezvous frame at stream byte offset %llu: %llu %s do "
+           "not fit in the %zu bytes left",
+           static_cast<unsigned long long>(here() - 4),
+           static_cast<unsigned long long>(n), what, left());
+    return n;
+  }
   std::string read_bytes(size_t len, const char *what) {
     need(len, what);
     std::string s(p_ + off_, len);
@@ -67,24 +79,11 @@ Frame decode_body(const char *p, size_t n, uint64_t base) {
   Frame f;
   f.type = static_cast<uint8_t>(r.read(1, "type"));
   f.id = r.read(8, "request id");
-  uint64_t n_ints = r.read(4, "int count");
-  // Bound counts by the bytes left before allocating anything.
-  if (n_ints > r.left() / 8)
-    fail(HB_ERR_CORRUPT,
-         "malformed rendezvous frame at stream byte offset %llu: %llu ints "
-         "do not fit in the %zu bytes left",
-         static_cast<unsigned long long>(r.here() - 4),
-         static_cast<unsigned long long>(n_ints), r.left());
+  uint64_t n_ints = r.read_count(8, "ints");
   f.ints.reserve(n_ints);
   for (uint64_t i = 0; i < n_ints; ++i)
     f.ints.push_back(static_cast<int64_t>(r.read(8, "int")));
-  uint64_t n_strs = r.read(4, "string count");
-  if (n_strs > r.left() / 4)
-    fail(HB_ERR_CORRUPT,
-         "malformed rendezvous frame at stream byte offset %llu: %llu strings "
-         "do not fit in the %zu bytes left",
-         static_cast<unsigned long long>(r.here() - 4),
-         static_cast<unsigned long long>(n_strs), r.left());
+  uint64_t n_strs = r.read_count(4, "strings");
   f.strs.reserve(n_strs);
   for (uint64_t i = 0; i < n_strs; ++i) {
     size_t len = static_cast<size_t>(r.read(4, "string length"));
@@ -175,7 +174,11 @@ bool FrameDecoder::next(Frame *out) {
     return false;
   }
   size_t body = check_header(buf_.data() + pos_, consumed_, max_);
-  if (avail < kFrameHeaderBytes + body) return false;
+  if (avail < kFrameHeaderBytes + body) {
+    // The size is known (and within the cap): grow the buffer once.
+    buf_.reserve(pos_ + kFrameHeaderBytes + body);
+    return false;
+  }
   *out = decode_body(buf_.data() + pos_ + kFrameHeaderBytes, body,
                      consumed_ + kFrameHeaderBytes);
   pos_ += kFrameHeaderBytes + body;

@@ -51,6 +51,20 @@ void check_frame_shape(const Frame &frame, uint64_t offset) {
          frame.strs.size());
 }
 
+void check_link_config(const char *who, int64_t heartbeat_interval_ms,
+                       int64_t peer_timeout_ms, size_t max_frame_bytes) {
+  if (heartbeat_interval_ms <= 0 || peer_timeout_ms <= 0 ||
+      heartbeat_interval_ms > peer_timeout_ms / 2)
+    fail(HB_ERR_CONFIG,
+         "%s: heartbeat_interval_ms (%lld) must be positive and at most half "
+         "of peer_timeout_ms (%lld)",
+         who, static_cast<long long>(heartbeat_interval_ms),
+         static_cast<long long>(peer_timeout_ms));
+  if (max_frame_bytes < 256)
+    fail(HB_ERR_CONFIG, "%s: max_frame_bytes %zu is below 256", who,
+         max_frame_bytes);
+}
+
 Frame make_reply(uint64_t id, hb_status status, std::string text,
                  int64_t value) {
   Frame f;

@@ -52,7 +52,7 @@ std::string Store::missing_ranks(const Round &round) const {
   std::string s;
   int n = 0;
   for (int r = 0; r < world_size_; ++r) {
-    if (round.arrived.count(r)) continue;
+    if (round.arrived.count(r) || round.gave_up.count(r)) continue;
     if (static_cast<size_t>(n) < kMaxNamed) s += format(n ? ", %d" : "%d", r);
     ++n;
   }
@@ -87,25 +87,29 @@ void Store::get(uint64_t conn, uint64_t id, const std::string &key,
        now_ms, out);
 }
 
+int64_t add_to_value(const std::string &key, const std::string *value,
+                     int64_t delta) {
+  int64_t cur = 0;
+  if (value && !parse_int64(*value, &cur))
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "rendezvous add on key '%s': its value is not an integer",
+         key.c_str());
+  int64_t sum;
+  if (__builtin_add_overflow(cur, delta, &sum))
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "rendezvous add on key '%s': %lld + %lld overflows int64", key.c_str(),
+         static_cast<long long>(cur), static_cast<long long>(delta));
+  return sum;
+}
+
 void Store::add(uint64_t conn, uint64_t id, const std::string &key,
                 int64_t delta, std::vector<Outgoing> *out) {
-  int64_t cur = 0;
   auto it = kv_.find(key);
-  if (it != kv_.end() && !parse_int64(it->second, &cur)) {
-    out->push_back({conn, make_reply(id, HB_ERR_INVALID_ARGUMENT,
-                                     format("rendezvous add on key '%s': its "
-                                            "value is not an integer",
-                                            key.c_str()))});
-    return;
-  }
   int64_t sum;
-  if (__builtin_add_overflow(cur, delta, &sum)) {
-    out->push_back(
-        {conn, make_reply(id, HB_ERR_INVALID_ARGUMENT,
-                          format("rendezvous add on key '%s': %lld "
-                                 "+ %lld overflows int64",
-                                 key.c_str(), static_cast<long long>(cur),
-                                 static_cast<long long>(delta)))});
+  try {
+    sum = add_to_value(key, it == kv_.end() ? nullptr : &it->second, delta);
+  } catch (const Error &e) {
+    out->push_back({conn, make_reply(id, e.status(), e.what())});
     return;
   }
   out->push_back({conn, make_reply(id, HB_OK, "", sum)});
@@ -147,6 +151,7 @@ void Store::barrier(uint64_t conn, uint64_t id, int rank,
                                                 round.generation)))});
     return;
   }
+  round.gave_up.erase(rank);
   round.arrived[rank] = {conn, id, deadline_of(now_ms, timeout_ms), timeout_ms};
   if (static_cast<int>(round.arrived.size()) == world_size_) {
     for (const auto &a : round.arrived)
@@ -184,7 +189,7 @@ void Store::expire(int64_t now_ms, std::vector<Outgoing> *out) {
     // Name the missing ranks as they were when the deadline passed, before
     // removing the ranks that time out now.
     std::string missing = missing_ranks(round);
-    size_t arrived = round.arrived.size();
+    size_t arrived = round.arrived.size() + round.gave_up.size();
     for (auto ait = round.arrived.begin(); ait != round.arrived.end();) {
       if (ait->second.deadline > now_ms) {
         ++ait;
@@ -200,6 +205,7 @@ void Store::expire(int64_t now_ms, std::vector<Outgoing> *out) {
                              static_cast<unsigned long long>(round.generation),
                              static_cast<long long>(ait->second.timeout_ms),
                              missing.c_str(), arrived, world_size_))});
+      round.gave_up.insert(ait->first);
       ait = round.arrived.erase(ait);
     }
     if (round.arrived.empty())

@@ -8,6 +8,7 @@
 #include <cstdint>
 #include <list>
 #include <map>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -23,6 +24,12 @@ struct Outgoing {
 
 // Strict decimal int64 (the whole string); false if it is not one.
 bool parse_int64(const std::string &s, int64_t *v);
+
+// The new value of an add on `value` (nullptr: a missing key, i.e. 0).
+// HB_ERR_INVALID_ARGUMENT naming the key if the value is not an integer or
+// the sum overflows.
+int64_t add_to_value(const std::string &key, const std::string *value,
+                     int64_t delta);
 
 class Store {
  public:
@@ -72,6 +79,7 @@ class Store {
   struct Round {
     uint64_t generation = 0;
     std::map<int, Arrival> arrived;
+    std::set<int> gave_up;  // arrived, then timed out: not to blame
   };
 
   void park(Parked p, int64_t now_ms, std::vector<Outgoing> *out);

@@ -222,12 +222,12 @@ TEST(Context, AbortFailsEveryLaterCall) {
   CtxPtr ctx = create();
   ASSERT_EQ(hb_context_abort(ctx.get(), "stop the world"), HB_OK);
   EXPECT_EQ(hb_context_barrier(ctx.get(), 0), HB_ERR_ABORTED);
-  EXPECT_STREQ(hb_last_error(), "context aborted by rank 0: stop the world");
+  EXPECT_STREQ(hb_last_error(), "aborted by rank 0: stop the world");
   EXPECT_EQ(hb_context_synchronize(ctx.get()), HB_ERR_ABORTED);
   // The first reason stays.
   EXPECT_EQ(hb_context_abort(ctx.get(), nullptr), HB_OK);
   EXPECT_EQ(hb_context_barrier(ctx.get(), 0), HB_ERR_ABORTED);
-  EXPECT_STREQ(hb_last_error(), "context aborted by rank 0: stop the world");
+  EXPECT_STREQ(hb_last_error(), "aborted by rank 0: stop the world");
   // Accessors still work on an aborted context.
   EXPECT_EQ(hb_context_world_size(ctx.get()), 1);
 }
@@ -238,7 +238,7 @@ TEST(Context, AbortFromAnotherThread) {
   std::thread t([&] { hb_context_abort(ctx.get(), nullptr); });
   t.join();
   EXPECT_EQ(hb_context_barrier(ctx.get(), 0), HB_ERR_ABORTED);
-  EXPECT_STREQ(hb_last_error(), "context aborted by rank 0: (no reason given)");
+  EXPECT_STREQ(hb_last_error(), "aborted by rank 0: (no reason given)");
 }
 
 TEST(Context, CudaStreamWithoutCuda) {
@@ -252,6 +252,16 @@ TEST(Context, CudaStreamWithoutCuda) {
             std::string::npos)
       << hb_last_error();
   EXPECT_EQ(hb_context_synchronize(ctx.get()), HB_OK);
+}
+
+TEST(Context, CudaStreamWithAGpu) {
+  hb_test::EnvGuard env;
+  CtxPtr ctx = create();
+  if (hb_context_num_gpus(ctx.get()) == 0) GTEST_SKIP() << "no GPU";
+  EXPECT_STREQ(hb_context_device(ctx.get()), "cuda:0");
+  EXPECT_EQ(hb_context_set_cuda_stream(ctx.get(), nullptr), HB_OK)
+      << hb_last_error();
+  EXPECT_EQ(hb_context_synchronize(ctx.get()), HB_OK) << hb_last_error();
 }
 
 TEST(Context, ManyContextsInOneProcess) {

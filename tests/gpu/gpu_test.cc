@@ -138,24 +138,27 @@ TEST_F(PluginTable, KernelsCheckArgumentsFirst) {
   EXPECT_EQ(t_->emb_dedup(ids, 2, nullptr, nullptr, nullptr, nullptr, nullptr,
                           nullptr, err_, sizeof err_),
             HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(t_->emb_gather(nullptr, 1, 0, nullptr, 1, nullptr, nullptr, err_,
+  EXPECT_EQ(t_->emb_gather(nullptr, 1, 1, 0, nullptr, 1, nullptr, nullptr, err_,
                            sizeof err_),
             HB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err_).find("dim 0"), std::string::npos) << err_;
+  EXPECT_EQ(t_->emb_gather(nullptr, 1, 3, 4, nullptr, 1, nullptr, nullptr, err_,
+                           sizeof err_),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err_).find("row_stride 3"), std::string::npos) << err_;
   hb_cuda_optimizer opt = {};
   opt.kind = 9;
-  EXPECT_EQ(
-      t_->emb_apply(&opt, nullptr, nullptr, nullptr, nullptr, 1, 1, nullptr,
-                    nullptr, 1, nullptr, nullptr, err_, sizeof err_),
-      HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(t_->emb_apply(&opt, nullptr, 1, 1, 1, nullptr, nullptr, 1, nullptr,
+                          nullptr, err_, sizeof err_),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err_).find("unknown optimizer 9"), std::string::npos)
       << err_;
-  opt.kind = HB_OPT_ADAM;
-  float dummy = 0;
-  EXPECT_EQ(t_->emb_apply(&opt, &dummy, &dummy, &dummy, nullptr, 1, 1, nullptr,
-                          nullptr, 1, nullptr, nullptr, err_, sizeof err_),
+  opt.kind = HB_OPT_ADAM;  // dim 4 needs 4 * 3 + 2 words per record
+  EXPECT_EQ(t_->emb_apply(&opt, nullptr, 13, 1, 4, nullptr, nullptr, 1, nullptr,
+                          nullptr, err_, sizeof err_),
             HB_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(err_).find("steps"), std::string::npos) << err_;
+  EXPECT_NE(std::string(err_).find("record_words 13 < 14"), std::string::npos)
+      << err_;
   float thresholds[3] = {0.0f, 0.5f, 0.25f};
   EXPECT_EQ(
       t_->auc_histogram(nullptr, nullptr, nullptr, 1, thresholds, 3, nullptr,
@@ -210,18 +213,17 @@ TEST_F(PluginTable, CollectiveChecksDtypeAndOp) {
 // The shared formulas against the same math in double (close, not equal:
 // float rounding), so a typo in one formula cannot hide.
 TEST(OptimizerMath, MatchesDoubleReference) {
-  hb::optmath::Hyper h;
-  h.lr = 0.05f;
-  h.initial_accumulator = 0.1f;
-  h.l1 = 0.01f;
-  h.l2 = 0.02f;
+  const double lr = 0.05, eps = 1e-8, init = 0.1, b1 = 0.9, b2 = 0.999;
+  const double l1 = 0.01, l2 = 0.02;
   const float grads[] = {0.5f, -1.25f, 0.0f, 2.0f, -0.01f};
-  float w = 0.3f, acc = h.initial_accumulator;
-  double wd = 0.3, accd = h.initial_accumulator;
+  hb::optmath::Hyper h =
+      hb::optmath::make_hyper(lr, eps, init, b1, b2, l1, l2, -0.5);
+  float w = 0.3f, acc = static_cast<float>(init);
+  double wd = 0.3, accd = static_cast<float>(init);
   for (float g : grads) {
     hb::optmath::adagrad(w, acc, g, h);
     accd += double(g) * g;
-    wd -= double(h.lr) * g / (std::sqrt(accd) + double(h.epsilon));
+    wd -= lr * g / (std::sqrt(accd) + eps);
   }
   EXPECT_NEAR(w, wd, 1e-6);
   float m = 0, v = 0;
@@ -232,29 +234,26 @@ TEST(OptimizerMath, MatchesDoubleReference) {
   for (float g : grads) {
     ++t;
     hb::optmath::adam(w, m, v, g, hb::optmath::adam_lr(h, t), h);
-    md = h.beta1 * md + (1 - double(h.beta1)) * g;
-    vd = h.beta2 * vd + (1 - double(h.beta2)) * g * g;
-    double lr_t = h.lr * std::sqrt(1 - std::pow(double(h.beta2), t)) /
-                  (1 - std::pow(double(h.beta1), t));
-    wd -= lr_t * md / (std::sqrt(vd) + h.epsilon);
+    md = b1 * md + (1 - b1) * g;
+    vd = b2 * vd + (1 - b2) * g * g;
+    double lr_t = lr * std::sqrt(1 - std::pow(b2, t)) / (1 - std::pow(b1, t));
+    wd -= lr_t * md / (std::sqrt(vd) + eps);
   }
   EXPECT_NEAR(w, wd, 1e-5);
-  for (float lr_power : {-0.5f, -0.25f}) {
-    h.lr_power = lr_power;
-    float z = 0, n = h.initial_accumulator;
+  for (double lr_power : {-0.5, -0.25}) {
+    h = hb::optmath::make_hyper(lr, eps, init, b1, b2, l1, l2, lr_power);
+    float n = static_cast<float>(init), z = 0;
     w = 0.0f;
-    double zd = 0, nd = h.initial_accumulator;
+    double nd = static_cast<float>(init), zd = 0;
     wd = 0;
     for (float g : grads) {
-      hb::optmath::ftrl(w, z, n, g, h);
+      hb::optmath::ftrl(w, n, z, g, h);
       double nn = nd + double(g) * g;
-      double sigma =
-          (std::pow(nn, -double(lr_power)) - std::pow(nd, -double(lr_power))) /
-          h.lr;
+      double sigma = (std::pow(nn, -lr_power) - std::pow(nd, -lr_power)) / lr;
       zd += g - sigma * wd;
       nd = nn;
-      double quad = std::pow(nd, -double(lr_power)) / h.lr + 2 * double(h.l2);
-      wd = std::fabs(zd) > h.l1 ? ((zd > 0 ? h.l1 : -h.l1) - zd) / quad : 0.0;
+      double quad = std::pow(nd, -lr_power) / lr + 2 * l2;
+      wd = std::fabs(zd) > l1 ? ((zd > 0 ? l1 : -l1) - zd) / quad : 0.0;
     }
     EXPECT_NEAR(w, wd, 1e-5) << "lr_power " << lr_power;
     EXPECT_NE(w, 0.0f);
@@ -262,7 +261,10 @@ TEST(OptimizerMath, MatchesDoubleReference) {
   w = 1.0f;
   hb::optmath::sgd(w, 2.0f, h);
   EXPECT_FLOAT_EQ(w, 0.9f);
-  EXPECT_DOUBLE_EQ(hb::optmath::powi(0.5, 10), 1.0 / 1024);
+  EXPECT_EQ(hb::optmath::record_words(HB_OPT_SGD, 8), 8);
+  EXPECT_EQ(hb::optmath::record_words(HB_OPT_ADAGRAD, 8), 16);
+  EXPECT_EQ(hb::optmath::record_words(HB_OPT_ADAM, 8), 26);
+  EXPECT_EQ(hb::optmath::record_words(HB_OPT_FTRL, 8), 24);
 }
 
 }  // namespace

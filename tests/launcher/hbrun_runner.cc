@@ -1,13 +1,17 @@
 #include "launcher/hbrun_runner.h"
 
+#include <arpa/inet.h>
+#include <netinet/in.h>
 #include <poll.h>
 #include <signal.h>
+#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include <cerrno>
 #include <chrono>
 #include <cstring>
+#include <stdexcept>
 
 #include "launcher/process.h"
 
@@ -132,6 +136,19 @@ RunResult run_hbrun(const std::vector<std::string> &args, const EnvChanges &env,
                     double timeout_s) {
   HbrunProcess p(args, env);
   return p.wait(timeout_s);
+}
+
+int free_port() {
+  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  socklen_t len = sizeof a;
+  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
+      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+    throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
+  ::close(fd);
+  return ntohs(a.sin_port);
 }
 
 std::vector<std::string> split_lines(const std::string &s) {

@@ -49,6 +49,9 @@ class HbrunProcess {
 RunResult run_hbrun(const std::vector<std::string> &args,
                     const EnvChanges &env = {}, double timeout_s = 60);
 
+// A TCP port on 127.0.0.1 that was free a moment ago.
+int free_port();
+
 // Lines of s, without their newlines.
 std::vector<std::string> split_lines(const std::string &s);
 // How many lines of s equal line.

@@ -1,8 +1,10 @@
 // End-to-end tests of the built hbrun on launcher_probe workers.
 #include <gtest/gtest.h>
 #include <signal.h>
+#include <unistd.h>
 
 #include <algorithm>
+#include <fstream>
 #include <regex>
 #include <set>
 #include <string>
@@ -174,6 +176,99 @@ TEST(Hbrun, SigintKillsDefaultWorkersAndGives130) {
   RunResult r = p.wait(30);
   EXPECT_EQ(r.exit_code, 128 + SIGINT) << describe(r);
   EXPECT_LT(r.seconds, 10.0) << describe(r);
+}
+
+// True while pid exists and is not a zombie (a container's init may not
+// reap the orphans it inherits).
+bool process_alive(long pid) {
+  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
+  std::string content;
+  if (!std::getline(stat, content)) return false;
+  size_t paren = content.rfind(')');
+  return paren != std::string::npos && paren + 2 < content.size() &&
+         content[paren + 2] != 'Z';
+}
+
+TEST(Hbrun, WorkersDieWithAKilledHbrun) {
+  HbrunProcess p({"-n", "2", "--", kProbe, "sleep", "30"});
+  ASSERT_TRUE(p.read_until(ready_count(2), 30)) << "workers never started";
+  RunResult r = p.wait(0);  // SIGKILLs hbrun: no chance to stop anyone
+  std::vector<long> pids;
+  std::regex re(R"(\[\d\] pid (\d+))");
+  for (const auto &line : split_lines(r.out)) {
+    std::smatch m;
+    if (std::regex_match(line, m, re)) pids.push_back(std::stol(m[1]));
+  }
+  ASSERT_EQ(pids.size(), 2u) << describe(r);
+  for (long pid : pids) {
+    for (int i = 0; i < 500 && process_alive(pid); ++i) ::usleep(10000);
+    EXPECT_FALSE(process_alive(pid)) << "worker " << pid << " outlived hbrun";
+  }
+}
+
+TEST(Hbrun, ReportsTheRankTheRendezvousLostAndStopsTheJob) {
+  // Rank 1 stops itself: only its heartbeats going silent can tell.
+  RunResult r = run_hbrun(
+      {"-n", "3", "--grace-ms", "1000", "--", CONTEXT_PROBE_PATH, "stop-rank",
+       "1"},
+      {{"HB_PEER_TIMEOUT_MS", "1000"}, {"HB_HEARTBEAT_INTERVAL_MS", "100"}});
+  EXPECT_EQ(r.exit_code, 1) << describe(r);
+  EXPECT_NE(r.err.find("hbrun: rank 1 lost (rendezvous)"), std::string::npos)
+      << describe(r);
+  EXPECT_EQ(r.err.find("rendezvous server: rank"), std::string::npos)
+      << "the server's own warning should not repeat hbrun's line\n"
+      << describe(r);
+  // The others saw the loss instead of hanging.
+  EXPECT_TRUE(count_line(r.out, "[0] barrier: HB_ERR_PEER_FAILED") +
+                  count_line(r.out, "[2] barrier: HB_ERR_PEER_FAILED") >=
+              1)
+      << describe(r);
+  EXPECT_LT(r.seconds, 20.0) << describe(r);
+}
+
+// Two "machines" on loopback: the chief's and a worker's hbrun, each with
+// two workers, forming one world of four from TF_CONFIG.
+TEST(Hbrun, TfConfigChiefAndWorkerTasksFormOneWorld) {
+  int port = hb_test::free_port();
+  auto tf = [port](const char *type) {
+    return std::string(R"({"cluster": {"chief": ["127.0.0.1:)") +
+           std::to_string(port) +
+           R"("], "worker": ["127.0.0.1:1"]}, "task": {"type": ")" + type +
+           R"(", "index": 0}})";
+  };
+  HbrunProcess worker({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH},
+                      {{"TF_CONFIG", tf("worker")}});
+  HbrunProcess chief({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH},
+                     {{"TF_CONFIG", tf("chief")}});
+  RunResult c = chief.wait(90), w = worker.wait(90);
+  ASSERT_EQ(c.exit_code, 0) << describe(c) << describe(w);
+  ASSERT_EQ(w.exit_code, 0) << describe(c) << describe(w);
+  for (int rank = 0; rank < 4; ++rank) {
+    const RunResult &r = rank < 2 ? c : w;
+    std::string line = "[" + std::to_string(rank) + "] cluster_demo: rank " +
+                       std::to_string(rank) + " of 4, local " +
+                       std::to_string(rank % 2) + " of 2, device cpu:0";
+    EXPECT_NE(r.out.find(line), std::string::npos) << line << "\n"
+                                                   << describe(r);
+  }
+  EXPECT_NE(c.out.find("[0] cluster_demo: 4 ranks passed 5 barriers"),
+            std::string::npos)
+      << describe(c);
+}
+
+TEST(Hbrun, ServesWithTheRendezvousToken) {
+  hb_test::EnvChanges token = {{"HB_RENDEZVOUS_TOKEN", "s3cret"}};
+  RunResult ok =
+      run_hbrun({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH}, token);
+  EXPECT_EQ(ok.exit_code, 0) << describe(ok);
+  // Workers without the token are refused by hbrun's store.
+  RunResult refused =
+      run_hbrun({"-n", "2", "--timeout", "60", "--", "/usr/bin/env", "-u",
+                 "HB_RENDEZVOUS_TOKEN", CLUSTER_DEMO_PATH},
+                token);
+  EXPECT_NE(refused.exit_code, 0) << describe(refused);
+  EXPECT_NE(refused.err.find("HB_ERR_PERMISSION"), std::string::npos)
+      << describe(refused);
 }
 
 TEST(Hbrun, OneWorkerPerGpuInCudaVisibleDevices) {

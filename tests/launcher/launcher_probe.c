@@ -5,7 +5,7 @@
  * line wide K W                 K lines of W copies of the rank's last digit
  *   exit-if-rank R CODE S    rank R exits CODE at once; others sleep S s
  *   raise-if-rank R SIG S    rank R raises SIG at once; others sleep S s
- *   sleep S                  print "ready", sleep S s, exit 0
+ *   sleep S                  print "pid <pid>" and "ready", sleep S s, exit 0
  *   ignore-term S            ignore SIGTERM, print "ready", sleep S s
  *   catch-term               print "ready", wait for SIGTERM/SIGINT, report it
  */
@@ -90,7 +90,7 @@ int main(int argc, char **argv) {
   if ((strcmp(mode, "sleep") == 0 || strcmp(mode, "ignore-term") == 0) &&
       argc == 3) {
     if (mode[0] == 'i') signal(SIGTERM, SIG_IGN);
-    printf("ready\n");
+    printf("pid %ld\nready\n", (long)getpid());
     sleep_seconds(atof(argv[2]));
     return 0;
   }
