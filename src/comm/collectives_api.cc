@@ -16,13 +16,6 @@
 #include "rendezvous/server.h"
 
 namespace hb {
-namespace gpu {
-// Defined by src/gpu (the NCCL path). Weak, so the core still links where
-// that module is absent; a CUDA buffer then gets HB_ERR_UNSUPPORTED.
-void run_collective(hb_context &ctx, const CollectiveCall &call)
-    __attribute__((weak));
-}  // namespace gpu
-
 namespace comm {
 namespace {
 
@@ -73,8 +66,6 @@ bool on_device(const char *fn, const void *send, const void *recv) {
 }
 
 void run_on_device(hb_context &ctx, const gpu::CollectiveCall &call) {
-  if (!&gpu::run_collective)
-    fail(HB_ERR_UNSUPPORTED, "CUDA buffers: this build has no NCCL path");
   gpu::run_collective(ctx, call);
 }
 

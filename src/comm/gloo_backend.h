@@ -2,10 +2,13 @@
 // through hb's rendezvous KV (comm/kv_store.h).
 //
 // Allreduce (and everything built on it: reduce_scatter, fused buckets) runs
-// Gloo's halving-doubling algorithm by default (option cpu_allreduce picks
-// another). Its reduction tree depends only on the ranks, not on where an
-// element sits in the buffer, so a tensor reduced alone or packed into a
-// bucket gets the same bits.
+// Gloo's halving-doubling algorithm by default, or with two ranks and under
+// 256 KiB its ring (one step instead of two); option cpu_allreduce forces
+// one. Both give every rank the same bits and a reduction tree that depends
+// only on the ranks, not on where an element sits in the buffer, so a tensor
+// reduced alone or packed into a bucket gets the same bits too (the ring
+// algorithms lose the first property with more than two ranks, the chunked
+// one also the second).
 //
 // Gloo's algorithm objects are bound to one buffer and to slots taken from
 // the context in construction order, and a peer may send the next call's
@@ -63,13 +66,16 @@ class GlooBackend final : public Backend {
                       hb_dtype dtype, hb_reduce_op op) override;
 
  private:
-  enum class Algo { kRing, kRingChunked, kHalvingDoubling, kBcube };
+  enum class Algo { kAuto, kRing, kRingChunked, kHalvingDoubling, kBcube };
+  Algo algorithm_for_bytes(size_t bytes) const;
   struct AlgoKey {
     size_t offset;  // elements into the scratch (tensors over 2^30)
     size_t count;
     hb_dtype wire;
     hb_reduce_op op;
+    Algo algo;
     bool operator<(const AlgoKey &o) const {
+      if (algo != o.algo) return algo < o.algo;
       if (offset != o.offset) return offset < o.offset;
       if (count != o.count) return count < o.count;
       if (wire != o.wire) return wire < o.wire;
@@ -78,6 +84,7 @@ class GlooBackend final : public Backend {
   };
   struct AlgoEntry {
     const void *bound = nullptr;  // scratch address it was built on
+    size_t bytes = 0;
     uint64_t last_use = 0;
     std::unique_ptr<gloo::Algorithm> algo;
   };
@@ -91,7 +98,7 @@ class GlooBackend final : public Backend {
   void reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op);
   gloo::Algorithm &algorithm_for(size_t offset, size_t count, hb_dtype wire,
                                  hb_reduce_op op);
-  void evict_if_full();
+  void evict_if_full(size_t incoming_bytes);
   uint32_t next_tag() { return tag_++; }
 
   BackendConfig cfg_;
@@ -105,6 +112,7 @@ class GlooBackend final : public Backend {
   uint32_t tag_ = 1;
   uint64_t use_clock_ = 0;
   size_t live_algos_ = 0;
+  size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   Scratch reduce_scratch_;  // what the cached algorithms reduce
   Scratch in_stage_;        // overlapping or strided inputs

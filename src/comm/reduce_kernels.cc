@@ -1,5 +1,6 @@
 #include "comm/reduce_kernels.h"
 
+#include <cmath>
 #include <cstring>
 #include <type_traits>
 
@@ -87,13 +88,40 @@ template <class T>
 void Kernels<T>::prod(T *x, const T *y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = wrap_mul(x[i], y[i]);
 }
+// min and max must not depend on the operand order (which rank owns a chunk
+// decides it): NaN wins, and of two equal zeros -0 is the min, +0 the max.
+template <class T>
+inline T sym_min(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if (a < b) return a;
+    if (b < a) return b;
+    if (a != a) return a;
+    if (b != b) return b;
+    return std::signbit(a) ? a : b;
+  } else {
+    return a < b ? a : b;
+  }
+}
+template <class T>
+inline T sym_max(T a, T b) {
+  if constexpr (std::is_floating_point<T>::value) {
+    if (a > b) return a;
+    if (b > a) return b;
+    if (a != a) return a;
+    if (b != b) return b;
+    return std::signbit(a) ? b : a;
+  } else {
+    return a > b ? a : b;
+  }
+}
+
 template <class T>
 void Kernels<T>::min(T *x, const T *y, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] < y[i] ? x[i] : y[i];
+  for (size_t i = 0; i < n; ++i) x[i] = sym_min(x[i], y[i]);
 }
 template <class T>
 void Kernels<T>::max(T *x, const T *y, size_t n) {
-  for (size_t i = 0; i < n; ++i) x[i] = x[i] > y[i] ? x[i] : y[i];
+  for (size_t i = 0; i < n; ++i) x[i] = sym_max(x[i], y[i]);
 }
 
 template struct Kernels<float>;

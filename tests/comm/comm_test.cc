@@ -328,7 +328,7 @@ TEST(CollectivesAlgorithms, BcubeNeedsPowerOfTwo) {
   cfg.allreduce_algorithm = "bcube";
   cfg.world_size = 3;
   hb::Health h;
-  hb::test::TestKV kv;
+  hb::rdv::MemoryKV kv;
   EXPECT_EQ(HB_ERR_CONFIG,
             hb::guard([&] { hb::comm::make_backend(cfg, &kv, h); }));
   EXPECT_NE(std::string(hb_last_error()).find("power-of-two"),

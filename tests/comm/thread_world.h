@@ -1,5 +1,5 @@
 // Runs the ranks of a world as threads of this process: each rank gets its
-// own Health and a Backend built over one shared in-memory KV, exactly as
+// own Health and a Backend built over one shared rdv::MemoryKV, exactly as
 // processes would over the rendezvous store.
 #pragma once
 
@@ -16,42 +16,10 @@
 #include "comm/backend.h"
 #include "common/clock.h"
 #include "context/health.h"
-#include "rendezvous/kv.h"
+#include "rendezvous/memory_kv.h"
 
 namespace hb {
 namespace test {
-
-// A small in-memory KV for in-process tests (same contract as rdv::KV).
-class TestKV : public rdv::KV {
- public:
-  void set(const std::string &key, const std::string &value) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    data_[key] = value;
-    cv_.notify_all();
-  }
-  std::string get(const std::string &key, int64_t timeout_ms) override {
-    std::unique_lock<std::mutex> lock(mu_);
-    if (!cv_.wait_for(lock, std::chrono::milliseconds(timeout_ms),
-                      [&] { return data_.count(key) > 0; }))
-      fail(HB_ERR_TIMEOUT, "TestKV: key '%s' never set", key.c_str());
-    return data_[key];
-  }
-  int64_t add(const std::string &key, int64_t delta) override {
-    std::lock_guard<std::mutex> lock(mu_);
-    int64_t v = (data_.count(key) ? std::stoll(data_[key]) : 0) + delta;
-    data_[key] = std::to_string(v);
-    cv_.notify_all();
-    return v;
-  }
-  void wait(const std::vector<std::string> &keys, int64_t timeout_ms) override {
-    for (const auto &k : keys) get(k, timeout_ms);
-  }
-
- private:
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::map<std::string, std::string> data_;
-};
 
 class ThreadWorld {
  public:
@@ -102,7 +70,7 @@ class ThreadWorld {
 
  private:
   int n_;
-  TestKV kv_;
+  rdv::MemoryKV kv_;
   std::vector<Health> health_;
   std::vector<std::shared_ptr<comm::Backend>> backends_;
 };

@@ -2,9 +2,12 @@
 #include <gtest/gtest.h>
 
 #include <climits>
+#include <cmath>
+#include <cstring>
 #include <string>
 
 #include "abi/error.h"
+#include "comm/reduce_kernels.h"
 #include "comm/validate.h"
 
 namespace {
@@ -105,6 +108,29 @@ TEST(Validate, Many) {
   EXPECT_NE(
       invalid([&] { check_many(two, over, 2, HB_FLOAT32); }).find("overflow"),
       std::string::npos);
+}
+
+}  // namespace
+
+namespace {
+
+// min / max must not depend on operand order: which rank owns a chunk
+// decides it, and fused and unfused calls own chunks differently.
+TEST(Kernels, MinMaxAreSymmetricForZerosAndNaN) {
+  const float nan = std::nanf(""), pz = 0.0f, nz = -0.0f;
+  const float pairs[][2] = {
+      {pz, nz}, {nz, pz}, {nan, 1.f}, {1.f, nan}, {2.f, 1.f}};
+  for (auto &p : pairs) {
+    float a[2] = {p[0], p[1]}, b[2] = {p[1], p[0]};
+    float a2[2] = {p[0], p[1]}, b2[2] = {p[1], p[0]};
+    hb::comm::Kernels<float>::min(a, b, 2);
+    hb::comm::Kernels<float>::max(a2, b2, 2);
+    EXPECT_EQ(0, std::memcmp(&a[0], &a[1], 4)) << p[0] << " " << p[1];
+    EXPECT_EQ(0, std::memcmp(&a2[0], &a2[1], 4)) << p[0] << " " << p[1];
+  }
+  float z[2] = {pz, nz}, w[2] = {nz, pz};
+  hb::comm::Kernels<float>::min(z, w, 2);
+  EXPECT_TRUE(std::signbit(z[0]) && std::signbit(z[1]));
 }
 
 }  // namespace
