@@ -2,36 +2,13 @@
 #include <cuda_runtime.h>
 #include <nccl.h>
 
-#include <cstdio>
-
-#include "hb.h"
 #include "plugin_api.h"
+#include "plugin_entries.h"
 
 namespace {
 
-int32_t report(cudaError_t e, const char *what, char *errbuf, size_t errcap) {
-  if (e == cudaSuccess) return HB_OK;
-  std::snprintf(errbuf, errcap, "%s: %s", what, cudaGetErrorString(e));
-  cudaGetLastError();  // clear the sticky-free error so later calls work
-  return HB_ERR_DEVICE;
-}
-
-int32_t device_count(int32_t *count, char *errbuf, size_t errcap) {
-  int n = 0;
-  cudaError_t e = cudaGetDeviceCount(&n);
-  *count = e == cudaSuccess ? n : 0;
-  return report(e, "cudaGetDeviceCount", errbuf, errcap);
-}
-
-int32_t pointer_is_device(const void *p, int32_t *is_device, char *errbuf, size_t errcap) {
-  cudaPointerAttributes attr;
-  cudaError_t e = cudaPointerGetAttributes(&attr, p);
-  *is_device = e == cudaSuccess &&
-               (attr.type == cudaMemoryTypeDevice || attr.type == cudaMemoryTypeManaged);
-  return report(e, "cudaPointerGetAttributes", errbuf, errcap);
-}
-
 hb_cuda_plugin make_table() {
+  using namespace hb_cuda;
   hb_cuda_plugin t = {};
   t.abi_version = HB_CUDA_PLUGIN_ABI_VERSION;
   t.struct_size = sizeof(hb_cuda_plugin);
@@ -43,12 +20,35 @@ hb_cuda_plugin make_table() {
   t.nccl_version = nv;
   t.device_count = device_count;
   t.pointer_is_device = pointer_is_device;
+  t.set_device = set_device;
+  t.stream_create = stream_create;
+  t.stream_destroy = stream_destroy;
+  t.stream_query = stream_query;
+  t.device_malloc = device_malloc;
+  t.device_free = device_free;
+  t.memcpy_async = memcpy_async;
+  t.memset_async = memset_async;
+  t.nccl_get_unique_id = nccl_get_unique_id;
+  t.nccl_comm_init = nccl_comm_init;
+  t.nccl_comm_poll = nccl_comm_poll;
+  t.nccl_comm_abort = nccl_comm_abort;
+  t.nccl_comm_finalize = nccl_comm_finalize;
+  t.nccl_comm_destroy = nccl_comm_destroy;
+  t.nccl_collective = nccl_collective;
+  t.divide_async = divide_async;
+  t.emb_partition = emb_partition;
+  t.emb_dedup = emb_dedup;
+  t.emb_gather = emb_gather;
+  t.emb_segment_sum = emb_segment_sum;
+  t.emb_apply = emb_apply;
+  t.auc_histogram = auc_histogram;
   return t;
 }
 
 }  // namespace
 
-extern "C" __attribute__((visibility("default"))) const hb_cuda_plugin *hb_cuda_plugin_entry(void) {
+extern "C" __attribute__((visibility("default"))) const hb_cuda_plugin *
+hb_cuda_plugin_entry(void) {
   static const hb_cuda_plugin table = make_table();
   return &table;
 }

@@ -2,6 +2,7 @@
 // the lazily created communication backends.
 #pragma once
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -27,8 +28,8 @@ struct ContextState;
 }  // namespace hb
 
 struct hb_context {
-  hb_context(hb::ClusterInfo c, hb::Options o)
-      : cluster(std::move(c)), options(std::move(o)) {}
+  // Out of line: the members' destructors need the complete rdv types.
+  hb_context(hb::ClusterInfo c, hb::Options o);
   ~hb_context();
 
   hb::ClusterInfo cluster;
@@ -37,6 +38,12 @@ struct hb_context {
   std::unique_ptr<hb::rdv::Server> server;  // when this rank serves the store
   std::unique_ptr<hb::rdv::Client> client;  // null in a world of one
   std::string device = "cpu:0";
+  // Prefix of this context's keys in the rendezvous store, "hb/ctx/<n>":
+  // contexts are created collectively, so the n-th context of every rank
+  // has the same prefix, and a store that outlives a context (hbrun's)
+  // never mixes two contexts' keys.
+  std::string scope;
+  std::atomic<uint64_t> barriers{0};
 
   // Created on first use by src/comm and src/gpu (shared_ptr: the deleter
   // is bound where the type is complete).

@@ -38,8 +38,16 @@ const std::vector<OptionSpec> &option_table() {
       {"grad_bucket_bytes", OptionType::kInt, "16777216", nullptr, 1024, INT64_C(1) << 40,
        "hb_allreduce_many: target bucket size in bytes when grad_nbuckets is 0."},
       {"cpu_allreduce", OptionType::kEnum, "auto", "auto|ring|ring_chunked|halving_doubling|bcube", 0, 0,
-       "Gloo algorithm for CPU allreduce; auto picks by message size and "
-       "world size."},
+       "Gloo algorithm for CPU allreduce, reduce_scatter and "
+       "allreduce_many. auto: halving_doubling, or ring with two ranks "
+       "below 256 KiB; with either every rank gets the same bits and "
+       "hb_allreduce_many matches per-tensor calls bit for bit. ring and "
+       "ring_chunked with more than two ranks do not promise that; bcube "
+       "needs a power-of-two world."},
+      {"cpu_host", OptionType::kString, "", nullptr, 0, 0,
+       "Address this rank's CPU (Gloo TCP) transport listens on and gives "
+       "its peers. Empty: 127.0.0.1 when the rendezvous is on loopback, "
+       "else this machine's hostname."},
   };
   return table;
 }

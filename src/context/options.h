@@ -42,6 +42,7 @@ class Options {
   void apply_list(const std::string &list);
 
   std::string get(const std::string &name) const;  // canonical string
+  // Like get_int etc.; throws HB_ERR_INTERNAL if name is not of that type.
   int64_t get_int(const std::string &name) const;
   double get_double(const std::string &name) const;
   bool get_bool(const std::string &name) const;
@@ -49,8 +50,30 @@ class Options {
 
  private:
   Options() = default;
+  // Checks value against the option's type; returns its canonical string.
+  // `what` names the source in the message ("HB_TIMEOUT_MS", "option x").
+  static std::string canonical(const OptionSpec &spec, const std::string &value,
+                               const std::string &what);
+  // Stores an already checked value and applies side effects (log_level).
+  void commit(const OptionSpec &spec, const std::string &canonical_value);
+  std::string raw(const std::string &name, const char *type_wanted) const;
+
   mutable std::mutex mu_;
   std::map<std::string, std::string> values_;  // canonical strings
 };
+
+// The environment variable of an option: "timeout_ms" -> "HB_TIMEOUT_MS".
+std::string env_name(const std::string &option);
+
+// Parsers shared by the options and the cluster discovery. `what` names the
+// source in the HB_ERR_CONFIG message: "HB_RANK='x': not an integer".
+// Surrounding blanks are ignored; anything else extra is an error.
+int64_t parse_int(const std::string &text, const std::string &what, int64_t min,
+                  int64_t max);
+double parse_double(const std::string &text, const std::string &what);
+// 1/0, true/false, yes/no, on/off (any case).
+bool parse_bool(const std::string &text, const std::string &what);
+// The value as it goes into a message: quoted, cut to a readable length.
+std::string quote_value(const std::string &value);
 
 }  // namespace hb

@@ -22,7 +22,8 @@ std::string plugin_path_near_core() {
   if (dladdr(reinterpret_cast<void *>(&describe), &info) && info.dli_fname) {
     std::string p = info.dli_fname;
     auto slash = p.rfind('/');
-    if (slash != std::string::npos) return p.substr(0, slash + 1) + "libhb_cuda.so";
+    if (slash != std::string::npos)
+      return p.substr(0, slash + 1) + "libhb_cuda.so";
   }
   return "libhb_cuda.so";
 }
@@ -39,10 +40,12 @@ Loaded load() {
   if (!h && !(env && *env)) h = dlopen("libhb_cuda.so", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
     const char *e = dlerror();
-    out.why = std::string("cannot load CUDA plugin: ") + (e ? e : first.c_str());
+    out.why =
+        std::string("cannot load CUDA plugin: ") + (e ? e : first.c_str());
     return out;
   }
-  auto entry = reinterpret_cast<hb_cuda_plugin_entry_fn>(dlsym(h, HB_CUDA_PLUGIN_ENTRY));
+  auto entry =
+      reinterpret_cast<hb_cuda_plugin_entry_fn>(dlsym(h, HB_CUDA_PLUGIN_ENTRY));
   if (!entry) {
     out.why = "CUDA plugin has no " HB_CUDA_PLUGIN_ENTRY;
     return out;
@@ -106,8 +109,10 @@ std::string describe() {
   std::string why;
   const hb_cuda_plugin *t = plugin(&why);
   if (!t) return "cuda_plugin=built; cuda_plugin_loaded=no(" + why + ")";
-  return format("cuda_plugin=built; cuda_plugin_loaded=yes; cuda_runtime=%d; nccl=%d; gpus=%d",
-                t->cuda_runtime_version, t->nccl_version, device_count());
+  return format(
+      "cuda_plugin=built; cuda_plugin_loaded=yes; cuda_runtime=%d; nccl=%d; "
+      "gpus=%d",
+      t->cuda_runtime_version, t->nccl_version, device_count());
 #else
   return "cuda_plugin=not built";
 #endif

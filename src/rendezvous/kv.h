@@ -19,7 +19,8 @@ class KV {
   // Atomic add; returns the new value (a missing key counts as 0).
   virtual int64_t add(const std::string &key, int64_t delta) = 0;
   // Blocks until every key exists; HB_ERR_TIMEOUT naming the missing ones.
-  virtual void wait(const std::vector<std::string> &keys, int64_t timeout_ms) = 0;
+  virtual void wait(const std::vector<std::string> &keys,
+                    int64_t timeout_ms) = 0;
 };
 
 }  // namespace rdv

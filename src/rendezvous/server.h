@@ -1,6 +1,19 @@
 // Rendezvous server: the key-value store on a libuv loop in its own thread,
 // served by rank 0 or by hbrun. Tracks each rank's liveness and tells every
 // client when one is lost.
+//
+// Policies:
+// - A rank whose connection closes without BYE, or that sends nothing for
+//   peer_timeout_ms, is lost: every other client gets PEER_LOST(rank, why)
+//   and on_peer_lost runs. The lost rank's connection is closed.
+// - Once a rank is lost (or a client aborted), the world is broken for
+//   good: a later HELLO is refused with HB_ERR_PEER_FAILED (or
+//   HB_ERR_ABORTED) naming the first failure. There is no elastic rejoin.
+// - A HELLO for a rank that is still connected (and has not said BYE) is
+//   refused with HB_ERR_CONFIG naming both peers; the first connection is
+//   unaffected. A rank that said BYE may connect again (a new context).
+// - A malformed or oversized frame, or a protocol violation, gets one error
+//   reply (id 0) and closes that connection only (logged at WARN).
 #pragma once
 
 #include <cstdint>
@@ -19,6 +32,9 @@ struct ServerConfig {
   int64_t heartbeat_interval_ms = 500;
   int64_t peer_timeout_ms = 5000;
   size_t max_frame_bytes = 64u << 20;
+  // The destructor first waits up to this long for connected ranks to say
+  // BYE (so a rank-0 server outlives its peers' last calls), then closes.
+  int64_t linger_ms = 10000;
 };
 
 class Server {
@@ -29,7 +45,8 @@ class Server {
   virtual int port() const = 0;
   // Called (on the server thread) when a rank is declared lost; hbrun uses
   // it to stop the other workers.
-  virtual void on_peer_lost(std::function<void(int rank, const std::string &why)> cb) = 0;
+  virtual void on_peer_lost(
+      std::function<void(int rank, const std::string &why)> cb) = 0;
 };
 
 }  // namespace rdv

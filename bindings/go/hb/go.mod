@@ -1,0 +1,3 @@
+module hb.dev/hb
+
+go 1.19

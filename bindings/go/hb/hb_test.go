@@ -1,0 +1,364 @@
+package hb
+
+import (
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	"hb.dev/hb/internal/capi"
+)
+
+func TestConstantsMatchTheLibrary(t *testing.T) {
+	pairs := []struct {
+		ours   int
+		theirs int
+	}{
+		{OK, int(capi.HB_OK)}, {ErrInvalidArgument, int(capi.HB_ERR_INVALID_ARGUMENT)},
+		{ErrConfig, int(capi.HB_ERR_CONFIG)}, {ErrTimeout, int(capi.HB_ERR_TIMEOUT)},
+		{ErrPeerFailed, int(capi.HB_ERR_PEER_FAILED)}, {ErrAborted, int(capi.HB_ERR_ABORTED)},
+		{ErrIO, int(capi.HB_ERR_IO)}, {ErrOutOfMemory, int(capi.HB_ERR_OUT_OF_MEMORY)},
+		{ErrUnsupported, int(capi.HB_ERR_UNSUPPORTED)}, {ErrDevice, int(capi.HB_ERR_DEVICE)},
+		{ErrPermission, int(capi.HB_ERR_PERMISSION)}, {ErrCorrupt, int(capi.HB_ERR_CORRUPT)},
+		{ErrInternal, int(capi.HB_ERR_INTERNAL)},
+		{int(Float32DType), int(capi.HB_FLOAT32)}, {int(Float64DType), int(capi.HB_FLOAT64)},
+		{int(Float16DType), int(capi.HB_FLOAT16)}, {int(BFloat16DType), int(capi.HB_BFLOAT16)},
+		{int(Int32DType), int(capi.HB_INT32)}, {int(Int64DType), int(capi.HB_INT64)},
+		{int(Uint8DType), int(capi.HB_UINT8)},
+		{int(Sum), int(capi.HB_SUM)}, {int(Prod), int(capi.HB_PROD)}, {int(Min), int(capi.HB_MIN)},
+		{int(Max), int(capi.HB_MAX)}, {int(Avg), int(capi.HB_AVG)},
+		{EventBeforeSave, int(capi.HB_EVENT_BEFORE_SAVE)}, {EventAfterSave, int(capi.HB_EVENT_AFTER_SAVE)},
+		{EventBeforeLoad, int(capi.HB_EVENT_BEFORE_LOAD)}, {EventAfterLoad, int(capi.HB_EVENT_AFTER_LOAD)},
+		{PartitionMod, int(capi.HB_PARTITION_MOD)}, {PartitionDiv, int(capi.HB_PARTITION_DIV)},
+		{InitZeros, int(capi.HB_INIT_ZEROS)}, {InitConstant, int(capi.HB_INIT_CONSTANT)},
+		{InitUniform, int(capi.HB_INIT_UNIFORM)}, {InitNormal, int(capi.HB_INIT_NORMAL)},
+		{OptSGD, int(capi.HB_OPT_SGD)}, {OptAdagrad, int(capi.HB_OPT_ADAGRAD)},
+		{OptAdam, int(capi.HB_OPT_ADAM)}, {OptFTRL, int(capi.HB_OPT_FTRL)},
+		{MetricAccuracy, int(capi.HB_METRIC_ACCURACY)}, {MetricMean, int(capi.HB_METRIC_MEAN)},
+		{MetricAUC, int(capi.HB_METRIC_AUC)}, {MetricAUCExact, int(capi.HB_METRIC_AUC_EXACT)},
+		{MetricGAUC, int(capi.HB_METRIC_GAUC)}, {CurveROC, int(capi.HB_CURVE_ROC)},
+		{CurvePR, int(capi.HB_CURVE_PR)}, {SummationTrapezoidal, int(capi.HB_SUMMATION_TRAPEZOIDAL)},
+		{SummationCarefulInterpolation, int(capi.HB_SUMMATION_CAREFUL_INTERPOLATION)},
+		{SummationMinoring, int(capi.HB_SUMMATION_MINORING)}, {SummationMajoring, int(capi.HB_SUMMATION_MAJORING)},
+		{GAUCUnweighted, int(capi.HB_GAUC_UNWEIGHTED)}, {GAUCImpressions, int(capi.HB_GAUC_IMPRESSIONS)},
+		{GAUCClicks, int(capi.HB_GAUC_CLICKS)}, {MetricFlagEmpty, int(capi.HB_METRIC_FLAG_EMPTY)},
+		{MetricFlagSingleClass, int(capi.HB_METRIC_FLAG_SINGLE_CLASS)},
+		{MetricFlagApproximate, int(capi.HB_METRIC_FLAG_APPROXIMATE)},
+	}
+	for i, p := range pairs {
+		if p.ours != p.theirs {
+			t.Errorf("constant %d: Go has %d, hb.h has %d", i, p.ours, p.theirs)
+		}
+	}
+}
+
+func TestVersionAndNames(t *testing.T) {
+	if VersionNumber() != uint(capi.HB_VERSION_NUMBER) {
+		t.Fatalf("version %d", VersionNumber())
+	}
+	if !strings.HasPrefix(BuildInfo(), "hb ") || StatusName(ErrTimeout) != "HB_ERR_TIMEOUT" {
+		t.Fatal(BuildInfo(), StatusName(ErrTimeout))
+	}
+	if DTypeSize(Float64DType) != 8 || DTypeSize(99) != 0 {
+		t.Fatal("dtype sizes")
+	}
+}
+
+func TestErrorCarriesStatusAndMessage(t *testing.T) {
+	_, _, err := ShardRange(10, 0, 0, false)
+	var e *Error
+	if !errors.As(err, &e) {
+		t.Fatalf("not an *hb.Error: %v", err)
+	}
+	if e.Status != ErrInvalidArgument || e.Name != "HB_ERR_INVALID_ARGUMENT" || e.Message == "" {
+		t.Fatalf("%+v", e)
+	}
+	if err.Error() != "HB_ERR_INVALID_ARGUMENT: "+e.Message {
+		t.Fatal(err.Error())
+	}
+}
+
+func TestShardRangePlacementTFConfigOptions(t *testing.T) {
+	var covered int64
+	for s := 0; s < 3; s++ {
+		b, e, err := ShardRange(10, 3, s, false)
+		if err != nil || b != covered {
+			t.Fatal(b, e, err)
+		}
+		covered = e
+	}
+	if covered != 10 {
+		t.Fatal(covered)
+	}
+	p, err := PlacementReplication(4, 0, 3)
+	if err != nil || len(p.BuildSubnetwork) != 3 || !p.BuildSubnetwork[2] {
+		t.Fatal(p, err)
+	}
+	doc, err := TFConfigBuild("worker", 0, []string{"h0:1", "h1:2"}, []string{"p0:3"}, false)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg struct {
+		Cluster map[string][]string
+		Task    struct {
+			Type  string
+			Index int
+		}
+	}
+	if err := json.Unmarshal([]byte(doc), &cfg); err != nil {
+		t.Fatal(err, doc)
+	}
+	if cfg.Cluster["chief"][0] != "h0:1" || cfg.Cluster["ps"][0] != "p0:3" || cfg.Task.Type != "worker" {
+		t.Fatal(doc)
+	}
+	if _, err := TFConfigBuild("nobody", 0, []string{"h0:1"}, nil, false); err == nil {
+		t.Fatal("task type nobody accepted")
+	}
+	o, err := DescribeOption(0)
+	if err != nil || o.Name == "" {
+		t.Fatal(o, err)
+	}
+	if v, err := GetOption(o.Name); err != nil || v != o.Default {
+		t.Fatal(v, err)
+	}
+	_, err = GetOption("no_such_option")
+	if e, ok := err.(*Error); !ok || !strings.Contains(e.Message, "no_such_option") {
+		t.Fatal(err)
+	}
+}
+
+func TestLocalMetrics(t *testing.T) {
+	labels, preds, weights := samples(400, 7)
+	m, err := NewMetric(nil, DefaultMetricConfig(MetricAUCExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer m.Close()
+	if err := m.Update(labels, preds, weights); err != nil {
+		t.Fatal(err)
+	}
+	got, err := m.Result()
+	if want := exactAUC(labels, preds, weights); err != nil || math.Abs(got-want) > 1e-12 {
+		t.Fatal(got, want, err)
+	}
+	if err := m.Update(labels, preds[:3], nil); err == nil || !strings.Contains(err.Error(), "preds: 3 elements") {
+		t.Fatal(err)
+	}
+	if _, err := NewMetric(nil, DefaultMetricConfig(99)); err == nil {
+		t.Fatal("metric kind 99 accepted")
+	}
+	m.Close()
+	m.Close() // twice is fine
+}
+
+func worldOfOne(t *testing.T) *Context {
+	c, err := NewContext(WithRank(0), WithWorldSize(1))
+	if err != nil {
+		t.Fatal(err)
+	}
+	return c
+}
+
+func TestCollectivesInAWorldOfOne(t *testing.T) {
+	c := worldOfOne(t)
+	defer c.Close()
+	if c.Rank() != 0 || c.WorldSize() != 1 || !c.IsChief() {
+		t.Fatal(c.Rank(), c.WorldSize())
+	}
+	if err := c.SetOption("timeout_ms", "soon"); err == nil || err.(*Error).Status != ErrConfig {
+		t.Fatal(err)
+	}
+	x := []float32{1, 2, 3}
+	y := make([]float32, 3)
+	if err := Allreduce(c, x, y, Sum); err != nil || y[2] != 3 {
+		t.Fatal(y, err)
+	}
+	h := []Float16{0x3C00}
+	if err := Allreduce(c, h, h, Max); err != nil || h[0] != 0x3C00 {
+		t.Fatal(h, err)
+	}
+	g := make([]int64, 2)
+	if err := Allgather(c, []int64{7, 8}, g); err != nil || g[1] != 8 {
+		t.Fatal(g, err)
+	}
+	many := [][]float64{{1}, {2, 3}}
+	if err := AllreduceMany(c, many, Sum); err != nil || many[1][1] != 3 {
+		t.Fatal(many, err)
+	}
+	if err := Allreduce(c, x, y[:2], Sum); err == nil || err.Error() != "HB_ERR_INVALID_ARGUMENT: recv: needs 3 elements, has 2" {
+		t.Fatal(err)
+	}
+	err := Allreduce(c, x, y, 77)
+	if e, ok := err.(*Error); !ok || e.Status != ErrInvalidArgument || !strings.Contains(e.Message, "77") {
+		t.Fatal(err)
+	}
+}
+
+func TestEmbeddingAndServing(t *testing.T) {
+	path := filepath.Join(t.TempDir(), "t.hbe")
+	c := worldOfOne(t)
+	cfg := DefaultEmbeddingConfig("t", 2)
+	cfg.Optimizer, cfg.LearningRate = OptSGD, 0.5
+	e, err := NewEmbedding(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := []int64{4, 2, 4}
+	if err := e.ApplyGradients(ids, []float32{1, 1, 1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]float32, 4)
+	if err := e.Lookup([]int64{4, 2}, rows); err != nil || rows[0] != -1 || rows[2] != -0.5 {
+		t.Fatal(rows, err)
+	}
+	if err := e.Export(path); err != nil {
+		t.Fatal(err)
+	}
+	e.Close()
+	c.Close()
+	s, err := OpenEmbedding(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Lookup([]int64{2, 99}, rows); err != nil || rows[0] != -0.5 || rows[2] != 0 || s.Misses() != 1 {
+		t.Fatal(rows, err, s.Misses())
+	}
+	if _, err := OpenEmbedding(path + ".missing"); err == nil || !strings.Contains(err.Error(), ".missing") {
+		t.Fatal(err)
+	}
+}
+
+func TestListenersAroundSaveAndLoad(t *testing.T) {
+	ckpt := filepath.Join(t.TempDir(), "ckpt")
+	c := worldOfOne(t)
+	defer c.Close()
+	var events []string
+	record := func(event int32, path string) { events = append(events, fmt.Sprintf("%d:%s", event, path)) }
+	if err := c.AddListener(EventBeforeSave, record); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddListener(EventAfterLoad, record); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.AddListener(42, record); err == nil {
+		t.Fatal("event 42 accepted")
+	}
+	cfg := DefaultEmbeddingConfig("saved", 2)
+	cfg.LearningRate = 1
+	e, err := NewEmbedding(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids, grads, rows := []int64{3}, []float32{1, 1}, make([]float32, 2)
+	for _, step := range []func() error{
+		func() error { return e.ApplyGradients(ids, grads) },
+		func() error { return e.Save(ckpt) },
+		func() error { return e.ApplyGradients(ids, grads) },
+		func() error { return e.Load(ckpt) },
+		func() error { return e.Lookup(ids, rows) },
+	} {
+		if err := step(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	want := []string{fmt.Sprintf("%d:%s", EventBeforeSave, ckpt), fmt.Sprintf("%d:%s", EventAfterLoad, ckpt)}
+	if rows[0] != -1 || fmt.Sprint(events) != fmt.Sprint(want) {
+		t.Fatal(rows, events, want)
+	}
+}
+
+// TestMultiRank runs under hbrun (ctest go_binding_mp): allreduce, an
+// embedding lookup/update and AUC against references computed here.
+func TestMultiRank(t *testing.T) {
+	if os.Getenv("HB_WORLD_SIZE") == "" {
+		t.Skip("not launched by hbrun")
+	}
+	c, err := NewContext()
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	rank, world := c.Rank(), c.WorldSize()
+	if world < 2 {
+		t.Fatal("needs 2 ranks or more")
+	}
+	factor := float32(world * (world + 1) / 2)
+	x := make([]float32, 8)
+	for i := range x {
+		x[i] = float32(i * (rank + 1))
+	}
+	if err := Allreduce(c, x, x, Sum); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range x {
+		if v != float32(i)*factor {
+			t.Fatalf("allreduce element %d: %v", i, v)
+		}
+	}
+
+	cfg := DefaultEmbeddingConfig("mp_table", 4)
+	cfg.Initializer, cfg.InitA, cfg.Optimizer, cfg.LearningRate = InitConstant, 0.5, OptSGD, 0.125
+	e, err := NewEmbedding(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	ids := []int64{int64(rank), 7, int64(100 + rank), 7}
+	grads := make([]float32, 16)
+	for i := range grads {
+		grads[i] = float32(rank + 1)
+	}
+	if err := e.ApplyGradients(ids, grads); err != nil {
+		t.Fatal(err)
+	}
+	every := []int64{7}
+	for r := 0; r < world; r++ {
+		every = append(every, int64(r), int64(100+r))
+	}
+	rows := make([]float32, 4*len(every))
+	if err := e.Lookup(every, rows); err != nil {
+		t.Fatal(err)
+	}
+	for k, id := range every {
+		want := 0.5 - 0.125*float64(id%100+1)
+		if id == 7 {
+			want = 0.5 - 0.125*2*float64(factor)
+		}
+		for d := 0; d < 4; d++ {
+			if math.Abs(float64(rows[4*k+d])-want) > 1e-6 {
+				t.Fatalf("row %d: %v, want %v", id, rows[4*k+d], want)
+			}
+		}
+	}
+	if err := e.Lookup(make([]int64, 3*rank), make([]float32, 12*rank)); err != nil {
+		t.Fatal(err) // ranks may pass different counts, including none
+	}
+
+	labels, preds, weights := samples(1000, 42)
+	dist, err := NewMetric(c, DefaultMetricConfig(MetricAUCExact))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer dist.Close()
+	if err := dist.Update(stride(labels, rank, world), stride(preds, rank, world), stride(weights, rank, world)); err != nil {
+		t.Fatal(err)
+	}
+	got, err := dist.Result()
+	if want := exactAUC(labels, preds, weights); err != nil || math.Abs(got-want) > 1e-12 {
+		t.Fatal(got, want, err)
+	}
+
+	err = c.SetOption("no_such_option", "1")
+	if e, ok := err.(*Error); !ok || e.Status != ErrConfig || !strings.Contains(e.Message, "no_such_option") {
+		t.Fatal(err)
+	}
+	if err := c.Barrier(0); err != nil {
+		t.Fatal(err)
+	}
+}

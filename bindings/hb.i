@@ -1,0 +1,181 @@
+/*
+ * hb.i - the part of the SWIG interface shared by every language.
+ *
+ * Each language file (python/hb_python.i, java/hb_java.i, go/hb_go.i) sets
+ * %module, defines the typemaps for the parameter *roles* listed below and
+ * then %includes this file, which maps hb.h's parameters onto those roles and
+ * wraps the whole header. The idiomatic API of each language (dtype from the
+ * array type, handles that close themselves, configs with defaults) is a thin
+ * hand-written layer on top of this low-level module.
+ *
+ * Roles (typemap names the language files must define):
+ *   hb_status                    failure -> the language's error, built in
+ *                                the same C call (hb_last_error is
+ *                                thread-local; Go may switch threads).
+ *   HB_HANDLE                    hb_context * etc. as an opaque integer.
+ *   HB_HANDLE_OUT                hb_context **out etc.: the new handle.
+ *   HB_BUFFER_IN / HB_BUFFER_OUT untyped host buffers (void *), zero-copy
+ *                                where possible; NULL: None / null / nil.
+ *   HB_ARRAY_IN / HB_ARRAY_OUT   the same for typed pointers (const float *,
+ *                                const int64_t *, int32_t *).
+ *   (HB_BUFS, HB_COUNTS, HB_N)   (void *const *, const size_t *, size_t): a
+ *                                list of writable buffers.
+ *   (HB_STRINGS, HB_N)           (const char *const *, size_t): strings.
+ *   HB_STATIC_STRING_OUT         const char ** set to a static string.
+ *   HB_STRING_OUT                char ** set to a malloc'd string (freed).
+ *   (HB_FN, HB_USER_DATA)        (hb_listener_fn, void *): a callback.
+ *   int32_t/int64_t/double *OUTPUT  scalar results.
+ */
+
+%{
+#include <stdlib.h>
+#include <string.h>
+
+#include "hb.h"
+
+static char *hbw_strdup(const char *s) {  /* strdup is not C99 */
+  size_t n = strlen(s) + 1;
+  char *copy = (char *)malloc(n);
+  if (copy) memcpy(copy, s, n);
+  return copy;
+}
+%}
+
+%include <stdint.i>
+%include <typemaps.i>
+
+/* hb_status is special as a result only. */
+%apply int32_t { hb_status status };
+
+/* ---- Handles ------------------------------------------------------------ */
+%apply void *HB_HANDLE { hb_context *, const hb_context *, hb_embedding *,
+                         const hb_embedding *, hb_metric *, const hb_metric *,
+                         void *stream /* a cudaStream_t, as an integer */ };
+%apply void **HB_HANDLE_OUT { hb_context **out, hb_embedding **out,
+                              hb_metric **out };
+
+/* ---- Buffers ------------------------------------------------------------ */
+%apply const void *HB_BUFFER_IN { const void *send, const void *grads };
+%apply void *HB_BUFFER_OUT { void *recv, void *out };
+%apply const float *HB_ARRAY_IN { const float *labels, const float *preds,
+                                  const float *weights };
+%apply const int64_t *HB_ARRAY_IN { const int64_t *groups, const int64_t *ids,
+                                    const int64_t *recv_counts,
+                                    const int64_t *recv_offsets,
+                                    const int64_t *send_counts,
+                                    const int64_t *send_offsets };
+%apply int32_t *HB_ARRAY_OUT { int32_t *out_build_subnetwork };
+%apply (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N) {
+  (void *const *bufs, const size_t *counts, size_t n) };
+
+/* ---- Scalar and string results ------------------------------------------ */
+%apply int32_t *OUTPUT { int32_t *out_continue, int32_t *out_feed_empty,
+                         int32_t *out_build_ensemble,
+                         int32_t *out_train_subnetworks };
+%apply int64_t *OUTPUT { int64_t *begin, int64_t *end };
+%apply double *OUTPUT { double *out };
+%apply const char **HB_STATIC_STRING_OUT { const char **name, const char **type,
+                              const char **default_value, const char **doc };
+%apply char **HB_STRING_OUT { char **out_str };
+%apply (const char *const *HB_STRINGS, size_t HB_N) {
+  (const char *const *worker_hosts, size_t n_workers),
+  (const char *const *ps_hosts, size_t n_ps) };
+%apply (hb_listener_fn HB_FN, void *HB_USER_DATA) {
+  (hb_listener_fn fn, void *user_data) };
+
+/* ---- Options structs: constructed with their HB_*_INIT defaults ---------- */
+/* The defaults live only in hb.h; every language reads them from here. */
+%immutable struct_size;
+/* String members own a malloc'd copy, freed on reassignment and by the
+ * destructors below (SWIG's default for const char * never frees). */
+%typemap(memberin) const char *name, const char *rendezvous, const char *options {
+  free((char *)$1);
+  $1 = $input ? hbw_strdup($input) : NULL;
+}
+%extend hb_context_options {
+  hb_context_options() {
+    hb_context_options init = HB_CONTEXT_OPTIONS_INIT;
+    hb_context_options *o = (hb_context_options *)malloc(sizeof *o);
+    if (o) *o = init;
+    return o;
+  }
+  ~hb_context_options() {
+    free((char *)$self->rendezvous);
+    free((char *)$self->options);
+    free($self);
+  }
+}
+%extend hb_embedding_config {
+  hb_embedding_config() {
+    hb_embedding_config init = HB_EMBEDDING_CONFIG_INIT;
+    hb_embedding_config *c = (hb_embedding_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_embedding_config() {
+    free((char *)$self->name);
+    free($self);
+  }
+}
+%extend hb_metric_config {
+  hb_metric_config() {
+    hb_metric_config init = HB_METRIC_CONFIG_INIT;
+    hb_metric_config *c = (hb_metric_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_metric_config() { free($self); }
+}
+
+/* ---- Calls whose C shape (caller-sized char buffers) does not map --------- */
+/* Same calls, returning a malloc'd string instead of filling buf/cap. */
+%ignore hb_context_get_option;
+%ignore hb_tf_config_build;
+%rename(hb_context_get_option) hbw_context_get_option;
+%rename(hb_tf_config_build) hbw_tf_config_build;
+%inline %{
+static hb_status hbw_context_get_option(const hb_context *ctx, const char *name,
+                                        char **out_str) {
+  char small[256];
+  size_t needed = 0;
+  hb_status s = hb_context_get_option(ctx, name, small, sizeof small, &needed);
+  *out_str = NULL;
+  if (s == HB_OK) {
+    *out_str = hbw_strdup(small);
+  } else if (needed > sizeof small) {  /* too small: ask again at full size */
+    *out_str = (char *)malloc(needed);
+    if (!*out_str) return HB_ERR_OUT_OF_MEMORY;
+    s = hb_context_get_option(ctx, name, *out_str, needed, NULL);
+  }
+  if (s != HB_OK) {  /* the binding raises: nothing to hand back */
+    free(*out_str);
+    *out_str = NULL;
+  }
+  return s;
+}
+
+static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
+                                     const char *const *worker_hosts,
+                                     size_t n_workers,
+                                     const char *const *ps_hosts, size_t n_ps,
+                                     int32_t has_evaluator, char **out_str) {
+  size_t needed = 0;
+  hb_status s;
+  *out_str = NULL;
+  s = hb_tf_config_build(task_type, task_id, worker_hosts, n_workers, ps_hosts,
+                         n_ps, has_evaluator, NULL, 0, &needed);
+  if (s != HB_OK && needed == 0) return s;  /* a real error, not the size */
+  *out_str = (char *)malloc(needed);
+  if (!*out_str) return HB_ERR_OUT_OF_MEMORY;
+  s = hb_tf_config_build(task_type, task_id, worker_hosts, n_workers, ps_hosts,
+                         n_ps, has_evaluator, *out_str, needed, NULL);
+  if (s != HB_OK) {
+    free(*out_str);
+    *out_str = NULL;
+  }
+  return s;
+}
+%}
+
+#define HB_API
+%include "hb.h"

@@ -1,0 +1,217 @@
+/* hb_python.i - Python typemaps for the roles of ../hb.i (module hb.capi).
+ * Buffers use the buffer protocol: a C-contiguous numpy array is passed
+ * without a copy; anything else is a TypeError or ValueError naming the
+ * parameter. The GIL is released around every call (swig -threads). */
+%module(package="hb", threads="1") capi
+
+%{
+#include <Python.h>
+#include "hb.h"
+
+/* Raises hb.HbError(status, name, message). Called right after the failing
+ * call, on the same thread, so hb_last_error is the failure's own text. */
+static void hbpy_raise(hb_status status) {
+  const char *message = hb_last_error();
+  PyObject *mod = PyImport_ImportModule("hb._errors");
+  PyObject *cls = mod ? PyObject_GetAttrString(mod, "HbError") : NULL;
+  PyObject *exc = cls ? PyObject_CallFunction(cls, "iss", (int)status,
+                                              hb_status_name(status), message)
+                      : NULL;
+  if (exc) PyErr_SetObject(cls, exc);
+  Py_XDECREF(exc);
+  Py_XDECREF(cls);
+  Py_XDECREF(mod);
+}
+
+/* kind: 'f' float, 'i' signed, 'u' unsigned, 0 any; itemsize 0: any. */
+static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
+                           char kind, size_t itemsize, const char *param) {
+  int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
+  if (!PyObject_CheckBuffer(obj)) {
+    PyErr_Format(PyExc_TypeError, "%s: expected a numpy array, got %s", param,
+                 Py_TYPE(obj)->tp_name);
+    return -1;
+  }
+  if (PyObject_GetBuffer(obj, view, flags) < 0) {
+    PyErr_Clear();
+    if (writable && PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) == 0) {
+      PyBuffer_Release(view);
+      PyErr_Format(PyExc_ValueError, "%s: the array is read-only", param);
+    } else {
+      PyErr_Format(PyExc_ValueError, "%s: the array is not C-contiguous", param);
+    }
+    return -1;
+  }
+  if (kind || itemsize) {
+    const char *f = view->format ? view->format : "B";
+    char c;
+    char got;
+    if (*f == '<' || *f == '=' || *f == '@') ++f;
+    c = *f;
+    got = strchr("efd", c) && c ? 'f' : strchr("bhilq", c) && c ? 'i'
+        : strchr("BHILQ", c) && c ? 'u' : '?';
+    if ((kind && got != kind) || (itemsize && (size_t)view->itemsize != itemsize)) {
+      PyErr_Format(PyExc_TypeError, "%s: expected %s%d elements, got format '%s'",
+                   param, kind == 'f' ? "float" : kind == 'u' ? "uint" : "int",
+                   (int)(itemsize * 8), view->format ? view->format : "B");
+      PyBuffer_Release(view);
+      return -1;
+    }
+  }
+  return 0;
+}
+
+static void hbpy_listener(hb_context *ctx, int32_t event, const char *path,
+                          void *user_data) {
+  PyGILState_STATE gil = PyGILState_Ensure();
+  PyObject *r = PyObject_CallFunction((PyObject *)user_data, "is", (int)event,
+                                      path ? path : "");
+  (void)ctx;
+  if (r) {
+    Py_DECREF(r);
+  } else {
+    PyErr_WriteUnraisable((PyObject *)user_data);  /* cannot cross C */
+  }
+  PyGILState_Release(gil);
+}
+%}
+
+/* ---- hb_status ----------------------------------------------------------- */
+%typemap(out) hb_status {
+  if ($1 != HB_OK) {
+    hbpy_raise($1);
+    SWIG_fail;
+  }
+  $result = SWIG_Py_Void();
+}
+
+/* ---- Handles: integers (0 / None is NULL) -------------------------------- */
+%typemap(in) void *HB_HANDLE {
+  if ($input == Py_None) {
+    $1 = NULL;
+  } else {
+    $1 = ($1_ltype)PyLong_AsVoidPtr($input);
+    if (PyErr_Occurred()) SWIG_fail;
+  }
+}
+%typemap(in, numinputs=0) void **HB_HANDLE_OUT ($*1_ltype handle = NULL) {
+  $1 = &handle;
+}
+%typemap(argout) void **HB_HANDLE_OUT {
+  $result = SWIG_Python_AppendOutput($result, PyLong_FromVoidPtr(handle$argnum));
+}
+
+/* ---- Buffers -------------------------------------------------------------- */
+%define HBPY_BUFFER(TYPE, WRITABLE, KIND, ITEMSIZE)
+%typemap(in) TYPE (Py_buffer view, int have_view = 0) {
+  if ($input == Py_None) {
+    $1 = NULL;
+  } else {
+    if (hbpy_get_buffer($input, &view, WRITABLE, KIND, ITEMSIZE, "$1_name") < 0)
+      SWIG_fail;
+    have_view = 1;
+    $1 = ($1_ltype)view.buf;
+  }
+}
+%typemap(freearg) TYPE {
+  if (have_view$argnum) PyBuffer_Release(&view$argnum);
+}
+%enddef
+HBPY_BUFFER(const void *HB_BUFFER_IN, 0, 0, 0)
+HBPY_BUFFER(void *HB_BUFFER_OUT, 1, 0, 0)
+HBPY_BUFFER(const float *HB_ARRAY_IN, 0, 'f', sizeof(float))
+HBPY_BUFFER(const int64_t *HB_ARRAY_IN, 0, 'i', sizeof(int64_t))
+HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
+
+/* A list of writable arrays; each count is its length in elements. */
+%typemap(in) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N)
+    (PyObject *seq = NULL, Py_buffer *views = NULL, Py_ssize_t nviews = 0) {
+  Py_ssize_t i, n;
+  seq = PySequence_Fast($input, "bufs: expected a list of numpy arrays");
+  if (!seq) SWIG_fail;
+  n = PySequence_Fast_GET_SIZE(seq);
+  views = (Py_buffer *)calloc((size_t)n + 1, sizeof(Py_buffer));
+  $1 = (void **)calloc((size_t)n + 1, sizeof(void *));
+  $2 = (size_t *)calloc((size_t)n + 1, sizeof(size_t));
+  if (!views || !$1 || !$2) {
+    PyErr_NoMemory();
+    SWIG_fail;
+  }
+  for (i = 0; i < n; ++i) {
+    char param[32];
+    PyOS_snprintf(param, sizeof param, "bufs[%zd]", i);
+    if (hbpy_get_buffer(PySequence_Fast_GET_ITEM(seq, i), &views[i], 1, 0, 0,
+                        param) < 0)
+      SWIG_fail;
+    nviews = i + 1;
+    $1[i] = views[i].buf;
+    $2[i] = (size_t)(views[i].len / (views[i].itemsize ? views[i].itemsize : 1));
+  }
+  $3 = (size_t)n;
+}
+%typemap(freearg) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N) {
+  Py_ssize_t i;
+  for (i = 0; i < nviews$argnum; ++i) PyBuffer_Release(&views$argnum[i]);
+  free(views$argnum);
+  free((void *)$1);
+  free((void *)$2);
+  Py_XDECREF(seq$argnum);
+}
+
+/* ---- Strings -------------------------------------------------------------- */
+%typemap(in) (const char *const *HB_STRINGS, size_t HB_N)
+    (PyObject *seq = NULL, const char **strings = NULL) {
+  Py_ssize_t i, n;
+  seq = PySequence_Fast($input, "$1_name: expected a list of str");
+  if (!seq) SWIG_fail;
+  n = PySequence_Fast_GET_SIZE(seq);
+  strings = (const char **)calloc((size_t)n + 1, sizeof(char *));
+  $1 = ($1_ltype)strings;
+  if (!strings) {
+    PyErr_NoMemory();
+    SWIG_fail;
+  }
+  for (i = 0; i < n; ++i) {
+    PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
+    if (!PyUnicode_Check(item)) {
+      PyErr_Format(PyExc_TypeError, "$1_name[%zd]: expected str, got %s", i,
+                   Py_TYPE(item)->tp_name);
+      SWIG_fail;
+    }
+    strings[i] = PyUnicode_AsUTF8(item);
+    if (!strings[i]) SWIG_fail;
+  }
+  $2 = (size_t)n;
+}
+%typemap(freearg) (const char *const *HB_STRINGS, size_t HB_N) {
+  free((void *)$1);
+  Py_XDECREF(seq$argnum);
+}
+
+%typemap(in, numinputs=0) const char **HB_STATIC_STRING_OUT (const char *s = NULL) {
+  $1 = ($1_ltype)&s;
+}
+%typemap(argout) const char **HB_STATIC_STRING_OUT {
+  $result = SWIG_Python_AppendOutput($result,
+      s$argnum ? PyUnicode_FromString(s$argnum) : SWIG_Py_Void());
+}
+
+%typemap(in, numinputs=0) char **HB_STRING_OUT (char *s = NULL) { $1 = &s; }
+%typemap(argout) char **HB_STRING_OUT {
+  $result = SWIG_Python_AppendOutput($result,
+      s$argnum ? PyUnicode_FromString(s$argnum) : SWIG_Py_Void());
+}
+%typemap(freearg) char **HB_STRING_OUT { free(s$argnum); }
+
+/* ---- Listener: any callable(event, path); the caller keeps it alive ------- */
+%typemap(in) (hb_listener_fn HB_FN, void *HB_USER_DATA) {
+  if (!PyCallable_Check($input)) {
+    PyErr_Format(PyExc_TypeError, "fn: expected a callable, got %s",
+                 Py_TYPE($input)->tp_name);
+    SWIG_fail;
+  }
+  $1 = hbpy_listener;
+  $2 = (void *)$input;
+}
+
+%include "hb.i"

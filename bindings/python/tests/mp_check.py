@@ -1,0 +1,112 @@
+"""Multi-rank check of the Python binding, run by hbrun (ctest
+python_binding_mp, and python_binding_run through ``python -m hb.run``):
+allreduce, an embedding lookup/update and AUC against references computed
+here, plus the error paths."""
+
+import os
+import sys
+
+import numpy as np
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hb  # noqa: E402
+from reference import exact_auc, samples  # noqa: E402
+
+
+def check_allreduce(ctx):
+    rank, world = ctx.rank, ctx.world_size
+    x = np.arange(8, dtype=np.float32) * (rank + 1)
+    got = ctx.allreduce(x)
+    want = np.arange(8, dtype=np.float32) * sum(r + 1 for r in range(world))
+    assert np.array_equal(got, want), (got, want)
+    y = np.array([rank, -rank, 7], dtype=np.int64)
+    ctx.allreduce(y, recv=y, op=hb.MAX)  # in place
+    assert y.tolist() == [world - 1, 0, 7], y
+    g = ctx.allgather(np.full(3, rank, dtype=np.int32))
+    assert g.tolist() == [[r] * 3 for r in range(world)], g
+
+
+def check_embedding(ctx):
+    rank, world = ctx.rank, ctx.world_size
+    lr, init = 0.125, 0.5
+    with hb.Embedding(ctx, "mp_table", 4, initializer=hb.INIT_CONSTANT, init_a=init,
+                      optimizer=hb.OPT_SGD, learning_rate=lr) as emb:
+        ids = np.array([rank, 7, 100 + rank, 7], dtype=np.int64)  # 7 twice: summed
+        rows = emb.lookup(ids)
+        assert rows.shape == (4, 4) and np.all(rows == init), rows
+        grads = np.full((4, 4), rank + 1, dtype=np.float32)
+        emb.apply_gradients(ids, grads)
+        every = np.array([r for r in range(world)] + [7] + [100 + r for r in range(world)],
+                         dtype=np.int64)
+        got = emb.lookup(every)
+        want = {7: init - lr * sum(2 * (r + 1) for r in range(world))}
+        for r in range(world):
+            want[r] = want[100 + r] = init - lr * (r + 1)
+        for i, row in zip(every.tolist(), got):
+            assert np.allclose(row, want[i], rtol=0, atol=1e-6), (i, row, want[i])
+        # Ranks may look up different numbers of ids, including none.
+        emb.lookup(np.arange(rank * 3, dtype=np.int64))
+
+
+def check_auc(ctx):
+    rank, world = ctx.rank, ctx.world_size
+    labels, preds, weights = samples(1000)
+    with hb.Metric(hb.METRIC_AUC_EXACT, ctx) as dist, hb.Metric(hb.METRIC_AUC_EXACT) as local:
+        mine = [np.ascontiguousarray(a[rank::world]) for a in (labels, preds, weights)]
+        dist.update(*mine)
+        local.update(labels, preds, weights)
+        got, single = dist.result(), local.result()
+    want = exact_auc(labels, preds, weights)
+    assert got == single, (got, single)
+    assert abs(got - want) < 1e-12, (got, want)
+
+
+def check_train(ctx):
+    """hb.train over unbalanced data: rank r has 3 + 2r batches; every rank
+    runs the same steps and evaluates at the same ones."""
+    import hb.train
+    rank, world = ctx.rank, ctx.world_size
+    labels, preds, _ = samples(200)
+    fed = []
+    with hb.Metric(hb.METRIC_AUC_EXACT, ctx) as auc:
+        history = hb.train.train(
+            lambda step, batch: fed.append(batch), data=range(3 + 2 * rank), eval_every=2,
+            eval_fn=lambda step, ms: ms["auc"].update(
+                np.ascontiguousarray(labels[rank::world]), np.ascontiguousarray(preds[rank::world])),
+            metrics={"auc": auc}, ctx=ctx)
+    steps = 3 + 2 * (world - 1)
+    assert fed == list(range(3 + 2 * rank)) + [None] * (steps - 3 - 2 * rank), fed
+    assert [r.step for r in history] == list(range(2, steps + 1, 2)) + ([steps] if steps % 2 else [])
+    want = exact_auc(labels, preds)
+    assert all(abs(r.values["auc"] - want) < 1e-12 for r in history), history
+
+
+def check_errors(ctx):
+    try:
+        ctx.set_option("no_such_option", "1")
+    except hb.HbError as e:
+        assert e.status == hb.ERR_CONFIG and "no_such_option" in e.message, e
+    else:
+        raise AssertionError("unknown option accepted")
+    try:
+        ctx.allreduce(np.zeros(4, np.float32), recv=np.zeros(2, np.float32))
+    except ValueError as e:
+        assert "recv" in str(e), e
+    else:
+        raise AssertionError("short recv accepted")
+
+
+def main():
+    with hb.Context() as ctx:
+        assert ctx.world_size >= 2, "run me under hbrun -n 2 or more"
+        check_allreduce(ctx)
+        check_embedding(ctx)
+        check_auc(ctx)
+        check_train(ctx)
+        check_errors(ctx)
+        ctx.barrier()
+        print("rank %d of %d: python binding ok" % (ctx.rank, ctx.world_size))
+
+
+if __name__ == "__main__":
+    main()

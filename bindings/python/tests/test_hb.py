@@ -1,0 +1,253 @@
+"""Single-process tests of the Python binding (ctest python_binding)."""
+
+import json
+import os
+import sys
+
+import numpy as np
+import pytest
+
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hb  # noqa: E402
+import hb.run  # noqa: E402
+import hb.train  # noqa: E402
+from reference import exact_auc, samples  # noqa: E402
+
+
+# ---- Library-wide calls and errors -------------------------------------------------
+
+def test_version_and_constants():
+    assert hb.version_number() == hb.VERSION_NUMBER
+    assert hb.build_info().startswith("hb %s" % hb.__version__)
+    assert hb.status_name(hb.ERR_TIMEOUT) == "HB_ERR_TIMEOUT"
+    assert hb.status_name(12345) == "HB_ERR_UNKNOWN"
+    assert [hb.dtype_size(d) for d in (hb.FLOAT32, hb.FLOAT64, hb.FLOAT16, hb.BFLOAT16,
+                                       hb.INT32, hb.INT64, hb.UINT8, 99)] == [4, 8, 2, 2, 4, 8, 1, 0]
+
+
+def test_error_carries_status_name_and_message():
+    with pytest.raises(hb.HbError) as info:
+        hb.shard_range(10, 0, 0)
+    e = info.value
+    assert e.status == hb.ERR_INVALID_ARGUMENT and e.name == "HB_ERR_INVALID_ARGUMENT"
+    assert e.message and e.message == hb.last_error()
+    assert str(e).startswith("HB_ERR_INVALID_ARGUMENT: ")
+
+
+def test_shard_range_and_placement():
+    ranges = [hb.shard_range(10, 3, s) for s in range(3)]
+    assert ranges[0][0] == 0 and ranges[-1][1] == 10
+    assert all(a[1] == b[0] for a, b in zip(ranges, ranges[1:]))
+    assert sorted(e - b for b, e in ranges) == [3, 3, 4]
+    with pytest.raises(hb.HbError):
+        hb.shard_range(2, 3, 2, strict=True)
+    p = hb.placement_replication(4, 0, 3)
+    assert isinstance(p.build_ensemble, bool) and p.build_subnetwork.shape == (3,)
+    assert p.build_subnetwork.all()  # replication: every worker builds every subnetwork
+    rr = [hb.placement_round_robin(4, w, 3) for w in range(4)]
+    assert rr[0].build_ensemble
+
+
+def test_tf_config_build():
+    doc = json.loads(hb.tf_config_build("worker", 0, ["h0:1", "h1:2", "h2:3"], ["p0:4"]))
+    assert doc["cluster"]["chief"] == ["h0:1"]
+    assert doc["cluster"]["worker"] == ["h1:2", "h2:3"]
+    assert doc["cluster"]["ps"] == ["p0:4"]
+    assert doc["task"] == {"type": "worker", "index": 0}
+    with pytest.raises(TypeError, match=r"worker_hosts\[1\]"):
+        hb.tf_config_build("worker", 0, ["h0:1", 2])
+    with pytest.raises(hb.HbError):
+        hb.tf_config_build("nobody", 0, ["h0:1"])
+
+
+def test_options():
+    opts = hb.options()
+    names = [o.name for o in opts]
+    assert "timeout_ms" in names
+    assert hb.get_option("timeout_ms") == opts[names.index("timeout_ms")].default
+    with pytest.raises(hb.HbError) as info:
+        hb.get_option("no_such_option")
+    assert "no_such_option" in info.value.message
+
+
+# ---- The typemaps themselves (no libhb call is reached) ----------------------------
+
+def test_typemaps_reject_bad_buffers():
+    f = np.zeros(4, np.float32)
+    with pytest.raises(TypeError, match="labels: expected a numpy array, got list"):
+        hb.capi.hb_metric_update(0, [0.0], f, None, 1)
+    with pytest.raises(TypeError, match="preds: expected float32"):
+        hb.capi.hb_metric_update(0, f, np.zeros(4, np.float64), None, 4)
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        hb.capi.hb_metric_update(0, np.zeros(8, np.float32)[::2], f, None, 4)
+    ro = np.zeros(4, np.float32)
+    ro.flags.writeable = False
+    with pytest.raises(ValueError, match="recv: the array is read-only"):
+        hb.capi.hb_allreduce(0, f, ro, 4, hb.FLOAT32, hb.SUM)
+
+
+# ---- Local metrics (no context) -----------------------------------------------------
+
+def test_local_auc_matches_reference():
+    labels, preds, weights = samples(500)
+    with hb.Metric(hb.METRIC_AUC_EXACT) as m:
+        m.update(labels[:200], preds[:200], weights[:200])
+        m.update(labels[200:], preds[200:], weights[200:])
+        assert abs(m.result() - exact_auc(labels, preds, weights)) < 1e-12
+        m.reset()
+        assert m.result() == 0.0 and m.flags & hb.METRIC_FLAG_EMPTY
+
+
+def test_local_accuracy_and_mean():
+    labels = np.array([1, 0, 1, 0], np.float32)
+    preds = np.array([0.9, 0.2, 0.3, 0.6], np.float32)
+    with hb.Metric(hb.METRIC_ACCURACY, threshold=0.5) as acc:
+        acc.update(labels, preds)
+        assert acc.result() == 0.5
+    with hb.Metric(hb.METRIC_MEAN) as mean:
+        mean.update(labels, preds, np.array([1, 1, 1, 5], np.float32))
+        assert abs(mean.result() - (0.9 + 0.2 + 0.3 + 3.0) / 8) < 1e-7
+
+
+def test_metric_argument_errors():
+    m = hb.Metric(hb.METRIC_AUC)
+    with pytest.raises(ValueError, match="preds: 3 elements, labels has 4"):
+        m.update(np.zeros(4, np.float32), np.zeros(3, np.float32))
+    with pytest.raises(TypeError, match="labels: expected dtype float32"):
+        m.update(np.zeros(4, np.float64), np.zeros(4, np.float32))
+    with pytest.raises(TypeError, match="unknown metric config field 'nope'"):
+        hb.Metric(hb.METRIC_AUC, nope=1)
+    with pytest.raises(hb.HbError) as info:
+        hb.Metric(kind=99)
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT
+    m.close()
+    m.close()  # twice is fine
+    with pytest.raises(ValueError, match="Metric is closed"):
+        m.result()
+
+
+def test_train_evaluates_every_n_steps():
+    labels, preds, _ = samples(64)
+    seen = []
+    with hb.Metric(hb.METRIC_AUC_EXACT) as auc:
+        history = hb.train.train(
+            lambda step, batch: seen.append(batch), data=range(10), eval_every=4,
+            eval_fn=lambda step, ms: ms["auc"].update(labels, preds),
+            metrics={"auc": auc})
+    assert seen == list(range(10))
+    assert [r.step for r in history] == [4, 8, 10]
+    assert all(abs(r.values["auc"] - exact_auc(labels, preds)) < 1e-12 for r in history)
+
+
+def test_run_module_builds_hbrun_command():
+    assert hb.run.command(["-n", "2", "--", "x.py", "a"]) == ["-n", "2", "--", sys.executable, "x.py", "a"]
+    assert hb.run.command(["-n", "2", "--", "prog"]) == ["-n", "2", "--", "prog"]
+    assert hb.run.hbrun_path() is not None
+
+
+# ---- A world of one --------------------------------------------------------------------
+
+@pytest.fixture
+def ctx():
+    with hb.Context(rank=0, world_size=1) as c:
+        yield c
+
+
+def test_context_world_of_one(ctx):
+    assert (ctx.rank, ctx.world_size, ctx.is_chief) == (0, 1, True)
+    assert ctx.device == "cpu:0"
+    ctx.set_option("timeout_ms", 1234)
+    assert ctx.get_option("timeout_ms") == "1234"
+    with pytest.raises(hb.HbError) as info:
+        ctx.set_option("timeout_ms", "soon")
+    assert info.value.status == hb.ERR_CONFIG and "timeout_ms" in info.value.message
+    ctx.barrier()
+
+
+def test_collectives_world_of_one(ctx):
+    x = np.arange(6, dtype=np.float64).reshape(2, 3)
+    assert np.array_equal(ctx.allreduce(x), x)
+    y = x.copy()
+    assert ctx.allreduce(y, recv=y, op=hb.AVG) is y and np.array_equal(y, x)
+    assert np.array_equal(ctx.allgather(x.ravel()), x.reshape(1, 6))
+    assert np.array_equal(ctx.alltoall(x.ravel()), x.ravel())
+    assert np.array_equal(ctx.reduce_scatter(x.ravel()), x.ravel())
+    v = ctx.allgatherv(np.array([1, 2, 3], np.int32), [3])
+    assert v.tolist() == [1, 2, 3]
+    w = ctx.alltoallv(np.array([5, 6], np.int64), [2], [2])
+    assert w.tolist() == [5, 6]
+    b = np.array([9, 8], np.uint8)
+    assert ctx.broadcast(b, root=0).tolist() == [9, 8]
+    arrays = [np.ones(3, np.float32), np.full(5, 2, np.float32)]
+    ctx.allreduce_many(arrays)
+    assert arrays[1].tolist() == [2] * 5
+    bf = np.array([0x3F80], np.uint16)  # bfloat16 1.0
+    assert ctx.allreduce(bf, dtype=hb.BFLOAT16).tolist() == [0x3F80]
+    assert ctx.data_sync(True) == (True, False)
+    assert ctx.data_sync(False, drop_remainder=True)[0] is False
+
+
+def test_collective_argument_errors(ctx):
+    with pytest.raises(TypeError, match="send: expected a numpy array, got list"):
+        ctx.allreduce([1.0, 2.0])
+    with pytest.raises(TypeError, match="numpy dtype complex128 has no hb dtype"):
+        ctx.allreduce(np.zeros(2, np.complex128))
+    with pytest.raises(ValueError, match="recv: needs 4 elements, the array has 2"):
+        ctx.allreduce(np.zeros(4, np.float32), recv=np.zeros(2, np.float32))
+    with pytest.raises(ValueError, match="not C-contiguous"):
+        ctx.allreduce(np.zeros((4, 4), np.float32)[:, 1])
+    with pytest.raises(ValueError, match="recv_counts: expected 1 entries"):
+        ctx.allgatherv(np.zeros(2, np.float32), [1, 1])
+    with pytest.raises(hb.HbError) as info:
+        ctx.allreduce(np.zeros(2, np.float32), op=77)
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT and "77" in info.value.message
+
+
+def test_embedding_world_of_one(ctx, tmp_path):
+    with hb.Embedding(ctx, "t", 3, optimizer=hb.OPT_SGD, learning_rate=0.5) as emb:
+        assert emb.dim == 3
+        ids = np.array([4, 2, 4], np.int64)
+        assert not emb.lookup(ids).any()  # zeros initializer
+        emb.apply_gradients(ids, np.ones((3, 3), np.float32))
+        rows = emb.lookup(np.array([4, 2], np.int64))
+        assert rows.tolist() == [[-1.0] * 3, [-0.5] * 3]  # duplicate 4: summed
+        with pytest.raises(ValueError, match="grads: needs 3 x 3 elements"):
+            emb.apply_gradients(ids, np.ones(3, np.float32))
+        with pytest.raises(TypeError, match="ids: expected dtype int64"):
+            emb.lookup(np.array([1], np.int32))
+        path = str(tmp_path / "t.hbe")
+        emb.export(path)
+    with hb.Embedding.open(path) as serving:
+        got = serving.lookup(np.array([2, 99], np.int64))
+        assert got.tolist() == [[-0.5] * 3, [0.0] * 3] and serving.misses == 1
+    with pytest.raises(hb.HbError) as info:
+        hb.Embedding.open(str(tmp_path / "missing.hbe"))
+    assert "missing.hbe" in info.value.message
+
+
+def test_closing_context_closes_children():
+    c = hb.Context(rank=0, world_size=1)
+    m = hb.Metric(hb.METRIC_MEAN, c)
+    c.close()
+    assert m.closed and c.closed
+    with pytest.raises(ValueError, match="Context is closed"):
+        c.rank
+
+
+def test_listeners_around_save_and_load(ctx, tmp_path):
+    events = []
+    ctx.add_listener(hb.EVENT_BEFORE_SAVE, lambda e, p: events.append((e, p)))
+    ctx.add_listener(hb.EVENT_AFTER_LOAD, lambda e, p: events.append((e, p)))
+    with pytest.raises(hb.HbError):
+        ctx.add_listener(42, print)
+    with pytest.raises(TypeError, match="fn: expected a callable"):
+        hb.capi.hb_context_add_listener(ctx._handle, hb.EVENT_AFTER_SAVE, 3)
+    ckpt = str(tmp_path / "ckpt")
+    with hb.Embedding(ctx, "saved", 2, optimizer=hb.OPT_SGD, learning_rate=1.0) as emb:
+        ids = np.array([3], np.int64)
+        emb.apply_gradients(ids, np.ones((1, 2), np.float32))
+        emb.save(ckpt)
+        emb.apply_gradients(ids, np.ones((1, 2), np.float32))
+        emb.load(ckpt)
+        assert emb.lookup(ids).tolist() == [[-1.0, -1.0]]
+    assert events == [(hb.EVENT_BEFORE_SAVE, ckpt), (hb.EVENT_AFTER_LOAD, ckpt)]

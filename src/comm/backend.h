@@ -1,0 +1,95 @@
+// The communicator behind the collectives: one Backend per context and
+// buffer location. It is built from plain parts (rank, world, a rendezvous
+// KV, the context Health, options), never from hb_context, so tests can run
+// several ranks as threads in one process over rdv::MemoryKV.
+//
+// make_backend picks the implementation: a world of one copies locally (no
+// network, no Gloo); otherwise Gloo over TCP. A same-host shared-memory path
+// combined hierarchically with the cross-host one would be a third Backend
+// returned by make_backend; callers only ever see this interface.
+//
+// Arguments reaching a Backend are already validated (src/comm/validate.h):
+// dtype and op known, counts consistent, pointers non-NULL where needed.
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hb.h"
+
+namespace hb {
+class Health;
+namespace rdv {
+class KV;
+}  // namespace rdv
+
+namespace comm {
+
+struct BackendConfig {
+  int rank = 0;
+  int world_size = 1;
+  int64_t timeout_ms = 300000;
+  // How long to wait, after a broken connection, for the rendezvous to name
+  // the lost rank before reporting the failure with what Gloo knows.
+  int64_t peer_report_grace_ms = 1000;
+  std::string key_prefix = "hb/comm/cpu/";   // namespace in the KV
+  std::string hostname = "127.0.0.1";        // address peers connect to
+  std::string allreduce_algorithm = "auto";  // option cpu_allreduce
+  // Gradient fusion (hb_allreduce_many).
+  int64_t grad_nbuckets = 0;
+  int64_t grad_bucket_bytes = 16 << 20;
+};
+
+// One tensor of a fused allreduce: reduced in place.
+struct Tensor {
+  void *data;
+  size_t count;
+};
+
+class Backend {
+ public:
+  virtual ~Backend() = default;
+  virtual const char *name() const = 0;
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+
+  virtual void allreduce(const void *send, void *recv, size_t count,
+                         hb_dtype dtype, hb_reduce_op op) = 0;
+  // Reduces every tensor in place; `buckets` groups consecutive tensors
+  // (each inner vector is one fused call). Same result as one allreduce per
+  // tensor.
+  virtual void allreduce_buckets(
+      const std::vector<std::vector<Tensor>> &buckets, hb_dtype dtype,
+      hb_reduce_op op) = 0;
+  // recv_offsets is never NULL here (the caller packs the default).
+  virtual void allgatherv(const void *send, size_t send_count, void *recv,
+                          const int64_t *recv_counts,
+                          const int64_t *recv_offsets, hb_dtype dtype) = 0;
+  virtual void alltoallv(const void *send, const int64_t *send_counts,
+                         const int64_t *send_offsets, void *recv,
+                         const int64_t *recv_counts,
+                         const int64_t *recv_offsets, hb_dtype dtype) = 0;
+  virtual void broadcast(const void *send, void *recv, size_t count,
+                         hb_dtype dtype, int root) = 0;
+  virtual void reduce_scatter(const void *send, void *recv, size_t recv_count,
+                              hb_dtype dtype, hb_reduce_op op) = 0;
+
+ protected:
+  Backend(int rank, int world) : rank_(rank), world_(world) {}
+
+ private:
+  int rank_;
+  int world_;
+};
+
+// world_size 1: a local backend (kv may be NULL). Otherwise Gloo over TCP,
+// bootstrapped through kv under cfg.key_prefix; collective over the world.
+// health must outlive the backend.
+std::shared_ptr<Backend> make_backend(const BackendConfig &cfg, rdv::KV *kv,
+                                      Health &health);
+
+}  // namespace comm
+}  // namespace hb

@@ -1,0 +1,468 @@
+#include "comm/gloo_backend.h"
+
+#include <gloo/allgatherv.h>
+#include <gloo/allreduce_bcube.h>
+#include <gloo/allreduce_halving_doubling.h>
+#include <gloo/allreduce_ring.h>
+#include <gloo/allreduce_ring_chunked.h>
+#include <gloo/alltoallv.h>
+#include <gloo/broadcast.h>
+#include <gloo/common/error.h>
+#include <gloo/rendezvous/context.h>
+#include <gloo/rendezvous/prefix_store.h>
+#include <gloo/transport/tcp/device.h>
+
+#include <pthread.h>
+#include <signal.h>
+
+#include <chrono>
+#include <climits>
+#include <cstring>
+#include <thread>
+
+#include "abi/error.h"
+#include "comm/kv_store.h"
+#include "comm/links.h"
+#include "comm/reduce_kernels.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "context/health.h"
+
+namespace hb {
+namespace comm {
+
+namespace {
+
+// Legacy algorithms take an int count; larger tensors go in pieces.
+constexpr size_t kMaxPiece = size_t(1) << 30;
+// Cached algorithms alive at once (each holds a receive buffer as large as
+// its tensor); the least recently used is rebuilt on its next use.
+constexpr size_t kMaxLiveAlgos = 64;
+
+template <class T>
+const gloo::ReductionFunction<T> *reduction(hb_reduce_op op) {
+  static const gloo::ReductionFunction<T> sum(gloo::SUM, &Kernels<T>::sum);
+  static const gloo::ReductionFunction<T> prod(gloo::PRODUCT,
+                                               &Kernels<T>::prod);
+  static const gloo::ReductionFunction<T> mn(gloo::MIN, &Kernels<T>::min);
+  static const gloo::ReductionFunction<T> mx(gloo::MAX, &Kernels<T>::max);
+  switch (op) {
+    case HB_PROD:
+      return &prod;
+    case HB_MIN:
+      return &mn;
+    case HB_MAX:
+      return &mx;
+    default:
+      return &sum;  // HB_SUM, HB_AVG
+  }
+}
+
+template <class T, class Kind>
+std::unique_ptr<gloo::Algorithm> make_typed(
+    Kind kind, const std::shared_ptr<gloo::Context> &ctx, void *buf, int n,
+    hb_reduce_op op) {
+  std::vector<T *> ptrs{static_cast<T *>(buf)};
+  const gloo::ReductionFunction<T> *fn = reduction<T>(op);
+  switch (kind) {
+    case Kind::kRing:
+      return std::make_unique<gloo::AllreduceRing<T>>(ctx, ptrs, n, fn);
+    case Kind::kRingChunked:
+      return std::make_unique<gloo::AllreduceRingChunked<T>>(ctx, ptrs, n, fn);
+    case Kind::kBcube:
+      return std::make_unique<gloo::AllreduceBcube<T>>(ctx, ptrs, n, fn);
+    case Kind::kHalvingDoubling:
+    case Kind::kAuto:
+      break;
+  }
+  return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(ctx, ptrs, n, fn);
+}
+
+bool is_timeout_message(const std::string &m) {
+  return m.find("Timed out") != std::string::npos ||
+         m.find("timeout") != std::string::npos ||
+         m.find("Timeout") != std::string::npos;
+}
+
+bool overlaps(const void *a, size_t an, const void *b, size_t bn) {
+  auto x = reinterpret_cast<uintptr_t>(a), y = reinterpret_cast<uintptr_t>(b);
+  return an && bn && x < y + bn && y < x + an;
+}
+
+// True when offsets are the prefix sums of counts (blocks packed in rank
+// order from 0), so a Gloo call can write or read the user buffer directly.
+bool packed(const int64_t *counts, const int64_t *offsets, int n) {
+  int64_t at = 0;
+  for (int r = 0; r < n; ++r) {
+    if (offsets[r] != at) return false;
+    at += counts[r];
+  }
+  return true;
+}
+
+// Gloo writes to its sockets without MSG_NOSIGNAL: once a peer is gone, a
+// write would raise SIGPIPE and kill the host process. SIGPIPE is blocked on
+// the calling thread for the duration of a call (a pending one raised by the
+// call is consumed), and Gloo's event-loop thread, created under this guard,
+// inherits the blocked mask for good.
+class SigpipeBlock {
+ public:
+  SigpipeBlock() {
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, &old_);
+    sigset_t pending;
+    sigpending(&pending);
+    was_pending_ = sigismember(&pending, SIGPIPE) == 1;
+  }
+  ~SigpipeBlock() {
+    sigset_t pending;
+    if (!was_pending_ && sigpending(&pending) == 0 &&
+        sigismember(&pending, SIGPIPE) == 1) {
+      sigset_t s;
+      sigemptyset(&s);
+      sigaddset(&s, SIGPIPE);
+      timespec zero{0, 0};
+      sigtimedwait(&s, nullptr, &zero);
+    }
+    pthread_sigmask(SIG_SETMASK, &old_, nullptr);
+  }
+
+ private:
+  sigset_t old_;
+  bool was_pending_ = false;
+};
+
+uint8_t g_empty;  // non-NULL target for zero-byte Gloo buffers
+
+uint8_t *bytes(const void *p) {
+  return p ? static_cast<uint8_t *>(const_cast<void *>(p)) : &g_empty;
+}
+
+}  // namespace
+
+GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
+    : Backend(cfg.rank, cfg.world_size),
+      cfg_(cfg),
+      health_(health),
+      links_(std::make_shared<Links>()) {
+  const std::string &a = cfg.allreduce_algorithm;
+  if (a == "auto" || a == "halving_doubling")
+    algo_kind_ = Algo::kHalvingDoubling;
+  else if (a == "ring")
+    algo_kind_ = Algo::kRing;
+  else if (a == "ring_chunked")
+    algo_kind_ = Algo::kRingChunked;
+  else if (a == "bcube")
+    algo_kind_ = Algo::kBcube;
+  else
+    fail(HB_ERR_CONFIG, "option cpu_allreduce: unknown algorithm '%s'",
+         a.c_str());
+  if (algo_kind_ == Algo::kBcube && (world_size() & (world_size() - 1)))
+    fail(HB_ERR_CONFIG,
+         "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
+         world_size());
+
+  guarded("connecting the Gloo full mesh", [&] {
+    gloo::transport::tcp::attr attr;
+    attr.hostname = cfg.hostname;
+    dev_ = gloo::transport::tcp::CreateDevice(attr);
+    KVStore store(kv, cfg.key_prefix, cfg.timeout_ms);
+    auto connect = [&](const char *name) {
+      auto ctx =
+          std::make_shared<gloo::rendezvous::Context>(cfg.rank, cfg.world_size);
+      ctx->setTimeout(std::chrono::milliseconds(cfg.timeout_ms));
+      gloo::rendezvous::PrefixStore prefixed(name, store);
+      ctx->connectFullMesh(prefixed, dev_);
+      links_->add_context(*ctx);
+      return std::shared_ptr<gloo::Context>(ctx);
+    };
+    algo_ctx_ = connect("algo");
+    coll_ctx_ = connect("coll");
+  });
+  std::shared_ptr<Links> links = links_;
+  health_sub_ = health_.subscribe(
+      [links](hb_status, const std::string &) { links->break_all(); });
+}
+
+GlooBackend::~GlooBackend() {
+  if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
+  algos_.clear();  // buffers unregister from the pairs before they close
+}
+
+template <class F>
+void GlooBackend::guarded(const char *what, F &&fn) {
+  health_.check();
+  SigpipeBlock no_sigpipe;
+  try {
+    fn();
+  } catch (const Error &) {
+    throw;
+  } catch (const std::bad_alloc &) {
+    throw;
+  } catch (const std::exception &e) {
+    fail_from_gloo(what, e.what());
+  }
+}
+
+void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
+  hb_status status;
+  std::string text;
+  if (health_.ok() && is_timeout_message(msg)) {
+    status = HB_ERR_TIMEOUT;
+    text =
+        format("rank %d: %s: no progress within timeout_ms=%lld (%s)", rank(),
+               what, static_cast<long long>(cfg_.timeout_ms), msg.c_str());
+  } else {
+    // A broken connection: give the rendezvous a moment to name the lost
+    // rank (or deliver an abort), which is the more useful report.
+    Deadline grace(cfg_.peer_report_grace_ms);
+    while (health_.ok() && !grace.expired())
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+    if (!health_.ok())
+      throw Error(health_.status(),
+                  format("%s: %s", what, health_.message().c_str()));
+    int peer = links_->rank_in_message(msg);
+    status = HB_ERR_PEER_FAILED;
+    if (peer >= 0)
+      text = format("rank %d: %s: connection to rank %d lost (%s)", rank(),
+                    what, peer, msg.c_str());
+    else
+      text = format("rank %d: %s: a peer connection broke (%s)", rank(), what,
+                    msg.c_str());
+  }
+  // The mesh is in an unknown state: nothing may use it any more.
+  health_.fail(status, text);
+  throw Error(health_.status(), health_.ok() ? text : health_.message());
+}
+
+void GlooBackend::evict_if_full() {
+  while (live_algos_ >= kMaxLiveAlgos) {
+    AlgoEntry *oldest = nullptr;
+    for (auto &kv : algos_)
+      if (kv.second.algo && (!oldest || kv.second.last_use < oldest->last_use))
+        oldest = &kv.second;
+    if (!oldest) return;
+    oldest->algo.reset();
+    oldest->bound = nullptr;
+    --live_algos_;
+  }
+}
+
+gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
+                                            hb_dtype wire, hb_reduce_op op) {
+  if (op == HB_AVG) op = HB_SUM;
+  char *buf = reduce_scratch_.data() + offset * hb_dtype_size(wire);
+  const Algo kind = algorithm_for_bytes(count * hb_dtype_size(wire));
+  AlgoEntry &e = algos_[AlgoKey{offset, count, wire, op, kind}];
+  e.last_use = ++use_clock_;
+  if (e.algo && e.bound == buf) return *e.algo;
+  if (e.algo) {  // the scratch moved when it grew
+    e.algo.reset();
+    --live_algos_;
+  }
+  evict_if_full();
+  // The constructor takes fresh slots from algo_ctx_; every rank gets here
+  // at the same point of the same call sequence, so they agree.
+  const int n = static_cast<int>(count);
+  switch (wire) {
+    case HB_FLOAT32:
+      e.algo = make_typed<float>(kind, algo_ctx_, buf, n, op);
+      break;
+    case HB_FLOAT64:
+      e.algo = make_typed<double>(kind, algo_ctx_, buf, n, op);
+      break;
+    case HB_INT32:
+      e.algo = make_typed<int32_t>(kind, algo_ctx_, buf, n, op);
+      break;
+    case HB_INT64:
+      e.algo = make_typed<int64_t>(kind, algo_ctx_, buf, n, op);
+      break;
+    case HB_UINT8:
+      e.algo = make_typed<uint8_t>(kind, algo_ctx_, buf, n, op);
+      break;
+    default:
+      fail(HB_ERR_INTERNAL, "no Gloo algorithm for wire dtype %d", wire);
+  }
+  e.bound = buf;
+  ++live_algos_;
+  return *e.algo;
+}
+
+GlooBackend::Algo GlooBackend::algorithm_for_bytes(size_t bytes) const {
+  if (algo_kind_ != Algo::kAuto) return algo_kind_;
+  // Two ranks: the ring is a single exchange, best for small messages.
+  return world_size() == 2 && bytes < (256u << 10) ? Algo::kRing
+                                                   : Algo::kHalvingDoubling;
+}
+
+void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
+  for (size_t at = 0; at < count; at += kMaxPiece)
+    algorithm_for(at, std::min(kMaxPiece, count - at), wire, op).run();
+}
+
+void GlooBackend::allreduce(const void *send, void *recv, size_t count,
+                            hb_dtype dtype, hb_reduce_op op) {
+  if (count == 0) return;
+  guarded("allreduce", [&] {
+    const hb_dtype wire = wire_dtype(dtype, op);
+    char *s = reduce_scratch_.ensure(count * hb_dtype_size(wire));
+    pack(send, dtype, op, s, count);
+    reduce_scratch(count, wire, op);
+    unpack(s, dtype, op, world_size(), recv, count);
+  });
+}
+
+void GlooBackend::allreduce_buckets(
+    const std::vector<std::vector<Tensor>> &buckets, hb_dtype dtype,
+    hb_reduce_op op) {
+  const hb_dtype wire = wire_dtype(dtype, op);
+  const size_t ws = hb_dtype_size(wire);
+  for (const auto &bucket : buckets) {
+    size_t total = 0;
+    for (const Tensor &t : bucket) total += t.count;
+    if (total == 0) continue;
+    guarded("allreduce_many", [&] {
+      char *s = reduce_scratch_.ensure(total * ws);
+      size_t at = 0;
+      for (const Tensor &t : bucket) {
+        pack(t.data, dtype, op, s + at * ws, t.count);
+        at += t.count;
+      }
+      reduce_scratch(total, wire, op);
+      at = 0;
+      for (const Tensor &t : bucket) {
+        unpack(s + at * ws, dtype, op, world_size(), t.data, t.count);
+        at += t.count;
+      }
+    });
+  }
+}
+
+void GlooBackend::reduce_scatter(const void *send, void *recv,
+                                 size_t recv_count, hb_dtype dtype,
+                                 hb_reduce_op op) {
+  if (recv_count == 0) return;
+  // An allreduce of the whole input, keeping our block: twice the traffic
+  // of a dedicated reduce-scatter, but the same reduction tree (and bits) as
+  // hb_allreduce.
+  guarded("reduce_scatter", [&] {
+    const hb_dtype wire = wire_dtype(dtype, op);
+    const size_t ws = hb_dtype_size(wire);
+    const size_t total = recv_count * static_cast<size_t>(world_size());
+    char *s = reduce_scratch_.ensure(total * ws);
+    pack(send, dtype, op, s, total);
+    reduce_scratch(total, wire, op);
+    unpack(s + static_cast<size_t>(rank()) * recv_count * ws, dtype, op,
+           world_size(), recv, recv_count);
+  });
+}
+
+void GlooBackend::allgatherv(const void *send, size_t send_count, void *recv,
+                             const int64_t *recv_counts,
+                             const int64_t *recv_offsets, hb_dtype dtype) {
+  const size_t es = hb_dtype_size(dtype);
+  const int n = world_size();
+  std::vector<size_t> block(n);
+  size_t total = 0;
+  for (int r = 0; r < n; ++r) total += block[r] = size_t(recv_counts[r]) * es;
+  if (total == 0) return;
+  guarded("allgatherv", [&] {
+    const bool direct = packed(recv_counts, recv_offsets, n);
+    const size_t in_bytes = send_count * es;
+    const void *in = send;
+    if (overlaps(send, in_bytes, recv, total) || !direct) {
+      // Gloo copies our input into the output first: never let them alias.
+      if (in_bytes)
+        in = std::memcpy(in_stage_.ensure(in_bytes), send, in_bytes);
+    }
+    char *out = direct ? static_cast<char *>(recv) : out_stage_.ensure(total);
+    gloo::AllgathervOptions o(coll_ctx_);
+    o.setInput<uint8_t>(bytes(in), in_bytes);
+    o.setOutput<uint8_t>(bytes(out), block);
+    o.setTag(next_tag());
+    o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
+    gloo::allgatherv(o);
+    if (!direct) {
+      size_t at = 0;
+      for (int r = 0; r < n; ++r) {
+        if (block[r])
+          std::memcpy(static_cast<char *>(recv) + recv_offsets[r] * es,
+                      out + at, block[r]);
+        at += block[r];
+      }
+    }
+  });
+}
+
+void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
+                            const int64_t *send_offsets, void *recv,
+                            const int64_t *recv_counts,
+                            const int64_t *recv_offsets, hb_dtype dtype) {
+  const int64_t es = static_cast<int64_t>(hb_dtype_size(dtype));
+  const int n = world_size();
+  std::vector<int64_t> sb(n), rb(n);
+  int64_t stotal = 0, rtotal = 0, send_span = 0, recv_span = 0;
+  for (int r = 0; r < n; ++r) {
+    stotal += sb[r] = send_counts[r] * es;
+    rtotal += rb[r] = recv_counts[r] * es;
+    if (send_counts[r])
+      send_span = std::max(send_span, (send_offsets[r] + send_counts[r]) * es);
+    if (recv_counts[r])
+      recv_span = std::max(recv_span, (recv_offsets[r] + recv_counts[r]) * es);
+  }
+  guarded("alltoallv", [&] {
+    const bool send_direct =
+        packed(send_counts, send_offsets, n) &&
+        !overlaps(send, size_t(send_span), recv, size_t(recv_span));
+    const bool recv_direct = packed(recv_counts, recv_offsets, n);
+    const char *in = static_cast<const char *>(send);
+    if (!send_direct && stotal) {
+      char *s = in_stage_.ensure(size_t(stotal));
+      int64_t at = 0;
+      for (int r = 0; r < n; ++r) {
+        if (sb[r])
+          std::memcpy(s + at, in + send_offsets[r] * es, size_t(sb[r]));
+        at += sb[r];
+      }
+      in = s;
+    }
+    char *out = recv_direct
+                    ? static_cast<char *>(recv)
+                    : out_stage_.ensure(size_t(std::max<int64_t>(rtotal, 1)));
+    gloo::AlltoallvOptions o(coll_ctx_);
+    o.setInput<uint8_t>(bytes(in), sb);
+    o.setOutput<uint8_t>(bytes(out), rb);
+    o.setTag(next_tag());
+    o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
+    gloo::alltoallv(o);
+    if (!recv_direct) {
+      int64_t at = 0;
+      for (int r = 0; r < n; ++r) {
+        if (rb[r])
+          std::memcpy(static_cast<char *>(recv) + recv_offsets[r] * es,
+                      out + at, size_t(rb[r]));
+        at += rb[r];
+      }
+    }
+  });
+}
+
+void GlooBackend::broadcast(const void *send, void *recv, size_t count,
+                            hb_dtype dtype, int root) {
+  const size_t nbytes = count * hb_dtype_size(dtype);
+  if (nbytes == 0) return;
+  guarded("broadcast", [&] {
+    if (rank() == root && send != recv) std::memmove(recv, send, nbytes);
+    gloo::BroadcastOptions o(coll_ctx_);
+    o.setRoot(root);
+    o.setOutput<uint8_t>(bytes(recv), nbytes);
+    o.setTag(next_tag());
+    o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
+    gloo::broadcast(o);
+  });
+}
+
+}  // namespace comm
+}  // namespace hb

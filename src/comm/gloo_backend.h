@@ -1,0 +1,121 @@
+// The CPU backend across processes: Gloo's TCP transport, bootstrapped
+// through hb's rendezvous KV (comm/kv_store.h).
+//
+// Allreduce (and everything built on it: reduce_scatter, fused buckets) runs
+// Gloo's halving-doubling algorithm by default, or with two ranks and under
+// 256 KiB its ring (one step instead of two); option cpu_allreduce forces
+// one. Both give every rank the same bits and a reduction tree that depends
+// only on the ranks, not on where an element sits in the buffer, so a tensor
+// reduced alone or packed into a bucket gets the same bits too (the ring
+// algorithms lose the first property with more than two ranks, the chunked
+// one also the second).
+//
+// Gloo's algorithm objects are bound to one buffer and to slots taken from
+// the context in construction order, and a peer may send the next call's
+// data before this rank has finished the current call. So an object is only
+// ever bound to our reusable scratch buffer (input copied in, result copied
+// out), is cached per (count, wire type, op), and every (re)construction
+// happens in an order that depends only on the call sequence (never on a
+// rank's own pointers), so every rank takes the same fresh slots. A repeated
+// call of the same shape costs two copies and no setup or allocation.
+//
+// The v-collectives and broadcast use Gloo's unbound-buffer collectives on a
+// second context (mixing both kinds on one context stalled in our tests of
+// Debian's Gloo).
+#pragma once
+
+#include <map>
+#include <memory>
+
+#include "comm/backend.h"
+#include "comm/scratch.h"
+
+namespace gloo {
+class Algorithm;
+class Context;
+namespace transport {
+class Device;
+}
+}  // namespace gloo
+
+namespace hb {
+namespace comm {
+
+class Links;
+
+class GlooBackend final : public Backend {
+ public:
+  GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health);
+  ~GlooBackend() override;
+  const char *name() const override { return "gloo"; }
+
+  void allreduce(const void *send, void *recv, size_t count, hb_dtype dtype,
+                 hb_reduce_op op) override;
+  void allreduce_buckets(const std::vector<std::vector<Tensor>> &buckets,
+                         hb_dtype dtype, hb_reduce_op op) override;
+  void allgatherv(const void *send, size_t send_count, void *recv,
+                  const int64_t *recv_counts, const int64_t *recv_offsets,
+                  hb_dtype dtype) override;
+  void alltoallv(const void *send, const int64_t *send_counts,
+                 const int64_t *send_offsets, void *recv,
+                 const int64_t *recv_counts, const int64_t *recv_offsets,
+                 hb_dtype dtype) override;
+  void broadcast(const void *send, void *recv, size_t count, hb_dtype dtype,
+                 int root) override;
+  void reduce_scatter(const void *send, void *recv, size_t recv_count,
+                      hb_dtype dtype, hb_reduce_op op) override;
+
+ private:
+  enum class Algo { kAuto, kRing, kRingChunked, kHalvingDoubling, kBcube };
+  Algo algorithm_for_bytes(size_t bytes) const;
+  struct AlgoKey {
+    size_t offset;  // elements into the scratch (tensors over 2^30)
+    size_t count;
+    hb_dtype wire;
+    hb_reduce_op op;
+    Algo algo;
+    bool operator<(const AlgoKey &o) const {
+      if (algo != o.algo) return algo < o.algo;
+      if (offset != o.offset) return offset < o.offset;
+      if (count != o.count) return count < o.count;
+      if (wire != o.wire) return wire < o.wire;
+      return op < o.op;
+    }
+  };
+  struct AlgoEntry {
+    const void *bound = nullptr;  // scratch address it was built on
+    uint64_t last_use = 0;
+    std::unique_ptr<gloo::Algorithm> algo;
+  };
+
+  // Runs fn; turns Gloo's exceptions into hb errors and fails the health.
+  template <class F>
+  void guarded(const char *what, F &&fn);
+  [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg);
+
+  // Allreduce of the first count wire elements of the reduce scratch.
+  void reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op);
+  gloo::Algorithm &algorithm_for(size_t offset, size_t count, hb_dtype wire,
+                                 hb_reduce_op op);
+  void evict_if_full();
+  uint32_t next_tag() { return tag_++; }
+
+  BackendConfig cfg_;
+  Health &health_;
+  Algo algo_kind_;
+  std::shared_ptr<gloo::transport::Device> dev_;
+  std::shared_ptr<gloo::Context> algo_ctx_;  // cached legacy algorithms
+  std::shared_ptr<gloo::Context> coll_ctx_;  // unbound-buffer collectives
+  std::shared_ptr<Links> links_;
+  int health_sub_ = -1;
+  uint32_t tag_ = 1;
+  uint64_t use_clock_ = 0;
+  size_t live_algos_ = 0;
+  std::map<AlgoKey, AlgoEntry> algos_;
+  Scratch reduce_scratch_;  // what the cached algorithms reduce
+  Scratch in_stage_;        // overlapping or strided inputs
+  Scratch out_stage_;       // strided outputs
+};
+
+}  // namespace comm
+}  // namespace hb

@@ -1,0 +1,103 @@
+#include "comm/links.h"
+
+#include <dirent.h>
+#include <netinet/in.h>
+#include <unistd.h>
+
+#include <cstdlib>
+#include <cstring>
+
+#include <gloo/context.h>
+#include <gloo/transport/pair.h>
+#include <gloo/transport/tcp/address.h>
+
+namespace hb {
+namespace comm {
+namespace {
+
+bool same_endpoint(const sockaddr_storage &a, const sockaddr_storage &b) {
+  if (a.ss_family != b.ss_family) return false;
+  if (a.ss_family == AF_INET) {
+    auto &x = reinterpret_cast<const sockaddr_in &>(a);
+    auto &y = reinterpret_cast<const sockaddr_in &>(b);
+    return x.sin_port == y.sin_port &&
+           std::memcmp(&x.sin_addr, &y.sin_addr, sizeof x.sin_addr) == 0;
+  }
+  if (a.ss_family == AF_INET6) {
+    auto &x = reinterpret_cast<const sockaddr_in6 &>(a);
+    auto &y = reinterpret_cast<const sockaddr_in6 &>(b);
+    return x.sin6_port == y.sin6_port &&
+           std::memcmp(&x.sin6_addr, &y.sin6_addr, sizeof x.sin6_addr) == 0;
+  }
+  return false;
+}
+
+bool sock_name(int fd, sockaddr_storage *out) {
+  socklen_t len = sizeof *out;
+  std::memset(out, 0, sizeof *out);
+  return getsockname(fd, reinterpret_cast<sockaddr *>(out), &len) == 0;
+}
+
+bool connected(int fd) {
+  sockaddr_storage peer;
+  socklen_t len = sizeof peer;
+  return getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &len) == 0;
+}
+
+std::vector<int> open_fds() {
+  std::vector<int> fds;
+  if (DIR *d = opendir("/proc/self/fd")) {
+    while (dirent *e = readdir(d))
+      if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
+    closedir(d);
+  }
+  return fds;
+}
+
+}  // namespace
+
+void Links::add_context(gloo::Context &ctx) {
+  std::vector<int> fds = open_fds();
+  std::lock_guard<std::mutex> lock(mu_);
+  for (int r = 0; r < ctx.size; ++r) {
+    if (r == ctx.rank) continue;
+    auto &pair = ctx.getPair(r);
+    if (!pair) continue;
+    auto &addr =
+        static_cast<const gloo::transport::tcp::Address &>(pair->address());
+    const sockaddr_storage &want = addr.getSockaddr();
+    for (int fd : fds) {
+      sockaddr_storage got;
+      if (!sock_name(fd, &got) || !same_endpoint(got, want) || !connected(fd))
+        continue;
+      Link link{fd, r, got,
+                gloo::transport::tcp::Address::fromPeerName(fd).str()};
+      links_.push_back(link);
+      break;
+    }
+  }
+}
+
+void Links::break_all() {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (Link &l : links_) {
+    if (l.fd < 0) continue;
+    sockaddr_storage now;
+    // Gloo may have closed the socket already and the number been reused:
+    // only touch it if it is still the same endpoint.
+    if (sock_name(l.fd, &now) && same_endpoint(now, l.self))
+      ::shutdown(l.fd, SHUT_RDWR);
+    l.fd = -1;
+  }
+}
+
+int Links::rank_in_message(const std::string &message) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  for (const Link &l : links_)
+    if (!l.peer.empty() && message.find(l.peer) != std::string::npos)
+      return l.rank;
+  return -1;
+}
+
+}  // namespace comm
+}  // namespace hb

@@ -1,0 +1,44 @@
+// The TCP sockets under a Gloo context, found by address once connected, so
+// that a failure reported elsewhere (a peer declared lost by the rendezvous
+// heartbeats, hb_context_abort) can break a wait Gloo would otherwise sit
+// in until its timeout: shutting a socket down makes Gloo's event loop see
+// EOF, fail the pair and wake every buffer waiting on it. Also maps Gloo's
+// "[addr]:port" in error messages back to the peer's rank.
+#pragma once
+
+#include <sys/socket.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace gloo {
+class Context;
+}
+
+namespace hb {
+namespace comm {
+
+class Links {
+ public:
+  // Records the socket of every pair of ctx (call once it is connected).
+  void add_context(gloo::Context &ctx);
+  // Shuts every recorded socket down (idempotent, thread-safe).
+  void break_all();
+  // The rank whose peer address appears in a Gloo message, or -1.
+  int rank_in_message(const std::string &message) const;
+
+ private:
+  struct Link {
+    int fd;
+    int rank;
+    sockaddr_storage self;
+    std::string peer;  // as Gloo prints it
+  };
+  mutable std::mutex mu_;
+  std::vector<Link> links_;
+};
+
+}  // namespace comm
+}  // namespace hb

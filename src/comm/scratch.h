@@ -1,0 +1,39 @@
+// A reusable, 64-byte aligned working buffer: grows (to the next power of
+// two) but never shrinks, so steady-state collectives allocate nothing.
+#pragma once
+
+#include <cstddef>
+#include <cstdlib>
+#include <new>
+
+namespace hb {
+namespace comm {
+
+class Scratch {
+ public:
+  Scratch() = default;
+  Scratch(const Scratch &) = delete;
+  Scratch &operator=(const Scratch &) = delete;
+  ~Scratch() { std::free(ptr_); }
+
+  // At least `bytes` usable bytes; the pointer changes only when it grows.
+  char *ensure(size_t bytes) {
+    if (bytes <= cap_ && ptr_) return ptr_;
+    size_t cap = 4096;
+    while (cap < bytes) cap *= 2;
+    void *p = std::aligned_alloc(64, cap);
+    if (!p) throw std::bad_alloc();
+    std::free(ptr_);
+    ptr_ = static_cast<char *>(p);
+    cap_ = cap;
+    return ptr_;
+  }
+  char *data() const { return ptr_; }
+
+ private:
+  char *ptr_ = nullptr;
+  size_t cap_ = 0;
+};
+
+}  // namespace comm
+}  // namespace hb

@@ -1,0 +1,115 @@
+// The hb_embedding_* entry points: a handle is either a sharded table on a
+// context or a read-only serving table opened from an export file.
+#include <memory>
+
+#include "abi/error.h"
+#include "embedding/checkpoint.h"
+#include "embedding/handle.h"
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+#include "context/context.h"
+
+namespace {
+
+hb_embedding &ref(hb_embedding *emb, const char *fn) {
+  if (!emb) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: embedding is NULL", fn);
+  return *emb;
+}
+
+hb::emb::Table &sharded(hb_embedding *emb, const char *fn) {
+  hb_embedding &e = ref(emb, fn);
+  if (!e.table)
+    hb::fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): a serving table is read-only", fn,
+             e.serving->name().c_str());
+  e.ctx->check();
+  return *e.table;
+}
+
+}  // namespace
+
+extern "C" {
+
+hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
+                              hb_embedding **out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(out, "hb_embedding_create: out is NULL");
+    *out = nullptr;
+    hb_context &c = hb::ctx_ref(ctx);
+    c.check();
+    hb::emb::Spec spec = hb::emb::spec_from_config(cfg);
+    std::unique_ptr<hb_embedding> e(new hb_embedding);
+    e->ctx = ctx;
+    e->table.reset(new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
+    *out = e.release();
+  });
+}
+
+void hb_embedding_destroy(hb_embedding *emb) { delete emb; }
+
+hb_status hb_embedding_lookup(hb_embedding *emb, const int64_t *ids, size_t n,
+                              void *out) {
+  return hb::guard([&] {
+    hb_embedding &e = ref(emb, "hb_embedding_lookup");
+    if (e.serving) {
+      e.serving->lookup(ids, n, static_cast<float *>(out));
+      return;
+    }
+    sharded(emb, "hb_embedding_lookup").lookup(ids, n, static_cast<float *>(out));
+  });
+}
+
+hb_status hb_embedding_apply_gradients(hb_embedding *emb, const int64_t *ids,
+                                       size_t n, const void *grads) {
+  return hb::guard([&] {
+    sharded(emb, "hb_embedding_apply_gradients")
+        .apply_gradients(ids, n, static_cast<const float *>(grads));
+  });
+}
+
+hb_status hb_embedding_save(hb_embedding *emb, const char *dir) {
+  return hb::guard([&] {
+    hb::emb::Table &t = sharded(emb, "hb_embedding_save");
+    emb->ctx->fire(HB_EVENT_BEFORE_SAVE, dir);
+    hb::emb::save_checkpoint(t, dir);
+    emb->ctx->fire(HB_EVENT_AFTER_SAVE, dir);
+  });
+}
+
+hb_status hb_embedding_load(hb_embedding *emb, const char *dir) {
+  return hb::guard([&] {
+    hb::emb::Table &t = sharded(emb, "hb_embedding_load");
+    emb->ctx->fire(HB_EVENT_BEFORE_LOAD, dir);
+    hb::emb::load_checkpoint(t, dir);
+    emb->ctx->fire(HB_EVENT_AFTER_LOAD, dir);
+  });
+}
+
+hb_status hb_embedding_export(hb_embedding *emb, const char *path) {
+  return hb::guard([&] { hb::emb::export_table(sharded(emb, "hb_embedding_export"), path); });
+}
+
+hb_status hb_embedding_open(const char *path, hb_embedding **out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(out, "hb_embedding_open: out is NULL");
+    *out = nullptr;
+    std::unique_ptr<hb_embedding> e(new hb_embedding);
+    e->serving.reset(new hb::emb::ServingTable(path));
+    *out = e.release();
+  });
+}
+
+int64_t hb_embedding_dim(const hb_embedding *emb) {
+  if (!emb) return 0;
+  return emb->serving ? emb->serving->dim() : emb->table->spec().dim;
+}
+
+int64_t hb_embedding_local_rows(const hb_embedding *emb) {
+  if (!emb) return 0;
+  return emb->serving ? emb->serving->rows() : emb->table->shard().rows();
+}
+
+uint64_t hb_embedding_misses(const hb_embedding *emb) {
+  return emb && emb->serving ? emb->serving->misses() : 0;
+}
+
+}  // extern "C"

@@ -1,0 +1,349 @@
+#include "embedding/checkpoint.h"
+
+#include <dirent.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include <cerrno>
+#include <chrono>
+#include <cinttypes>
+#include <cstring>
+#include <random>
+#include <sstream>
+#include <vector>
+
+#include "abi/error.h"
+#include "common/log.h"
+#include "embedding/bytes.h"
+#include "embedding/file_io.h"
+
+namespace hb {
+namespace emb {
+
+std::function<void(const char *phase)> g_save_test_hook;
+
+namespace {
+
+const char kShardMagic[8] = {'H', 'B', 'E', 'M', 'B', 'S', 'H', '1'};
+const uint32_t kVersion = 1;
+const size_t kShardHeader = 8 + 4 + 4 + 8 * 3 + 4 + 4;
+
+std::string hex16(uint64_t v) {
+  char b[17];
+  std::snprintf(b, sizeof b, "%016" PRIx64, v);
+  return b;
+}
+
+std::string join(const std::string &dir, const std::string &file) {
+  return dir.back() == '/' ? dir + file : dir + "/" + file;
+}
+
+std::string shard_file(const std::string &name, uint64_t nonce, int r, int w) {
+  return name + "." + hex16(nonce) + ".shard-" + std::to_string(r) + "-of-" +
+         std::to_string(w);
+}
+
+struct ShardEntry {
+  int rank;
+  std::string file;
+  uint64_t bytes, rows, checksum;
+};
+
+struct Manifest {
+  std::string name;
+  int64_t dim = 0, num_rows = -1, record_words = 0;
+  int32_t optimizer = -1, partition = -1;
+  int world = 0;
+  uint64_t nonce = 0;
+  std::vector<ShardEntry> shards;
+};
+
+std::string render_manifest(const Manifest &m) {
+  std::ostringstream o;
+  o << "hb-embedding-checkpoint " << kVersion << "\n"
+    << "name " << m.name << "\n"
+    << "dim " << m.dim << "\n"
+    << "num_rows " << m.num_rows << "\n"
+    << "optimizer " << m.optimizer << "\n"
+    << "record_words " << m.record_words << "\n"
+    << "partition " << m.partition << "\n"
+    << "world " << m.world << "\n"
+    << "nonce " << hex16(m.nonce) << "\n";
+  for (const ShardEntry &s : m.shards)
+    o << "shard " << s.rank << " " << s.file << " " << s.bytes << " " << s.rows
+      << " " << hex16(s.checksum) << "\n";
+  std::string body = o.str();
+  return body + "checksum " + hex16(checksum64(body.data(), body.size())) + "\n";
+}
+
+Manifest parse_manifest(const std::string &path, const std::string &text) {
+  size_t cpos = text.rfind("checksum ");
+  if (cpos == std::string::npos || (cpos > 0 && text[cpos - 1] != '\n'))
+    fail(HB_ERR_CORRUPT, "manifest '%s': no checksum line (truncated?)", path.c_str());
+  uint64_t want = checksum64(text.data(), cpos);
+  unsigned long long got = 0;
+  if (std::sscanf(text.c_str() + cpos, "checksum %16llx", &got) != 1 || got != want)
+    fail(HB_ERR_CORRUPT, "manifest '%s': checksum mismatch at byte %zu", path.c_str(), cpos);
+  Manifest m;
+  std::istringstream in(text.substr(0, cpos));
+  std::string line;
+  int version = 0;
+  while (std::getline(in, line)) {
+    std::istringstream ls(line);
+    std::string key;
+    ls >> key;
+    if (key == "hb-embedding-checkpoint") ls >> version;
+    else if (key == "name") ls >> m.name;
+    else if (key == "dim") ls >> m.dim;
+    else if (key == "num_rows") ls >> m.num_rows;
+    else if (key == "optimizer") ls >> m.optimizer;
+    else if (key == "record_words") ls >> m.record_words;
+    else if (key == "partition") ls >> m.partition;
+    else if (key == "world") ls >> m.world;
+    else if (key == "nonce") ls >> std::hex >> m.nonce;
+    else if (key == "shard") {
+      ShardEntry s;
+      ls >> s.rank >> s.file >> s.bytes >> s.rows >> std::hex >> s.checksum;
+      if (ls.fail()) fail(HB_ERR_CORRUPT, "manifest '%s': bad line '%s'", path.c_str(), line.c_str());
+      m.shards.push_back(s);
+    }
+  }
+  if (version != static_cast<int>(kVersion))
+    fail(HB_ERR_CORRUPT, "manifest '%s': unknown format version %d", path.c_str(), version);
+  if (m.world <= 0 || static_cast<int>(m.shards.size()) != m.world)
+    fail(HB_ERR_CORRUPT, "manifest '%s': %zu shard lines for world %d", path.c_str(),
+         m.shards.size(), m.world);
+  for (int r = 0; r < m.world; ++r)
+    if (m.shards[r].rank != r || m.shards[r].file.find('/') != std::string::npos)
+      fail(HB_ERR_CORRUPT, "manifest '%s': bad shard line %d", path.c_str(), r);
+  return m;
+}
+
+uint64_t fresh_nonce() {
+  std::random_device rd;
+  uint64_t t = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^ (t * 0x9E3779B97F4A7C15ull) ^
+         static_cast<uint64_t>(::getpid());
+}
+
+std::vector<std::string> list_dir(const std::string &dir) {
+  std::vector<std::string> out;
+  DIR *d = ::opendir(dir.c_str());
+  if (!d) return out;
+  while (struct dirent *e = ::readdir(d)) out.push_back(e->d_name);
+  ::closedir(d);
+  return out;
+}
+
+// Is `file` a shard file (or its temporary) of table `name` from a save
+// other than `keep`?
+bool stale_shard_file(const std::string &file, const std::string &name, uint64_t keep) {
+  if (file.compare(0, name.size() + 1, name + ".") != 0) return false;
+  std::string rest = file.substr(name.size() + 1);
+  if (rest.size() < 24 || rest.compare(16, 7, ".shard-") != 0) return false;
+  for (int i = 0; i < 16; ++i)
+    if (!std::isxdigit(static_cast<unsigned char>(rest[i]))) return false;
+  return rest.compare(0, 16, hex16(keep)) != 0 ||
+         (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
+}
+
+void write_shard(const Shard &shard, const std::string &path, int rank, int world,
+                 ShardEntry *entry) {
+  AtomicFile f(path);
+  const int64_t words = shard.record_words();
+  int64_t dim = shard.spec().dim, rows = shard.rows();
+  uint32_t version = kVersion, zero = 0;
+  int32_t r32 = rank, w32 = world;
+  f.write(kShardMagic, 8);
+  f.write(&version, 4);
+  f.write(&zero, 4);
+  f.write(&dim, 8);
+  f.write(&words, 8);
+  f.write(&rows, 8);
+  f.write(&r32, 4);
+  f.write(&w32, 4);
+  shard.for_each([&](int64_t id, const float *rec) {
+    f.write(&id, 8);
+    f.write(rec, static_cast<size_t>(words) * 4);
+  });
+  f.commit();
+  entry->bytes = f.bytes();
+  entry->rows = static_cast<uint64_t>(rows);
+  entry->checksum = f.checksum();
+}
+
+// Reads one shard file and puts the rows `into` owns into it.
+void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
+                const Partitioner &part, int rank, Shard *into, IdMap *seen) {
+  std::string path = join(dir, e.file);
+  std::string data = read_whole_file(path);
+  if (data.size() != e.bytes)
+    fail(HB_ERR_CORRUPT, "checkpoint shard '%s' has %zu bytes, manifest says %" PRIu64,
+         path.c_str(), data.size(), e.bytes);
+  if (checksum64(data.data(), data.size()) != e.checksum)
+    fail(HB_ERR_CORRUPT, "checkpoint shard '%s': checksum mismatch", path.c_str());
+  ByteReader rd(data, "checkpoint shard '" + path + "'");
+  if (std::memcmp(rd.take(8, "magic"), kShardMagic, 8) != 0)
+    fail(HB_ERR_CORRUPT, "%s: bad magic at byte 0", rd.what().c_str());
+  uint32_t version = rd.get<uint32_t>("version");
+  rd.get<uint32_t>("reserved");
+  int64_t dim = rd.get<int64_t>("dim"), words = rd.get<int64_t>("record_words"),
+          rows = rd.get<int64_t>("rows");
+  int32_t r = rd.get<int32_t>("rank"), w = rd.get<int32_t>("world");
+  if (version != kVersion || dim != m.dim || words != m.record_words ||
+      rows != static_cast<int64_t>(e.rows) || r != e.rank || w != m.world ||
+      static_cast<uint64_t>(rows) * (8 + 4 * words) != rd.left())
+    fail(HB_ERR_CORRUPT, "%s: header disagrees with the manifest or the file size",
+         rd.what().c_str());
+  for (int64_t i = 0; i < rows; ++i) {
+    int64_t id = rd.get<int64_t>("id");
+    const char *rec = rd.take(static_cast<size_t>(words) * 4, "row");
+    if (m.num_rows > 0 && (id < 0 || id >= m.num_rows))
+      fail(HB_ERR_CORRUPT, "%s: id %lld at byte %zu outside [0, %lld)", rd.what().c_str(),
+           (long long)id, rd.pos() - words * 4 - 8, (long long)m.num_rows);
+    if (part.owner(id) != rank) continue;
+    bool inserted;
+    seen->insert(id, 0, &inserted);
+    if (!inserted)
+      fail(HB_ERR_CORRUPT, "%s: id %lld appears twice in the checkpoint", rd.what().c_str(),
+           (long long)id);
+    // Records start 4-byte aligned (48-byte header, 8 + 4 * words each).
+    into->put(id, reinterpret_cast<const float *>(rec));
+  }
+}
+
+}  // namespace
+
+void save_checkpoint(Table &t, const char *dir_c) {
+  Exchange &x = t.exchange();
+  const int rank = x.rank(), world = x.world();
+  const Spec &spec = t.spec();
+  const std::string what = "hb_embedding_save('" + spec.name + "')";
+
+  // 1. Rank 0 prepares the directory and picks the nonce of this save.
+  Outcome o;
+  uint64_t nonce = 0;
+  std::string dir;
+  try {
+    HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
+    dir = dir_c;
+    if (rank == 0) {
+      if (::mkdir(dir_c, 0755) != 0 && errno != EEXIST)
+        fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(), dir_c,
+             std::strerror(errno));
+      nonce = fresh_nonce();
+    }
+  } catch (...) {
+    o.capture();
+  }
+  nonce = static_cast<uint64_t>(
+      agree(x, o, std::vector<int64_t>(world, static_cast<int64_t>(nonce)), what.c_str(),
+            nullptr)[0]);
+
+  // 2. Every rank commits its shard file.
+  Outcome o2;
+  ShardEntry mine{rank, shard_file(spec.name, nonce, rank, world), 0, 0, 0};
+  try {
+    write_shard(t.shard(), join(dir, mine.file), rank, world, &mine);
+  } catch (...) {
+    o2.capture();
+  }
+  agree(x, o2, what.c_str());
+  std::vector<int64_t> send(3 * world), recv(3 * world);
+  for (int p = 0; p < world; ++p) {
+    send[3 * p] = static_cast<int64_t>(mine.bytes);
+    send[3 * p + 1] = static_cast<int64_t>(mine.rows);
+    send[3 * p + 2] = static_cast<int64_t>(mine.checksum);
+  }
+  x.alltoall(send.data(), recv.data(), 3);
+  if (g_save_test_hook) g_save_test_hook("shards_written");
+
+  // 3. Rank 0 commits the manifest: from here on the new save is the one
+  // a load finds.
+  Outcome o3;
+  if (rank == 0) {
+    try {
+      Manifest m;
+      m.name = spec.name;
+      m.dim = spec.dim;
+      m.num_rows = spec.num_rows;
+      m.optimizer = spec.optimizer;
+      m.record_words = t.shard().record_words();
+      m.partition = spec.partition;
+      m.world = world;
+      m.nonce = nonce;
+      for (int p = 0; p < world; ++p)
+        m.shards.push_back({p, shard_file(spec.name, nonce, p, world),
+                            static_cast<uint64_t>(recv[3 * p]),
+                            static_cast<uint64_t>(recv[3 * p + 1]),
+                            static_cast<uint64_t>(recv[3 * p + 2])});
+      std::string text = render_manifest(m);
+      AtomicFile f(join(dir, spec.name + ".manifest"));
+      f.write(text.data(), text.size());
+      f.commit();
+    } catch (...) {
+      o3.capture();
+    }
+  }
+  agree(x, o3, what.c_str());
+
+  // 4. Older saves (and temporaries of crashed ones) are garbage now.
+  if (rank == 0)
+    for (const std::string &f : list_dir(dir))
+      if (stale_shard_file(f, spec.name, nonce) && ::unlink(join(dir, f).c_str()) != 0)
+        HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
+                    std::strerror(errno));
+}
+
+void load_checkpoint(Table &t, const char *dir_c) {
+  Exchange &x = t.exchange();
+  const int rank = x.rank(), world = x.world();
+  const Spec &spec = t.spec();
+  const std::string what = "hb_embedding_load('" + spec.name + "')";
+  Outcome o;
+  std::unique_ptr<Shard> staging;
+  try {
+    HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
+    std::string dir = dir_c;
+    std::string path = join(dir, spec.name + ".manifest");
+    if (!file_exists(path)) {
+      std::string others;
+      for (const std::string &f : list_dir(dir))
+        if (f.size() > 9 && f.compare(f.size() - 9, 9, ".manifest") == 0)
+          others += (others.empty() ? "" : ", ") + f.substr(0, f.size() - 9);
+      if (!others.empty())
+        fail(HB_ERR_INVALID_ARGUMENT, "%s: '%s' has no checkpoint of this table (it has: %s)",
+             what.c_str(), dir_c, others.c_str());
+      fail(HB_ERR_IO, "%s: no checkpoint '%s'", what.c_str(), path.c_str());
+    }
+    Manifest m = parse_manifest(path, read_whole_file(path));
+    if (m.name != spec.name)
+      fail(HB_ERR_INVALID_ARGUMENT, "%s: '%s' is a checkpoint of table '%s'", what.c_str(),
+           path.c_str(), m.name.c_str());
+    if (m.dim != spec.dim)
+      fail(HB_ERR_INVALID_ARGUMENT, "%s: checkpoint has dim %lld, table has dim %lld",
+           what.c_str(), (long long)m.dim, (long long)spec.dim);
+    if (m.num_rows != spec.num_rows)
+      fail(HB_ERR_INVALID_ARGUMENT, "%s: checkpoint has num_rows %lld, table has %lld",
+           what.c_str(), (long long)m.num_rows, (long long)spec.num_rows);
+    if (m.optimizer != spec.optimizer)
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "%s: checkpoint has optimizer %d, table has %d (different slots)", what.c_str(),
+           m.optimizer, spec.optimizer);
+    if (m.record_words != t.shard().record_words())
+      fail(HB_ERR_CORRUPT, "%s: checkpoint rows have %lld words, expected %lld", what.c_str(),
+           (long long)m.record_words, (long long)t.shard().record_words());
+    staging.reset(new Shard(spec, rank, world));
+    Partitioner part(spec, world);
+    IdMap seen;
+    for (const ShardEntry &e : m.shards) read_shard(dir, e, m, part, rank, staging.get(), &seen);
+  } catch (...) {
+    o.capture();
+  }
+  agree(x, o, what.c_str());
+  t.replace_shard(std::move(staging));
+}
+
+}  // namespace emb
+}  // namespace hb

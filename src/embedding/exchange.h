@@ -1,0 +1,60 @@
+// The collective a sharded table needs: all-to-all of per-peer payloads.
+// A table runs every step as a few of these, so the same logic runs over
+// hb_alltoallv on a context (ctx_exchange.cc) or over an in-process
+// exchange that simulates k ranks with threads (tests).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "hb.h"
+
+namespace hb {
+namespace emb {
+
+class Exchange {
+ public:
+  virtual ~Exchange() = default;
+  virtual int rank() const = 0;
+  virtual int world() const = 0;
+  // k int64 to every peer: send[p*k, p*k+k) goes to p, recv[p*k, ...)
+  // comes from p.
+  virtual void alltoall(const int64_t *send, int64_t *recv, size_t k) = 0;
+  // Byte payloads packed in rank order; send_bytes[p] on this rank equals
+  // recv_bytes[me] on rank p.
+  virtual void alltoallv(const void *send, const int64_t *send_bytes,
+                         void *recv, const int64_t *recv_bytes) = 0;
+};
+
+// The exchange of a context (hb_alltoall / hb_alltoallv).
+std::unique_ptr<Exchange> make_context_exchange(hb_context *ctx);
+
+// What one rank's local preparation of a collective step produced: OK, or
+// the status and message of its failure. Every collective step first
+// agrees on outcomes so a failure on one rank fails the step on all ranks
+// instead of leaving the others blocked.
+struct Outcome {
+  hb_status status = HB_OK;
+  bool has_detail = false;
+  int64_t detail = 0;  // e.g. the offending id
+  std::string message;
+  void capture();      // call inside a catch block
+};
+
+// Exchanges one header per peer {status, has_detail, detail, value}: value_to[p] goes
+// to p; returns the values received from every peer. Throws when any rank
+// failed: this rank's own error, or `what` naming the first failing rank
+// and `detail_name` = detail.
+std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
+                           const std::vector<int64_t> &value_to,
+                           const char *what, const char *detail_name);
+
+// Barrier-like agreement with no payload.
+inline void agree(Exchange &x, const Outcome &mine, const char *what) {
+  agree(x, mine, std::vector<int64_t>(x.world(), 0), what, nullptr);
+}
+
+}  // namespace emb
+}  // namespace hb

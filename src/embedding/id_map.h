@@ -1,0 +1,152 @@
+// Open-addressing hash map from a 64-bit id to a 32-bit index, used for the
+// per-call dedup scratch, the rows of a dynamic shard and the serving table.
+// Any int64 is a valid key: emptiness is marked in the value array.
+#pragma once
+
+#include <algorithm>
+#include <cstdint>
+#include <vector>
+
+namespace hb {
+namespace emb {
+
+class IdMap {
+ public:
+  static constexpr uint32_t kEmpty = 0xffffffffu;
+
+  explicit IdMap(size_t expected = 0) { reset(expected); }
+
+  // Empties the map and sizes it for `expected` keys (load <= 1/2).
+  void reset(size_t expected) {
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * expected) ++bits;
+    if (bits != bits_ || vals_.empty()) {
+      bits_ = bits;
+      keys_.assign(size_t{1} << bits, 0);
+      vals_.assign(size_t{1} << bits, kEmpty);
+    } else {
+      std::fill(vals_.begin(), vals_.end(), kEmpty);
+    }
+    size_ = 0;
+  }
+
+  size_t size() const { return size_; }
+  size_t capacity() const { return vals_.size(); }
+  size_t memory_bytes() const { return vals_.size() * 12; }
+
+  // Index stored for id, or kEmpty.
+  uint32_t find(int64_t id) const {
+    size_t mask = vals_.size() - 1;
+    for (size_t i = slot(id);; i = (i + 1) & mask) {
+      if (vals_[i] == kEmpty) return kEmpty;
+      if (keys_[i] == id) return vals_[i];
+    }
+  }
+
+  // Returns the index stored for id; when absent stores `value` and sets
+  // *inserted. Grows past load 1/2.
+  uint32_t insert(int64_t id, uint32_t value, bool *inserted) {
+    if (2 * (size_ + 1) > vals_.size()) grow();
+    size_t mask = vals_.size() - 1;
+    for (size_t i = slot(id);; i = (i + 1) & mask) {
+      if (vals_[i] == kEmpty) {
+        keys_[i] = id;
+        vals_[i] = value;
+        ++size_;
+        *inserted = true;
+        return value;
+      }
+      if (keys_[i] == id) {
+        *inserted = false;
+        return vals_[i];
+      }
+    }
+  }
+
+ private:
+  size_t slot(int64_t id) const {
+    // Fibonacci hashing: the top bits of a multiply mix every input bit,
+    // so ids that share a residue mod the world size still spread.
+    return static_cast<size_t>((static_cast<uint64_t>(id) *
+                                0x9E3779B97F4A7C15ull) >>
+                               (64 - bits_));
+  }
+  void grow() {
+    std::vector<int64_t> keys;
+    std::vector<uint32_t> vals;
+    keys.swap(keys_);
+    vals.swap(vals_);
+    ++bits_;
+    keys_.assign(size_t{1} << bits_, 0);
+    vals_.assign(size_t{1} << bits_, kEmpty);
+    size_ = 0;
+    bool ins;
+    for (size_t i = 0; i < vals.size(); ++i)
+      if (vals[i] != kEmpty) insert(keys[i], vals[i], &ins);
+  }
+
+  int bits_ = 0;
+  size_t size_ = 0;
+  std::vector<int64_t> keys_;
+  std::vector<uint32_t> vals_;
+};
+
+// Deduplicates a batch of ids: unique() in first-occurrence order and, for
+// every input position, the index of its id in unique(). Reuses its
+// buffers across calls; its scratch table is generation-stamped, so a call
+// never clears it.
+class Dedup {
+ public:
+  void run(const int64_t *ids, size_t n) {
+    prepare(n);
+    unique_.clear();
+    inverse_.resize(n);
+    const size_t mask = slots_.size() - 1;
+    for (size_t i = 0; i < n; ++i) {
+      const int64_t id = ids[i];
+      size_t s = static_cast<size_t>(
+          (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> (64 - bits_));
+      for (;; s = (s + 1) & mask) {
+        Slot &e = slots_[s];
+        if (e.gen != gen_) {
+          e.gen = gen_;
+          e.key = id;
+          e.val = static_cast<uint32_t>(unique_.size());
+          unique_.push_back(id);
+          inverse_[i] = e.val;
+          break;
+        }
+        if (e.key == id) {
+          inverse_[i] = e.val;
+          break;
+        }
+      }
+    }
+  }
+  const std::vector<int64_t> &unique() const { return unique_; }
+  const std::vector<uint32_t> &inverse() const { return inverse_; }
+
+ private:
+  struct Slot {
+    int64_t key;
+    uint32_t val;
+    uint32_t gen;  // the slot is used in this call iff gen == gen_
+  };
+  void prepare(size_t n) {
+    int bits = 4;
+    while ((size_t{1} << bits) < 2 * n) ++bits;
+    if (bits > bits_ || ++gen_ == 0) {
+      bits_ = std::max(bits, bits_);
+      slots_.assign(size_t{1} << bits_, Slot{0, 0, 0});
+      gen_ = 1;
+    }
+  }
+  int bits_ = 0;
+  uint32_t gen_ = 0;
+  std::vector<Slot> slots_;
+  std::vector<int64_t> unique_;
+  std::vector<uint32_t> inverse_;
+};
+
+}  // namespace emb
+}  // namespace hb

@@ -1,0 +1,83 @@
+#include "embedding/shard.h"
+
+#include <cstring>
+
+#include "abi/error.h"
+#include "embedding/init.h"
+
+namespace hb {
+namespace emb {
+
+Partitioner::Partitioner(const Spec &s, int world_size)
+    : world(world_size), kind(s.partition), num_rows(s.num_rows) {
+  if (kind == HB_PARTITION_DIV) block = (num_rows + world - 1) / world;
+}
+
+int64_t Partitioner::local_rows(int rank) const {
+  if (kind == HB_PARTITION_DIV) {
+    int64_t begin = std::min<int64_t>(rank * block, num_rows);
+    return std::min<int64_t>(begin + block, num_rows) - begin;
+  }
+  return rank < num_rows ? (num_rows - rank + world - 1) / world : 0;
+}
+
+Shard::Shard(const Spec &spec, int rank, int world)
+    : spec_(spec),
+      opt_(spec),
+      words_(opt_.record_words()),
+      rank_(rank),
+      part_(spec, world),
+      name_hash_(fnv1a64(spec.name.data(), spec.name.size())) {
+  if (!spec_.dynamic()) {
+    int64_t n = part_.local_rows(rank);
+    try {
+      dense_.resize(static_cast<size_t>(n * words_));
+    } catch (const std::bad_alloc &) {
+      fail(HB_ERR_OUT_OF_MEMORY,
+           "embedding '%s': cannot allocate %lld rows of %lld bytes on rank %d",
+           spec.name.c_str(), (long long)n, (long long)words_ * 4, rank);
+    }
+    for (int64_t i = 0; i < n; ++i) {
+      float *r = dense_.data() + i * words_;
+      init_row(spec_, name_hash_, part_.global_id(rank, i), r);
+      opt_.init_slots(r);
+    }
+  } else {
+    // About 1 MiB per chunk, at least 64 rows.
+    chunk_rows_ = std::max<int64_t>(64, (1 << 20) / (words_ * 4));
+  }
+}
+
+int64_t Shard::rows() const {
+  return spec_.dynamic() ? static_cast<int64_t>(ids_.size())
+                         : static_cast<int64_t>(dense_.size()) / words_;
+}
+
+size_t Shard::memory_bytes() const {
+  if (!spec_.dynamic()) return dense_.size() * 4;
+  return chunks_.size() * chunk_rows_ * words_ * 4 + map_.memory_bytes() +
+         ids_.capacity() * 8;
+}
+
+float *Shard::create(int64_t id) {
+  size_t idx = ids_.size();
+  if (idx >= IdMap::kEmpty)
+    fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
+         spec_.name.c_str(), rank_, idx);
+  if (idx % chunk_rows_ == 0)
+    chunks_.emplace_back(new float[static_cast<size_t>(chunk_rows_ * words_)]);
+  bool inserted;
+  map_.insert(id, static_cast<uint32_t>(idx), &inserted);
+  ids_.push_back(id);
+  float *r = record(static_cast<uint32_t>(idx));
+  init_row(spec_, name_hash_, id, r);
+  opt_.init_slots(r);
+  return r;
+}
+
+void Shard::put(int64_t id, const float *rec) {
+  std::memcpy(get(id), rec, static_cast<size_t>(words_) * 4);
+}
+
+}  // namespace emb
+}  // namespace hb

@@ -1,0 +1,106 @@
+// One rank's shard of a table: row records (weights + optimizer slots)
+// for the ids this rank owns. Static tables hold every owned row densely,
+// initialized at creation; dynamic tables keep an id -> record hash map and
+// create records on first touch, in fixed-size chunks (no reallocation, so
+// growth never copies the table).
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <vector>
+
+#include "embedding/id_map.h"
+#include "embedding/optimizer.h"
+#include "embedding/spec.h"
+
+namespace hb {
+namespace emb {
+
+// Which rank owns an id, and the owner's dense index of it (static tables).
+struct Partitioner {
+  int world = 1;
+  int32_t kind = HB_PARTITION_MOD;
+  int64_t num_rows = 0;
+  int64_t block = 0;  // DIV: ceil(num_rows / world)
+
+  Partitioner() = default;
+  Partitioner(const Spec &s, int world_size);
+  int owner(int64_t id) const {
+    if (kind == HB_PARTITION_DIV) return static_cast<int>(id / block);
+    return static_cast<int>(static_cast<uint64_t>(id) %
+                            static_cast<uint64_t>(world));
+  }
+  int64_t local_index(int64_t id) const {  // static tables only
+    if (kind == HB_PARTITION_DIV) return id % block;
+    return id / world;
+  }
+  int64_t global_id(int rank, int64_t local) const {
+    if (kind == HB_PARTITION_DIV) return rank * block + local;
+    return local * world + rank;
+  }
+  int64_t local_rows(int rank) const;  // static tables only
+};
+
+class Shard {
+ public:
+  Shard(const Spec &spec, int rank, int world);
+
+  const Spec &spec() const { return spec_; }
+  const Optimizer &optimizer() const { return opt_; }
+  int64_t record_words() const { return words_; }
+  int64_t rows() const;
+  // Bytes of row records plus index structures.
+  size_t memory_bytes() const;
+
+  // The record of an owned id; a dynamic shard creates it (initialized)
+  // when absent.
+  float *get(int64_t id) {
+    if (!spec_.dynamic()) return dense_.data() + part_.local_index(id) * words_;
+    uint32_t idx = map_.find(id);
+    if (idx == IdMap::kEmpty) return create(id);
+    return record(idx);
+  }
+  // Dynamic: nullptr when absent.
+  const float *find(int64_t id) const {
+    if (!spec_.dynamic()) return dense_.data() + part_.local_index(id) * words_;
+    uint32_t idx = map_.find(id);
+    return idx == IdMap::kEmpty ? nullptr : record(idx);
+  }
+  // Replaces or inserts a whole record (checkpoint load).
+  void put(int64_t id, const float *rec);
+
+  // Calls f(id, record) for every row, static rows in index order, dynamic
+  // rows in creation order.
+  template <class F>
+  void for_each(F &&f) const {
+    if (!spec_.dynamic()) {
+      int64_t n = rows();
+      for (int64_t i = 0; i < n; ++i)
+        f(part_.global_id(rank_, i), dense_.data() + i * words_);
+    } else {
+      for (size_t i = 0; i < ids_.size(); ++i)
+        f(ids_[i], record(static_cast<uint32_t>(i)));
+    }
+  }
+
+ private:
+  float *record(uint32_t idx) const {
+    return chunks_[idx / chunk_rows_].get() + (idx % chunk_rows_) * words_;
+  }
+  float *create(int64_t id);
+
+  Spec spec_;
+  Optimizer opt_;
+  int64_t words_;
+  int rank_;
+  Partitioner part_;
+  uint64_t name_hash_;
+  std::vector<float> dense_;  // static
+  IdMap map_;                 // dynamic: id -> creation index
+  std::vector<int64_t> ids_;  // dynamic: creation index -> id
+  std::vector<std::unique_ptr<float[]>> chunks_;
+  int64_t chunk_rows_ = 0;
+};
+
+}  // namespace emb
+}  // namespace hb

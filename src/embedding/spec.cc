@@ -1,0 +1,161 @@
+#include "embedding/spec.h"
+
+#include <cmath>
+#include <cstring>
+
+#include "abi/error.h"
+
+namespace hb {
+namespace emb {
+
+uint64_t fnv1a64(const void *data, size_t n) {
+  const unsigned char *p = static_cast<const unsigned char *>(data);
+  uint64_t h = 0xcbf29ce484222325ull;
+  for (size_t i = 0; i < n; ++i) {
+    h ^= p[i];
+    h *= 0x100000001b3ull;
+  }
+  return h;
+}
+
+static void check_name(const char *name) {
+  HB_CHECK_ARG(name && name[0], "embedding config: name is NULL or empty");
+  size_t len = std::strlen(name);
+  HB_CHECK_ARG(len <= 128, "embedding config: name '%.40s...' is longer than 128",
+               name);
+  // The name becomes part of checkpoint file names.
+  for (size_t i = 0; i < len; ++i) {
+    char c = name[i];
+    bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') ||
+              (c >= '0' && c <= '9') || c == '_' || c == '-' ||
+              (c == '.' && i > 0);
+    HB_CHECK_ARG(ok,
+                 "embedding config: name '%s' has character '%c' at %zu "
+                 "(allowed: letters, digits, _ - and . not first)",
+                 name, c, i);
+  }
+}
+
+static void check_finite(double v, const char *field) {
+  HB_CHECK_ARG(std::isfinite(v), "embedding config: %s = %g is not finite",
+               field, v);
+}
+
+Spec spec_from_config(const hb_embedding_config *cfg) {
+  HB_CHECK_ARG(cfg, "embedding config is NULL");
+  HB_CHECK_ARG(cfg->struct_size >= offsetof(hb_embedding_config, dim) +
+                                       sizeof(int64_t),
+               "embedding config: struct_size %zu too small", cfg->struct_size);
+  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
+  std::memcpy(&c, cfg, std::min(cfg->struct_size, sizeof c));
+  check_name(c.name);
+  Spec s;
+  s.name = c.name;
+  HB_CHECK_ARG(c.dim > 0 && c.dim <= (1 << 20),
+               "embedding '%s': dim %lld outside [1, 1048576]", c.name,
+               (long long)c.dim);
+  HB_CHECK_ARG(c.dtype == HB_FLOAT32,
+               "embedding '%s': dtype %d unsupported (only HB_FLOAT32)",
+               c.name, c.dtype);
+  HB_CHECK_ARG(c.num_rows >= 0, "embedding '%s': num_rows %lld is negative",
+               c.name, (long long)c.num_rows);
+  HB_CHECK_ARG(c.partition == HB_PARTITION_MOD || c.partition == HB_PARTITION_DIV,
+               "embedding '%s': unknown partition %d", c.name, c.partition);
+  HB_CHECK_ARG(c.partition != HB_PARTITION_DIV || c.num_rows > 0,
+               "embedding '%s': HB_PARTITION_DIV needs num_rows > 0 "
+               "(a dynamic table has no contiguous blocks)",
+               c.name);
+  HB_CHECK_ARG(c.initializer >= HB_INIT_ZEROS && c.initializer <= HB_INIT_NORMAL,
+               "embedding '%s': unknown initializer %d", c.name, c.initializer);
+  check_finite(c.init_a, "init_a");
+  check_finite(c.init_b, "init_b");
+  HB_CHECK_ARG(c.initializer != HB_INIT_UNIFORM || c.init_a <= c.init_b,
+               "embedding '%s': uniform initializer needs init_a <= init_b "
+               "(got %g, %g)",
+               c.name, c.init_a, c.init_b);
+  HB_CHECK_ARG(c.initializer != HB_INIT_NORMAL || c.init_b >= 0,
+               "embedding '%s': normal initializer stddev init_b = %g < 0",
+               c.name, c.init_b);
+  HB_CHECK_ARG(c.optimizer >= HB_OPT_SGD && c.optimizer <= HB_OPT_FTRL,
+               "embedding '%s': unknown optimizer %d", c.name, c.optimizer);
+  const char *hp[] = {"learning_rate", "initial_accumulator", "beta1", "beta2",
+                      "epsilon",       "l1",                  "l2",    "lr_power"};
+  double hv[] = {c.learning_rate, c.initial_accumulator, c.beta1, c.beta2,
+                 c.epsilon,       c.l1,                  c.l2,    c.lr_power};
+  for (int i = 0; i < 8; ++i) check_finite(hv[i], hp[i]);
+  HB_CHECK_ARG(c.learning_rate > 0, "embedding '%s': learning_rate %g <= 0",
+               c.name, c.learning_rate);
+  HB_CHECK_ARG(c.epsilon >= 0, "embedding '%s': epsilon %g < 0", c.name,
+               c.epsilon);
+  if (c.optimizer == HB_OPT_ADAGRAD)
+    HB_CHECK_ARG(c.initial_accumulator >= 0,
+                 "embedding '%s': initial_accumulator %g < 0", c.name,
+                 c.initial_accumulator);
+  if (c.optimizer == HB_OPT_ADAM)
+    HB_CHECK_ARG(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1,
+                 "embedding '%s': Adam needs beta1, beta2 in [0, 1) (got %g, %g)",
+                 c.name, c.beta1, c.beta2);
+  if (c.optimizer == HB_OPT_FTRL) {
+    HB_CHECK_ARG(c.initial_accumulator > 0,
+                 "embedding '%s': FTRL initial_accumulator %g must be > 0",
+                 c.name, c.initial_accumulator);
+    HB_CHECK_ARG(c.l1 >= 0 && c.l2 >= 0,
+                 "embedding '%s': FTRL l1 %g, l2 %g must be >= 0", c.name, c.l1,
+                 c.l2);
+    HB_CHECK_ARG(c.lr_power <= 0, "embedding '%s': FTRL lr_power %g > 0",
+                 c.name, c.lr_power);
+  }
+  HB_CHECK_ARG(c.wire_dtype == HB_FLOAT32 || c.wire_dtype == HB_FLOAT16 ||
+                   c.wire_dtype == HB_BFLOAT16,
+               "embedding '%s': wire_dtype %d must be HB_FLOAT32, HB_FLOAT16 "
+               "or HB_BFLOAT16",
+               c.name, c.wire_dtype);
+  if (c.device >= 0)
+    fail(HB_ERR_UNSUPPORTED,
+         "embedding '%s': device %d: GPU tables need the CUDA plugin's "
+         "embedding kernels, not available in this build",
+         c.name, c.device);
+  HB_CHECK_ARG(c.device == -1, "embedding '%s': device %d (use -1 for host)",
+               c.name, c.device);
+  s.dim = c.dim;
+  s.num_rows = c.num_rows;
+  s.partition = c.partition;
+  s.initializer = c.initializer;
+  s.init_a = c.init_a;
+  s.init_b = c.init_b;
+  s.seed = c.seed;
+  s.optimizer = c.optimizer;
+  s.learning_rate = c.learning_rate;
+  s.initial_accumulator = c.initial_accumulator;
+  s.beta1 = c.beta1;
+  s.beta2 = c.beta2;
+  s.epsilon = c.epsilon;
+  s.l1 = c.l1;
+  s.l2 = c.l2;
+  s.lr_power = c.lr_power;
+  s.wire_dtype = c.wire_dtype;
+  return s;
+}
+
+uint64_t spec_fingerprint(const Spec &s) {
+  uint64_t h = fnv1a64(s.name.data(), s.name.size());
+  auto mix = [&h](const void *p, size_t n) {
+    h ^= fnv1a64(p, n) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
+  };
+  mix(&s.dim, 8);
+  mix(&s.num_rows, 8);
+  mix(&s.partition, 4);
+  mix(&s.initializer, 4);
+  mix(&s.init_a, 8);
+  mix(&s.init_b, 8);
+  mix(&s.seed, 8);
+  mix(&s.optimizer, 4);
+  double hp[] = {s.learning_rate, s.initial_accumulator, s.beta1, s.beta2,
+                 s.epsilon,       s.l1,                  s.l2,    s.lr_power};
+  mix(hp, sizeof hp);
+  mix(&s.wire_dtype, 4);
+  return h;
+}
+
+}  // namespace emb
+}  // namespace hb

@@ -1,0 +1,43 @@
+// The validated, owned form of hb_embedding_config that every part of a
+// table (shard, initializer, optimizer, checkpoint) reads.
+#pragma once
+
+#include <cstdint>
+#include <string>
+
+#include "hb.h"
+
+namespace hb {
+namespace emb {
+
+struct Spec {
+  std::string name;
+  int64_t dim = 0;
+  int64_t num_rows = 0;  // 0: dynamic
+  int32_t partition = HB_PARTITION_MOD;
+  int32_t initializer = HB_INIT_ZEROS;
+  double init_a = 0, init_b = 0;
+  uint64_t seed = 0;
+  int32_t optimizer = HB_OPT_SGD;
+  double learning_rate = 0.01;
+  double initial_accumulator = 0.1;
+  double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
+  double l1 = 0, l2 = 0, lr_power = -0.5;
+  hb_dtype wire_dtype = HB_FLOAT32;
+
+  bool dynamic() const { return num_rows == 0; }
+};
+
+// Copies min(cfg->struct_size, sizeof) bytes over the defaults and checks
+// every field; throws HB_ERR_INVALID_ARGUMENT / HB_ERR_UNSUPPORTED naming
+// the field and its value.
+Spec spec_from_config(const hb_embedding_config *cfg);
+
+// A hash of the fields that must agree on every rank (and in a checkpoint).
+uint64_t spec_fingerprint(const Spec &s);
+
+// 64-bit FNV-1a of a byte string (table names in the initializer's key).
+uint64_t fnv1a64(const void *data, size_t n);
+
+}  // namespace emb
+}  // namespace hb

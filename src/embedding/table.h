@@ -1,0 +1,94 @@
+// A sharded table: the collective lookup and gradient steps over an
+// Exchange.
+//
+// lookup: dedup the ids locally (first-occurrence order), check them,
+// bucket them by owner, exchange {status, count} headers, then the ids;
+// each owner dedups what it received (when more than one rank sent ids),
+// gathers the rows (creating dynamic rows on first touch) and sends them
+// back in the wire dtype; the caller scatters them to every position.
+//
+// apply_gradients: the same id route; gradients of local duplicates are
+// summed in batch order (the first occurrence, then += each later one),
+// rounded to the wire dtype, sent; the owner sums the partial sums of an
+// id in rank order (rank 0's first) and applies one optimizer step per
+// unique id. This order is the documented contract a reference must follow
+// to be bit-equal (docs/embedding-format.md, "Summation order").
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <vector>
+
+#include "embedding/exchange.h"
+#include "embedding/id_map.h"
+#include "embedding/shard.h"
+#include "embedding/spec.h"
+
+namespace hb {
+namespace emb {
+
+// Counters for benchmarks and tests (this rank's view).
+struct Stats {
+  uint64_t lookups = 0, applies = 0;
+  uint64_t ids = 0;           // ids passed in
+  uint64_t unique_ids = 0;    // after the local dedup
+  uint64_t owner_unique = 0;  // after the owner dedup
+  uint64_t wire_bytes_sent = 0;  // to other ranks: headers, ids, rows, grads
+  uint64_t wire_bytes_recv = 0;
+  // The traffic this rank causes as a requester: its unique ids to remote
+  // owners (lookup and apply), the rows they return, the gradients it
+  // sends. Dedup bounds it by unique_ids * (2 * 8 + 2 * wire row bytes).
+  uint64_t request_bytes = 0;
+};
+
+class Table {
+ public:
+  // Collective: checks that every rank passed the same config.
+  Table(const Spec &spec, std::unique_ptr<Exchange> exchange);
+
+  const Spec &spec() const { return spec_; }
+  Exchange &exchange() { return *x_; }
+  Shard &shard() { return *shard_; }
+  const Shard &shard() const { return *shard_; }
+  void replace_shard(std::unique_ptr<Shard> s) { shard_ = std::move(s); }
+  const Stats &stats() const { return stats_; }
+  void reset_stats() { stats_ = Stats(); }
+
+  void lookup(const int64_t *ids, size_t n, float *out);
+  void apply_gradients(const int64_t *ids, size_t n, const float *grads);
+
+ private:
+  // Local half of a step: dedup, check and bucket the ids by owner.
+  void prepare(const int64_t *ids, size_t n, const void *data,
+               const char *what);
+  // Header + id exchange; fills recv_ids_ / recv_counts_.
+  void route_ids(Outcome &o, const char *what);
+  // Owner side: dedups recv_ids_ when several ranks sent ids. Returns the
+  // number of unique ids (owner_ids_ / owner_inverse_ filled) or -1 when
+  // the received ids are already unique.
+  int64_t owner_dedup();
+  uint64_t remote_sent() const;  // ids this rank sent to other ranks
+  void exchange_payload(const void *send, const std::vector<int64_t> &scount,
+                        void *recv, const std::vector<int64_t> &rcount,
+                        size_t elem_bytes);
+
+  Spec spec_;
+  std::unique_ptr<Exchange> x_;
+  std::unique_ptr<Shard> shard_;
+  Partitioner part_;
+  int rank_, world_;
+  size_t wire_row_bytes_;
+  Stats stats_;
+  std::optional<int64_t> bad_id_;  // set by prepare() for the header
+
+  // Reused per-call buffers.
+  Dedup dedup_, owner_dedup_;
+  std::vector<uint32_t> pos_;  // unique index -> position in send order
+  std::vector<int64_t> send_ids_, send_counts_, recv_ids_, recv_counts_;
+  std::vector<float> fbuf_, fbuf2_;
+  std::vector<unsigned char> wbuf_, wbuf2_;
+};
+
+}  // namespace emb
+}  // namespace hb

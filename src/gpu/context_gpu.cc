@@ -1,0 +1,54 @@
+// The hb_context entry points of the GPU path (gpu.h): they find or create
+// the context's ContextState and hand it the context's peers and timeout.
+#include "abi/error.h"
+#include "context/context.h"
+#include "gpu/context_state.h"
+#include "rendezvous/client.h"
+#include "rendezvous/server.h"
+
+namespace hb {
+namespace gpu {
+namespace {
+
+// The context's GPU state, created on first use. `what` names the public
+// call for HB_ERR_UNSUPPORTED when CUDA or a device is missing.
+ContextState &state_of(hb_context &ctx, const char *what) {
+  if (ctx.gpu) return *ctx.gpu;
+  std::string why;
+  const hb_cuda_plugin *p = plugin(&why);
+  if (!p)
+    fail(HB_ERR_UNSUPPORTED, "%s: CUDA is not available: %s", what,
+         why.c_str());
+  int n = device_count();
+  if (n <= 0)
+    fail(HB_ERR_UNSUPPORTED, "%s: no CUDA device is visible to this process",
+         what);
+  int device = pick_device(ctx.device, ctx.cluster.local_rank, n);
+  ctx.gpu = std::make_shared<ContextState>(*p, device, &ctx.health);
+  return *ctx.gpu;
+}
+
+}  // namespace
+
+void run_collective(hb_context &ctx, const CollectiveCall &call) {
+  ctx.check();
+  Peers peers;
+  peers.rank = ctx.cluster.rank;
+  peers.world = ctx.cluster.world_size;
+  peers.kv = ctx.client.get();
+  state_of(ctx, "GPU collective").collective(call, peers, ctx.timeout_ms());
+}
+
+void set_stream(hb_context &ctx, void *stream) {
+  ctx.check();
+  state_of(ctx, "hb_context_set_cuda_stream")
+      .set_stream(stream, ctx.timeout_ms());
+}
+
+void synchronize(hb_context &ctx) {
+  if (!ctx.gpu) return;  // no CUDA, or nothing was ever enqueued
+  ctx.gpu->synchronize(ctx.timeout_ms());
+}
+
+}  // namespace gpu
+}  // namespace hb

@@ -1,0 +1,169 @@
+#include "launcher/launch_options.h"
+
+#include <cerrno>
+#include <cmath>
+#include <cstdlib>
+#include <cstring>
+
+#include "abi/error.h"
+
+namespace hb {
+namespace launcher {
+namespace {
+
+int64_t parse_int(const std::string &opt, const std::string &v, int64_t lo,
+                  int64_t hi) {
+  char *end = nullptr;
+  errno = 0;
+  long long x = std::strtoll(v.c_str(), &end, 10);
+  if (v.empty() || *end != '\0' || errno != 0 || x < lo || x > hi)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option %s: '%s' is not an integer in [%lld, %lld]", opt.c_str(),
+         v.c_str(), static_cast<long long>(lo), static_cast<long long>(hi));
+  return x;
+}
+
+int64_t parse_seconds_as_ms(const std::string &opt, const std::string &v) {
+  char *end = nullptr;
+  errno = 0;
+  double s = std::strtod(v.c_str(), &end);
+  if (v.empty() || *end != '\0' || errno != 0 || !std::isfinite(s) || s <= 0 ||
+      s > 365.0 * 86400)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option %s: '%s' is not a positive number of seconds", opt.c_str(),
+         v.c_str());
+  return static_cast<int64_t>(std::ceil(s * 1000));
+}
+
+}  // namespace
+
+LaunchOptions parse_command_line(int argc, const char *const *argv) {
+  LaunchOptions o;
+  int i = 1;
+  // "--opt value" and "--opt=value" are both accepted.
+  auto value_of = [&](const std::string &arg, const std::string &name,
+                      std::string *value) -> bool {
+    if (arg == name) {
+      if (i + 1 >= argc)
+        fail(HB_ERR_INVALID_ARGUMENT, "option %s needs a value", name.c_str());
+      *value = argv[++i];
+      return true;
+    }
+    if (arg.compare(0, name.size() + 1, name + "=") == 0) {
+      *value = arg.substr(name.size() + 1);
+      return true;
+    }
+    return false;
+  };
+  for (; i < argc; ++i) {
+    std::string arg = argv[i], v;
+    if (arg == "--") {
+      ++i;
+      break;
+    }
+    if (arg.empty() || arg[0] != '-') break;  // the program starts here
+    if (arg == "-h" || arg == "--help") {
+      o.help = true;
+    } else if (value_of(arg, "-n", &v) || value_of(arg, "--nproc", &v)) {
+      o.nproc = static_cast<int>(parse_int("-n", v, 1, 4096));
+    } else if (value_of(arg, "--host", &v)) {
+      if (v.empty())
+        fail(HB_ERR_INVALID_ARGUMENT, "option --host: empty address");
+      o.host = v;
+    } else if (value_of(arg, "--port", &v)) {
+      o.port = static_cast<int>(parse_int("--port", v, 0, 65535));
+    } else if (value_of(arg, "--timeout", &v)) {
+      o.timeout_ms = parse_seconds_as_ms("--timeout", v);
+    } else if (value_of(arg, "--grace-ms", &v)) {
+      o.grace_ms = parse_int("--grace-ms", v, 0, INT64_C(3600000));
+    } else if (arg == "-v" || arg == "--verbose") {
+      o.verbose = true;
+    } else if (arg == "--no-prefix") {
+      o.prefix = false;
+    } else if (arg == "--no-tf-config") {
+      o.use_tf_config = false;
+    } else {
+      fail(HB_ERR_INVALID_ARGUMENT, "unknown option '%s'", arg.c_str());
+    }
+  }
+  for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (!o.help && o.command.empty())
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "no program given (usage: hbrun [options] -- program args...)");
+  return o;
+}
+
+const char *usage_text() {
+  return R"(usage: hbrun [options] -- program [args...]
+
+Starts the workers of one hb job on this machine, serves their rendezvous
+store, prefixes their output with their rank and supervises them.
+
+Workers on this machine:
+  -n, --nproc N     N CPU workers.
+  (no -n)           One worker per GPU listed in CUDA_VISIBLE_DEVICES (each
+                    worker gets CUDA_VISIBLE_DEVICES=<its entry>) or, if that
+                    is unset, in NVIDIA_VISIBLE_DEVICES (a container's list:
+                    worker i gets CUDA_VISIBLE_DEVICES=i; "all" counts the
+                    /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
+
+Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
+HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so
+rank 0 does not serve a store of its own), PYTHONUNBUFFERED=1 unless set,
+and stdin from /dev/null (local rank 0 keeps hbrun's stdin when that is not
+a terminal). Each worker runs in its own process group; hbrun kills the
+workers if hbrun itself dies (PR_SET_PDEATHSIG).
+
+Rendezvous (single machine):
+  --host ADDR       Address the store listens on (default 127.0.0.1; with
+                    0.0.0.0 workers connect to 127.0.0.1).
+  --port P          Its port (default 0: a free port).
+  The store's token is HB_RENDEZVOUS_TOKEN when set; its heartbeat, peer
+  timeout and frame cap follow HB_HEARTBEAT_INTERVAL_MS,
+  HB_PEER_TIMEOUT_MS and HB_MAX_FRAME_BYTES, as the workers' do.
+
+Several machines (TF_CONFIG set and non-empty, unless --no-tf-config):
+  Run one hbrun per TF_CONFIG task, each with the same -n (or the same
+  number of GPUs). The tasks of the collective world are the chief
+  (position 0) followed by the workers in order (worker i at position i+1,
+  or i without a chief). With L local workers per task, the task at
+  position p runs global ranks p*L .. p*L+L-1 (local rank l is rank p*L+l)
+  and HB_WORLD_SIZE = (number of chief + worker tasks) * L; the chief's
+  local rank 0 is rank 0. The rendezvous address is the chief's (else
+  worker 0's) host:port from TF_CONFIG (--port replaces the port). The
+  hbrun at position 0 serves the store there, bound to --host (default
+  0.0.0.0); the others serve nothing and point their workers at it.
+  A ps or evaluator task is not part of the world: hbrun runs the program
+  once, without HB_* variables, prefixed "[ps:<index>]" (or evaluator),
+  so it reads its role from TF_CONFIG. TF_CONFIG is passed on unchanged.
+
+Output and supervision:
+  --no-prefix       Workers write straight to hbrun's stdout and stderr.
+                    Otherwise each line is printed as "[<rank>] line" (stdout
+                    to stdout, stderr to stderr; whole lines, never
+                    interleaved; a last partial line is flushed at exit).
+  --timeout S       After S seconds (decimals allowed) stop every worker and
+                    exit 124.
+  --grace-ms MS     How long stopped workers get between SIGTERM and
+                    SIGKILL (default 3000).
+  --no-tf-config    Ignore TF_CONFIG (single-machine launch).
+  -v, --verbose     Describe the launch (ranks, rendezvous) on stderr.
+  -h, --help        This text.
+
+SIGINT, SIGTERM and SIGHUP are forwarded to every worker's process group;
+workers still running --grace-ms later (or at a second signal) get SIGKILL.
+When a worker exits non-zero or is killed by a signal, the others get
+SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with that first
+failing worker's status: its exit code, or 128+signal. All workers exiting
+0: exit 0. A rank the store declares lost (its connection dropped, or its
+heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
+lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
+calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as
+above. A stopped worker gets SIGCONT with the SIGTERM. hbrun's own errors:
+2 (usage, configuration), 126/127 (the program cannot be run / is not
+found).
+)";
+}
+
+}  // namespace launcher
+}  // namespace hb

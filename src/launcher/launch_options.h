@@ -1,0 +1,32 @@
+// hbrun's command line: parsed into LaunchOptions, with the help text that
+// documents every option and the launch semantics.
+#pragma once
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace hb {
+namespace launcher {
+
+struct LaunchOptions {
+  int nproc = 0;              // -n: CPU workers; 0: one per visible GPU
+  std::string host;           // --host: bind address; empty: mode default
+  int port = 0;               // --port: 0 = ephemeral (or TF_CONFIG's)
+  bool prefix = true;         // --no-prefix clears it
+  bool use_tf_config = true;  // --no-tf-config clears it
+  int64_t grace_ms = 3000;    // SIGTERM -> SIGKILL delay
+  int64_t timeout_ms = 0;     // --timeout; 0 = none
+  bool verbose = false;       // -v: describe the launch on stderr
+  bool help = false;
+  std::vector<std::string> command;  // program and its arguments
+};
+
+// Throws hb::Error(HB_ERR_INVALID_ARGUMENT) naming the bad option or value.
+LaunchOptions parse_command_line(int argc, const char *const *argv);
+
+// The --help text.
+const char *usage_text();
+
+}  // namespace launcher
+}  // namespace hb

@@ -1,0 +1,74 @@
+// Watches the workers until they are all gone: relays their output, reaps
+// them, forwards hbrun's signals, stops everyone when one fails or the
+// timeout passes, and computes hbrun's exit code.
+#pragma once
+
+#include <sys/types.h>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "common/clock.h"
+#include "launcher/line_relay.h"
+#include "launcher/process.h"
+
+namespace hb {
+namespace launcher {
+
+struct SupervisorConfig {
+  int64_t grace_ms = 3000;  // SIGTERM -> SIGKILL
+  int64_t timeout_ms = 0;   // 0: none; else exit 124 when it passes
+};
+
+class Supervisor {
+ public:
+  static constexpr int kTimeoutExitCode = 124;
+
+  // Installs the signal handlers; the timeout starts now.
+  explicit Supervisor(const SupervisorConfig &cfg);
+
+  // Takes over a started worker (and its output pipes, if captured).
+  void add(const std::string &label, const SpawnedProcess &p);
+  // A worker could not be started: stop the others, exit with `code`.
+  void launch_failed(int code);
+  // Runs until every worker has been reaped; returns hbrun's exit code.
+  int wait();
+
+ private:
+  struct Worker {
+    std::string label;
+    pid_t pid = -1;
+    bool running = true;
+    std::unique_ptr<LineRelay> out, err;
+  };
+
+  int running_count() const;
+  int64_t poll_timeout_ms() const;
+  void handle_signals();
+  void reap();
+  void on_exit(Worker &w, int wait_status);
+  void record_failure(int code);
+  // Sends sig to every running worker and schedules SIGKILL for those
+  // still running after the grace period (keeping an earlier one).
+  void signal_all(int sig);
+  // SIGTERM to everyone, once: a worker failed or could not be started.
+  void begin_stop();
+  void kill_all();
+  void check_timers();
+
+  SupervisorConfig cfg_;
+  int signal_fd_;
+  Clock::time_point start_;
+  std::vector<Worker> workers_;
+  bool stopping_ = false;
+  bool timed_out_ = false;
+  bool forwarded_signal_ = false;  // a second signal means SIGKILL now
+  bool kill_pending_ = false;
+  Clock::time_point kill_at_;
+  int first_failure_ = 0;  // hbrun's exit code once something failed
+};
+
+}  // namespace launcher
+}  // namespace hb

@@ -1,0 +1,61 @@
+// Which workers this hbrun starts and where their rendezvous is: from the
+// command line, the GPU lists and TF_CONFIG (semantics in hbrun --help).
+#pragma once
+
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "launcher/launch_options.h"
+
+namespace hb {
+namespace launcher {
+
+// Reads an environment variable; nullptr when unset. Tests pass a map.
+using EnvLookup = std::function<const char *(const char *name)>;
+
+struct LocalWorker {
+  int rank = 0;  // global rank (-1 for a ps/evaluator task)
+  int local_rank = 0;
+  std::string label;        // the output prefix: "0", "ps:1"
+  std::string cuda_device;  // CUDA_VISIBLE_DEVICES for it; empty: unchanged
+};
+
+struct Topology {
+  int world_size = 0;
+  int local_world_size = 0;
+  bool in_world = true;  // false: a ps/evaluator task (no HB_* variables)
+  std::vector<LocalWorker> workers;
+
+  bool serve = false;        // this hbrun serves the rendezvous store
+  std::string bind_host;     // where the store listens (when serve)
+  int bind_port = 0;         // 0: ephemeral
+  std::string connect_host;  // what the workers' HB_RENDEZVOUS names
+  int connect_port = 0;      // 0: the served store's actual port
+
+  std::string description;  // one line for hbrun's startup message
+};
+
+// The GPUs the workers split between them (see --help); gpu_count is asked
+// only for NVIDIA_VISIBLE_DEVICES=all.
+std::vector<std::string> visible_gpus(const EnvLookup &env,
+                                      const std::function<int()> &gpu_count);
+
+// How many GPUs a machine (or container) exposes as /dev/nvidia<N> nodes
+// under dev_dir: counting them needs no CUDA library.
+int count_nvidia_device_nodes(const std::string &dev_dir);
+
+// Throws HB_ERR_CONFIG (no -n and no GPUs, malformed TF_CONFIG) or
+// HB_ERR_INVALID_ARGUMENT, naming what was wrong.
+Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
+                       const std::function<int()> &gpu_count);
+
+// The environment of one worker: `base` ("NAME=value" entries) with the
+// HB_* variables (and CUDA_VISIBLE_DEVICES) of `w` replaced or added.
+// rendezvous_port is the store's actual port.
+std::vector<std::string> worker_environment(
+    const std::vector<std::string> &base, const Topology &topo,
+    const LocalWorker &w, int rendezvous_port);
+
+}  // namespace launcher
+}  // namespace hb

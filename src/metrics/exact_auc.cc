@@ -1,0 +1,43 @@
+// Exact ROC AUC. Each sample with a nonzero weight becomes one 64-bit key
+// (prediction, class, weight); merging concatenates keys, and the result
+// sorts the keys and sweeps them once. The sweep sees the samples in an
+// order determined by the multiset alone, so the result is bit-identical
+// however the samples were split across batches and ranks.
+//
+// AUC = sum over prediction values v of P_v * (N_below(v) + N_v / 2) / (P N)
+// where P_v, N_v are the positive / negative weights at v (ties count one
+// half), P and N the class totals.
+#include "metrics/auc_state.h"
+#include "metrics/radix_sort.h"
+#include "metrics/sample_key.h"
+#include "metrics/validate.h"
+
+namespace hb {
+namespace metrics {
+
+void ExactAucState::update(const Batch &b) {
+  validate(b, InputRules());
+  append_sample_keys(b, &keys_);
+}
+
+void ExactAucState::write_payload(Writer &w) const {
+  w.u64(keys_.size());
+  w.bytes(keys_.data(), keys_.size() * sizeof(uint64_t));
+}
+
+void ExactAucState::merge_payload(Reader &r) {
+  uint64_t n = r.count(sizeof(uint64_t));
+  size_t at = keys_.size();
+  keys_.resize(at + n);
+  r.bytes(keys_.data() + at, n * sizeof(uint64_t));
+}
+
+double ExactAucState::result(int32_t *flags) const {
+  radix_sort(keys_, tmp_);
+  AucSweep sweep;
+  sweep.run(keys_.data(), keys_.size());
+  return sweep.finish(flags);
+}
+
+}  // namespace metrics
+}  // namespace hb

@@ -1,0 +1,338 @@
+// Every collective x dtype x op against a locally computed reference, for
+// world sizes 1 to 4, ranks as threads over the in-memory KV.
+#include <gtest/gtest.h>
+
+#include <numeric>
+#include <random>
+
+#include "comm/backend.h"
+#include "thread_world.h"
+#include "typed.h"
+
+using hb::test::get;
+using hb::test::input;
+using hb::test::put;
+using hb::test::reference;
+using hb::test::ThreadWorld;
+using hb::test::through;
+
+namespace {
+
+using Bytes = std::vector<unsigned char>;
+
+Bytes make(hb_dtype t, size_t n) {
+  return Bytes(std::max<size_t>(n, 1) * hb_dtype_size(t));
+}
+
+// One world per size, shared by the tests of the suite, torn down before
+// static destructors run.
+std::map<int, std::unique_ptr<ThreadWorld>> g_worlds;
+struct DropWorlds : ::testing::Environment {
+  void TearDown() override { g_worlds.clear(); }
+};
+const auto *g_env = ::testing::AddGlobalTestEnvironment(new DropWorlds);
+
+class Collectives : public ::testing::TestWithParam<int> {
+ protected:
+  ThreadWorld &world() {
+    auto &w = g_worlds[GetParam()];
+    if (!w) w = std::make_unique<ThreadWorld>(GetParam());
+    return *w;
+  }
+};
+
+const size_t kCounts[] = {1, 13, 1031};
+
+TEST_P(Collectives, AllreduceEveryDtypeAndOp) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  for (hb_dtype t : hb::test::kAllDtypes)
+    for (hb_reduce_op op : hb::test::kAllOps)
+      for (size_t count : kCounts)
+        for (bool in_place : {false, true}) {
+          std::vector<Bytes> send(n), recv(n);
+          for (int r = 0; r < n; ++r) {
+            send[r] = make(t, count);
+            recv[r] = make(t, count);
+            for (size_t i = 0; i < count; ++i)
+              put(t, send[r].data(), i, input(r, i, op, t));
+          }
+          w.run([&](int r) {
+            void *out = in_place ? send[r].data() : recv[r].data();
+            w.at(r).allreduce(send[r].data(), out, count, t, op);
+          });
+          for (int r = 0; r < n; ++r) {
+            const void *out = in_place ? send[r].data() : recv[r].data();
+            for (size_t i = 0; i < count; ++i) {
+              std::vector<double> x(n);
+              for (int q = 0; q < n; ++q) x[q] = input(q, i, op, t);
+              double want = through(t, reference(x, op, t));
+              ASSERT_EQ(get(t, out, i), want)
+                  << "world " << n << " rank " << r << " " << hb::dtype_name(t)
+                  << " op " << op << " count " << count << " index " << i
+                  << (in_place ? " in place" : "");
+            }
+          }
+        }
+}
+
+TEST_P(Collectives, ReduceScatterEveryDtypeAndOp) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  for (hb_dtype t : hb::test::kAllDtypes)
+    for (hb_reduce_op op : hb::test::kAllOps)
+      for (size_t count : {size_t(1), size_t(77)}) {
+        std::vector<Bytes> send(n), recv(n);
+        for (int r = 0; r < n; ++r) {
+          send[r] = make(t, count * n);
+          recv[r] = make(t, count);
+          for (size_t i = 0; i < count * n; ++i)
+            put(t, send[r].data(), i, input(r, i, op, t));
+        }
+        w.run([&](int r) {
+          w.at(r).reduce_scatter(send[r].data(), recv[r].data(), count, t, op);
+        });
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) {
+            std::vector<double> x(n);
+            for (int q = 0; q < n; ++q) x[q] = input(q, r * count + i, op, t);
+            ASSERT_EQ(get(t, recv[r].data(), i),
+                      through(t, reference(x, op, t)))
+                << "world " << n << " rank " << r << " " << hb::dtype_name(t)
+                << " op " << op << " index " << i;
+          }
+      }
+}
+
+// Values that identify (source rank, index) in every dtype.
+double tagged(int rank, size_t i, hb_dtype t) {
+  return t == HB_UINT8 ? double((rank * 31 + i) % 251)
+                       : double(rank * 100 + i % 97);
+}
+
+TEST_P(Collectives, AllgathervUnevenWithOffsets) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  for (hb_dtype t : hb::test::kAllDtypes)
+    for (bool strided : {false, true}) {
+      std::vector<int64_t> counts(n), offs(n);
+      int64_t at = 0;
+      for (int r = 0; r < n; ++r) {
+        counts[r] = (r * 5 + 3) % 7;  // includes zero for rank 1... and uneven
+        if (r == n - 1 && n > 1) counts[r] = 0;
+        offs[r] = at + (strided ? 2 : 0);
+        at = offs[r] + counts[r];
+      }
+      std::vector<Bytes> send(n), recv(n);
+      for (int r = 0; r < n; ++r) {
+        send[r] = make(t, counts[r]);
+        recv[r] = make(t, at + 1);
+        for (int64_t i = 0; i < counts[r]; ++i)
+          put(t, send[r].data(), i, tagged(r, i, t));
+        for (int64_t i = 0; i <= at; ++i) put(t, recv[r].data(), i, 7);
+      }
+      w.run([&](int r) {
+        w.at(r).allgatherv(send[r].data(), counts[r], recv[r].data(),
+                           counts.data(), offs.data(), t);
+      });
+      for (int r = 0; r < n; ++r)
+        for (int q = 0; q < n; ++q)
+          for (int64_t i = 0; i < counts[q]; ++i)
+            ASSERT_EQ(get(t, recv[r].data(), offs[q] + i),
+                      through(t, tagged(q, i, t)))
+                << "rank " << r << " block " << q << " index " << i;
+      if (strided)  // the gaps are untouched
+        for (int r = 0; r < n; ++r) ASSERT_EQ(get(t, recv[r].data(), 0), 7);
+    }
+}
+
+TEST_P(Collectives, AllgatherInPlaceBlock) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  const size_t count = 300;
+  std::vector<std::vector<float>> buf(n, std::vector<float>(count * n, -1));
+  for (int r = 0; r < n; ++r)
+    for (size_t i = 0; i < count; ++i)
+      buf[r][r * count + i] = float(r * 1000 + i);
+  std::vector<int64_t> counts(n, count), offs(n);
+  for (int r = 0; r < n; ++r) offs[r] = r * count;
+  // send is this rank's own block of recv (MPI_IN_PLACE style).
+  w.run([&](int r) {
+    w.at(r).allgatherv(buf[r].data() + r * count, count, buf[r].data(),
+                       counts.data(), offs.data(), HB_FLOAT32);
+  });
+  for (int r = 0; r < n; ++r)
+    for (int q = 0; q < n; ++q)
+      for (size_t i = 0; i < count; ++i)
+        ASSERT_EQ(buf[r][q * count + i], float(q * 1000 + i));
+}
+
+TEST_P(Collectives, AlltoallvUnevenWithZerosAndOffsets) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  // count[s][d]: elements s sends to d; zero on some pairs (and self for s=1).
+  auto cnt = [](int s, int d) -> int64_t {
+    return ((s * 3 + d * 5) % 4 == 0) ? 0 : (s + 1) * 3 + d;
+  };
+  for (hb_dtype t : hb::test::kAllDtypes)
+    for (bool strided : {false, true}) {
+      std::vector<std::vector<int64_t>> sc(n, std::vector<int64_t>(n)),
+          so = sc, rc = sc, ro = sc;
+      std::vector<Bytes> send(n), recv(n);
+      for (int r = 0; r < n; ++r) {
+        int64_t sat = 0, rat = 0;
+        // Reverse order of blocks when strided, to test real offsets.
+        for (int k = 0; k < n; ++k) {
+          int p = strided ? n - 1 - k : k;
+          sc[r][p] = cnt(r, p);
+          so[r][p] = sat + (strided ? 1 : 0);
+          sat = so[r][p] + sc[r][p];
+          rc[r][p] = cnt(p, r);
+          ro[r][p] = rat + (strided ? 3 : 0);
+          rat = ro[r][p] + rc[r][p];
+        }
+        send[r] = make(t, sat);
+        recv[r] = make(t, rat);
+        for (int p = 0; p < n; ++p)
+          for (int64_t i = 0; i < sc[r][p]; ++i)
+            put(t, send[r].data(), so[r][p] + i, tagged(r * n + p, i, t));
+      }
+      w.run([&](int r) {
+        w.at(r).alltoallv(send[r].data(), sc[r].data(), so[r].data(),
+                          recv[r].data(), rc[r].data(), ro[r].data(), t);
+      });
+      for (int r = 0; r < n; ++r)
+        for (int p = 0; p < n; ++p)
+          for (int64_t i = 0; i < rc[r][p]; ++i)
+            ASSERT_EQ(get(t, recv[r].data(), ro[r][p] + i),
+                      through(t, tagged(p * n + r, i, t)))
+                << hb::dtype_name(t) << " rank " << r << " from " << p
+                << " index " << i << (strided ? " strided" : "");
+    }
+}
+
+TEST_P(Collectives, BroadcastEveryRootAndDtype) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  for (hb_dtype t : hb::test::kAllDtypes)
+    for (int root = 0; root < n; ++root)
+      for (bool in_place : {false, true}) {
+        const size_t count = 257;
+        std::vector<Bytes> send(n), recv(n);
+        for (int r = 0; r < n; ++r) {
+          send[r] = make(t, count);
+          recv[r] = make(t, count);
+          for (size_t i = 0; i < count; ++i)
+            put(t, send[r].data(), i, tagged(r, i, t));
+        }
+        w.run([&](int r) {
+          void *out = in_place ? send[r].data() : recv[r].data();
+          w.at(r).broadcast(send[r].data(), out, count, t, root);
+        });
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(get(t, in_place ? send[r].data() : recv[r].data(), i),
+                      through(t, tagged(root, i, t)))
+                << "root " << root << " rank " << r;
+      }
+}
+
+TEST_P(Collectives, HalfPrecisionRandomWithinRounding) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  const size_t count = 4099;
+  for (hb_dtype t : {HB_FLOAT16, HB_BFLOAT16})
+    for (hb_reduce_op op : {HB_SUM, HB_AVG}) {
+      std::vector<Bytes> buf(n);
+      std::mt19937 rng(42);
+      std::uniform_real_distribution<float> dist(-4, 4);
+      for (int r = 0; r < n; ++r) {
+        buf[r] = make(t, count);
+        for (size_t i = 0; i < count; ++i) put(t, buf[r].data(), i, dist(rng));
+      }
+      std::vector<Bytes> orig = buf;
+      w.run([&](int r) {
+        w.at(r).allreduce(buf[r].data(), buf[r].data(), count, t, op);
+      });
+      for (size_t i = 0; i < count; ++i) {
+        double exact = 0;
+        for (int q = 0; q < n; ++q) exact += get(t, orig[q].data(), i);
+        if (op == HB_AVG) exact /= n;
+        // One rounding to the 16-bit type: within half a unit of its last
+        // place, plus the float32 sum's own rounding.
+        double ulp =
+            std::fabs(through(t, exact)) * (t == HB_FLOAT16 ? 0x1p-10 : 0x1p-7);
+        double tol = std::max(ulp, t == HB_FLOAT16 ? 0x1p-24 : 0x1p-126);
+        for (int r = 0; r < n; ++r)
+          ASSERT_LE(std::fabs(get(t, buf[r].data(), i) - exact), tol)
+              << hb::dtype_name(t) << " op " << op << " index " << i;
+        // Every rank holds the same bits.
+        for (int r = 1; r < n; ++r)
+          ASSERT_EQ(
+              0, std::memcmp(buf[r].data() + i * 2, buf[0].data() + i * 2, 2));
+      }
+    }
+}
+
+TEST_P(Collectives, LargeAllreduceAndRepeatedCallsReuseState) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  const size_t count = (1 << 20) + 3;  // 4 MiB + a tail that does not divide
+  std::vector<std::vector<float>> buf(n, std::vector<float>(count));
+  for (int iter = 0; iter < 3; ++iter) {
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i)
+        buf[r][i] = float((r + 1) * ((i + iter) % 64));
+    w.run([&](int r) {
+      w.at(r).allreduce(buf[r].data(), buf[r].data(), count, HB_FLOAT32,
+                        HB_SUM);
+    });
+    const float f = float(n * (n + 1) / 2);
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; i += 997)
+        ASSERT_EQ(buf[r][i], f * float((i + iter) % 64));
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return "np" + std::to_string(p.param);
+                         });
+
+// Each Gloo algorithm the option offers agrees with the reference.
+TEST(CollectivesAlgorithms, EveryAllreduceAlgorithm) {
+  for (const char *algo : {"ring", "ring_chunked", "halving_doubling", "bcube"})
+    for (int n : {2, 3, 4}) {
+      if (std::string(algo) == "bcube" && n == 3) continue;
+      hb::comm::BackendConfig cfg;
+      cfg.allreduce_algorithm = algo;
+      ThreadWorld w(n, cfg);
+      for (size_t count : {size_t(1), size_t(1000)}) {
+        std::vector<std::vector<int32_t>> buf(n, std::vector<int32_t>(count));
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i) buf[r][i] = int32_t(r * 10 + i);
+        w.run([&](int r) {
+          w.at(r).allreduce(buf[r].data(), buf[r].data(), count, HB_INT32,
+                            HB_MAX);
+        });
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < count; ++i)
+            ASSERT_EQ(buf[r][i], int32_t((n - 1) * 10 + i))
+                << algo << " np" << n;
+      }
+    }
+}
+
+TEST(CollectivesAlgorithms, BcubeNeedsPowerOfTwo) {
+  hb::comm::BackendConfig cfg;
+  cfg.allreduce_algorithm = "bcube";
+  cfg.world_size = 3;
+  hb::Health h;
+  hb::rdv::MemoryKV kv;
+  EXPECT_EQ(HB_ERR_CONFIG,
+            hb::guard([&] { hb::comm::make_backend(cfg, &kv, h); }));
+  EXPECT_NE(std::string(hb_last_error()).find("power-of-two"),
+            std::string::npos);
+}
+
+}  // namespace

@@ -1,0 +1,234 @@
+// One rank of a multi-process context test. Started N times, by hbrun
+// (hb_add_mp_test) or by mp_spawn_test.cc with HB_RANK / HB_WORLD_SIZE /
+// HB_RENDEZVOUS set. Exits 0 when every check on this rank passed.
+//
+//   mp_context basic   form the context, check identity, run barriers
+//   mp_context kill    the last rank SIGKILLs itself; the others must get
+//                      HB_ERR_PEER_FAILED naming it within the bound
+//   mp_context token   the last rank presents a wrong token: it gets
+//                      HB_ERR_PERMISSION, the others HB_ERR_TIMEOUT naming it
+//   mp_context abort   rank 1 aborts; every rank gets HB_ERR_ABORTED + reason
+//   mp_context bye     rank 0 leaves first; its destroy waits for the others
+//                      (when it serves the store)
+#include <signal.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <thread>
+
+#include "context/context.h"
+#include "hb.h"
+
+namespace {
+
+int g_rank = -1;
+
+[[noreturn]] void die(int line, const char *fmt, ...) {
+  char msg[1024];
+  va_list ap;
+  va_start(ap, fmt);
+  std::vsnprintf(msg, sizeof msg, fmt, ap);
+  va_end(ap);
+  std::fprintf(stderr, "[mp_context r%d] FAILED at line %d: %s\n", g_rank, line,
+               msg);
+  std::fflush(stderr);
+  _exit(1);
+}
+
+#define CHECK(cond, ...)                     \
+  do {                                       \
+    if (!(cond)) die(__LINE__, __VA_ARGS__); \
+  } while (0)
+
+#define CHECK_OK(call)                                            \
+  do {                                                            \
+    hb_status st_ = (call);                                       \
+    CHECK(st_ == HB_OK, "%s: %s: %s", #call, hb_status_name(st_), \
+          hb_last_error());                                       \
+  } while (0)
+
+int env_int(const char *name) {
+  const char *v = std::getenv(name);
+  if (!v) die(__LINE__, "%s is not set", name);
+  return std::atoi(v);
+}
+
+int64_t ms_since(std::chrono::steady_clock::time_point t0) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(
+             std::chrono::steady_clock::now() - t0)
+      .count();
+}
+
+bool contains(const char *text, const std::string &what) {
+  return std::strstr(text, what.c_str()) != nullptr;
+}
+
+// "... ranks 1, 2 did not arrive ...": is rank in that list?
+bool names_missing_rank(const char *text, int rank) {
+  std::string s = text;
+  size_t end = s.find(" did not arrive");
+  size_t begin = s.rfind("ranks ", end);
+  if (end == std::string::npos || begin == std::string::npos) return false;
+  std::string list = ", " + s.substr(begin + 6, end - begin - 6) + ",";
+  return list.find(", " + std::to_string(rank) + ",") != std::string::npos;
+}
+
+hb_context *create(const char *options) {
+  hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
+  o.options = options;
+  hb_context *ctx = nullptr;
+  CHECK_OK(hb_context_create(&o, &ctx));
+  return ctx;
+}
+
+void basic(int world) {
+  hb_context *ctx = create(nullptr);
+  CHECK(hb_context_rank(ctx) == g_rank, "rank %d", hb_context_rank(ctx));
+  CHECK(hb_context_world_size(ctx) == world, "world %d",
+        hb_context_world_size(ctx));
+  CHECK(hb_context_is_chief(ctx) == (g_rank == 0 ? 1 : 0), "is_chief");
+  CHECK(hb_context_task_id(ctx) == g_rank, "task_id");
+  CHECK(std::strcmp(hb_context_task_type(ctx), "worker") == 0, "task_type");
+  int lr = hb_context_local_rank(ctx), lw = hb_context_local_world_size(ctx);
+  CHECK(lr >= 0 && lr < lw && lw <= world, "local %d of %d", lr, lw);
+  for (int i = 0; i < 20; ++i) {
+    // Stagger the ranks so that barriers really wait.
+    if (i % 5 == g_rank % 5)
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    CHECK_OK(hb_context_barrier(ctx, 10000));
+  }
+  hb_context_destroy(ctx);
+  // A second context in the same process forms again.
+  ctx = create(nullptr);
+  CHECK_OK(hb_context_barrier(ctx, 0));
+  hb_context_destroy(ctx);
+}
+
+void kill_last(int world) {
+  hb_context *ctx = create(nullptr);
+  CHECK_OK(hb_context_barrier(ctx, 10000));
+  int victim = world - 1;
+  if (g_rank == victim) raise(SIGKILL);
+  int64_t bound = ctx->options.get_int("peer_timeout_ms") + 3000;
+  auto t0 = std::chrono::steady_clock::now();
+  hb_status st = hb_context_barrier(ctx, 60000);
+  int64_t took = ms_since(t0);
+  CHECK(st == HB_ERR_PEER_FAILED, "barrier after rank %d died: %s: %s", victim,
+        hb_status_name(st), hb_last_error());
+  CHECK(contains(hb_last_error(), "rank " + std::to_string(victim)),
+        "message does not name rank %d: %s", victim, hb_last_error());
+  CHECK(took < bound, "took %lld ms, bound %lld ms", (long long)took,
+        (long long)bound);
+  // Later calls fail the same way at once.
+  t0 = std::chrono::steady_clock::now();
+  st = hb_context_barrier(ctx, 60000);
+  CHECK(st == HB_ERR_PEER_FAILED && ms_since(t0) < 1000, "second barrier: %s",
+        hb_status_name(st));
+  t0 = std::chrono::steady_clock::now();
+  hb_context_destroy(ctx);
+  CHECK(ms_since(t0) < 5000, "destroy after a failure took %lld ms",
+        (long long)ms_since(t0));
+  std::fprintf(stderr, "[mp_context r%d] saw rank %d fail after %lld ms\n",
+               g_rank, victim, (long long)took);
+}
+
+void token(int world) {
+  int intruder = world - 1;
+  hb_context *ctx = nullptr;
+  hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
+  // Rank 0 serves the store: it gives up last, so that the others see their
+  // own timeout rather than the store going away.
+  o.options = g_rank == intruder
+                  ? "rendezvous_token=wrong,connect_timeout_ms=10000"
+              : g_rank == 0 ? "connect_timeout_ms=4500"
+                            : "connect_timeout_ms=3000";
+  auto t0 = std::chrono::steady_clock::now();
+  hb_status st = hb_context_create(&o, &ctx);
+  int64_t took = ms_since(t0);
+  CHECK(ctx == nullptr, "a failed create returned a context");
+  if (g_rank == intruder) {
+    CHECK(st == HB_ERR_PERMISSION, "intruder: %s: %s", hb_status_name(st),
+          hb_last_error());
+  } else {
+    CHECK(st == HB_ERR_TIMEOUT, "%s: %s", hb_status_name(st), hb_last_error());
+    CHECK(names_missing_rank(hb_last_error(), intruder),
+          "timeout does not name rank %d: %s", intruder, hb_last_error());
+    CHECK(took < 4500 + 3000, "took %lld ms", (long long)took);
+  }
+  std::fprintf(stderr, "[mp_context r%d] %s: %s\n", g_rank, hb_status_name(st),
+               hb_last_error());
+}
+
+void abort_by_rank1(int world) {
+  (void)world;
+  hb_context *ctx = create(nullptr);
+  // Rank 1 may abort as soon as it leaves this barrier: the others may see
+  // the abort before their own reply (the abort wins).
+  hb_status st0 = hb_context_barrier(ctx, 10000);
+  CHECK(st0 == HB_OK || (g_rank != 1 && st0 == HB_ERR_ABORTED), "%s: %s",
+        hb_status_name(st0), hb_last_error());
+  if (g_rank == 1) CHECK_OK(hb_context_abort(ctx, "stop now"));
+  auto t0 = std::chrono::steady_clock::now();
+  hb_status st = hb_context_barrier(ctx, 60000);
+  CHECK(st == HB_ERR_ABORTED, "%s: %s", hb_status_name(st), hb_last_error());
+  CHECK(contains(hb_last_error(), "stop now"), "reason lost: %s",
+        hb_last_error());
+  CHECK(ms_since(t0) < 5000, "abort took %lld ms to arrive",
+        (long long)ms_since(t0));
+  hb_context_destroy(ctx);
+}
+
+void bye(int world) {
+  (void)world;
+  hb_context *ctx = create(nullptr);
+  CHECK_OK(hb_context_barrier(ctx, 10000));
+  auto t0 = std::chrono::steady_clock::now();
+  if (g_rank == 0) {
+    hb_context_destroy(ctx);
+    int64_t took = ms_since(t0);
+    if (std::getenv("HB_RENDEZVOUS_SERVED")) {
+      // hbrun serves the store: rank 0 has nothing to wait for.
+      CHECK(took < 2000, "rank 0 destroy took %lld ms", (long long)took);
+    } else {
+      // It waited for the others (who leave after ~1 s), but not for long.
+      CHECK(took >= 700 && took < 10000, "rank 0 destroy took %lld ms",
+            (long long)took);
+    }
+    return;
+  }
+  std::this_thread::sleep_for(std::chrono::milliseconds(1000));
+  CHECK(ctx->health.ok(), "the store went away under rank %d: %s", g_rank,
+        ctx->health.message().c_str());
+  hb_context_destroy(ctx);
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc != 2) {
+    std::fprintf(stderr, "usage: mp_context basic|kill|token|abort|bye\n");
+    return 2;
+  }
+  g_rank = env_int("HB_RANK");
+  int world = env_int("HB_WORLD_SIZE");
+  std::string mode = argv[1];
+  if (mode == "basic")
+    basic(world);
+  else if (mode == "kill")
+    kill_last(world);
+  else if (mode == "token")
+    token(world);
+  else if (mode == "abort")
+    abort_by_rank1(world);
+  else if (mode == "bye")
+    bye(world);
+  else
+    die(__LINE__, "unknown mode %s", mode.c_str());
+  std::fprintf(stderr, "[mp_context r%d] %s ok\n", g_rank, mode.c_str());
+  return 0;
+}

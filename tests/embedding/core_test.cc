@@ -1,0 +1,422 @@
+// Sharded-table semantics against the independent reference, with k ranks
+// simulated by threads: bit-equal lookups and parameters for world sizes
+// 1-4, every optimizer, partition, table kind and wire dtype.
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <mutex>
+#include <string>
+#include <tuple>
+
+#include "abi/error.h"
+#include "embedding/init.h"
+#include "harness.h"
+
+using hbtest::Batch;
+using hbtest::RefTable;
+
+namespace {
+
+hb_embedding_config base_config(int opt, int64_t num_rows, int partition,
+                                hb_dtype wire) {
+  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
+  c.name = "tbl";
+  c.dim = 5;
+  c.num_rows = num_rows;
+  c.partition = partition;
+  c.initializer = HB_INIT_NORMAL;
+  c.init_a = 0.0;
+  c.init_b = 0.3;
+  c.seed = 42;
+  c.optimizer = opt;
+  c.learning_rate = 0.05;
+  c.l1 = 0.01;
+  c.l2 = 0.02;
+  c.wire_dtype = wire;
+  return c;
+}
+
+bool same_bits(float a, float b) { return std::memcmp(&a, &b, 4) == 0; }
+
+// Trains `steps` steps at world size `world` and compares every lookup and,
+// at the end, every row and slot with the reference.
+void check_bit_equal(const hb_embedding_config &cfg, int world, int steps,
+                     uint64_t seed) {
+  RefTable ref(cfg);
+  hbtest::Zipf zipf(200, 1.1);
+  std::mt19937_64 g(seed);
+  std::vector<std::vector<Batch>> plan;
+  for (int s = 0; s < steps; ++s)
+    plan.push_back(hbtest::make_step(g, world, cfg.num_rows, cfg.dim, zipf));
+  // Expected lookups (before each step's update) from the reference.
+  std::vector<std::vector<std::vector<float>>> expect(steps);
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < world; ++r) {
+      std::vector<float> e;
+      for (int64_t id : plan[s][r].ids) {
+        std::vector<float> row = ref.lookup(id);
+        e.insert(e.end(), row.begin(), row.end());
+      }
+      expect[s].push_back(e);
+    }
+    std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> b;
+    for (int r = 0; r < world; ++r) b.emplace_back(plan[s][r].ids, plan[s][r].grads);
+    ref.apply(b);
+  }
+
+  std::mutex mu;
+  std::string first_error;
+  std::atomic<int64_t> rows_seen{0};
+  auto report = [&](const std::string &e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (first_error.empty()) first_error = e;
+  };
+  hbtest::run_tables(world, cfg, [&](int r, hb::emb::Table &t) {
+    for (int s = 0; s < steps; ++s) {
+      const Batch &b = plan[s][r];
+      std::vector<float> out(b.ids.size() * cfg.dim, -7.0f);
+      t.lookup(b.ids.data(), b.ids.size(), out.data());
+      for (size_t i = 0; i < out.size(); ++i)
+        if (!same_bits(out[i], expect[s][r][i])) {
+          report("step " + std::to_string(s) + " rank " + std::to_string(r) +
+                 " lookup element " + std::to_string(i) + ": " +
+                 std::to_string(out[i]) + " vs " + std::to_string(expect[s][r][i]));
+          break;
+        }
+      t.apply_gradients(b.ids.data(), b.ids.size(), b.grads.data());
+    }
+    // Every row this rank holds must equal the reference's (untouched static
+    // rows: their initial value), including the slots.
+    const int64_t d = cfg.dim;
+    t.shard().for_each([&](int64_t id, const float *rec) {
+      ++rows_seen;
+      RefTable::Row &want = const_cast<RefTable &>(ref).row(id);
+      for (int64_t k = 0; k < d; ++k) {
+        bool ok = same_bits(rec[k], want.w[k]);
+        if (cfg.optimizer != HB_OPT_SGD) ok = ok && same_bits(rec[d + k], want.s1[k]);
+        if (cfg.optimizer == HB_OPT_ADAM || cfg.optimizer == HB_OPT_FTRL)
+          ok = ok && same_bits(rec[2 * d + k], want.s2[k]);
+        if (!ok) {
+          report("final row " + std::to_string(id) + " col " + std::to_string(k) +
+                 " rank " + std::to_string(r) + ": w " + std::to_string(rec[k]) +
+                 " vs " + std::to_string(want.w[k]));
+          return;
+        }
+      }
+      if (cfg.optimizer == HB_OPT_ADAM &&
+          hb::emb::Optimizer::adam_steps(rec, d) != want.t)
+        report("adam step count of row " + std::to_string(id));
+    });
+  });
+  EXPECT_EQ(first_error, "");
+  if (cfg.num_rows > 0)
+    EXPECT_EQ(rows_seen.load(), cfg.num_rows);
+  else
+    EXPECT_EQ(rows_seen.load(), static_cast<int64_t>(ref.rows.size()));
+}
+
+struct Kind {
+  const char *label;
+  int64_t num_rows;
+  int partition;
+};
+const Kind kKinds[] = {{"static_mod", 97, HB_PARTITION_MOD},
+                       {"static_div", 97, HB_PARTITION_DIV},
+                       {"dynamic_mod", 0, HB_PARTITION_MOD}};
+
+class BitEqual : public ::testing::TestWithParam<std::tuple<int, int, int, hb_dtype>> {};
+
+TEST_P(BitEqual, MatchesReference) {
+  int opt, kind, world;
+  hb_dtype wire;
+  std::tie(opt, kind, world, wire) = GetParam();
+  hb_embedding_config c =
+      base_config(opt, kKinds[kind].num_rows, kKinds[kind].partition, wire);
+  check_bit_equal(c, world, 25, 1000 + opt * 31 + kind * 7 + world);
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    AllTables, BitEqual,
+    ::testing::Combine(::testing::Values(HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL),
+                       ::testing::Values(0, 1, 2), ::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(HB_FLOAT32, HB_FLOAT16, HB_BFLOAT16)));
+
+TEST(BitEqual, WorldLargerThanIds) {
+  hb_embedding_config c = base_config(HB_OPT_ADAGRAD, 3, HB_PARTITION_DIV, HB_FLOAT32);
+  check_bit_equal(c, 4, 10, 7);  // rank 3 owns nothing
+  c.partition = HB_PARTITION_MOD;
+  check_bit_equal(c, 4, 10, 8);
+}
+
+TEST(BitEqual, FtrlGeneralPower) {
+  hb_embedding_config c = base_config(HB_OPT_FTRL, 0, HB_PARTITION_MOD, HB_FLOAT32);
+  c.lr_power = -0.7;
+  check_bit_equal(c, 3, 15, 9);
+}
+
+// ---- Optimizers against hand-computed values -----------------------------
+
+// One row (id 0 of a 1-row table, constant init 1.0), one or two steps.
+std::vector<float> train_one(hb_embedding_config c, const std::vector<std::vector<float>> &gs,
+                             std::vector<float> *slots = nullptr) {
+  c.num_rows = 1;
+  c.dim = 2;
+  c.initializer = HB_INIT_CONSTANT;
+  c.init_a = 1.0;
+  std::vector<float> w(2), rec;
+  hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
+    int64_t id = 0;
+    for (const auto &g : gs) t.apply_gradients(&id, 1, g.data());
+    t.lookup(&id, 1, w.data());
+    const float *r = t.shard().find(0);
+    rec.assign(r, r + t.shard().record_words());
+  });
+  if (slots) *slots = rec;
+  return w;
+}
+
+TEST(Optimizer, SgdByHand) {
+  hb_embedding_config c = base_config(HB_OPT_SGD, 1, 0, HB_FLOAT32);
+  c.learning_rate = 0.1;
+  std::vector<float> w = train_one(c, {{0.5f, -2.0f}});
+  EXPECT_NEAR(w[0], 1.0 - 0.1 * 0.5, 1e-7);  // 0.95
+  EXPECT_NEAR(w[1], 1.0 + 0.1 * 2.0, 1e-7);  // 1.2
+}
+
+TEST(Optimizer, DuplicatesSummedOneStep) {
+  // Two occurrences of id 0 with g = 0.5 each: one Adagrad step with g = 1.
+  hb_embedding_config c = base_config(HB_OPT_ADAGRAD, 1, 0, HB_FLOAT32);
+  c.num_rows = 1;
+  c.dim = 1;
+  c.initializer = HB_INIT_CONSTANT;
+  c.init_a = 1.0;
+  c.learning_rate = 0.1;
+  c.initial_accumulator = 0.1;
+  c.epsilon = 0;
+  float w = 0;
+  hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
+    int64_t ids[2] = {0, 0};
+    float g[2] = {0.5f, 0.5f};
+    t.apply_gradients(ids, 2, g);
+    t.lookup(ids, 1, &w);
+  });
+  EXPECT_NEAR(w, 1.0 - 0.1 * 1.0 / std::sqrt(1.1), 1e-6);
+}
+
+TEST(Optimizer, AdagradByHand) {
+  hb_embedding_config c = base_config(HB_OPT_ADAGRAD, 1, 0, HB_FLOAT32);
+  c.learning_rate = 0.1;
+  c.initial_accumulator = 0.5;
+  c.epsilon = 1e-7;
+  std::vector<float> s;
+  std::vector<float> w = train_one(c, {{1.0f, 2.0f}, {1.0f, 0.0f}}, &s);
+  // acc: 0.5 -> 1.5 -> 2.5 ; w0 = 1 - .1/sqrt(1.5) - .1/sqrt(2.5)
+  EXPECT_NEAR(w[0], 1.0 - 0.1 / (std::sqrt(1.5) + 1e-7) - 0.1 / (std::sqrt(2.5) + 1e-7), 1e-6);
+  EXPECT_NEAR(w[1], 1.0 - 0.2 / (std::sqrt(4.5) + 1e-7), 1e-6);
+  EXPECT_NEAR(s[2], 2.5, 1e-6);
+  EXPECT_NEAR(s[3], 4.5, 1e-6);
+}
+
+TEST(Optimizer, AdamByHand) {
+  hb_embedding_config c = base_config(HB_OPT_ADAM, 1, 0, HB_FLOAT32);
+  c.learning_rate = 0.01;
+  c.beta1 = 0.9;
+  c.beta2 = 0.999;
+  c.epsilon = 1e-8;
+  std::vector<float> s;
+  std::vector<float> w = train_one(c, {{0.5f, -1.0f}, {0.5f, -1.0f}}, &s);
+  // Step 1: m = .05, v = .00025 ; lr1 = .01*sqrt(.001)/.1 ; w -= lr1*m/sqrt(v)
+  double m = 0.05, v = 0.00025, w0 = 1.0;
+  w0 -= 0.01 * std::sqrt(1 - 0.999) / (1 - 0.9) * m / (std::sqrt(v) + 1e-8);
+  m = 0.9 * m + 0.1 * 0.5;
+  v = 0.999 * v + 0.001 * 0.25;
+  w0 -= 0.01 * std::sqrt(1 - 0.999 * 0.999) / (1 - 0.81) * m / (std::sqrt(v) + 1e-8);
+  EXPECT_NEAR(w[0], w0, 1e-6);
+  EXPECT_NEAR(w[1], 2.0 - w0, 1e-6);  // symmetric gradient of twice the size
+  EXPECT_EQ(hb::emb::Optimizer::adam_steps(s.data(), 2), 2);
+}
+
+TEST(Optimizer, AdamLazyPerRowSteps) {
+  // Row 1 touched once, row 0 three times: their step counts differ.
+  hb_embedding_config c = base_config(HB_OPT_ADAM, 2, 0, HB_FLOAT32);
+  hbtest::run_tables(2, c, [&](int r, hb::emb::Table &t) {
+    int64_t ids[2] = {0, 1};
+    std::vector<float> g(2 * c.dim, 0.1f);
+    for (int s = 0; s < 3; ++s) t.apply_gradients(ids, r == 0 && s == 0 ? 2 : (r == 0 ? 1 : 0), g.data());
+    int64_t want = r == 0 ? 3 : 1;  // MOD: rank 0 owns id 0, rank 1 owns id 1
+    EXPECT_EQ(hb::emb::Optimizer::adam_steps(t.shard().find(r), c.dim), want);
+  });
+}
+
+TEST(Optimizer, FtrlByHand) {
+  hb_embedding_config c = base_config(HB_OPT_FTRL, 1, 0, HB_FLOAT32);
+  c.learning_rate = 0.1;
+  c.initial_accumulator = 0.1;
+  c.l1 = 0.001;
+  c.l2 = 0.01;
+  c.lr_power = -0.5;
+  std::vector<float> w = train_one(c, {{1.0f, 0.0f}});
+  // n1 = 1.1, sigma = (sqrt(1.1)-sqrt(.1))/.1, z = 1 - sigma*1,
+  // w = (sign(z)*l1 - z) / (sqrt(1.1)/.1 + .02)
+  double sigma = (std::sqrt(1.1) - std::sqrt(0.1)) / 0.1;
+  double z = 1.0 - sigma;
+  double want = (std::copysign(0.001, z) - z) / (std::sqrt(1.1) / 0.1 + 0.02);
+  EXPECT_NEAR(w[0], want, 1e-6);
+  // Column 1: g = 0, sigma = 0, z = 0 -> |z| <= l1 -> w = 0.
+  EXPECT_EQ(w[1], 0.0f);
+}
+
+// ---- Initializers ----------------------------------------------------------
+
+TEST(Initializer, SameRowsForEveryWorldAndPartition) {
+  for (int init : {HB_INIT_CONSTANT, HB_INIT_UNIFORM, HB_INIT_NORMAL}) {
+    hb_embedding_config c = base_config(HB_OPT_SGD, 50, HB_PARTITION_MOD, HB_FLOAT32);
+    c.initializer = init;
+    c.init_a = init == HB_INIT_UNIFORM ? -0.25 : 0.5;
+    c.init_b = 0.25;
+    std::map<int64_t, std::vector<float>> first;
+    for (int part : {HB_PARTITION_MOD, HB_PARTITION_DIV})
+      for (int world : {1, 3, 4}) {
+        c.partition = part;
+        std::mutex mu;
+        std::map<int64_t, std::vector<float>> rows;
+        hbtest::run_tables(world, c, [&](int, hb::emb::Table &t) {
+          std::lock_guard<std::mutex> lk(mu);
+          t.shard().for_each([&](int64_t id, const float *r) {
+            rows[id].assign(r, r + c.dim);
+          });
+        });
+        ASSERT_EQ(rows.size(), 50u);
+        if (first.empty()) first = rows;
+        EXPECT_TRUE(rows == first) << "init " << init << " world " << world;
+      }
+    for (auto &kv : first)
+      for (float v : kv.second) {
+        if (init == HB_INIT_CONSTANT) EXPECT_EQ(v, 0.5f);
+        if (init == HB_INIT_UNIFORM) EXPECT_TRUE(v >= -0.25f && v < 0.25f);
+      }
+  }
+}
+
+TEST(Initializer, NormalMoments) {
+  hb::emb::Spec s;
+  s.name = "moments";
+  s.dim = 1000;
+  s.initializer = HB_INIT_NORMAL;
+  s.init_a = 1.0;
+  s.init_b = 2.0;
+  std::vector<float> w(1000);
+  double sum = 0, sq = 0;
+  for (int64_t id = 0; id < 100; ++id) {
+    hb::emb::init_row(s, 77, id, w.data());
+    for (float v : w) sum += v, sq += v * (double)v;
+  }
+  double mean = sum / 1e5, var = sq / 1e5 - mean * mean;
+  EXPECT_NEAR(mean, 1.0, 0.03);
+  EXPECT_NEAR(std::sqrt(var), 2.0, 0.03);
+}
+
+// ---- Errors ----------------------------------------------------------------
+
+TEST(Errors, OutOfRangeIdFailsEveryRankAndNamesIt) {
+  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+  std::vector<hb_status> st(3);
+  std::vector<std::string> msg(3);
+  std::vector<float> after(3);
+  hbtest::run_tables(3, c, [&](int r, hb::emb::Table &t) {
+    int64_t ids[2] = {1, r == 1 ? int64_t{12} : int64_t{2}};
+    std::vector<float> out(2 * c.dim);
+    try {
+      t.lookup(ids, 2, out.data());
+    } catch (const hb::Error &e) {
+      st[r] = e.status();
+      msg[r] = e.what();
+    }
+    // The table still works afterwards, and nothing changed.
+    int64_t ok[1] = {3};
+    t.lookup(ok, 1, out.data());
+    after[r] = out[0];
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(st[r], HB_ERR_INVALID_ARGUMENT) << r;
+    EXPECT_NE(msg[r].find("12"), std::string::npos) << msg[r];
+    EXPECT_EQ(after[r], after[0]);
+  }
+  EXPECT_NE(msg[1].find("outside [0, 10)"), std::string::npos) << msg[1];
+  EXPECT_NE(msg[0].find("rank 1"), std::string::npos) << msg[0];
+}
+
+TEST(Errors, NegativeIdInStaticTable) {
+  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_DIV, HB_FLOAT32);
+  hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
+    int64_t id = -1;
+    float g[5] = {0};
+    try {
+      t.apply_gradients(&id, 1, g);
+      ADD_FAILURE() << "no error";
+    } catch (const hb::Error &e) {
+      EXPECT_EQ(e.status(), HB_ERR_INVALID_ARGUMENT);
+      EXPECT_NE(std::string(e.what()).find("id -1"), std::string::npos) << e.what();
+    }
+  });
+}
+
+TEST(Errors, ConfigMismatchAcrossRanks) {
+  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+  hbtest::ThreadWorld tw(2);
+  std::vector<hb_status> st(2, HB_OK);
+  hbtest::ThreadWorld::run(2, [&](int r) {
+    hb_embedding_config mine = c;
+    if (r == 1) mine.dim = 6;
+    try {
+      hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
+    } catch (const hb::Error &e) {
+      st[r] = e.status();
+    }
+  });
+  EXPECT_EQ(st[0], HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(st[1], HB_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Errors, BadConfigs) {
+  auto bad = [](std::function<void(hb_embedding_config &)> edit) -> hb_status {
+    hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+    edit(c);
+    try {
+      hb::emb::spec_from_config(&c);
+    } catch (const hb::Error &e) {
+      return e.status();
+    }
+    return HB_OK;
+  };
+  EXPECT_EQ(bad([](auto &c) { c.name = nullptr; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.name = "a/b"; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.dim = 0; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.num_rows = -1; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.num_rows = 0, c.partition = HB_PARTITION_DIV; }),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.partition = 7; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.learning_rate = -1; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.wire_dtype = HB_INT32; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.optimizer = HB_OPT_FTRL, c.lr_power = 0.5; }),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.device = 0; }), HB_ERR_UNSUPPORTED);
+  EXPECT_EQ(bad([](auto &c) { c.dtype = HB_FLOAT16; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &) {}), HB_OK);
+}
+
+TEST(Stats, DedupKeepsWireSmall) {
+  // 2 ranks, each looks up 1000 copies of 4 ids: the wire carries 4 ids and
+  // 4 rows per rank at most (plus headers), not 1000.
+  hb_embedding_config c = base_config(HB_OPT_SGD, 100, HB_PARTITION_MOD, HB_FLOAT32);
+  hbtest::run_tables(2, c, [&](int, hb::emb::Table &t) {
+    std::vector<int64_t> ids;
+    for (int i = 0; i < 1000; ++i) ids.push_back(i % 4);
+    std::vector<float> out(ids.size() * c.dim);
+    t.lookup(ids.data(), ids.size(), out.data());
+    EXPECT_EQ(t.stats().unique_ids, 4u);
+    EXPECT_LE(t.stats().wire_bytes_sent, 24u + 2 * 8 + 2 * 4 * c.dim);
+  });
+}
+
+}  // namespace

@@ -1,0 +1,72 @@
+// Shared helpers for the embedding tests: seeded skewed batches and a
+// k-rank run of Table objects over the in-process exchange.
+#pragma once
+
+#include <algorithm>
+#include <cmath>
+#include <functional>
+#include <random>
+#include <vector>
+
+#include "embedding/table.h"
+#include "reference.h"
+#include "thread_exchange.h"
+
+namespace hbtest {
+
+// Zipf(alpha) ranks over [0, n) by inverse CDF.
+class Zipf {
+ public:
+  Zipf(int64_t n, double alpha) : cdf_(n) {
+    double s = 0;
+    for (int64_t i = 0; i < n; ++i) cdf_[i] = (s += 1.0 / std::pow(i + 1.0, alpha));
+    for (double &c : cdf_) c /= s;
+  }
+  int64_t operator()(std::mt19937_64 &g) const {
+    double u = std::uniform_real_distribution<double>(0, 1)(g);
+    return std::min<int64_t>(std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin(),
+                             cdf_.size() - 1);
+  }
+
+ private:
+  std::vector<double> cdf_;
+};
+
+struct Batch {
+  std::vector<int64_t> ids;
+  std::vector<float> grads;
+};
+
+// Per-rank batches of one step: skewed ids, some ranks empty, duplicate-
+// heavy ones, sizes that differ per rank. Dynamic tables get scattered
+// 64-bit ids (negative ones included).
+inline std::vector<Batch> make_step(std::mt19937_64 &g, int world, int64_t num_rows,
+                                    int64_t dim, const Zipf &zipf) {
+  std::vector<Batch> out(world);
+  for (int r = 0; r < world; ++r) {
+    int kind = static_cast<int>(g() % 6);
+    size_t n = kind == 0 ? 0 : 1 + g() % 48;
+    for (size_t i = 0; i < n; ++i) {
+      int64_t k = kind == 1 ? static_cast<int64_t>(g() % 3) : zipf(g);
+      int64_t id = num_rows > 0 ? k % num_rows
+                                : static_cast<int64_t>(ref_splitmix(k * 7919 + 1));
+      out[r].ids.push_back(id);
+    }
+    for (size_t i = 0; i < n * dim; ++i)
+      out[r].grads.push_back(std::uniform_real_distribution<float>(-1, 1)(g));
+  }
+  return out;
+}
+
+// Runs fn(rank, table) on `world` threads, each with its own table.
+inline void run_tables(int world, const hb_embedding_config &cfg,
+                       const std::function<void(int, hb::emb::Table &)> &fn) {
+  ThreadWorld tw(world);
+  hb::emb::Spec spec = hb::emb::spec_from_config(&cfg);
+  ThreadWorld::run(world, [&](int r) {
+    hb::emb::Table t(spec, tw.endpoint(r));
+    fn(r, t);
+  });
+}
+
+}  // namespace hbtest

@@ -1,0 +1,94 @@
+// Simulates k ranks in one process: each rank is a thread with its own
+// Exchange endpoint; a collective publishes every rank's send buffer,
+// waits for all, copies its blocks, and waits again before buffers may be
+// reused. Lets the table's collective logic run without a network.
+#pragma once
+
+#include <condition_variable>
+#include <cstring>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "embedding/exchange.h"
+
+namespace hbtest {
+
+class ThreadWorld {
+ public:
+  explicit ThreadWorld(int world) : world_(world), posts_(world) {}
+
+  std::unique_ptr<hb::emb::Exchange> endpoint(int rank);
+
+  // Runs fn(rank) on `world` threads and joins them.
+  static void run(int world, const std::function<void(int)> &fn) {
+    std::vector<std::thread> ts;
+    for (int r = 0; r < world; ++r) ts.emplace_back(fn, r);
+    for (auto &t : ts) t.join();
+  }
+
+  struct Post {
+    const unsigned char *send = nullptr;
+    std::vector<int64_t> offsets;  // byte offset of each peer's block
+  };
+
+  void barrier() {
+    std::unique_lock<std::mutex> lk(mu_);
+    uint64_t gen = gen_;
+    if (++arrived_ == world_) {
+      arrived_ = 0;
+      ++gen_;
+      cv_.notify_all();
+    } else {
+      cv_.wait(lk, [&] { return gen_ != gen; });
+    }
+  }
+
+  int world_;
+  std::vector<Post> posts_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int arrived_ = 0;
+  uint64_t gen_ = 0;
+};
+
+class ThreadExchange : public hb::emb::Exchange {
+ public:
+  ThreadExchange(ThreadWorld *w, int rank) : w_(w), rank_(rank) {}
+  int rank() const override { return rank_; }
+  int world() const override { return w_->world_; }
+  void alltoall(const int64_t *send, int64_t *recv, size_t k) override {
+    std::vector<int64_t> b(world(), static_cast<int64_t>(k * 8));
+    alltoallv(send, b.data(), recv, b.data());
+  }
+  void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
+                 const int64_t *recv_bytes) override {
+    int n = world();
+    ThreadWorld::Post &mine = w_->posts_[rank_];
+    mine.send = static_cast<const unsigned char *>(send);
+    mine.offsets.assign(n + 1, 0);
+    for (int p = 0; p < n; ++p) mine.offsets[p + 1] = mine.offsets[p] + send_bytes[p];
+    w_->barrier();
+    unsigned char *out = static_cast<unsigned char *>(recv);
+    for (int p = 0; p < n; ++p) {
+      const ThreadWorld::Post &src = w_->posts_[p];
+      int64_t len = src.offsets[rank_ + 1] - src.offsets[rank_];
+      if (len != recv_bytes[p]) std::abort();  // protocol bug
+      if (len) std::memcpy(out, src.send + src.offsets[rank_], len);
+      out += len;
+    }
+    w_->barrier();
+  }
+
+ private:
+  ThreadWorld *w_;
+  int rank_;
+};
+
+inline std::unique_ptr<hb::emb::Exchange> ThreadWorld::endpoint(int rank) {
+  return std::unique_ptr<hb::emb::Exchange>(new ThreadExchange(this, rank));
+}
+
+}  // namespace hbtest

@@ -1,0 +1,288 @@
+// The embedding and metric kernels against straightforward host
+// references: bit-equal (fixed summation order, -fmad=false, shared
+// optimizer formulas).
+#include <gtest/gtest.h>
+
+#include <algorithm>
+#include <map>
+#include <numeric>
+#include <random>
+
+#include "context/health.h"
+#include "gpu/context_state.h"
+#include "gpu_test_util.h"
+#include "optimizer_math.h"
+
+namespace {
+
+using hb_test::DeviceBuffer;
+
+constexpr int64_t kTimeoutMs = 60000;
+
+class GpuKernels : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    HB_REQUIRE_GPU();
+    p_ = &hb::gpu::require_plugin();
+    state_.reset(new hb::gpu::ContextState(*p_, 0, &health_));
+    s_ = state_->stream();
+  }
+  template <class T>
+  std::vector<T> download(const DeviceBuffer &b, size_t n) {
+    std::vector<T> out(n);
+    b.download(out.data(), n * sizeof(T), s_);
+    state_->synchronize(kTimeoutMs);
+    return out;
+  }
+  template <class Fn, class... Args>
+  void call(const char *what, Fn fn, Args... args) {
+    hb::gpu::plugin_call(what, fn, args..., s_);
+  }
+  std::vector<int64_t> random_ids(size_t n, int64_t range, uint32_t seed,
+                                  bool negatives = false) {
+    std::mt19937_64 rng(seed);
+    std::vector<int64_t> ids(n);
+    for (auto &id : ids) {
+      id = static_cast<int64_t>(rng() % static_cast<uint64_t>(range));
+      if (negatives && rng() % 5 == 0) id = -id - 1;
+    }
+    return ids;
+  }
+  std::vector<float> random_floats(size_t n, uint32_t seed) {
+    std::mt19937 rng(seed);
+    std::uniform_real_distribution<float> dist(-1.0f, 1.0f);
+    std::vector<float> v(n);
+    for (auto &x : v) x = dist(rng);
+    return v;
+  }
+
+  hb::Health health_;
+  std::unique_ptr<hb::gpu::ContextState> state_;
+  const hb_cuda_plugin *p_ = nullptr;
+  void *s_ = nullptr;
+};
+
+TEST_F(GpuKernels, PartitionModAndDiv) {
+  const int32_t world = 3;
+  const int64_t rows_per_shard = 40;
+  for (int32_t mode : {HB_CUDA_PARTITION_MOD, HB_CUDA_PARTITION_DIV}) {
+    auto ids = random_ids(5000, 130, 1 + mode, /*negatives=*/true);
+    DeviceBuffer dids(ids, s_), owner(ids.size() * 4), counts(world * 8),
+        order(ids.size() * 8);
+    call("emb_partition", p_->emb_partition, dids.get<const int64_t>(),
+         ids.size(), world, mode, rows_per_shard, owner.get<int32_t>(),
+         counts.get<int64_t>(), order.get<int64_t>());
+    std::vector<int32_t> want_owner(ids.size());
+    std::vector<int64_t> want_counts(world, 0), want_order;
+    for (size_t i = 0; i < ids.size(); ++i) {
+      int64_t id = ids[i];
+      int32_t o = mode == HB_CUDA_PARTITION_MOD
+                      ? static_cast<int32_t>(static_cast<uint64_t>(id) % world)
+                      : (id >= 0 && id / rows_per_shard < world
+                             ? int32_t(id / rows_per_shard)
+                             : -1);
+      want_owner[i] = o;
+      if (o >= 0) ++want_counts[o];
+    }
+    for (int32_t o = 0; o <= world; ++o)  // stable, owner-less ids last
+      for (size_t i = 0; i < ids.size(); ++i)
+        if (want_owner[i] == o || (o == world && want_owner[i] < 0))
+          want_order.push_back(int64_t(i));
+    EXPECT_EQ(download<int32_t>(owner, ids.size()), want_owner)
+        << "mode " << mode;
+    EXPECT_EQ(download<int64_t>(counts, world), want_counts) << "mode " << mode;
+    EXPECT_EQ(download<int64_t>(order, ids.size()), want_order)
+        << "mode " << mode;
+  }
+}
+
+TEST_F(GpuKernels, DedupAndSegmentSum) {
+  for (size_t n : {size_t{0}, size_t{1}, size_t{4097}}) {
+    auto ids = random_ids(n, 300, 3, true);
+    ids.push_back(INT64_MIN);  // extremes sort correctly as signed
+    ids.push_back(INT64_MAX);
+    n = ids.size();
+    const int64_t dim = 5;
+    auto grads = random_floats(n * dim, 4);
+    DeviceBuffer dids(ids, s_), uniq(n * 8), inv(n * 8), num(8), order(n * 8),
+        seg((n + 1) * 8);
+    call("emb_dedup", p_->emb_dedup, dids.get<const int64_t>(), n,
+         uniq.get<int64_t>(), inv.get<int64_t>(), num.get<int64_t>(),
+         order.get<int64_t>(), seg.get<int64_t>());
+    DeviceBuffer dgrads(grads, s_), sums(n * dim * 4);
+    call("emb_segment_sum", p_->emb_segment_sum, dgrads.get<const float>(), dim,
+         order.get<const int64_t>(), seg.get<const int64_t>(),
+         num.get<const int64_t>(), n, sums.get<float>());
+    // Host reference: ascending unique ids; for each, the positions in input
+    // order, the gradient rows summed in that order.
+    std::map<int64_t, std::vector<int64_t>> groups;
+    for (size_t i = 0; i < n; ++i) groups[ids[i]].push_back(int64_t(i));
+    std::vector<int64_t> want_unique, want_order, want_seg, want_inv(n);
+    std::vector<float> want_sums;
+    for (auto &g : groups) {
+      want_seg.push_back(int64_t(want_order.size()));
+      for (int64_t i : g.second) {
+        want_inv[i] = int64_t(want_unique.size());
+        want_order.push_back(i);
+      }
+      want_unique.push_back(g.first);
+      for (int64_t d = 0; d < dim; ++d) {
+        float acc = grads[g.second[0] * dim + d];
+        for (size_t j = 1; j < g.second.size(); ++j)
+          acc = acc + grads[g.second[j] * dim + d];
+        want_sums.push_back(acc);
+      }
+    }
+    want_seg.push_back(int64_t(n));
+    size_t u = want_unique.size();
+    ASSERT_EQ(download<int64_t>(num, 1)[0], int64_t(u));
+    EXPECT_EQ(download<int64_t>(uniq, u), want_unique);
+    EXPECT_EQ(download<int64_t>(inv, n), want_inv);
+    EXPECT_EQ(download<int64_t>(order, n), want_order);
+    EXPECT_EQ(download<int64_t>(seg, u + 1), want_seg);
+    auto got = download<float>(sums, u * dim);
+    EXPECT_EQ(0, std::memcmp(got.data(), want_sums.data(), got.size() * 4))
+        << "bitwise sums";
+  }
+}
+
+TEST_F(GpuKernels, GatherRows) {
+  const int64_t rows = 50, dim = 7;
+  auto table = random_floats(rows * dim, 5);
+  std::vector<int64_t> idx = {0, 49, 3, 3, -1, 50, 12};
+  DeviceBuffer dt(table, s_), di(idx, s_), out(idx.size() * dim * 4);
+  call("emb_gather", p_->emb_gather, dt.get<const float>(), rows, dim, dim,
+       di.get<const int64_t>(), idx.size(), out.get<float>());
+  std::vector<float> want;
+  for (int64_t r : idx)
+    for (int64_t d = 0; d < dim; ++d)
+      want.push_back(r >= 0 && r < rows ? table[r * dim + d] : 0.0f);
+  auto got = download<float>(out, want.size());
+  EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
+}
+
+// Three steps of each optimizer on row records laid out as the CPU shard's
+// (some rows touched in every step, odd dim so Adam's step count is not
+// 8-byte aligned), compared bit for bit with the host formulas.
+TEST_F(GpuKernels, OptimizersMatchHostBitForBit) {
+  const int64_t rows = 64, dim = 33;  // dim > 32: lanes loop over columns
+  for (int32_t kind : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL}) {
+    for (double lr_power : {-0.5, -0.3}) {
+      if (kind != HB_OPT_FTRL && lr_power != -0.5) continue;
+      hb_cuda_optimizer opt = {kind, 0.05,  0.1,  0.9,     0.999,
+                               1e-7, 0.001, 0.01, lr_power};
+      hb::optmath::Hyper h = hb::optmath::make_hyper(
+          opt.learning_rate, opt.epsilon, opt.initial_accumulator, opt.beta1,
+          opt.beta2, opt.l1, opt.l2, opt.lr_power);
+      const int64_t words = hb::optmath::record_words(kind, dim);
+      auto records = random_floats(rows * words, 6);
+      for (int64_t r = 0; r < rows; ++r) {
+        float *rec = &records[r * words];
+        for (int64_t c = dim; c < 3 * dim && c < words; ++c)
+          rec[c] = std::fabs(rec[c]);  // accumulators must be >= 0
+        if (kind == HB_OPT_ADAM) hb::optmath::set_record_steps(rec, dim, r % 4);
+      }
+      DeviceBuffer drec(records, s_);
+      for (int step = 0; step < 3; ++step) {
+        std::vector<int64_t> touched = {
+            int64_t(step), 5, 63, 17 + step, 40, -1, 64};
+        auto grads = random_floats(touched.size() * dim, 10 + step);
+        std::vector<int64_t> num = {int64_t(touched.size())};
+        DeviceBuffer drows(touched, s_), dnum(num, s_), dgrads(grads, s_);
+        call("emb_apply", p_->emb_apply,
+             static_cast<const hb_cuda_optimizer *>(&opt), drec.get<float>(),
+             words, rows, dim, drows.get<const int64_t>(),
+             dnum.get<const int64_t>(), touched.size(),
+             dgrads.get<const float>());
+        for (size_t k = 0; k < touched.size(); ++k) {
+          int64_t r = touched[k];
+          if (r < 0 || r >= rows) continue;  // out of range rows are skipped
+          float *rec = &records[r * words];
+          int64_t t =
+              kind == HB_OPT_ADAM ? hb::optmath::record_steps(rec, dim) + 1 : 0;
+          float lr_t = kind == HB_OPT_ADAM ? hb::optmath::adam_lr(h, t) : 0.0f;
+          for (int64_t c = 0; c < dim; ++c)
+            hb::optmath::step_element(kind, rec, dim, c, grads[k * dim + c],
+                                      lr_t, h);
+          if (kind == HB_OPT_ADAM) hb::optmath::set_record_steps(rec, dim, t);
+        }
+      }
+      auto got = download<float>(drec, records.size());
+      bool powf_used = kind == HB_OPT_FTRL && lr_power != -0.5;
+      for (size_t i = 0; i < records.size(); ++i) {
+        if (powf_used) {  // powf's last bit may differ between libm and CUDA
+          ASSERT_NEAR(got[i], records[i], 1e-5f * (1 + std::fabs(records[i])))
+              << i;
+          continue;
+        }
+        ASSERT_EQ(0, std::memcmp(&got[i], &records[i], 4))
+            << "optimizer " << kind << " word " << i << " (row " << i / words
+            << ", column " << i % words << "): " << got[i] << " vs "
+            << records[i];
+      }
+    }
+  }
+}
+
+TEST_F(GpuKernels, AucHistogram) {
+  const int32_t nt = 200;
+  std::vector<float> thresholds(nt);
+  thresholds[0] = -1e-7f;
+  for (int i = 1; i < nt - 1; ++i) thresholds[i] = float(double(i) / (nt - 1));
+  thresholds[nt - 1] = 1.0f + 1e-7f;
+  size_t n = 20000;
+  auto preds = random_floats(n, 11), weights = random_floats(n, 12);
+  for (auto &p : preds) p = std::fabs(p);
+  preds[0] = 0.0f, preds[1] = 1.0f,
+  preds[2] = thresholds[57];  // on a threshold: not above it
+  std::vector<float> labels(n);
+  for (size_t i = 0; i < n; ++i) labels[i] = (i * 7919) % 3 == 0 ? 1.0f : 0.0f;
+  std::vector<uint64_t> want_pos(nt + 1, 0), want_neg(nt + 1, 0);
+  std::vector<double> want_wpos(nt + 1, 0.0), want_wneg(nt + 1, 0.0);
+  // Start from nonzero state: the kernel adds to what is there (batches).
+  std::vector<uint64_t> init_counts(nt + 1, 3);
+  std::vector<double> init_w(nt + 1, 0.25);
+  std::vector<std::vector<float>> per_bucket_w[2];
+  per_bucket_w[0].resize(nt + 1), per_bucket_w[1].resize(nt + 1);
+  for (size_t i = 0; i < n; ++i) {
+    int b = int(std::upper_bound(thresholds.begin(), thresholds.end(), preds[i],
+                                 [](float p, float t) { return !(p > t); }) -
+                thresholds.begin());
+    bool pos = labels[i] != 0.0f;
+    (pos ? want_pos : want_neg)[b] += 1;
+    per_bucket_w[pos][b].push_back(weights[i]);
+  }
+  for (int c = 0; c < 2; ++c)
+    for (int b = 0; b <= nt; ++b) {
+      double acc = 0.0;
+      for (float w : per_bucket_w[c][b]) acc += double(w);
+      (c ? want_wpos : want_wneg)[b] = 0.25 + acc;
+    }
+  for (int b = 0; b <= nt; ++b) want_pos[b] += 3, want_neg[b] += 3;
+  DeviceBuffer dl(labels, s_), dp(preds, s_), dw(weights, s_),
+      pos(init_counts, s_), neg(init_counts, s_), wpos(init_w, s_),
+      wneg(init_w, s_);
+  call("auc_histogram", p_->auc_histogram, dl.get<const float>(),
+       dp.get<const float>(), dw.get<const float>(), n,
+       static_cast<const float *>(thresholds.data()), nt, pos.get<uint64_t>(),
+       neg.get<uint64_t>(), wpos.get<double>(), wneg.get<double>());
+  EXPECT_EQ(download<uint64_t>(pos, nt + 1), want_pos);
+  EXPECT_EQ(download<uint64_t>(neg, nt + 1), want_neg);
+  auto gw = download<double>(wpos, nt + 1), gn = download<double>(wneg, nt + 1);
+  EXPECT_EQ(0, std::memcmp(gw.data(), want_wpos.data(), gw.size() * 8))
+      << "weighted positives";
+  EXPECT_EQ(0, std::memcmp(gn.data(), want_wneg.data(), gn.size() * 8))
+      << "weighted negatives";
+}
+
+TEST_F(GpuKernels, IntegerAverageDivision) {
+  std::vector<int32_t> v = {7, -7, 9, -9, 0, 2147483647};
+  DeviceBuffer d(v, s_);
+  call("divide_async", p_->divide_async, d.get(), v.size(), int32_t(HB_INT32),
+       int64_t(2));
+  std::vector<int32_t> want;
+  for (int32_t x : v) want.push_back(x / 2);  // truncates toward zero
+  EXPECT_EQ(download<int32_t>(d, v.size()), want);
+}
+
+}  // namespace

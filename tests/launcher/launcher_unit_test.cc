@@ -1,0 +1,286 @@
+// Unit tests of hbrun's pieces: command line, topology, worker environment
+// and the line relay.
+#include <fcntl.h>
+#include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <map>
+#include <string>
+#include <thread>
+
+#include "abi/error.h"
+#include "launcher/launch_options.h"
+#include "launcher/line_relay.h"
+#include "launcher/topology.h"
+
+using namespace hb::launcher;
+
+namespace {
+
+LaunchOptions parse(std::vector<const char *> args) {
+  args.insert(args.begin(), "hbrun");
+  return parse_command_line(static_cast<int>(args.size()), args.data());
+}
+
+hb_status parse_status(std::vector<const char *> args) {
+  return hb::guard([&] { parse(args); });
+}
+
+struct FakeEnv {
+  std::map<std::string, std::string> vars;
+  EnvLookup lookup() const {
+    return [this](const char *n) -> const char * {
+      auto it = vars.find(n);
+      return it == vars.end() ? nullptr : it->second.c_str();
+    };
+  }
+};
+
+int no_gpus() { return 0; }
+
+TEST(LaunchOptions, ParsesEveryOption) {
+  LaunchOptions o = parse({"-n", "4", "--host=0.0.0.0", "--port", "1234",
+                           "--timeout", "1.5", "--grace-ms=10", "--no-prefix",
+                           "--no-tf-config", "-v", "--", "prog", "-n", "7"});
+  EXPECT_EQ(o.nproc, 4);
+  EXPECT_EQ(o.host, "0.0.0.0");
+  EXPECT_EQ(o.port, 1234);
+  EXPECT_EQ(o.timeout_ms, 1500);
+  EXPECT_EQ(o.grace_ms, 10);
+  EXPECT_FALSE(o.prefix);
+  EXPECT_FALSE(o.use_tf_config);
+  EXPECT_TRUE(o.verbose);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"prog", "-n", "7"}));
+}
+
+TEST(LaunchOptions, ProgramWithoutDashDash) {
+  LaunchOptions o = parse({"--nproc", "2", "prog", "--flag"});
+  EXPECT_EQ(o.nproc, 2);
+  EXPECT_EQ(o.command, (std::vector<std::string>{"prog", "--flag"}));
+}
+
+TEST(LaunchOptions, RejectsBadValuesNamingTheOption) {
+  for (auto args :
+       std::vector<std::vector<const char *>>{{"-n", "0", "--", "p"},
+                                              {"-n", "x", "--", "p"},
+                                              {"-n"},
+                                              {"--port", "70000", "--", "p"},
+                                              {"--timeout", "-1", "--", "p"},
+                                              {"--timeout", "nan", "--", "p"},
+                                              {"--grace-ms", "1e3", "--", "p"},
+                                              {"--what", "--", "p"},
+                                              {"-n", "2", "--"}}) {
+    EXPECT_EQ(parse_status(args), HB_ERR_INVALID_ARGUMENT) << args[0];
+  }
+  parse_status({"--timeout", "0", "--", "p"});
+  EXPECT_NE(std::string(hb_last_error()).find("--timeout"), std::string::npos);
+  EXPECT_EQ(parse_status({"-h"}), HB_OK);
+}
+
+TEST(Topology, VisibleGpus) {
+  FakeEnv e;
+  EXPECT_TRUE(visible_gpus(e.lookup(), no_gpus).empty());
+  e.vars["CUDA_VISIBLE_DEVICES"] = "2,GPU-abc, 0";
+  EXPECT_EQ(visible_gpus(e.lookup(), no_gpus),
+            (std::vector<std::string>{"2", "GPU-abc", "0"}));
+  e.vars["CUDA_VISIBLE_DEVICES"] = "1,-1,2";  // CUDA stops at -1
+  EXPECT_EQ(visible_gpus(e.lookup(), no_gpus), (std::vector<std::string>{"1"}));
+  e.vars["CUDA_VISIBLE_DEVICES"] = "";
+  e.vars["NVIDIA_VISIBLE_DEVICES"] =
+      "0,1";  // CUDA_VISIBLE_DEVICES wins, even empty
+  EXPECT_TRUE(visible_gpus(e.lookup(), no_gpus).empty());
+  e.vars.erase("CUDA_VISIBLE_DEVICES");
+  EXPECT_EQ(visible_gpus(e.lookup(), no_gpus),
+            (std::vector<std::string>{"0", "1"}));
+  e.vars["NVIDIA_VISIBLE_DEVICES"] = "all";
+  EXPECT_EQ(visible_gpus(e.lookup(), [] { return 3; }),
+            (std::vector<std::string>{"0", "1", "2"}));
+  e.vars["NVIDIA_VISIBLE_DEVICES"] = "none";
+  EXPECT_TRUE(visible_gpus(e.lookup(), [] { return 3; }).empty());
+}
+
+TEST(Topology, CountsNvidiaDeviceNodes) {
+  char dir[] = "/tmp/hb_dev_XXXXXX";
+  ASSERT_NE(::mkdtemp(dir), nullptr);
+  std::string d = dir;
+  const char *names[] = {"nvidia0",    "nvidia1", "nvidia12", "nvidiactl",
+                         "nvidia-uvm", "nvidia",  "null"};
+  for (const char *name : names)
+    ::close(::open((d + "/" + name).c_str(), O_CREAT | O_WRONLY, 0600));
+  EXPECT_EQ(count_nvidia_device_nodes(d), 3);
+  for (const char *name : names) ::unlink((d + "/" + name).c_str());
+  ::rmdir(dir);
+  EXPECT_EQ(count_nvidia_device_nodes(d), 0);  // gone: no error, no GPUs
+}
+
+TEST(Topology, SingleMachine) {
+  FakeEnv e;
+  LaunchOptions o;
+  o.nproc = 3;
+  Topology t = plan_topology(o, e.lookup(), no_gpus);
+  EXPECT_EQ(t.world_size, 3);
+  EXPECT_EQ(t.local_world_size, 3);
+  ASSERT_EQ(t.workers.size(), 3u);
+  EXPECT_EQ(t.workers[2].rank, 2);
+  EXPECT_EQ(t.workers[2].label, "2");
+  EXPECT_TRUE(t.serve);
+  EXPECT_EQ(t.bind_host, "127.0.0.1");
+  EXPECT_EQ(t.bind_port, 0);
+  EXPECT_EQ(t.connect_port, 0);
+  o.host = "0.0.0.0";
+  o.port = 4000;
+  t = plan_topology(o, e.lookup(), no_gpus);
+  EXPECT_EQ(t.bind_host, "0.0.0.0");
+  EXPECT_EQ(t.bind_port, 4000);
+  EXPECT_EQ(t.connect_host, "127.0.0.1");
+}
+
+TEST(Topology, NoWorkersIsAConfigError) {
+  FakeEnv e;
+  LaunchOptions o;
+  EXPECT_EQ(hb::guard([&] { plan_topology(o, e.lookup(), no_gpus); }),
+            HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("-n N"), std::string::npos);
+}
+
+TEST(Topology, TfConfigChiefServesOnItsAddress) {
+  FakeEnv e;
+  e.vars["TF_CONFIG"] =
+      R"({"cluster": {"chief": ["c:7000"], "worker": ["w0:7001"]}, "task": {"type": "chief", "index": 0}})";
+  e.vars["CUDA_VISIBLE_DEVICES"] = "0,1";
+  LaunchOptions o;
+  Topology t = plan_topology(o, e.lookup(), no_gpus);
+  EXPECT_EQ(t.world_size, 4);
+  ASSERT_EQ(t.workers.size(), 2u);
+  EXPECT_EQ(t.workers[0].rank, 0);
+  EXPECT_EQ(t.workers[1].rank, 1);
+  EXPECT_EQ(t.workers[1].cuda_device, "1");
+  EXPECT_TRUE(t.serve);
+  EXPECT_EQ(t.bind_host, "0.0.0.0");
+  EXPECT_EQ(t.bind_port, 7000);
+  EXPECT_EQ(t.connect_host, "c");
+  EXPECT_EQ(t.connect_port, 7000);
+  o.port = 7100;
+  o.host = "10.0.0.1";
+  t = plan_topology(o, e.lookup(), no_gpus);
+  EXPECT_EQ(t.bind_host, "10.0.0.1");
+  EXPECT_EQ(t.bind_port, 7100);
+  EXPECT_EQ(t.connect_port, 7100);
+}
+
+TEST(Topology, TfConfigWithoutChiefStartsAtWorkerZero) {
+  FakeEnv e;
+  e.vars["TF_CONFIG"] =
+      R"({"cluster": {"worker": ["w0:7001", "w1:7002", "w2:7003"]}, "task": {"type": "worker", "index": 2}})";
+  LaunchOptions o;
+  o.nproc = 1;
+  Topology t = plan_topology(o, e.lookup(), no_gpus);
+  EXPECT_EQ(t.world_size, 3);
+  EXPECT_EQ(t.workers[0].rank, 2);
+  EXPECT_FALSE(t.serve);
+  EXPECT_EQ(t.connect_host, "w0");
+  EXPECT_EQ(t.connect_port, 7001);
+}
+
+TEST(Topology, TfConfigTaskOutsideItsCluster) {
+  FakeEnv e;
+  e.vars["TF_CONFIG"] =
+      R"({"cluster": {"chief": ["c:1"], "worker": ["w0:2"]}, "task": {"type": "worker", "index": 1}})";
+  LaunchOptions o;
+  o.nproc = 1;
+  EXPECT_EQ(hb::guard([&] { plan_topology(o, e.lookup(), no_gpus); }),
+            HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("TF_CONFIG"), std::string::npos)
+      << hb_last_error();
+}
+
+TEST(WorkerEnvironment, ReplacesAndAddsTheHbVariables) {
+  Topology t;
+  t.world_size = 2;
+  t.local_world_size = 2;
+  t.connect_host = "127.0.0.1";
+  LocalWorker w;
+  w.rank = 1;
+  w.local_rank = 1;
+  w.cuda_device = "5";
+  std::vector<std::string> env = worker_environment(
+      {"PATH=/bin", "HB_RANK=9", "CUDA_VISIBLE_DEVICES=4,5", "HB_RANKING=keep"},
+      t, w, 4321);
+  std::sort(env.begin(), env.end());
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "CUDA_VISIBLE_DEVICES=5", "HB_LOCAL_RANK=1",
+                     "HB_LOCAL_WORLD_SIZE=2", "HB_RANK=1", "HB_RANKING=keep",
+                     "HB_RENDEZVOUS=127.0.0.1:4321", "HB_RENDEZVOUS_SERVED=1",
+                     "HB_WORLD_SIZE=2", "PATH=/bin", "PYTHONUNBUFFERED=1"}));
+  t.in_world = false;
+  w.cuda_device.clear();
+  env = worker_environment({"PYTHONUNBUFFERED=0"}, t, w, 4321);
+  EXPECT_EQ(env, (std::vector<std::string>{"PYTHONUNBUFFERED=0"}));
+}
+
+// Reads everything the relay wrote to the pipe.
+std::string read_all(int fd) {
+  std::string s;
+  char buf[4096];
+  ssize_t n;
+  while ((n = ::read(fd, buf, sizeof buf)) > 0) s.append(buf, n);
+  return s;
+}
+
+// A worker's pipe (src) into the relay, and the relay's output pipe (dst),
+// both read without blocking.
+class LineRelayTest : public ::testing::Test {
+ protected:
+  void SetUp() override {
+    ASSERT_EQ(::pipe(src), 0);
+    ASSERT_EQ(::pipe(dst), 0);
+    ::fcntl(src[0], F_SETFL, O_NONBLOCK);
+    ::fcntl(dst[0], F_SETFL, O_NONBLOCK);
+    // The relay writes whole lines (up to 64 KiB) in one blocking write.
+    ::fcntl(dst[1], F_SETPIPE_SZ, 1 << 20);
+  }
+  void TearDown() override {
+    for (int fd : {src[1], dst[0], dst[1]})
+      if (fd >= 0) ::close(fd);
+  }
+  int src[2] = {-1, -1}, dst[2] = {-1, -1};  // the relay owns src[0]
+};
+
+TEST_F(LineRelayTest, WholeLinesWithPrefixAndTheLastPartialLine) {
+  LineRelay relay(src[0], dst[1], "[7] ");
+  ASSERT_EQ(::write(src[1], "ab", 2), 2);
+  relay.pump();
+  EXPECT_EQ(read_all(dst[0]), "");  // no newline yet: nothing written
+  ASSERT_EQ(::write(src[1], "c\n\nde\nf", 7), 7);
+  relay.pump();
+  EXPECT_EQ(read_all(dst[0]), "[7] abc\n[7] \n[7] de\n");
+  ::close(src[1]);
+  src[1] = -1;
+  relay.drain_and_close();
+  EXPECT_FALSE(relay.open());
+  EXPECT_EQ(read_all(dst[0]), "[7] f\n");
+}
+
+TEST_F(LineRelayTest, CutsOverlongLines) {
+  LineRelay relay(src[0], dst[1], "[0] ");
+  std::string big(LineRelay::kMaxLine + 10, 'x');
+  int writer_fd = src[1];
+  src[1] = -1;
+  std::thread writer([&] {
+    hb::launcher::write_all(writer_fd, big.data(), big.size());
+    ::close(writer_fd);
+  });
+  std::string out;
+  while (relay.open()) {
+    relay.pump();
+    out += read_all(dst[0]);
+    ::usleep(1000);
+  }
+  writer.join();
+  out += read_all(dst[0]);
+  EXPECT_EQ(out, "[0] " + std::string(LineRelay::kMaxLine, 'x') +
+                     "\n[0] xxxxxxxxxx\n");
+}
+
+}  // namespace
