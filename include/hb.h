@@ -406,6 +406,15 @@ HB_API int64_t hb_embedding_local_rows(const hb_embedding *emb);
 HB_API uint64_t hb_embedding_misses(const hb_embedding *emb);
 
 /* ---- Metrics ------------------------------------------------------------ */
+/*
+ * Streaming metrics (semantics in docs/metrics.md). Counts and weight sums
+ * are exact (integers and exact float sums, never float32 counters), so a
+ * metric with a context gives, in hb_metric_result, bit for bit the result
+ * of one process that saw every rank's samples, however they were split.
+ * For the AUC kinds a sample is positive when its label is != 0 (TF casts
+ * labels to bool). A metric is used from one thread at a time; separate
+ * metrics (e.g. one per serving thread) are independent.
+ */
 
 typedef struct hb_metric hb_metric;
 
@@ -424,14 +433,15 @@ enum hb_summation_code {
   HB_SUMMATION_MAJORING = 3
 };
 enum hb_gauc_weighting_code {
-  HB_GAUC_UNWEIGHTED = 0,
-  HB_GAUC_IMPRESSIONS = 1,
-  HB_GAUC_CLICKS = 2
+  HB_GAUC_UNWEIGHTED = 0,  /**< mean of the groups' AUCs */
+  HB_GAUC_IMPRESSIONS = 1, /**< weighted by the group's total sample weight */
+  HB_GAUC_CLICKS = 2       /**< weighted by the group's positive weight */
 };
 /** Flags describing the last hb_metric_result. */
 enum hb_metric_flag_code {
-  HB_METRIC_FLAG_EMPTY = 1,        /**< no samples: result is 0 */
-  HB_METRIC_FLAG_SINGLE_CLASS = 2, /**< AUC with one class only: result 0.5 */
+  HB_METRIC_FLAG_EMPTY = 1,        /**< no samples (or all weights 0): result is 0 */
+  /** AUC with one class only (GAUC: no group has both classes): result 0.5 */
+  HB_METRIC_FLAG_SINGLE_CLASS = 2,
   HB_METRIC_FLAG_APPROXIMATE = 4   /**< bounded-memory variant was used */
 };
 
@@ -446,7 +456,13 @@ typedef struct hb_metric_config {
    *  (pred > threshold -> 1, else 0). -1: compare as given. */
   double threshold;
   /** HB_METRIC_AUC_EXACT / GAUC: 0 = exact (memory grows with samples);
-   *  > 0 = bounded memory, a histogram with this many bins over [0, 1]. */
+   *  > 0 = bounded memory, a histogram with this many bins over [0, 1].
+   *  Exact AUC keeps 8 bytes per sample with a nonzero weight (GAUC 16).
+   *  With bins, memory is 16 bytes per bin (+192 once weights are given),
+   *  predictions must lie in [0, 1], and |result - exact AUC| <=
+   *  sum_b P_b N_b / (2 P N) <= max_b N_b / (2 N) (P_b, N_b: positive and
+   *  negative weight in bin b; P, N: totals). GAUC supports only bins = 0
+   *  (HB_ERR_UNSUPPORTED otherwise). At most 2^28 bins. */
   int64_t bins;
 } hb_metric_config;
 
@@ -460,7 +476,12 @@ typedef struct hb_metric_config {
 HB_API hb_status hb_metric_create(hb_context *ctx, const hb_metric_config *cfg,
                                   hb_metric **out);
 HB_API void hb_metric_destroy(hb_metric *m);
-/** Labels in [0, 1]; weights NULL means 1. */
+/**
+ * Labels in [0, 1] (NULL allowed for HB_METRIC_MEAN); predictions finite,
+ * and in [0, 1] for HB_METRIC_AUC and the bins variant; weights NULL means
+ * 1, else finite and >= 0 (0 masks a sample). A bad element is
+ * HB_ERR_INVALID_ARGUMENT naming its index, and the batch is not counted.
+ */
 HB_API hb_status hb_metric_update(hb_metric *m, const float *labels,
                                   const float *preds, const float *weights,
                                   size_t n);
@@ -469,7 +490,11 @@ HB_API hb_status hb_metric_update_grouped(hb_metric *m, const float *labels,
                                           const float *preds,
                                           const float *weights,
                                           const int64_t *groups, size_t n);
-/** Collective when the metric has a context: merges every rank's state. */
+/**
+ * Collective when the metric has a context: merges every rank's state (the
+ * local state is unchanged, so updates may go on). Ranks whose configs
+ * differ all get HB_ERR_INVALID_ARGUMENT naming the field.
+ */
 HB_API hb_status hb_metric_result(hb_metric *m, double *out);
 /** hb_metric_flag_code bits of the last result. */
 HB_API int32_t hb_metric_flags(const hb_metric *m);

@@ -60,25 +60,46 @@ typedef struct {
 
 static const char hbj_kinds[] = "FDIJBS";
 
+/* Classes looked up once, when the JVM loads the library (FindClass on
+ * every call would cost more than the call). */
+static jclass hbj_array_classes[sizeof hbj_kinds - 1];
+static jclass hbj_buffer_class;
+
+JNIEXPORT jint JNICALL JNI_OnLoad(JavaVM *vm, void *reserved) {
+  JNIEnv *env;
+  size_t i;
+  (void)reserved;
+  if ((*vm)->GetEnv(vm, (void **)&env, JNI_VERSION_1_6) != JNI_OK) return JNI_ERR;
+  for (i = 0; i < sizeof hbj_kinds - 1; ++i) {
+    char sig[3] = {'[', hbj_kinds[i], 0};
+    jclass cls = (*env)->FindClass(env, sig);
+    if (!cls) return JNI_ERR;
+    hbj_array_classes[i] = (jclass)(*env)->NewGlobalRef(env, cls);
+    (*env)->DeleteLocalRef(env, cls);
+  }
+  {
+    jclass cls = (*env)->FindClass(env, "java/nio/Buffer");
+    if (!cls) return JNI_ERR;
+    hbj_buffer_class = (jclass)(*env)->NewGlobalRef(env, cls);
+    (*env)->DeleteLocalRef(env, cls);
+  }
+  return JNI_VERSION_1_6;
+}
+
 /* kind: the element letter required ('F', 'J', 'I') or 0 for any. */
 static int hbj_acquire(JNIEnv *env, jobject obj, char kind, hbj_buf *b,
                        const char *param) {
-  const char *k;
-  jclass buffer_class;
-  jboolean is_buffer;
+  size_t i;
   memset(b, 0, sizeof *b);
   if (!obj) return 1;
-  for (k = hbj_kinds; *k; ++k) {
-    char sig[3] = {'[', *k, 0};
-    jclass cls = (*env)->FindClass(env, sig);
-    jboolean match = cls && (*env)->IsInstanceOf(env, obj, cls);
-    (*env)->DeleteLocalRef(env, cls);
-    if (!match) continue;
-    if (kind && kind != *k) break;
+  for (i = 0; i < sizeof hbj_kinds - 1; ++i) {
+    char k = hbj_kinds[i];
+    if (!(*env)->IsInstanceOf(env, obj, hbj_array_classes[i])) continue;
+    if (kind && kind != k) break;
     b->array = obj;
-    b->kind = *k;
+    b->kind = k;
     b->elements = (*env)->GetArrayLength(env, (jarray)obj);
-    switch (*k) {
+    switch (k) {
       case 'F': b->ptr = (*env)->GetFloatArrayElements(env, (jfloatArray)obj, NULL); break;
       case 'D': b->ptr = (*env)->GetDoubleArrayElements(env, (jdoubleArray)obj, NULL); break;
       case 'I': b->ptr = (*env)->GetIntArrayElements(env, (jintArray)obj, NULL); break;
@@ -92,10 +113,7 @@ static int hbj_acquire(JNIEnv *env, jobject obj, char kind, hbj_buf *b,
     }
     return 1;
   }
-  buffer_class = (*env)->FindClass(env, "java/nio/Buffer");
-  is_buffer = buffer_class && (*env)->IsInstanceOf(env, obj, buffer_class);
-  (*env)->DeleteLocalRef(env, buffer_class);
-  if (is_buffer) {
+  if ((*env)->IsInstanceOf(env, obj, hbj_buffer_class)) {
     b->ptr = (*env)->GetDirectBufferAddress(env, obj);
     b->elements = (*env)->GetDirectBufferCapacity(env, obj);
     if (b->ptr) return 1;

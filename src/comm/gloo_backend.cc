@@ -35,9 +35,12 @@ namespace {
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
-// Cached algorithms alive at once (each holds a receive buffer as large as
-// its tensor); the least recently used is rebuilt on its next use.
+// Cached algorithms alive at once, and the bytes they cover (each holds
+// receive buffers about as large as its tensor); past either, the least
+// recently used is dropped and rebuilt on its next use. Eviction depends
+// only on the call sequence, so every rank evicts the same ones.
 constexpr size_t kMaxLiveAlgos = 64;
+constexpr size_t kMaxLiveBytes = size_t(256) << 20;
 
 template <class T>
 const gloo::ReductionFunction<T> *reduction(hb_reduce_op op) {
@@ -134,6 +137,25 @@ class SigpipeBlock {
   bool was_pending_ = false;
 };
 
+// Blocks of bytes[r] bytes at base + offsets[r] * es <-> packed in rank
+// order.
+template <class N>
+void pack_blocks(char *packed, const char *base, const int64_t *offsets,
+                 size_t es, const std::vector<N> &bytes) {
+  size_t at = 0;
+  for (size_t r = 0; r < bytes.size(); at += size_t(bytes[r]), ++r)
+    if (bytes[r])
+      std::memcpy(packed + at, base + offsets[r] * es, size_t(bytes[r]));
+}
+template <class N>
+void unpack_blocks(char *base, const int64_t *offsets, size_t es,
+                   const char *packed, const std::vector<N> &bytes) {
+  size_t at = 0;
+  for (size_t r = 0; r < bytes.size(); at += size_t(bytes[r]), ++r)
+    if (bytes[r])
+      std::memcpy(base + offsets[r] * es, packed + at, size_t(bytes[r]));
+}
+
 uint8_t g_empty;  // non-NULL target for zero-byte Gloo buffers
 
 uint8_t *bytes(const void *p) {
@@ -148,7 +170,9 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
       health_(health),
       links_(std::make_shared<Links>()) {
   const std::string &a = cfg.allreduce_algorithm;
-  if (a == "auto" || a == "halving_doubling")
+  if (a == "auto")
+    algo_kind_ = Algo::kAuto;
+  else if (a == "halving_doubling")
     algo_kind_ = Algo::kHalvingDoubling;
   else if (a == "ring")
     algo_kind_ = Algo::kRing;
@@ -237,8 +261,9 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
   throw Error(health_.status(), health_.ok() ? text : health_.message());
 }
 
-void GlooBackend::evict_if_full() {
-  while (live_algos_ >= kMaxLiveAlgos) {
+void GlooBackend::evict_if_full(size_t incoming_bytes) {
+  while (live_algos_ >= kMaxLiveAlgos ||
+         (live_algos_ > 0 && live_bytes_ + incoming_bytes > kMaxLiveBytes)) {
     AlgoEntry *oldest = nullptr;
     for (auto &kv : algos_)
       if (kv.second.algo && (!oldest || kv.second.last_use < oldest->last_use))
@@ -246,6 +271,7 @@ void GlooBackend::evict_if_full() {
     if (!oldest) return;
     oldest->algo.reset();
     oldest->bound = nullptr;
+    live_bytes_ -= oldest->bytes;
     --live_algos_;
   }
 }
@@ -260,9 +286,11 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
   if (e.algo && e.bound == buf) return *e.algo;
   if (e.algo) {  // the scratch moved when it grew
     e.algo.reset();
+    live_bytes_ -= e.bytes;
     --live_algos_;
   }
-  evict_if_full();
+  e.bytes = count * hb_dtype_size(wire);
+  evict_if_full(e.bytes);
   // The constructor takes fresh slots from algo_ctx_; every rank gets here
   // at the same point of the same call sequence, so they agree.
   const int n = static_cast<int>(count);
@@ -286,6 +314,7 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
       fail(HB_ERR_INTERNAL, "no Gloo algorithm for wire dtype %d", wire);
   }
   e.bound = buf;
+  live_bytes_ += e.bytes;
   ++live_algos_;
   return *e.algo;
 }
@@ -384,15 +413,8 @@ void GlooBackend::allgatherv(const void *send, size_t send_count, void *recv,
     o.setTag(next_tag());
     o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
     gloo::allgatherv(o);
-    if (!direct) {
-      size_t at = 0;
-      for (int r = 0; r < n; ++r) {
-        if (block[r])
-          std::memcpy(static_cast<char *>(recv) + recv_offsets[r] * es,
-                      out + at, block[r]);
-        at += block[r];
-      }
-    }
+    if (!direct)
+      unpack_blocks(static_cast<char *>(recv), recv_offsets, es, out, block);
   });
 }
 
@@ -420,12 +442,7 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     const char *in = static_cast<const char *>(send);
     if (!send_direct && stotal) {
       char *s = in_stage_.ensure(size_t(stotal));
-      int64_t at = 0;
-      for (int r = 0; r < n; ++r) {
-        if (sb[r])
-          std::memcpy(s + at, in + send_offsets[r] * es, size_t(sb[r]));
-        at += sb[r];
-      }
+      pack_blocks(s, in, send_offsets, size_t(es), sb);
       in = s;
     }
     char *out = recv_direct
@@ -437,15 +454,9 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     o.setTag(next_tag());
     o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
     gloo::alltoallv(o);
-    if (!recv_direct) {
-      int64_t at = 0;
-      for (int r = 0; r < n; ++r) {
-        if (rb[r])
-          std::memcpy(static_cast<char *>(recv) + recv_offsets[r] * es,
-                      out + at, size_t(rb[r]));
-        at += rb[r];
-      }
-    }
+    if (!recv_direct)
+      unpack_blocks(static_cast<char *>(recv), recv_offsets, size_t(es), out,
+                    rb);
   });
 }
 

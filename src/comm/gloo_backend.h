@@ -84,6 +84,7 @@ class GlooBackend final : public Backend {
   };
   struct AlgoEntry {
     const void *bound = nullptr;  // scratch address it was built on
+    size_t bytes = 0;
     uint64_t last_use = 0;
     std::unique_ptr<gloo::Algorithm> algo;
   };
@@ -97,7 +98,7 @@ class GlooBackend final : public Backend {
   void reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op);
   gloo::Algorithm &algorithm_for(size_t offset, size_t count, hb_dtype wire,
                                  hb_reduce_op op);
-  void evict_if_full();
+  void evict_if_full(size_t incoming_bytes);
   uint32_t next_tag() { return tag_++; }
 
   BackendConfig cfg_;
@@ -111,6 +112,7 @@ class GlooBackend final : public Backend {
   uint32_t tag_ = 1;
   uint64_t use_clock_ = 0;
   size_t live_algos_ = 0;
+  size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   Scratch reduce_scratch_;  // what the cached algorithms reduce
   Scratch in_stage_;        // overlapping or strided inputs

@@ -13,7 +13,7 @@ void check(hb_status st, const char *what) {
 
 }  // namespace
 
-Gathered allgather_bytes(hb_context *ctx, const std::vector<unsigned char> &mine) {
+Gathered allgather_bytes(hb_context *ctx, const Bytes &mine) {
   const int world = hb_context_world_size(ctx);
   int64_t my_size = static_cast<int64_t>(mine.size());
   Gathered g;

@@ -6,17 +6,18 @@
 #include <vector>
 
 #include "hb.h"
+#include "metrics/wire.h"
 
 namespace hb {
 namespace metrics {
 
 struct Gathered {
-  std::vector<unsigned char> bytes;  // every rank's bytes, in rank order
+  Bytes bytes;  // every rank's bytes, in rank order
   std::vector<int64_t> sizes, offsets;
 };
 
 // Collective over ctx.
-Gathered allgather_bytes(hb_context *ctx, const std::vector<unsigned char> &mine);
+Gathered allgather_bytes(hb_context *ctx, const Bytes &mine);
 
 }  // namespace metrics
 }  // namespace hb

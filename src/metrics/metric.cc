@@ -24,7 +24,7 @@ hb_metric &metric_ref(hb_metric *m) {
 
 double merged_result(hb_metric &m) {
   using namespace hb::metrics;
-  std::vector<unsigned char> mine = serialize(m.cfg, *m.state);
+  Bytes mine = serialize(m.cfg, *m.state);
   Gathered g = allgather_bytes(m.ctx, mine);
   std::unique_ptr<State> merged = make_state(m.cfg);
   for (size_t r = 0; r < g.sizes.size(); ++r) {

@@ -90,8 +90,8 @@ static void write_header(Writer &w, const Config &c) {
   w.i64(c.bins);
 }
 
-std::vector<unsigned char> serialize(const Config &cfg, const State &s) {
-  std::vector<unsigned char> out;
+Bytes serialize(const Config &cfg, const State &s) {
+  Bytes out;
   Writer w(&out);
   write_header(w, cfg);
   s.write_payload(w);

@@ -60,7 +60,7 @@ std::unique_ptr<State> make_state(const Config &cfg);
 
 // Self-describing bytes: a header with the config (so that ranks with
 // different configs are caught) followed by the kind's payload.
-std::vector<unsigned char> serialize(const Config &cfg, const State &s);
+Bytes serialize(const Config &cfg, const State &s);
 // Merges bytes produced by serialize() into s; `source` names where they
 // came from ("rank 2") in error messages. A config mismatch is
 // HB_ERR_INVALID_ARGUMENT, malformed bytes HB_ERR_CORRUPT (s may then hold

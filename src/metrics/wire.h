@@ -8,14 +8,18 @@
 #include <vector>
 
 #include "abi/error.h"
+#include "metrics/big_vector.h"
 #include "metrics/exact_sum.h"
 
 namespace hb {
 namespace metrics {
 
+// Serialized states can be hundreds of MiB (exact AUC): BigVector.
+using Bytes = BigVector<unsigned char>;
+
 class Writer {
  public:
-  explicit Writer(std::vector<unsigned char> *out) : out_(out) {}
+  explicit Writer(Bytes *out) : out_(out) {}
   void u32(uint32_t v) { put(&v, sizeof v); }
   void i32(int32_t v) { put(&v, sizeof v); }
   void u64(uint64_t v) { put(&v, sizeof v); }
@@ -31,10 +35,11 @@ class Writer {
  private:
   // The library targets little-endian hosts (x86-64, aarch64).
   void put(const void *p, size_t n) {
-    const auto *b = static_cast<const unsigned char *>(p);
-    out_->insert(out_->end(), b, b + n);
+    size_t at = out_->size();
+    out_->resize(at + n);
+    if (n) std::memcpy(out_->data() + at, p, n);
   }
-  std::vector<unsigned char> *out_;
+  Bytes *out_;
 };
 
 class Reader {

@@ -174,7 +174,11 @@ bool FrameDecoder::next(Frame *out) {
     return false;
   }
   size_t body = check_header(buf_.data() + pos_, consumed_, max_);
-  if (avail < kFrameHeaderBytes + body) return false;
+  if (avail < kFrameHeaderBytes + body) {
+    // The size is known (and within the cap): grow the buffer once.
+    buf_.reserve(pos_ + kFrameHeaderBytes + body);
+    return false;
+  }
   *out = decode_body(buf_.data() + pos_ + kFrameHeaderBytes, body,
                      consumed_ + kFrameHeaderBytes);
   pos_ += kFrameHeaderBytes + body;

@@ -1,7 +1,9 @@
 // The rendezvous protocol on top of frames: message types and the fields
 // each one carries. Requests carry a client-chosen id; the server answers
-// each with one kReply of the same id (kHeartbeat is answered with a
-// kHeartbeat). kPeerLost and kAborted are pushed by the server unasked.
+// each with one kReply of the same id. Both ends send kHeartbeat every
+// heartbeat interval on their own clock (never as an answer), so either
+// side hears from the other even while it is busy sending. kPeerLost and
+// kAborted are pushed by the server unasked.
 //
 //   type        ints                    strs
 //   kHello      rank, world_size        token

@@ -90,6 +90,7 @@ class ServerImpl final : public Server {
   static void on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf);
   static void on_async(uv_async_t *a);
   static void on_sweep(uv_timer_t *t);
+  static void on_heartbeat(uv_timer_t *t);
   static void on_deadline(uv_timer_t *t);
   static void on_closed(uv_handle_t *h);
 
@@ -115,6 +116,7 @@ class ServerImpl final : public Server {
   uv_tcp_t listener_;
   uv_async_t wake_;
   uv_timer_t sweep_;
+  uv_timer_t heartbeat_;
   uv_timer_t deadline_;
   bool loop_ready_ = false;
   std::thread thread_;
@@ -164,8 +166,10 @@ void ServerImpl::open() {
   uv_tcp_init(&loop_, &listener_);
   uv_async_init(&loop_, &wake_, on_async);
   uv_timer_init(&loop_, &sweep_);
+  uv_timer_init(&loop_, &heartbeat_);
   uv_timer_init(&loop_, &deadline_);
-  listener_.data = wake_.data = sweep_.data = deadline_.data = nullptr;
+  listener_.data = wake_.data = sweep_.data = heartbeat_.data = deadline_.data =
+      nullptr;
 
   rc = uv_tcp_bind(&listener_, reinterpret_cast<const sockaddr *>(&addr), 0);
   if (rc == 0)
@@ -187,6 +191,10 @@ void ServerImpl::open() {
   period = period < 5 ? 5 : period > 250 ? 250 : period;
   uv_timer_start(&sweep_, on_sweep, static_cast<uint64_t>(period),
                  static_cast<uint64_t>(period));
+  // The server's own heartbeats, on its clock: a client busy sending a
+  // large frame still hears from the server.
+  uint64_t beat = static_cast<uint64_t>(cfg_.heartbeat_interval_ms);
+  uv_timer_start(&heartbeat_, on_heartbeat, beat, beat);
   thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
   HB_LOG_INFO("rendezvous server listening on %s:%d (world size %d)",
               cfg_.host.c_str(), port_, cfg_.world_size);
@@ -328,12 +336,8 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
     case kBarrier:
       store_.barrier(c->serial, f.id, c->rank, f.strs[0], f.ints[0], now, &out);
       break;
-    case kHeartbeat: {
-      Frame hb;
-      hb.type = kHeartbeat;
-      send(c, hb);
+    case kHeartbeat:  // reading it refreshed last_seen_ms
       return;
-    }
     case kAbort:
       abort_from(c, f.strs[0]);
       return;
@@ -526,6 +530,13 @@ void ServerImpl::on_sweep(uv_timer_t *t) {
                     format("no heartbeat for %lld ms (peer_timeout_ms %lld)",
                            static_cast<long long>(now - c->last_seen_ms),
                            static_cast<long long>(self->cfg_.peer_timeout_ms)));
+}
+
+void ServerImpl::on_heartbeat(uv_timer_t *t) {
+  auto *self = static_cast<ServerImpl *>(t->loop->data);
+  Frame f;
+  f.type = kHeartbeat;
+  self->broadcast(f, nullptr);
 }
 
 void ServerImpl::on_deadline(uv_timer_t *t) {

@@ -8,6 +8,13 @@
 //   mp_context token   the last rank presents a wrong token: it gets
 //                      HB_ERR_PERMISSION, the others HB_ERR_TIMEOUT naming it
 //   mp_context abort   rank 1 aborts; every rank gets HB_ERR_ABORTED + reason
+//   mp_context kill0   rank 0, which serves the store, SIGKILLs itself; the
+//                      others must get HB_ERR_PEER_FAILED within the bound
+//   mp_context late    the last rank is late to a barrier: the others get
+//                      HB_ERR_TIMEOUT naming it, and the next barrier works
+//   mp_context tf      TF_CONFIG instead of HB_*: HB_TEST_RANK and
+//                      HB_TEST_WORLD give the expected rank (a ps task
+//                      checks it stays out of the world)
 //   mp_context bye     rank 0 leaves first; its destroy waits for the others
 //                      (when it serves the store)
 #include <signal.h>
@@ -137,6 +144,72 @@ void kill_last(int world) {
                g_rank, victim, (long long)took);
 }
 
+void kill_server(int world) {
+  (void)world;
+  hb_context *ctx = create(nullptr);
+  CHECK_OK(hb_context_barrier(ctx, 10000));
+  if (g_rank == 0) raise(SIGKILL);
+  int64_t bound = ctx->options.get_int("peer_timeout_ms") + 3000;
+  auto t0 = std::chrono::steady_clock::now();
+  hb_status st = hb_context_barrier(ctx, 60000);
+  int64_t took = ms_since(t0);
+  CHECK(st == HB_ERR_PEER_FAILED, "barrier after rank 0 died: %s: %s",
+        hb_status_name(st), hb_last_error());
+  CHECK(contains(hb_last_error(), "rendezvous server"),
+        "message does not name the store: %s", hb_last_error());
+  CHECK(took < bound, "took %lld ms, bound %lld ms", (long long)took,
+        (long long)bound);
+  hb_context_destroy(ctx);
+}
+
+void late(int world) {
+  hb_context *ctx = create(nullptr);
+  int last = world - 1;
+  if (g_rank == last) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(1500));
+    // The others gave up: now this rank is the one left waiting.
+    hb_status st = hb_context_barrier(ctx, 300);
+    CHECK(st == HB_ERR_TIMEOUT && names_missing_rank(hb_last_error(), 0),
+          "late rank: %s: %s", hb_status_name(st), hb_last_error());
+  } else {
+    hb_status st = hb_context_barrier(ctx, 300);
+    CHECK(st == HB_ERR_TIMEOUT, "%s: %s", hb_status_name(st), hb_last_error());
+    CHECK(names_missing_rank(hb_last_error(), last),
+          "timeout does not name rank %d: %s", last, hb_last_error());
+  }
+  // A timed-out barrier does not break the context.
+  CHECK_OK(hb_context_barrier(ctx, 20000));
+  hb_context_destroy(ctx);
+}
+
+void tf(int world) {
+  hb_context *ctx = create(nullptr);
+  if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) {
+    CHECK(hb_context_is_chief(ctx) == 0, "a ps is never the chief");
+    CHECK(hb_context_world_size(ctx) == 1, "ps world %d",
+          hb_context_world_size(ctx));
+    CHECK_OK(hb_context_barrier(ctx, 1000));  // its own world: no network
+    hb_context_destroy(ctx);
+    return;
+  }
+  CHECK(hb_context_rank(ctx) == g_rank, "rank %d", hb_context_rank(ctx));
+  CHECK(hb_context_world_size(ctx) == world, "world %d",
+        hb_context_world_size(ctx));
+  CHECK(hb_context_is_chief(ctx) == (g_rank == 0), "is_chief");
+  const char *want_type = g_rank == 0 ? "chief" : "worker";
+  CHECK(std::strcmp(hb_context_task_type(ctx), want_type) == 0, "task_type %s",
+        hb_context_task_type(ctx));
+  CHECK(hb_context_task_id(ctx) == (g_rank == 0 ? 0 : g_rank - 1), "task_id %d",
+        hb_context_task_id(ctx));
+  // Every task is on 127.0.0.1: one host.
+  CHECK(hb_context_local_rank(ctx) == g_rank &&
+            hb_context_local_world_size(ctx) == world,
+        "local %d of %d", hb_context_local_rank(ctx),
+        hb_context_local_world_size(ctx));
+  for (int i = 0; i < 5; ++i) CHECK_OK(hb_context_barrier(ctx, 10000));
+  hb_context_destroy(ctx);
+}
+
 void token(int world) {
   int intruder = world - 1;
   hb_context *ctx = nullptr;
@@ -211,12 +284,14 @@ void bye(int world) {
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    std::fprintf(stderr, "usage: mp_context basic|kill|token|abort|bye\n");
+    std::fprintf(
+        stderr, "usage: mp_context basic|kill|kill0|late|token|abort|bye|tf\n");
     return 2;
   }
-  g_rank = env_int("HB_RANK");
-  int world = env_int("HB_WORLD_SIZE");
   std::string mode = argv[1];
+  bool tf_mode = mode == "tf";
+  g_rank = env_int(tf_mode ? "HB_TEST_RANK" : "HB_RANK");
+  int world = env_int(tf_mode ? "HB_TEST_WORLD" : "HB_WORLD_SIZE");
   if (mode == "basic")
     basic(world);
   else if (mode == "kill")
@@ -227,6 +302,12 @@ int main(int argc, char **argv) {
     abort_by_rank1(world);
   else if (mode == "bye")
     bye(world);
+  else if (mode == "kill0")
+    kill_server(world);
+  else if (mode == "late")
+    late(world);
+  else if (tf_mode)
+    tf(world);
   else
     die(__LINE__, "unknown mode %s", mode.c_str());
   std::fprintf(stderr, "[mp_context r%d] %s ok\n", g_rank, mode.c_str());

@@ -34,66 +34,75 @@ int free_port() {
   return ntohs(a.sin_port);
 }
 
-struct Spawn {
-  std::string mode;
-  int world = 2;
-  std::map<std::string, std::string> env;
-  int start_delay_ms = 0;  // between ranks, highest rank first
-  int deadline_s = 60;
-};
+using Env = std::map<std::string, std::string>;
 
-// Exit statuses (waitpid format) of every rank, indexed by rank.
-std::vector<int> run(const Spawn &s) {
-  int port = free_port();
-  EXPECT_NE(port, 0);
-  std::vector<pid_t> pids(s.world, -1);
-  for (int r = s.world - 1; r >= 0; --r) {
+// Starts one mp_context per entry of envs (in reverse order, start_delay_ms
+// apart) and returns their exit statuses (waitpid format), in order.
+std::vector<int> run_processes(const std::string &mode,
+                               const std::vector<Env> &envs,
+                               int start_delay_ms = 0, int deadline_s = 60) {
+  size_t n = envs.size();
+  std::vector<pid_t> pids(n, -1);
+  for (size_t i = n; i-- > 0;) {
     pid_t pid = fork();
     if (pid == 0) {
-      setenv("HB_RANK", std::to_string(r).c_str(), 1);
-      setenv("HB_WORLD_SIZE", std::to_string(s.world).c_str(), 1);
-      setenv("HB_RENDEZVOUS", ("127.0.0.1:" + std::to_string(port)).c_str(), 1);
       for (const char *v :
-           {"HB_LOCAL_RANK", "HB_LOCAL_WORLD_SIZE", "HB_RENDEZVOUS_SERVED",
-            "HB_RENDEZVOUS_TOKEN", "TF_CONFIG"})
+           {"HB_RANK", "HB_WORLD_SIZE", "HB_LOCAL_RANK", "HB_LOCAL_WORLD_SIZE",
+            "HB_RENDEZVOUS", "HB_RENDEZVOUS_SERVED", "HB_RENDEZVOUS_TOKEN",
+            "TF_CONFIG"})
         unsetenv(v);
-      for (const auto &kv : s.env)
+      for (const auto &kv : envs[i])
         setenv(kv.first.c_str(), kv.second.c_str(), 1);
-      execl(HB_MP_CONTEXT_BIN, HB_MP_CONTEXT_BIN, s.mode.c_str(),
+      execl(HB_MP_CONTEXT_BIN, HB_MP_CONTEXT_BIN, mode.c_str(),
             (char *)nullptr);
       _exit(127);
     }
-    pids[r] = pid;
-    if (s.start_delay_ms)
-      std::this_thread::sleep_for(std::chrono::milliseconds(s.start_delay_ms));
+    pids[i] = pid;
+    if (start_delay_ms)
+      std::this_thread::sleep_for(std::chrono::milliseconds(start_delay_ms));
   }
-  std::vector<int> status(s.world, -1);
+  std::vector<int> status(n, -1);
   auto deadline =
-      std::chrono::steady_clock::now() + std::chrono::seconds(s.deadline_s);
-  int left = s.world;
+      std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
+  size_t left = n;
   while (left > 0) {
-    for (int r = 0; r < s.world; ++r) {
-      if (pids[r] < 0) continue;
+    for (size_t i = 0; i < n; ++i) {
       int st = 0;
-      if (waitpid(pids[r], &st, WNOHANG) == pids[r]) {
-        status[r] = st;
-        pids[r] = -1;
+      if (pids[i] > 0 && waitpid(pids[i], &st, WNOHANG) == pids[i]) {
+        status[i] = st;
+        pids[i] = -1;
         --left;
       }
     }
     if (left == 0) break;
     if (std::chrono::steady_clock::now() > deadline) {
-      ADD_FAILURE() << s.mode << ": ranks still running after " << s.deadline_s
+      ADD_FAILURE() << mode << ": processes still running after " << deadline_s
                     << " s; killing them";
       for (pid_t p : pids)
         if (p > 0) kill(p, SIGKILL);
-      for (int r = 0; r < s.world; ++r)
-        if (pids[r] > 0) waitpid(pids[r], &status[r], 0);
+      for (size_t i = 0; i < n; ++i)
+        if (pids[i] > 0) waitpid(pids[i], &status[i], 0);
       break;
     }
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
   return status;
+}
+
+// N ranks with the launcher's variables on a free loopback port.
+std::vector<int> run(const std::string &mode, int world, Env extra = {},
+                     int start_delay_ms = 0) {
+  int port = free_port();
+  EXPECT_NE(port, 0);
+  std::vector<Env> envs;
+  for (int r = 0; r < world; ++r) {
+    Env e = extra;
+    e["HB_RANK"] = std::to_string(r);
+    e["HB_WORLD_SIZE"] = std::to_string(world);
+    e["HB_RENDEZVOUS"] = "127.0.0.1:" + std::to_string(port);
+    envs.push_back(e);
+  }
+  return run_processes(mode, envs, start_delay_ms);
 }
 
 bool exited_ok(int st) { return WIFEXITED(st) && WEXITSTATUS(st) == 0; }
@@ -106,19 +115,17 @@ void expect_all_ok(const std::vector<int> &status, const std::string &what) {
 
 TEST(MpContext, FormsAndRunsBarriers) {
   for (int world : {2, 3, 4})
-    expect_all_ok(run({"basic", world}),
-                  "basic world " + std::to_string(world));
+    expect_all_ok(run("basic", world), "basic world " + std::to_string(world));
 }
 
 TEST(MpContext, LateJoinersAreFine) {
-  Spawn s{"basic", 3};
-  s.start_delay_ms = 300;  // rank 0 (the server) starts last
-  expect_all_ok(run(s), "late joiners");
+  // Rank 0 (the server) starts last.
+  expect_all_ok(run("basic", 3, {}, 300), "late joiners");
 }
 
 TEST(MpContext, KilledRankIsReportedToTheOthers) {
   for (int world : {2, 3}) {
-    std::vector<int> st = run({"kill", world});
+    std::vector<int> st = run("kill", world);
     for (int r = 0; r < world - 1; ++r)
       EXPECT_TRUE(exited_ok(st[r])) << "world " << world << " rank " << r;
     EXPECT_TRUE(WIFSIGNALED(st[world - 1]) &&
@@ -126,18 +133,51 @@ TEST(MpContext, KilledRankIsReportedToTheOthers) {
   }
 }
 
+TEST(MpContext, KilledServerIsReportedToTheOthers) {
+  std::vector<int> st = run("kill0", 3);
+  EXPECT_TRUE(WIFSIGNALED(st[0]) && WTERMSIG(st[0]) == SIGKILL);
+  EXPECT_TRUE(exited_ok(st[1]));
+  EXPECT_TRUE(exited_ok(st[2]));
+}
+
+TEST(MpContext, BarrierTimeoutNamesTheLateRankAndIsNotFatal) {
+  expect_all_ok(run("late", 3), "late");
+}
+
 TEST(MpContext, TokenMismatchIsRefused) {
-  Spawn s{"token", 3};
-  s.env["HB_RENDEZVOUS_TOKEN"] = "right";
-  expect_all_ok(run(s), "token");
+  expect_all_ok(run("token", 3, {{"HB_RENDEZVOUS_TOKEN", "right"}}), "token");
 }
 
 TEST(MpContext, AbortReachesEveryRank) {
-  expect_all_ok(run({"abort", 3}), "abort");
+  expect_all_ok(run("abort", 3), "abort");
 }
 
 TEST(MpContext, RankZeroWaitsForGoodbyes) {
-  expect_all_ok(run({"bye", 3}), "bye");
+  expect_all_ok(run("bye", 3), "bye");
+}
+
+// TF_CONFIG only: the chief (rank 0) serves the store at its own address;
+// a ps task in the same cluster stays out of the world.
+TEST(MpContext, TfConfigCluster) {
+  int port = free_port();
+  ASSERT_NE(port, 0);
+  auto addr = [&](int i) { return "127.0.0.1:" + std::to_string(port + i); };
+  // Only the chief's port is listened on; the others just have to differ.
+  std::string cluster = "{\"chief\":[\"" + addr(0) + "\"],\"worker\":[\"" +
+                        addr(1) + "\",\"" + addr(2) + "\"],\"ps\":[\"" +
+                        addr(3) + "\"]}";
+  auto tf_config = [&](const char *type, int index) {
+    return "{\"cluster\":" + cluster + ",\"task\":{\"type\":\"" + type +
+           "\",\"index\":" + std::to_string(index) + "}}";
+  };
+  std::vector<Env> envs = {
+      {{"TF_CONFIG", tf_config("chief", 0)}, {"HB_TEST_RANK", "0"}},
+      {{"TF_CONFIG", tf_config("worker", 0)}, {"HB_TEST_RANK", "1"}},
+      {{"TF_CONFIG", tf_config("worker", 1)}, {"HB_TEST_RANK", "2"}},
+      {{"TF_CONFIG", tf_config("ps", 0)}, {"HB_TEST_RANK", "-1"}},
+  };
+  for (Env &e : envs) e["HB_TEST_WORLD"] = "3";
+  expect_all_ok(run_processes("tf", envs), "tf");
 }
 
 }  // namespace

@@ -75,9 +75,13 @@ std::vector<uint8_t> data_of(hb_dtype dt, size_t n, int r, uint32_t salt) {
   return hb_test::small_ints(dt, n, 1000u * static_cast<uint32_t>(r) + salt);
 }
 
+// exact: bit-equal results expected. Otherwise (float averages, float
+// products of more than two ranks, which round in NCCL's order) a relative
+// tolerance; float16 products past 65504 overflow to inf on the device.
 bool close(double got, double want, bool exact) {
-  return exact ? got == want
-               : std::fabs(got - want) <= 1e-2 * (1 + std::fabs(want));
+  if (exact) return got == want;
+  if (std::isinf(got) && std::fabs(want) >= 65504.0) return got * want > 0;
+  return std::fabs(got - want) <= 1e-2 * (1 + std::fabs(want));
 }
 
 void test_reductions(hb_context *ctx, int world) {
@@ -85,8 +89,8 @@ void test_reductions(hb_context *ctx, int world) {
   for (hb_dtype dt : hb_test::kAllDtypes) {
     size_t es = hb_dtype_size(dt);
     for (hb_reduce_op op : {HB_SUM, HB_PROD, HB_MIN, HB_MAX, HB_AVG}) {
-      bool exact =
-          op != HB_AVG || dt == HB_INT32 || dt == HB_INT64 || dt == HB_UINT8;
+      bool exact = dt == HB_INT32 || dt == HB_INT64 || dt == HB_UINT8 ||
+                   (op != HB_AVG && (op != HB_PROD || world == 2));
       std::vector<std::vector<uint8_t>> all;
       for (int r = 0; r < world; ++r)
         all.push_back(data_of(dt, n * world, r, 11 + op));

@@ -12,6 +12,7 @@
 #include "gpu/context_state.h"
 #include "gpu/gpu.h"
 #include "gpu/plugin_call.h"
+#include "gpu_test_data.h"
 #include "hb.h"
 #include "optimizer_math.h"
 
@@ -265,6 +266,56 @@ TEST(OptimizerMath, MatchesDoubleReference) {
   EXPECT_EQ(hb::optmath::record_words(HB_OPT_ADAGRAD, 8), 16);
   EXPECT_EQ(hb::optmath::record_words(HB_OPT_ADAM, 8), 26);
   EXPECT_EQ(hb::optmath::record_words(HB_OPT_FTRL, 8), 24);
+}
+
+}  // namespace
+
+namespace {
+
+// The host reference the multi-rank GPU test checks NCCL against.
+TEST(GpuTestData, ReduceReference) {
+  auto bytes = [](hb_dtype dt, std::vector<double> v) {
+    std::vector<uint8_t> out(v.size() * hb_dtype_size(dt));
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint8_t *p = &out[i * hb_dtype_size(dt)];
+      if (dt == HB_UINT8) *p = static_cast<uint8_t>(v[i]);
+      if (dt == HB_INT32) {
+        int32_t x = static_cast<int32_t>(v[i]);
+        std::memcpy(p, &x, 4);
+      }
+      if (dt == HB_FLOAT16) {
+        uint16_t h = hb::float_to_half(float(v[i]));
+        std::memcpy(p, &h, 2);
+      }
+    }
+    return out;
+  };
+  std::vector<std::vector<uint8_t>> u8 = {bytes(HB_UINT8, {200, 3}),
+                                          bytes(HB_UINT8, {100, 5})};
+  EXPECT_EQ(hb_test::reduce_ref(u8, HB_UINT8, HB_SUM, 0), 44);  // 300 wraps
+  EXPECT_EQ(hb_test::reduce_ref(u8, HB_UINT8, HB_PROD, 1), 15);
+  EXPECT_EQ(hb_test::reduce_ref(u8, HB_UINT8, HB_AVG, 0),
+            22);  // of the wrapped sum
+  EXPECT_EQ(hb_test::reduce_ref(u8, HB_UINT8, HB_MIN, 0), 100);
+  std::vector<std::vector<uint8_t>> i32 = {bytes(HB_INT32, {-7, 65536}),
+                                           bytes(HB_INT32, {2, 65536}),
+                                           bytes(HB_INT32, {0, 1})};
+  EXPECT_EQ(hb_test::reduce_ref(i32, HB_INT32, HB_AVG, 0),
+            -1);  // -5 / 3 toward zero
+  EXPECT_EQ(hb_test::reduce_ref(i32, HB_INT32, HB_PROD, 1),
+            0);  // 2^32 wraps to 0
+  EXPECT_EQ(hb_test::reduce_ref(i32, HB_INT32, HB_MAX, 0), 2);
+  std::vector<std::vector<uint8_t>> f16 = {bytes(HB_FLOAT16, {1}),
+                                           bytes(HB_FLOAT16, {2})};
+  EXPECT_EQ(hb_test::reduce_ref(f16, HB_FLOAT16, HB_AVG, 0), 1.5);
+  EXPECT_EQ(hb_test::reduce_ref(f16, HB_FLOAT16, HB_PROD, 0), 2.0);
+  auto a = hb_test::small_ints(HB_BFLOAT16, 50, 1),
+       b = hb_test::small_ints(HB_BFLOAT16, 50, 2);
+  EXPECT_NE(a, b);
+  for (size_t i = 0; i < 50; ++i) {
+    double x = hb_test::element(a, HB_BFLOAT16, i);
+    EXPECT_TRUE(x >= -4 && x <= 4 && x == std::floor(x)) << x;
+  }
 }
 
 }  // namespace

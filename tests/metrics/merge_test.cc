@@ -81,7 +81,7 @@ TEST(Merge, ConfigMismatchAndCorruptBytes) {
   auto sa = make_state(ca), sb = make_state(cb);
   float l[2] = {0, 1}, p[2] = {0.2f, 0.8f};
   sb->update({l, p, nullptr, nullptr, 2});
-  std::vector<unsigned char> bytes = serialize(cb, *sb);
+  Bytes bytes = serialize(cb, *sb);
   try {
     merge_serialized(ca, sa.get(), bytes.data(), bytes.size(), "rank 3");
     FAIL() << "mismatch accepted";

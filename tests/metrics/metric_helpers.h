@@ -61,7 +61,7 @@ inline double merged_result(const hb_metric_config &pub, const ref::Data &d, int
     if (!d.weights.empty()) p.weights.push_back(d.weights[i]);
     if (!d.groups.empty()) p.groups.push_back(d.groups[i]);
   }
-  std::vector<std::vector<unsigned char>> bytes;
+  std::vector<Bytes> bytes;
   for (ref::Data &p : parts) {
     std::unique_ptr<State> s = make_state(cfg);
     // Uneven batches within a part, too.

@@ -96,7 +96,7 @@ TEST(ClientServer, GetTimeoutNamesTheKey) {
   int64_t took = ms_since(t0);
   EXPECT_TRUE(contains(m, "'nccl/unique_id'")) << m;
   EXPECT_GE(took, 290);
-  EXPECT_LT(took, 1000);
+  EXPECT_LT(took, 300 + 2 * kMarginMs);
   // A zero timeout answers at once.
   error_of([&] { r->client->get("nccl/unique_id", 0); }, HB_ERR_TIMEOUT);
   EXPECT_TRUE(r->health.ok());  // a timeout is not a failure of the world
@@ -132,7 +132,7 @@ TEST(ClientServer, BarrierTimeoutNamesTheMissingRanksThenRetrySucceeds) {
       msgs[r] = error_of([&] { ranks[r]->client->barrier("init", 300); },
                          HB_ERR_TIMEOUT);
   });
-  EXPECT_LT(ms_since(t0), 1500);
+  EXPECT_LT(ms_since(t0), 300 + 3 * kMarginMs);
   for (int r : {0, 2}) {
     EXPECT_TRUE(contains(msgs[r], "ranks 1, 3 did not arrive")) << msgs[r];
     EXPECT_TRUE(contains(msgs[r], "'init'")) << msgs[r];
@@ -287,7 +287,7 @@ TEST(ClientServer, CloseWithoutByeFailsPendingGets) {
   int64_t took = ms_since(t0) - 100;
   closer.join();
   EXPECT_TRUE(contains(m, "rank 1 lost: connection closed")) << m;
-  EXPECT_LT(took, kPeerTimeoutMs + 200);
+  EXPECT_LT(took, kPeerTimeoutMs + kMarginMs);
   // on_peer_lost runs on the server thread right after the broadcast.
   for (int64_t end = now_ms() + 1000; lost_rank.load() < 0 && now_ms() < end;)
     std::this_thread::sleep_for(std::chrono::milliseconds(1));
@@ -312,7 +312,7 @@ TEST(ClientServer, HeartbeatSilenceIsDetectedWithinPeerTimeout) {
   int64_t took = ms_since(t0);
   EXPECT_TRUE(contains(m, "rank 1 lost: no heartbeat")) << m;
   EXPECT_GE(took, kPeerTimeoutMs - 50);
-  EXPECT_LT(took, kPeerTimeoutMs + 200);
+  EXPECT_LT(took, kPeerTimeoutMs + kMarginMs);
   std::printf(
       "[ measure ] silent rank detected in %lld ms (peer_timeout_ms %lld)\n",
       static_cast<long long>(took), static_cast<long long>(kPeerTimeoutMs));
@@ -349,7 +349,7 @@ TEST(ClientServer, AnyHealthFailureWakesPendingCalls) {
   auto t0 = std::chrono::steady_clock::now();
   std::string m =
       error_of([&] { a->client->wait({"never"}, 5000); }, HB_ERR_DEVICE);
-  EXPECT_LT(ms_since(t0), 1000);
+  EXPECT_LT(ms_since(t0), 5 * kMarginMs);
   EXPECT_EQ(m, "NCCL said no");
   other.join();
 }
@@ -366,7 +366,7 @@ TEST(ClientServer, ServerGoingAwayFailsClientsNamingIt) {
   std::string m =
       error_of([&] { a->client->get("never", 5000); }, HB_ERR_PEER_FAILED);
   stopper.join();
-  EXPECT_LT(ms_since(t0), 1000);
+  EXPECT_LT(ms_since(t0), 5 * kMarginMs);
   EXPECT_TRUE(
       contains(m, "rendezvous server at 127.0.0.1:" + std::to_string(port)))
       << m;
@@ -406,7 +406,7 @@ TEST(ClientServer, ConnectTimesOutWhenNobodyListens) {
   auto t0 = std::chrono::steady_clock::now();
   std::string m = error_of([&] { Client::connect(cfg, &h); }, HB_ERR_TIMEOUT);
   EXPECT_GE(ms_since(t0), 290);
-  EXPECT_LT(ms_since(t0), 1500);
+  EXPECT_LT(ms_since(t0), 300 + 3 * kMarginMs);
   EXPECT_TRUE(contains(m, "could not reach the rendezvous server")) << m;
   EXPECT_TRUE(h.ok());  // a failed connect does not fail the Health
 }
@@ -461,7 +461,7 @@ TEST(ClientServer, ServerLingersUntilRanksSayBye) {
   int64_t took = ms_since(t0);
   leaver.join();
   EXPECT_GE(took, 100);
-  EXPECT_LT(took, 2000);
+  EXPECT_LT(took, 10 * kMarginMs);
   EXPECT_TRUE(ranks[1]->health.ok()) << ranks[1]->health.message();
 }
 

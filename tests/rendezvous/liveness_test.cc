@@ -73,7 +73,7 @@ TEST(Liveness, KilledChildFailsThePendingCallsOfTheOthersQuickly) {
   int64_t detect = ms_since(killed);
   killer.join();
   EXPECT_NE(m.find("rank 1 lost: connection closed"), std::string::npos) << m;
-  EXPECT_LT(detect, 500);
+  EXPECT_LT(detect, 2 * kMarginMs);
   std::printf(
       "[ measure ] SIGKILLed rank detected by another rank's pending get in "
       "%lld ms\n",
@@ -97,7 +97,7 @@ TEST(Liveness, StoppedChildIsDeclaredLostAfterPeerTimeout) {
   EXPECT_NE(m.find("rank 1 lost: no heartbeat"), std::string::npos) << m;
   // The last heartbeat came at most one interval before the stop.
   EXPECT_GE(detect, kPeerTimeoutMs - kHeartbeatMs - 20);
-  EXPECT_LT(detect, kPeerTimeoutMs + 200);
+  EXPECT_LT(detect, kPeerTimeoutMs + kMarginMs);
   std::printf(
       "[ measure ] SIGSTOPped rank detected in %lld ms (peer_timeout_ms "
       "%lld)\n",

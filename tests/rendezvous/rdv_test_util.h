@@ -28,8 +28,19 @@ namespace hb {
 namespace rdv {
 namespace test {
 
-constexpr int64_t kPeerTimeoutMs = 400;
-constexpr int64_t kHeartbeatMs = 50;
+// Sanitized builds run several times slower, on a shared machine: their
+// liveness timeouts (and the margins the tests allow) stretch by kSlow.
+#if defined(__SANITIZE_THREAD__)
+constexpr int64_t kSlow = 4;
+#elif defined(__SANITIZE_ADDRESS__)
+constexpr int64_t kSlow = 2;
+#else
+constexpr int64_t kSlow = 1;
+#endif
+constexpr int64_t kPeerTimeoutMs = 400 * kSlow;
+constexpr int64_t kHeartbeatMs = 50 * kSlow;
+// Slack allowed on top of a deadline before a test calls it late.
+constexpr int64_t kMarginMs = 200 * kSlow;
 
 inline ServerConfig server_config(int world_size,
                                   const std::string &token = "") {

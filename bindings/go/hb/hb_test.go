@@ -7,7 +7,9 @@ import (
 	"math"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
+	"sync"
 	"testing"
 
 	"hb.dev/hb/internal/capi"
@@ -79,6 +81,33 @@ func TestErrorCarriesStatusAndMessage(t *testing.T) {
 	}
 	if err.Error() != "HB_ERR_INVALID_ARGUMENT: "+e.Message {
 		t.Fatal(err.Error())
+	}
+}
+
+// Errors from many goroutines at once: each carries its own call's message,
+// although goroutines move between threads and hb_last_error is per thread.
+func TestConcurrentErrorsKeepTheirMessage(t *testing.T) {
+	var wg sync.WaitGroup
+	failures := make(chan string, 8)
+	for g := 0; g < 8; g++ {
+		wg.Add(1)
+		go func(g int) {
+			defer wg.Done()
+			for i := 0; i < 200; i++ {
+				name := fmt.Sprintf("no_such_option_%d_%d", g, i)
+				_, err := GetOption(name)
+				if e, ok := err.(*Error); !ok || !strings.Contains(e.Message, name) {
+					failures <- fmt.Sprintf("%s: %v", name, err)
+					return
+				}
+				runtime.Gosched()
+			}
+		}(g)
+	}
+	wg.Wait()
+	close(failures)
+	for f := range failures {
+		t.Error(f)
 	}
 }
 
@@ -360,5 +389,25 @@ func TestMultiRank(t *testing.T) {
 	}
 	if err := c.Barrier(0); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// BenchmarkAllreduce measures the binding's per-call cost in a world of one
+// (hb.test -test.run NONE -test.bench Allreduce).
+func BenchmarkAllreduce(b *testing.B) {
+	c, err := NewContext(WithRank(0), WithWorldSize(1))
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer c.Close()
+	for _, n := range []int{4, 1 << 20} {
+		x, r := make([]float32, n), make([]float32, n)
+		b.Run(fmt.Sprint(n), func(b *testing.B) {
+			for i := 0; i < b.N; i++ {
+				if err := Allreduce(c, x, r, Sum); err != nil {
+					b.Fatal(err)
+				}
+			}
+		})
 	}
 }

@@ -13,6 +13,7 @@ Constants are hb.h's without the ``HB_`` prefix: ``hb.FLOAT32``, ``hb.SUM``,
 """
 
 import collections
+import math
 import weakref
 
 import numpy as np
@@ -312,7 +313,7 @@ class Context(_Handle):
         if recv is None:
             return np.empty(shape, dtype=send.dtype)
         recv = _array(recv, param, send.dtype, writable=True)
-        _check_size(recv, int(np.prod(shape)), param)
+        _check_size(recv, math.prod(shape), param)
         return recv
 
     def allreduce(self, send, recv=None, op=None, dtype=None):

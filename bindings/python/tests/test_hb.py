@@ -34,6 +34,30 @@ def test_error_carries_status_name_and_message():
     assert str(e).startswith("HB_ERR_INVALID_ARGUMENT: ")
 
 
+def test_concurrent_errors_keep_their_message():
+    """The GIL is released around calls; each thread's HbError still holds
+    the message of its own failing call."""
+    import threading
+    bad = []
+
+    def work(t):
+        for i in range(200):
+            name = "no_such_option_%d_%d" % (t, i)
+            try:
+                hb.get_option(name)
+                bad.append(name + ": accepted")
+            except hb.HbError as e:
+                if name not in e.message:
+                    bad.append("%s: %s" % (name, e.message))
+
+    threads = [threading.Thread(target=work, args=(t,)) for t in range(8)]
+    for th in threads:
+        th.start()
+    for th in threads:
+        th.join()
+    assert not bad, bad[:3]
+
+
 def test_shard_range_and_placement():
     ranges = [hb.shard_range(10, 3, s) for s in range(3)]
     assert ranges[0][0] == 0 and ranges[-1][1] == 10

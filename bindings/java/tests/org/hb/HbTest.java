@@ -42,6 +42,29 @@ public class HbTest {
   }
 
   @Test
+  public void concurrentErrorsKeepTheirMessage() throws Exception {
+    java.util.List<String> bad = java.util.Collections.synchronizedList(new java.util.ArrayList<>());
+    Thread[] threads = new Thread[8];
+    for (int t = 0; t < threads.length; ++t) {
+      final int id = t;
+      threads[t] = new Thread(() -> {
+        for (int i = 0; i < 200; ++i) {
+          String name = "no_such_option_" + id + "_" + i;
+          try {
+            Hb.getOption(name);
+            bad.add(name + ": accepted");
+          } catch (HbException e) {
+            if (!e.detail().contains(name)) bad.add(name + ": " + e.detail());
+          }
+        }
+      });
+      threads[t].start();
+    }
+    for (Thread th : threads) th.join();
+    assertTrue(bad.toString(), bad.isEmpty());
+  }
+
+  @Test
   public void shardRangePlacementAndTfConfig() throws HbException {
     long covered = 0;
     for (int s = 0; s < 3; ++s) {
