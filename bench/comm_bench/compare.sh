@@ -66,23 +66,25 @@ def size(b): return f"{b >> 20} MiB" if b >= 1 << 20 else f"{b >> 10} KiB"
 def busbw(us, b, np): return b / (us * 1e-6) / 1e9 * (2.0 * (np - 1) / np)
 nps = sorted({k[1] for k in med})
 print(f"{'np':>3} {'size':>7} | {'hb us':>10} {'hb busbw':>9} | {'best Gloo':>22} {'us':>10} {'busbw':>7} "
-      f"{'hb/Gloo':>7} {'hb-Gloo us':>10} | {'MPI us':>10} {'busbw':>7} {'hb/MPI':>6}")
+      f"{'hb/Gloo':>7} {'hb-Gloo us':>10} | {'Gloo HD us':>10} {'hb/HD':>5} | {'MPI us':>10} {'busbw':>7} {'hb/MPI':>6}")
 for np in nps:
     for b in sorted({k[2] for k in med if k[1] == np and k[0] == "hb_allreduce"}):
         hb = med[("hb_allreduce", np, b)]
         gloo = [(v, k[0]) for k, v in med.items() if k[0].startswith("gloo_") and k[1:] == (np, b)]
         g_us, g_name = min(gloo) if gloo else (float("nan"), "-")
         mpi = med.get(("mpi_default", np, b), float("nan"))
+        hd = med.get(("gloo_halving_doubling", np, b), float("nan"))
         print(f"{np:>3} {size(b):>7} | {hb:>10.1f} {busbw(hb, b, np):>9.3f} | {g_name:>22} {g_us:>10.1f} "
-              f"{busbw(g_us, b, np):>7.3f} {g_us / hb:>7.2f} {hb - g_us:>10.1f} | {mpi:>10.1f} "
-              f"{busbw(mpi, b, np):>7.3f} {mpi / hb:>6.2f}")
+              f"{busbw(g_us, b, np):>7.3f} {g_us / hb:>7.2f} {hb - g_us:>10.1f} | {hd:>10.1f} {hd / hb:>5.2f} | "
+              f"{mpi:>10.1f} {busbw(mpi, b, np):>7.3f} {mpi / hb:>6.2f}")
 for np in nps:
     fused = med.get(("hb_allreduce_many_256x4K", np, 1 << 20))
     sep = med.get(("hb_allreduce_256x4K_separate", np, 1 << 20))
     if fused and sep:
         print(f"np={np}: 256 x 4 KiB: hb_allreduce_many {fused:.1f} us vs 256 hb_allreduce {sep:.1f} us: {sep / fused:.1f}x")
 print("hb/Gloo = busbw ratio against the fastest raw Gloo algorithm at that size (>= 0.9 is the target"
-      " from 1 MiB); hb-Gloo us = per-call overhead. Times: median over launches of the slowest"
-      " rank's median call. busbw = algbw*2(n-1)/n, GB/s = 1e9 B/s.")
+      " from 1 MiB); hb-Gloo us = per-call overhead; hb/HD = ratio against raw Gloo halving-doubling,"
+      " the algorithm hb runs from 256 KiB (below it, with 2 ranks, the ring). Times: median over"
+      " launches of the slowest rank's median call. busbw = algbw*2(n-1)/n, GB/s = 1e9 B/s.")
 PY
 echo "Load averages (start, after each repeat): ${loads[*]}. Wall time: $(( $(date +%s) - start ))s. Raw: $raw, log: $log"

@@ -26,10 +26,10 @@
 
 namespace {
 
-const int64_t kCriteoRows[26] = {1460,   583,    10131227, 2202608, 305,  24,      12517,
-                                 633,    3,      93145,    5683,    8351593, 3194, 27,
-                                 14992,  5461306, 10,      5652,    2173,    4,    7046547,
-                                 18,     15,     286181,   105,     142572};
+const int64_t kCriteoRows[26] = {
+    1460,  583,  10131227, 2202608, 305, 24,     12517,   633,   3,
+    93145, 5683, 8351593,  3194,    27,  14992,  5461306, 10,    5652,
+    2173,  4,    7046547,  18,      15,  286181, 105,     142572};
 
 // Zipf over [1, n] by rejection-inversion (Hoermann & Derflinger), O(1)
 // memory, so the generator adds nothing to the peak memory measured.
@@ -47,7 +47,8 @@ class Zipf {
       int64_t k = static_cast<int64_t>(x + 0.5);
       if (k < 1) k = 1;
       if (k > n_) k = n_;
-      if (k - x <= cut_ || u >= H(k + 0.5) - h(static_cast<double>(k))) return k;
+      if (k - x <= cut_ || u >= H(k + 0.5) - h(static_cast<double>(k)))
+        return k;
     }
   }
 
@@ -60,10 +61,13 @@ class Zipf {
     return ((z ^ (z >> 31)) >> 11) * 0x1p-53;
   }
   static double helper1(double x) {
-    return std::fabs(x) > 1e-8 ? std::log1p(x) / x : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
+    return std::fabs(x) > 1e-8 ? std::log1p(x) / x
+                               : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
   }
   static double helper2(double x) {
-    return std::fabs(x) > 1e-8 ? std::expm1(x) / x : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
+    return std::fabs(x) > 1e-8
+               ? std::expm1(x) / x
+               : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
   }
   double h(double x) const { return std::exp(-s_ * std::log(x)); }
   double H(double x) const {
@@ -91,22 +95,32 @@ Args parse(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
-    if (k == "--dim") a.dim = std::atoll(v);
-    else if (k == "--steps") a.steps = std::atoll(v);
-    else if (k == "--batch") a.batch = std::atoll(v);
-    else if (k == "--tables") a.tables = std::atoll(v);
-    else if (k == "--alpha") a.alpha = std::atof(v);
-    else if (k == "--seed") a.seed = std::strtoull(v, nullptr, 10);
-    else if (k == "--profile") a.cap = std::string(v) == "full" ? INT64_MAX : 1000000;
+    if (k == "--dim")
+      a.dim = std::atoll(v);
+    else if (k == "--steps")
+      a.steps = std::atoll(v);
+    else if (k == "--batch")
+      a.batch = std::atoll(v);
+    else if (k == "--tables")
+      a.tables = std::atoll(v);
+    else if (k == "--alpha")
+      a.alpha = std::atof(v);
+    else if (k == "--seed")
+      a.seed = std::strtoull(v, nullptr, 10);
+    else if (k == "--profile")
+      a.cap = std::string(v) == "full" ? INT64_MAX : 1000000;
     else if (k == "--wire")
-      a.wire = std::string(v) == "f16" ? HB_FLOAT16 : std::string(v) == "bf16" ? HB_BFLOAT16 : HB_FLOAT32;
+      a.wire = std::string(v) == "f16"    ? HB_FLOAT16
+               : std::string(v) == "bf16" ? HB_BFLOAT16
+                                          : HB_FLOAT32;
     else {
       std::fprintf(stderr, "unknown argument %s\n", argv[i]);
       std::exit(2);
     }
     ++i;
   }
-  if (a.tables < 1 || a.tables > 26 || a.dim < 1 || a.steps < 1 || a.batch < 1) {
+  if (a.tables < 1 || a.tables > 26 || a.dim < 1 || a.steps < 1 ||
+      a.batch < 1) {
     std::fprintf(stderr, "bad arguments\n");
     std::exit(2);
   }
@@ -133,7 +147,8 @@ long peak_rss_kib() {
 
 void check(hb_status st, const char *what) {
   if (st != HB_OK) {
-    std::fprintf(stderr, "%s: %s: %s\n", what, hb_status_name(st), hb_last_error());
+    std::fprintf(stderr, "%s: %s: %s\n", what, hb_status_name(st),
+                 hb_last_error());
     std::exit(1);
   }
 }
@@ -172,11 +187,13 @@ int main(int argc, char **argv) {
     check(hb_embedding_create(ctx, &c, &tabs[t]), "hb_embedding_create");
   }
   double shard_bytes = 0;
-  for (int t = 0; t < a.tables; ++t) shard_bytes += tabs[t]->table->shard().memory_bytes();
+  for (int t = 0; t < a.tables; ++t)
+    shard_bytes += tabs[t]->table->shard().memory_bytes();
 
   std::vector<int64_t> ids(a.batch);
   std::vector<float> out(a.batch * a.dim), grads(a.batch * a.dim);
-  for (size_t i = 0; i < grads.size(); ++i) grads[i] = ((i * 2654435761u) % 1000) * 1e-5f - 0.005f;
+  for (size_t i = 0; i < grads.size(); ++i)
+    grads[i] = ((i * 2654435761u) % 1000) * 1e-5f - 0.005f;
   double secs = 0, cpu = 0;
   const int warmup = 2;
   uint64_t ids_timed = 0;
@@ -184,15 +201,20 @@ int main(int argc, char **argv) {
     if (s == warmup)
       for (auto *e : tabs) e->table->reset_stats();
     for (int t = 0; t < a.tables; ++t) {
-      uint64_t st = a.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 40) ^ (uint64_t(s) << 20) ^ t;
+      uint64_t st = a.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 40) ^
+                    (uint64_t(s) << 20) ^ t;
       for (int64_t i = 0; i < a.batch; ++i) {
         int64_t k = zipf[t](st) - 1;
-        ids[i] = static_cast<int64_t>((static_cast<unsigned __int128>(mult[t]) * k + add[t]) % rows[t]);
+        ids[i] = static_cast<int64_t>(
+            (static_cast<unsigned __int128>(mult[t]) * k + add[t]) % rows[t]);
       }
       auto t0 = std::chrono::steady_clock::now();
       double c0 = cpu_seconds();
-      check(hb_embedding_lookup(tabs[t], ids.data(), a.batch, out.data()), "lookup");
-      check(hb_embedding_apply_gradients(tabs[t], ids.data(), a.batch, grads.data()), "apply");
+      check(hb_embedding_lookup(tabs[t], ids.data(), a.batch, out.data()),
+            "lookup");
+      check(hb_embedding_apply_gradients(tabs[t], ids.data(), a.batch,
+                                         grads.data()),
+            "apply");
       double c1 = cpu_seconds();
       auto t1 = std::chrono::steady_clock::now();
       if (s >= warmup) {
@@ -218,13 +240,21 @@ int main(int argc, char **argv) {
   const double bound = uniq / 2.0 * (16.0 + 2.0 * row_bytes) / steps;
   const double peak = peak_rss_kib() * 1024.0;
   std::printf(
-      "criteo_synth rank %d/%d dim %lld batch %lld tables %lld alpha %.2f wire %s: "
-      "%.2f M ids/s (%.2f M per CPU-second) | unique ratio %.3f | request bytes/step %.0f (dedup bound %.0f, %.2f) | "
-      "wire sent %.0f recv %.0f bytes/step | peak RSS %.1f MiB, shard %.1f MiB (%.2fx)\n",
-      rank, world, (long long)a.dim, (long long)a.batch, (long long)a.tables, a.alpha,
-      a.wire == HB_FLOAT32 ? "f32" : a.wire == HB_FLOAT16 ? "f16" : "bf16", ids_timed / secs / 1e6, ids_timed / cpu / 1e6,
-      static_cast<double>(uniq) / ids_in, req / steps, bound, bound > 0 ? req / steps / bound : 0.0,
-      sent / steps, recv / steps, peak / 1048576.0, shard_bytes / 1048576.0, peak / shard_bytes);
+      "criteo_synth rank %d/%d dim %lld batch %lld tables %lld alpha %.2f wire "
+      "%s: "
+      "%.2f M ids/s (%.2f M per CPU-second) | unique ratio %.3f | request "
+      "bytes/step %.0f (dedup bound %.0f, %.2f) | "
+      "wire sent %.0f recv %.0f bytes/step | peak RSS %.1f MiB, shard %.1f MiB "
+      "(%.2fx)\n",
+      rank, world, (long long)a.dim, (long long)a.batch, (long long)a.tables,
+      a.alpha,
+      a.wire == HB_FLOAT32   ? "f32"
+      : a.wire == HB_FLOAT16 ? "f16"
+                             : "bf16",
+      ids_timed / secs / 1e6, ids_timed / cpu / 1e6,
+      static_cast<double>(uniq) / ids_in, req / steps, bound,
+      bound > 0 ? req / steps / bound : 0.0, sent / steps, recv / steps,
+      peak / 1048576.0, shard_bytes / 1048576.0, peak / shard_bytes);
   for (auto *e : tabs) hb_embedding_destroy(e);
   hb_context_destroy(ctx);
   return 0;

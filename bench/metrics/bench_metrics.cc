@@ -10,13 +10,13 @@
 //   hbrun -n 4 -- bench_metrics [samples [name-filter]]
 #include <time.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <cstdlib>
 #include <memory>
 #include <random>
 #include <string>
 #include <vector>
-#include <algorithm>
 
 #include "hb.h"
 #include "metrics/state.h"
@@ -66,17 +66,19 @@ void check(hb_status st) {
   }
 }
 
-void feed(hb_metric *m, const hb_metric_config &c, const Data &d, size_t n, bool weighted,
-          size_t begin = 0) {
+void feed(hb_metric *m, const hb_metric_config &c, const Data &d, size_t n,
+          bool weighted, size_t begin = 0) {
   const size_t batch = 65536;
   for (size_t at = begin; at < begin + n; at += batch) {
     size_t k = std::min(batch, begin + n - at);
     const float *w = weighted ? d.weights.data() + at : nullptr;
     if (c.kind == HB_METRIC_GAUC)
-      check(hb_metric_update_grouped(m, d.labels.data() + at, d.preds.data() + at, w,
+      check(hb_metric_update_grouped(m, d.labels.data() + at,
+                                     d.preds.data() + at, w,
                                      d.groups.data() + at, k));
     else
-      check(hb_metric_update(m, d.labels.data() + at, d.preds.data() + at, w, k));
+      check(
+          hb_metric_update(m, d.labels.data() + at, d.preds.data() + at, w, k));
   }
 }
 
@@ -87,8 +89,11 @@ int distributed(const std::vector<Kind> &kinds, const Data &d, size_t n) {
   int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   size_t begin = n * rank / world, end = n * (rank + 1) / world;
   if (rank == 0)
-    printf("hb_metric_result on a context: %d ranks, %zu samples in all (wall ms, slowest rank)\n"
-           "%-22s %12s\n", world, n, "metric", "result ms");
+    printf(
+        "hb_metric_result on a context: %d ranks, %zu samples in all (wall ms, "
+        "slowest rank)\n"
+        "%-22s %12s\n",
+        world, n, "metric", "result ms");
   for (const Kind &k : kinds) {
     double best = 1e30;
     for (int rep = 0; rep < 3; ++rep) {
@@ -124,7 +129,8 @@ int main(int argc, char **argv) {
     hb_metric_config c = HB_METRIC_CONFIG_INIT;
     c.kind = kind;
     c.bins = bins;
-    if (std::string(name).find(filter) != std::string::npos) kinds.push_back({name, c});
+    if (std::string(name).find(filter) != std::string::npos)
+      kinds.push_back({name, c});
   };
   add("accuracy", HB_METRIC_ACCURACY);
   add("mean", HB_METRIC_MEAN);
@@ -137,9 +143,10 @@ int main(int argc, char **argv) {
   if (ws && atoi(ws) > 1) return distributed(kinds, d, n);
   double load[1] = {0};
   getloadavg(load, 1);
-  printf("%zu samples, batches of 65536, thread CPU time (load average %.1f)\n", n, load[0]);
-  printf("%-22s %-9s %14s %12s %16s\n", "metric", "weights", "update Ms/s", "result ms",
-         "update+result Ms/s");
+  printf("%zu samples, batches of 65536, thread CPU time (load average %.1f)\n",
+         n, load[0]);
+  printf("%-22s %-9s %14s %12s %16s\n", "metric", "weights", "update Ms/s",
+         "result ms", "update+result Ms/s");
   for (const Kind &k : kinds)
     for (bool weighted : {false, true}) {
       double best_update = 1e30, best_result = 1e30;
@@ -157,14 +164,19 @@ int main(int argc, char **argv) {
         best_result = std::min(best_result, tr);
         hb_metric_destroy(m);
       }
-      printf("%-22s %-9s %14.1f %12.2f %16.1f\n", k.name, weighted ? "yes" : "no",
-             n / best_update / 1e6, best_result * 1e3, n / (best_update + best_result) / 1e6);
+      printf("%-22s %-9s %14.1f %12.2f %16.1f\n", k.name,
+             weighted ? "yes" : "no", n / best_update / 1e6, best_result * 1e3,
+             n / (best_update + best_result) / 1e6);
     }
 
   // Merging k ranks' states in process: what hb_metric_result computes
   // after the allgather (serialize every state, merge all bytes, result).
-  printf("\nresult merge cost (in process, the part after the allgather), %zu samples in all\n", n);
-  printf("%-22s %6s %12s %12s\n", "metric", "ranks", "merge+result ms", "state KiB/rank");
+  printf(
+      "\nresult merge cost (in process, the part after the allgather), %zu "
+      "samples in all\n",
+      n);
+  printf("%-22s %6s %12s %12s\n", "metric", "ranks", "merge+result ms",
+         "state KiB/rank");
   for (const Kind &k : kinds)
     for (int ranks : {2, 4}) {
       using namespace hb::metrics;
@@ -175,8 +187,8 @@ int main(int argc, char **argv) {
         size_t begin = n * r / ranks, end = n * (r + 1) / ranks;
         for (size_t at = begin; at < end; at += 65536) {
           size_t c = std::min<size_t>(65536, end - at);
-          states.back()->update({d.labels.data() + at, d.preds.data() + at, nullptr,
-                                 d.groups.data() + at, c});
+          states.back()->update({d.labels.data() + at, d.preds.data() + at,
+                                 nullptr, d.groups.data() + at, c});
         }
       }
       double best = 1e30;
@@ -186,14 +198,16 @@ int main(int argc, char **argv) {
         std::vector<Bytes> wire;
         for (auto &s : states) wire.push_back(serialize(cfg, *s));
         auto merged = make_state(cfg);
-        for (auto &w : wire) merge_serialized(cfg, merged.get(), w.data(), w.size(), "bench");
+        for (auto &w : wire)
+          merge_serialized(cfg, merged.get(), w.data(), w.size(), "bench");
         int32_t flags;
         volatile double r = merged->result(&flags);
         (void)r;
         best = std::min(best, (cpu_now() - t0));
         bytes = wire[0].size();
       }
-      printf("%-22s %6d %12.2f %12.1f\n", k.name, ranks, best * 1e3, bytes / 1024.0);
+      printf("%-22s %6d %12.2f %12.1f\n", k.name, ranks, best * 1e3,
+             bytes / 1024.0);
     }
   return 0;
 }

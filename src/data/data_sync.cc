@@ -3,8 +3,9 @@
 #include "abi/error.h"
 #include "hb.h"
 
-extern "C" hb_status hb_data_sync(hb_context *ctx, int32_t local_has_data, int32_t drop_remainder,
-                                  int32_t *out_continue, int32_t *out_feed_empty) {
+extern "C" hb_status hb_data_sync(hb_context *ctx, int32_t local_has_data,
+                                  int32_t drop_remainder, int32_t *out_continue,
+                                  int32_t *out_feed_empty) {
   return hb::guard([&] {
     HB_CHECK_ARG(ctx, "context is NULL");
     HB_CHECK_ARG(out_continue, "out_continue is NULL");
@@ -14,9 +15,11 @@ extern "C" hb_status hb_data_sync(hb_context *ctx, int32_t local_has_data, int32
     int32_t flags[2] = {has ? 1 : 0, has ? 0 : 1};
     if (hb_context_world_size(ctx) > 1) {
       hb_status st = hb_allreduce(ctx, flags, flags, 2, HB_INT32, HB_MAX);
-      if (st != HB_OK) hb::fail(st, "hb_data_sync: allreduce failed: %s", hb_last_error());
+      if (st != HB_OK)
+        hb::fail(st, "hb_data_sync: allreduce failed: %s", hb_last_error());
     }
-    hb::data::SyncDecision d = hb::data::decide(flags[0], flags[1], drop_remainder != 0, has);
+    hb::data::SyncDecision d =
+        hb::data::decide(flags[0], flags[1], drop_remainder != 0, has);
     *out_continue = d.cont;
     if (out_feed_empty) *out_feed_empty = d.feed_empty;
   });

@@ -18,7 +18,8 @@ struct SyncDecision {
 //  - drop_remainder: continue only while no rank is out;
 //  - otherwise: continue while any rank has data; ranks that are out feed
 //    empty batches.
-SyncDecision decide(int32_t any_has, int32_t any_out, bool drop_remainder, bool local_has_data);
+SyncDecision decide(int32_t any_has, int32_t any_out, bool drop_remainder,
+                    bool local_has_data);
 
 }  // namespace data
 }  // namespace hb

@@ -3,11 +3,11 @@
 #include <memory>
 
 #include "abi/error.h"
+#include "context/context.h"
 #include "embedding/checkpoint.h"
 #include "embedding/handle.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
-#include "context/context.h"
 
 namespace {
 
@@ -19,8 +19,8 @@ hb_embedding &ref(hb_embedding *emb, const char *fn) {
 hb::emb::Table &sharded(hb_embedding *emb, const char *fn) {
   hb_embedding &e = ref(emb, fn);
   if (!e.table)
-    hb::fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): a serving table is read-only", fn,
-             e.serving->name().c_str());
+    hb::fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): a serving table is read-only",
+             fn, e.serving->name().c_str());
   e.ctx->check();
   return *e.table;
 }
@@ -39,7 +39,8 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
     hb::emb::Spec spec = hb::emb::spec_from_config(cfg);
     std::unique_ptr<hb_embedding> e(new hb_embedding);
     e->ctx = ctx;
-    e->table.reset(new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
+    e->table.reset(
+        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
     *out = e.release();
   });
 }
@@ -54,7 +55,8 @@ hb_status hb_embedding_lookup(hb_embedding *emb, const int64_t *ids, size_t n,
       e.serving->lookup(ids, n, static_cast<float *>(out));
       return;
     }
-    sharded(emb, "hb_embedding_lookup").lookup(ids, n, static_cast<float *>(out));
+    sharded(emb, "hb_embedding_lookup")
+        .lookup(ids, n, static_cast<float *>(out));
   });
 }
 
@@ -85,7 +87,9 @@ hb_status hb_embedding_load(hb_embedding *emb, const char *dir) {
 }
 
 hb_status hb_embedding_export(hb_embedding *emb, const char *path) {
-  return hb::guard([&] { hb::emb::export_table(sharded(emb, "hb_embedding_export"), path); });
+  return hb::guard([&] {
+    hb::emb::export_table(sharded(emb, "hb_embedding_export"), path);
+  });
 }
 
 hb_status hb_embedding_open(const char *path, hb_embedding **out) {

@@ -17,7 +17,8 @@ class ByteReader {
       : data_(data), what_(std::move(what)) {}
   const char *take(size_t n, const char *field) {
     if (n > data_.size() - pos_)
-      fail(HB_ERR_CORRUPT, "%s: truncated at byte %zu reading %s (%zu bytes needed, %zu left)",
+      fail(HB_ERR_CORRUPT,
+           "%s: truncated at byte %zu reading %s (%zu bytes needed, %zu left)",
            what_.c_str(), pos_, field, n, data_.size() - pos_);
     const char *p = data_.data() + pos_;
     pos_ += n;

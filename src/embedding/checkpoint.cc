@@ -73,17 +73,21 @@ std::string render_manifest(const Manifest &m) {
     o << "shard " << s.rank << " " << s.file << " " << s.bytes << " " << s.rows
       << " " << hex16(s.checksum) << "\n";
   std::string body = o.str();
-  return body + "checksum " + hex16(checksum64(body.data(), body.size())) + "\n";
+  return body + "checksum " + hex16(checksum64(body.data(), body.size())) +
+         "\n";
 }
 
 Manifest parse_manifest(const std::string &path, const std::string &text) {
   size_t cpos = text.rfind("checksum ");
   if (cpos == std::string::npos || (cpos > 0 && text[cpos - 1] != '\n'))
-    fail(HB_ERR_CORRUPT, "manifest '%s': no checksum line (truncated?)", path.c_str());
+    fail(HB_ERR_CORRUPT, "manifest '%s': no checksum line (truncated?)",
+         path.c_str());
   uint64_t want = checksum64(text.data(), cpos);
   unsigned long long got = 0;
-  if (std::sscanf(text.c_str() + cpos, "checksum %16llx", &got) != 1 || got != want)
-    fail(HB_ERR_CORRUPT, "manifest '%s': checksum mismatch at byte %zu", path.c_str(), cpos);
+  if (std::sscanf(text.c_str() + cpos, "checksum %16llx", &got) != 1 ||
+      got != want)
+    fail(HB_ERR_CORRUPT, "manifest '%s': checksum mismatch at byte %zu",
+         path.c_str(), cpos);
   Manifest m;
   std::istringstream in(text.substr(0, cpos));
   std::string line;
@@ -92,29 +96,42 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
     std::istringstream ls(line);
     std::string key;
     ls >> key;
-    if (key == "hb-embedding-checkpoint") ls >> version;
-    else if (key == "name") ls >> m.name;
-    else if (key == "dim") ls >> m.dim;
-    else if (key == "num_rows") ls >> m.num_rows;
-    else if (key == "optimizer") ls >> m.optimizer;
-    else if (key == "record_words") ls >> m.record_words;
-    else if (key == "partition") ls >> m.partition;
-    else if (key == "world") ls >> m.world;
-    else if (key == "nonce") ls >> std::hex >> m.nonce;
+    if (key == "hb-embedding-checkpoint")
+      ls >> version;
+    else if (key == "name")
+      ls >> m.name;
+    else if (key == "dim")
+      ls >> m.dim;
+    else if (key == "num_rows")
+      ls >> m.num_rows;
+    else if (key == "optimizer")
+      ls >> m.optimizer;
+    else if (key == "record_words")
+      ls >> m.record_words;
+    else if (key == "partition")
+      ls >> m.partition;
+    else if (key == "world")
+      ls >> m.world;
+    else if (key == "nonce")
+      ls >> std::hex >> m.nonce;
     else if (key == "shard") {
       ShardEntry s;
       ls >> s.rank >> s.file >> s.bytes >> s.rows >> std::hex >> s.checksum;
-      if (ls.fail()) fail(HB_ERR_CORRUPT, "manifest '%s': bad line '%s'", path.c_str(), line.c_str());
+      if (ls.fail())
+        fail(HB_ERR_CORRUPT, "manifest '%s': bad line '%s'", path.c_str(),
+             line.c_str());
       m.shards.push_back(s);
     }
   }
   if (version != static_cast<int>(kVersion))
-    fail(HB_ERR_CORRUPT, "manifest '%s': unknown format version %d", path.c_str(), version);
+    fail(HB_ERR_CORRUPT, "manifest '%s': unknown format version %d",
+         path.c_str(), version);
   if (m.world <= 0 || static_cast<int>(m.shards.size()) != m.world)
-    fail(HB_ERR_CORRUPT, "manifest '%s': %zu shard lines for world %d", path.c_str(),
-         m.shards.size(), m.world);
+    fail(HB_ERR_CORRUPT, "manifest '%s': %zu shard lines for world %d",
+         path.c_str(), m.shards.size(), m.world);
   for (int r = 0; r < m.world; ++r)
-    if (m.shards[r].rank != r || m.shards[r].file.find('/') != std::string::npos)
+    if (m.shards[r].rank != r ||
+        m.shards[r].file.find('/') != std::string::npos)
       fail(HB_ERR_CORRUPT, "manifest '%s': bad shard line %d", path.c_str(), r);
   return m;
 }
@@ -123,8 +140,8 @@ uint64_t fresh_nonce() {
   std::random_device rd;
   uint64_t t = static_cast<uint64_t>(
       std::chrono::steady_clock::now().time_since_epoch().count());
-  return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^ (t * 0x9E3779B97F4A7C15ull) ^
-         static_cast<uint64_t>(::getpid());
+  return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^
+         (t * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid());
 }
 
 std::vector<std::string> list_dir(const std::string &dir) {
@@ -138,7 +155,8 @@ std::vector<std::string> list_dir(const std::string &dir) {
 
 // Is `file` a shard file (or its temporary) of table `name` from a save
 // other than `keep`?
-bool stale_shard_file(const std::string &file, const std::string &name, uint64_t keep) {
+bool stale_shard_file(const std::string &file, const std::string &name,
+                      uint64_t keep) {
   if (file.compare(0, name.size() + 1, name + ".") != 0) return false;
   std::string rest = file.substr(name.size() + 1);
   if (rest.size() < 24 || rest.compare(16, 7, ".shard-") != 0) return false;
@@ -148,8 +166,8 @@ bool stale_shard_file(const std::string &file, const std::string &name, uint64_t
          (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
 }
 
-void write_shard(const Shard &shard, const std::string &path, int rank, int world,
-                 ShardEntry *entry) {
+void write_shard(const Shard &shard, const std::string &path, int rank,
+                 int world, ShardEntry *entry) {
   AtomicFile f(path);
   const int64_t words = shard.record_words();
   int64_t dim = shard.spec().dim, rows = shard.rows();
@@ -179,10 +197,12 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
   std::string path = join(dir, e.file);
   std::string data = read_whole_file(path);
   if (data.size() != e.bytes)
-    fail(HB_ERR_CORRUPT, "checkpoint shard '%s' has %zu bytes, manifest says %" PRIu64,
+    fail(HB_ERR_CORRUPT,
+         "checkpoint shard '%s' has %zu bytes, manifest says %" PRIu64,
          path.c_str(), data.size(), e.bytes);
   if (checksum64(data.data(), data.size()) != e.checksum)
-    fail(HB_ERR_CORRUPT, "checkpoint shard '%s': checksum mismatch", path.c_str());
+    fail(HB_ERR_CORRUPT, "checkpoint shard '%s': checksum mismatch",
+         path.c_str());
   ByteReader rd(data, "checkpoint shard '" + path + "'");
   if (std::memcmp(rd.take(8, "magic"), kShardMagic, 8) != 0)
     fail(HB_ERR_CORRUPT, "%s: bad magic at byte 0", rd.what().c_str());
@@ -194,20 +214,22 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
   if (version != kVersion || dim != m.dim || words != m.record_words ||
       rows != static_cast<int64_t>(e.rows) || r != e.rank || w != m.world ||
       static_cast<uint64_t>(rows) * (8 + 4 * words) != rd.left())
-    fail(HB_ERR_CORRUPT, "%s: header disagrees with the manifest or the file size",
+    fail(HB_ERR_CORRUPT,
+         "%s: header disagrees with the manifest or the file size",
          rd.what().c_str());
   for (int64_t i = 0; i < rows; ++i) {
     int64_t id = rd.get<int64_t>("id");
     const char *rec = rd.take(static_cast<size_t>(words) * 4, "row");
     if (m.num_rows > 0 && (id < 0 || id >= m.num_rows))
-      fail(HB_ERR_CORRUPT, "%s: id %lld at byte %zu outside [0, %lld)", rd.what().c_str(),
-           (long long)id, rd.pos() - words * 4 - 8, (long long)m.num_rows);
+      fail(HB_ERR_CORRUPT, "%s: id %lld at byte %zu outside [0, %lld)",
+           rd.what().c_str(), (long long)id, rd.pos() - words * 4 - 8,
+           (long long)m.num_rows);
     if (part.owner(id) != rank) continue;
     bool inserted;
     seen->insert(id, 0, &inserted);
     if (!inserted)
-      fail(HB_ERR_CORRUPT, "%s: id %lld appears twice in the checkpoint", rd.what().c_str(),
-           (long long)id);
+      fail(HB_ERR_CORRUPT, "%s: id %lld appears twice in the checkpoint",
+           rd.what().c_str(), (long long)id);
     // Records start 4-byte aligned (48-byte header, 8 + 4 * words each).
     into->put(id, reinterpret_cast<const float *>(rec));
   }
@@ -230,16 +252,16 @@ void save_checkpoint(Table &t, const char *dir_c) {
     dir = dir_c;
     if (rank == 0) {
       if (::mkdir(dir_c, 0755) != 0 && errno != EEXIST)
-        fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(), dir_c,
-             std::strerror(errno));
+        fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(),
+             dir_c, std::strerror(errno));
       nonce = fresh_nonce();
     }
   } catch (...) {
     o.capture();
   }
   nonce = static_cast<uint64_t>(
-      agree(x, o, std::vector<int64_t>(world, static_cast<int64_t>(nonce)), what.c_str(),
-            nullptr)[0]);
+      agree(x, o, std::vector<int64_t>(world, static_cast<int64_t>(nonce)),
+            what.c_str(), nullptr)[0]);
 
   // 2. Every rank commits its shard file.
   Outcome o2;
@@ -291,7 +313,8 @@ void save_checkpoint(Table &t, const char *dir_c) {
   // 4. Older saves (and temporaries of crashed ones) are garbage now.
   if (rank == 0)
     for (const std::string &f : list_dir(dir))
-      if (stale_shard_file(f, spec.name, nonce) && ::unlink(join(dir, f).c_str()) != 0)
+      if (stale_shard_file(f, spec.name, nonce) &&
+          ::unlink(join(dir, f).c_str()) != 0)
         HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
                     std::strerror(errno));
 }
@@ -313,31 +336,36 @@ void load_checkpoint(Table &t, const char *dir_c) {
         if (f.size() > 9 && f.compare(f.size() - 9, 9, ".manifest") == 0)
           others += (others.empty() ? "" : ", ") + f.substr(0, f.size() - 9);
       if (!others.empty())
-        fail(HB_ERR_INVALID_ARGUMENT, "%s: '%s' has no checkpoint of this table (it has: %s)",
+        fail(HB_ERR_INVALID_ARGUMENT,
+             "%s: '%s' has no checkpoint of this table (it has: %s)",
              what.c_str(), dir_c, others.c_str());
       fail(HB_ERR_IO, "%s: no checkpoint '%s'", what.c_str(), path.c_str());
     }
     Manifest m = parse_manifest(path, read_whole_file(path));
     if (m.name != spec.name)
-      fail(HB_ERR_INVALID_ARGUMENT, "%s: '%s' is a checkpoint of table '%s'", what.c_str(),
-           path.c_str(), m.name.c_str());
+      fail(HB_ERR_INVALID_ARGUMENT, "%s: '%s' is a checkpoint of table '%s'",
+           what.c_str(), path.c_str(), m.name.c_str());
     if (m.dim != spec.dim)
-      fail(HB_ERR_INVALID_ARGUMENT, "%s: checkpoint has dim %lld, table has dim %lld",
-           what.c_str(), (long long)m.dim, (long long)spec.dim);
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "%s: checkpoint has dim %lld, table has dim %lld", what.c_str(),
+           (long long)m.dim, (long long)spec.dim);
     if (m.num_rows != spec.num_rows)
-      fail(HB_ERR_INVALID_ARGUMENT, "%s: checkpoint has num_rows %lld, table has %lld",
-           what.c_str(), (long long)m.num_rows, (long long)spec.num_rows);
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "%s: checkpoint has num_rows %lld, table has %lld", what.c_str(),
+           (long long)m.num_rows, (long long)spec.num_rows);
     if (m.optimizer != spec.optimizer)
       fail(HB_ERR_INVALID_ARGUMENT,
-           "%s: checkpoint has optimizer %d, table has %d (different slots)", what.c_str(),
-           m.optimizer, spec.optimizer);
+           "%s: checkpoint has optimizer %d, table has %d (different slots)",
+           what.c_str(), m.optimizer, spec.optimizer);
     if (m.record_words != t.shard().record_words())
-      fail(HB_ERR_CORRUPT, "%s: checkpoint rows have %lld words, expected %lld", what.c_str(),
-           (long long)m.record_words, (long long)t.shard().record_words());
+      fail(HB_ERR_CORRUPT, "%s: checkpoint rows have %lld words, expected %lld",
+           what.c_str(), (long long)m.record_words,
+           (long long)t.shard().record_words());
     staging.reset(new Shard(spec, rank, world));
     Partitioner part(spec, world);
     IdMap seen;
-    for (const ShardEntry &e : m.shards) read_shard(dir, e, m, part, rank, staging.get(), &seen);
+    for (const ShardEntry &e : m.shards)
+      read_shard(dir, e, m, part, rank, staging.get(), &seen);
   } catch (...) {
     o.capture();
   }

@@ -23,7 +23,8 @@ class ContextExchange : public Exchange {
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     if (world() == 1) {
-      if (send_bytes[0]) std::memcpy(recv, send, static_cast<size_t>(recv_bytes[0]));
+      if (send_bytes[0])
+        std::memcpy(recv, send, static_cast<size_t>(recv_bytes[0]));
       return;
     }
     check(hb_alltoallv(ctx_, send, send_bytes, nullptr, recv, recv_bytes,

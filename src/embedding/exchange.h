@@ -40,13 +40,13 @@ struct Outcome {
   bool has_detail = false;
   int64_t detail = 0;  // e.g. the offending id
   std::string message;
-  void capture();      // call inside a catch block
+  void capture();  // call inside a catch block
 };
 
-// Exchanges one header per peer {status, has_detail, detail, value}: value_to[p] goes
-// to p; returns the values received from every peer. Throws when any rank
-// failed: this rank's own error, or `what` naming the first failing rank
-// and `detail_name` = detail.
+// Exchanges one header per peer {status, has_detail, detail, value}:
+// value_to[p] goes to p; returns the values received from every peer. Throws
+// when any rank failed: this rank's own error, or `what` naming the first
+// failing rank and `detail_name` = detail.
 std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
                            const std::vector<int64_t> &value_to,
                            const char *what, const char *detail_name);

@@ -64,7 +64,8 @@ uint64_t checksum64(const void *data, size_t n) {
 
 std::string read_whole_file(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0) fail(HB_ERR_IO, "cannot open '%s': %s", path.c_str(), std::strerror(errno));
+  if (fd < 0)
+    fail(HB_ERR_IO, "cannot open '%s': %s", path.c_str(), std::strerror(errno));
   std::string out;
   char buf[1 << 16];
   for (;;) {
@@ -96,16 +97,23 @@ std::string dir_of(const std::string &path) {
 
 void fsync_dir(const std::string &dir) {
   int fd = ::open(dir.c_str(), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (fd < 0) fail(HB_ERR_IO, "cannot open directory '%s': %s", dir.c_str(), std::strerror(errno));
+  if (fd < 0)
+    fail(HB_ERR_IO, "cannot open directory '%s': %s", dir.c_str(),
+         std::strerror(errno));
   int r = ::fsync(fd);
   int e = errno;
   ::close(fd);
-  if (r != 0) fail(HB_ERR_IO, "fsync of directory '%s': %s", dir.c_str(), std::strerror(e));
+  if (r != 0)
+    fail(HB_ERR_IO, "fsync of directory '%s': %s", dir.c_str(),
+         std::strerror(e));
 }
 
-AtomicFile::AtomicFile(std::string path) : path_(std::move(path)), tmp_(path_ + ".tmp") {
+AtomicFile::AtomicFile(std::string path)
+    : path_(std::move(path)), tmp_(path_ + ".tmp") {
   fd_ = ::open(tmp_.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd_ < 0) fail(HB_ERR_IO, "cannot create '%s': %s", tmp_.c_str(), std::strerror(errno));
+  if (fd_ < 0)
+    fail(HB_ERR_IO, "cannot create '%s': %s", tmp_.c_str(),
+         std::strerror(errno));
 }
 
 AtomicFile::~AtomicFile() {
@@ -126,7 +134,9 @@ void AtomicFile::flush() {
   while (left) {
     ssize_t w = ::write(fd_, p, left);
     if (w < 0 && errno == EINTR) continue;
-    if (w < 0) fail(HB_ERR_IO, "cannot write '%s': %s", tmp_.c_str(), std::strerror(errno));
+    if (w < 0)
+      fail(HB_ERR_IO, "cannot write '%s': %s", tmp_.c_str(),
+           std::strerror(errno));
     p += w;
     left -= static_cast<size_t>(w);
   }
@@ -135,12 +145,15 @@ void AtomicFile::flush() {
 
 void AtomicFile::commit() {
   flush();
-  if (::fsync(fd_) != 0) fail(HB_ERR_IO, "fsync '%s': %s", tmp_.c_str(), std::strerror(errno));
+  if (::fsync(fd_) != 0)
+    fail(HB_ERR_IO, "fsync '%s': %s", tmp_.c_str(), std::strerror(errno));
   int r = ::close(fd_);
   fd_ = -1;
-  if (r != 0) fail(HB_ERR_IO, "close '%s': %s", tmp_.c_str(), std::strerror(errno));
+  if (r != 0)
+    fail(HB_ERR_IO, "close '%s': %s", tmp_.c_str(), std::strerror(errno));
   if (::rename(tmp_.c_str(), path_.c_str()) != 0)
-    fail(HB_ERR_IO, "rename '%s' -> '%s': %s", tmp_.c_str(), path_.c_str(), std::strerror(errno));
+    fail(HB_ERR_IO, "rename '%s' -> '%s': %s", tmp_.c_str(), path_.c_str(),
+         std::strerror(errno));
   committed_ = true;
   fsync_dir(dir_of(path_));
 }

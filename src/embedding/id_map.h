@@ -67,9 +67,8 @@ class IdMap {
   size_t slot(int64_t id) const {
     // Fibonacci hashing: the top bits of a multiply mix every input bit,
     // so ids that share a residue mod the world size still spread.
-    return static_cast<size_t>((static_cast<uint64_t>(id) *
-                                0x9E3779B97F4A7C15ull) >>
-                               (64 - bits_));
+    return static_cast<size_t>(
+        (static_cast<uint64_t>(id) * 0x9E3779B97F4A7C15ull) >> (64 - bits_));
   }
   void grow() {
     std::vector<int64_t> keys;

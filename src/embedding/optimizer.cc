@@ -8,10 +8,14 @@ namespace emb {
 
 static int slots_of(int32_t opt) {
   switch (opt) {
-    case HB_OPT_ADAGRAD: return 1;  // accumulator
-    case HB_OPT_ADAM: return 2;     // m, v
-    case HB_OPT_FTRL: return 2;     // accumulator n, linear z
-    default: return 0;
+    case HB_OPT_ADAGRAD:
+      return 1;  // accumulator
+    case HB_OPT_ADAM:
+      return 2;  // m, v
+    case HB_OPT_FTRL:
+      return 2;  // accumulator n, linear z
+    default:
+      return 0;
   }
 }
 
@@ -108,8 +112,8 @@ void Optimizer::step(float *__restrict r, const float *__restrict g) const {
         float quad = p_new / lr_ + two_l2_;
         z[c] = zc;
         n[c] = n_new;
-        w[c] = std::fabs(zc) > l1_ ? (std::copysign(l1_, zc) - zc) / quad
-                                   : 0.0f;
+        w[c] =
+            std::fabs(zc) > l1_ ? (std::copysign(l1_, zc) - zc) / quad : 0.0f;
       }
       return;
     }

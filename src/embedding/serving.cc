@@ -46,7 +46,8 @@ void export_table(Table &t, const char *path) {
   int64_t total = 0;
   for (int64_t b : from) total += b;
   std::vector<unsigned char> all(rank == 0 ? static_cast<size_t>(total) : 0);
-  x.alltoallv(mine.data(), to.data(), all.data(), rank == 0 ? from.data() : zero.data());
+  x.alltoallv(mine.data(), to.data(), all.data(),
+              rank == 0 ? from.data() : zero.data());
 
   Outcome o2;
   if (rank == 0) {
@@ -99,41 +100,50 @@ ServingTable::ServingTable(const char *path) {
   std::memcpy(&sum, data.data() + data.size() - 8, 8);
   ByteReader rd(data, what);
   if (std::memcmp(rd.take(8, "magic"), kExportMagic, 8) != 0)
-    fail(HB_ERR_CORRUPT, "%s: bad magic at byte 0 (not an hb export file)", what.c_str());
+    fail(HB_ERR_CORRUPT, "%s: bad magic at byte 0 (not an hb export file)",
+         what.c_str());
   uint32_t version = rd.get<uint32_t>("version");
   if (version != kExportVersion)
-    fail(HB_ERR_CORRUPT, "%s: unsupported format version %u", what.c_str(), version);
+    fail(HB_ERR_CORRUPT, "%s: unsupported format version %u", what.c_str(),
+         version);
   if (checksum64(data.data(), data.size() - 8) != sum)
-    fail(HB_ERR_CORRUPT, "%s: checksum mismatch (truncated or corrupted)", what.c_str());
+    fail(HB_ERR_CORRUPT, "%s: checksum mismatch (truncated or corrupted)",
+         what.c_str());
   uint32_t dtype = rd.get<uint32_t>("dtype");
   dim_ = rd.get<int64_t>("dim");
   int64_t count = rd.get<int64_t>("count");
   uint32_t name_len = rd.get<uint32_t>("name_len");
   if (dtype != HB_FLOAT32 || dim_ <= 0 || dim_ > (1 << 20) || count < 0 ||
       count >= static_cast<int64_t>(IdMap::kEmpty) || name_len > 4096)
-    fail(HB_ERR_CORRUPT, "%s: bad header (dtype %u, dim %lld, count %lld)", what.c_str(),
-         dtype, (long long)dim_, (long long)count);
+    fail(HB_ERR_CORRUPT, "%s: bad header (dtype %u, dim %lld, count %lld)",
+         what.c_str(), dtype, (long long)dim_, (long long)count);
   name_.assign(rd.take(name_len, "name"), name_len);
   rd.take((8 - (name_len + 4) % 8) % 8, "padding");
   if (rd.left() != static_cast<size_t>(count) * (8 + 4 * dim_) + 8)
-    fail(HB_ERR_CORRUPT, "%s: %zu bytes of ids and rows, header says %lld rows of dim %lld",
+    fail(HB_ERR_CORRUPT,
+         "%s: %zu bytes of ids and rows, header says %lld rows of dim %lld",
          what.c_str(), rd.left() - 8, (long long)count, (long long)dim_);
   ids_.resize(count);
-  std::memcpy(ids_.data(), rd.take(count * 8, "ids"), count * 8);
   rows_.resize(count * dim_);
-  std::memcpy(rows_.data(), rd.take(count * dim_ * 4, "rows"), count * dim_ * 4);
+  const char *ids = rd.take(count * 8, "ids");
+  const char *rows = rd.take(count * dim_ * 4, "rows");
+  if (count > 0) {  // empty vectors may hold null
+    std::memcpy(ids_.data(), ids, count * 8);
+    std::memcpy(rows_.data(), rows, count * dim_ * 4);
+  }
   map_.reset(count);
   for (int64_t i = 0; i < count; ++i) {
     bool inserted;
     map_.insert(ids_[i], static_cast<uint32_t>(i), &inserted);
     if (!inserted)
-      fail(HB_ERR_CORRUPT, "%s: id %lld appears twice", what.c_str(), (long long)ids_[i]);
+      fail(HB_ERR_CORRUPT, "%s: id %lld appears twice", what.c_str(),
+           (long long)ids_[i]);
   }
 }
 
 void ServingTable::lookup(const int64_t *ids, size_t n, float *out) const {
-  HB_CHECK_ARG(n == 0 || (ids && out), "hb_embedding_lookup('%s'): ids or out is NULL",
-               name_.c_str());
+  HB_CHECK_ARG(n == 0 || (ids && out),
+               "hb_embedding_lookup('%s'): ids or out is NULL", name_.c_str());
   uint64_t miss = 0;
   for (size_t i = 0; i < n; ++i) {
     uint32_t idx = map_.find(ids[i]);

@@ -21,8 +21,8 @@ uint64_t fnv1a64(const void *data, size_t n) {
 static void check_name(const char *name) {
   HB_CHECK_ARG(name && name[0], "embedding config: name is NULL or empty");
   size_t len = std::strlen(name);
-  HB_CHECK_ARG(len <= 128, "embedding config: name '%.40s...' is longer than 128",
-               name);
+  HB_CHECK_ARG(len <= 128,
+               "embedding config: name '%.40s...' is longer than 128", name);
   // The name becomes part of checkpoint file names.
   for (size_t i = 0; i < len; ++i) {
     char c = name[i];
@@ -43,9 +43,9 @@ static void check_finite(double v, const char *field) {
 
 Spec spec_from_config(const hb_embedding_config *cfg) {
   HB_CHECK_ARG(cfg, "embedding config is NULL");
-  HB_CHECK_ARG(cfg->struct_size >= offsetof(hb_embedding_config, dim) +
-                                       sizeof(int64_t),
-               "embedding config: struct_size %zu too small", cfg->struct_size);
+  HB_CHECK_ARG(
+      cfg->struct_size >= offsetof(hb_embedding_config, dim) + sizeof(int64_t),
+      "embedding config: struct_size %zu too small", cfg->struct_size);
   hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
   std::memcpy(&c, cfg, std::min(cfg->struct_size, sizeof c));
   check_name(c.name);
@@ -55,18 +55,20 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
                "embedding '%s': dim %lld outside [1, 1048576]", c.name,
                (long long)c.dim);
   HB_CHECK_ARG(c.dtype == HB_FLOAT32,
-               "embedding '%s': dtype %d unsupported (only HB_FLOAT32)",
-               c.name, c.dtype);
+               "embedding '%s': dtype %d unsupported (only HB_FLOAT32)", c.name,
+               c.dtype);
   HB_CHECK_ARG(c.num_rows >= 0, "embedding '%s': num_rows %lld is negative",
                c.name, (long long)c.num_rows);
-  HB_CHECK_ARG(c.partition == HB_PARTITION_MOD || c.partition == HB_PARTITION_DIV,
-               "embedding '%s': unknown partition %d", c.name, c.partition);
+  HB_CHECK_ARG(
+      c.partition == HB_PARTITION_MOD || c.partition == HB_PARTITION_DIV,
+      "embedding '%s': unknown partition %d", c.name, c.partition);
   HB_CHECK_ARG(c.partition != HB_PARTITION_DIV || c.num_rows > 0,
                "embedding '%s': HB_PARTITION_DIV needs num_rows > 0 "
                "(a dynamic table has no contiguous blocks)",
                c.name);
-  HB_CHECK_ARG(c.initializer >= HB_INIT_ZEROS && c.initializer <= HB_INIT_NORMAL,
-               "embedding '%s': unknown initializer %d", c.name, c.initializer);
+  HB_CHECK_ARG(
+      c.initializer >= HB_INIT_ZEROS && c.initializer <= HB_INIT_NORMAL,
+      "embedding '%s': unknown initializer %d", c.name, c.initializer);
   check_finite(c.init_a, "init_a");
   check_finite(c.init_b, "init_b");
   HB_CHECK_ARG(c.initializer != HB_INIT_UNIFORM || c.init_a <= c.init_b,
@@ -78,10 +80,22 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
                c.name, c.init_b);
   HB_CHECK_ARG(c.optimizer >= HB_OPT_SGD && c.optimizer <= HB_OPT_FTRL,
                "embedding '%s': unknown optimizer %d", c.name, c.optimizer);
-  const char *hp[] = {"learning_rate", "initial_accumulator", "beta1", "beta2",
-                      "epsilon",       "l1",                  "l2",    "lr_power"};
-  double hv[] = {c.learning_rate, c.initial_accumulator, c.beta1, c.beta2,
-                 c.epsilon,       c.l1,                  c.l2,    c.lr_power};
+  const char *hp[] = {"learning_rate",
+                      "initial_accumulator",
+                      "beta1",
+                      "beta2",
+                      "epsilon",
+                      "l1",
+                      "l2",
+                      "lr_power"};
+  double hv[] = {c.learning_rate,
+                 c.initial_accumulator,
+                 c.beta1,
+                 c.beta2,
+                 c.epsilon,
+                 c.l1,
+                 c.l2,
+                 c.lr_power};
   for (int i = 0; i < 8; ++i) check_finite(hv[i], hp[i]);
   HB_CHECK_ARG(c.learning_rate > 0, "embedding '%s': learning_rate %g <= 0",
                c.name, c.learning_rate);
@@ -92,9 +106,10 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
                  "embedding '%s': initial_accumulator %g < 0", c.name,
                  c.initial_accumulator);
   if (c.optimizer == HB_OPT_ADAM)
-    HB_CHECK_ARG(c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1,
-                 "embedding '%s': Adam needs beta1, beta2 in [0, 1) (got %g, %g)",
-                 c.name, c.beta1, c.beta2);
+    HB_CHECK_ARG(
+        c.beta1 >= 0 && c.beta1 < 1 && c.beta2 >= 0 && c.beta2 < 1,
+        "embedding '%s': Adam needs beta1, beta2 in [0, 1) (got %g, %g)",
+        c.name, c.beta1, c.beta2);
   if (c.optimizer == HB_OPT_FTRL) {
     HB_CHECK_ARG(c.initial_accumulator > 0,
                  "embedding '%s': FTRL initial_accumulator %g must be > 0",
@@ -150,8 +165,14 @@ uint64_t spec_fingerprint(const Spec &s) {
   mix(&s.init_b, 8);
   mix(&s.seed, 8);
   mix(&s.optimizer, 4);
-  double hp[] = {s.learning_rate, s.initial_accumulator, s.beta1, s.beta2,
-                 s.epsilon,       s.l1,                  s.l2,    s.lr_power};
+  double hp[] = {s.learning_rate,
+                 s.initial_accumulator,
+                 s.beta1,
+                 s.beta2,
+                 s.epsilon,
+                 s.l1,
+                 s.l2,
+                 s.lr_power};
   mix(hp, sizeof hp);
   mix(&s.wire_dtype, 4);
   return h;

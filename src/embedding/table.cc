@@ -8,6 +8,24 @@
 namespace hb {
 namespace emb {
 
+// dst[slot] = sum of the src rows i with inv[i] == u, slot = map ? map[u]
+// : u, in increasing i: the first row is copied, later ones are added.
+// inv numbers the ids in first-occurrence order (a Dedup's inverse).
+static void sum_rows(const float *src, size_t n, const uint32_t *inv,
+                     const uint32_t *map, int64_t dim, float *dst) {
+  uint32_t next_new = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float *d = dst + (map ? map[inv[i]] : inv[i]) * dim;
+    const float *g = src + i * dim;
+    if (inv[i] == next_new) {
+      std::memcpy(d, g, dim * 4);
+      ++next_new;
+    } else {
+      for (int64_t c = 0; c < dim; ++c) d[c] += g[c];
+    }
+  }
+}
+
 Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
     : spec_(spec),
       x_(std::move(exchange)),
@@ -35,8 +53,9 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
 
 void Table::prepare(const int64_t *ids, size_t n, const void *data,
                     const char *what) {
-  HB_CHECK_ARG(n == 0 || (ids && data), "%s('%s'): ids or %s is NULL with n = %zu",
-               what, spec_.name.c_str(),
+  HB_CHECK_ARG(n == 0 || (ids && data),
+               "%s('%s'): ids or %s is NULL with n = %zu", what,
+               spec_.name.c_str(),
                std::strcmp(what, "hb_embedding_lookup") ? "grads" : "out", n);
   HB_CHECK_ARG(n < IdMap::kEmpty, "%s('%s'): n = %zu too large", what,
                spec_.name.c_str(), n);
@@ -57,7 +76,7 @@ void Table::prepare(const int64_t *ids, size_t n, const void *data,
   send_ids_.resize(u.size());
   if (world_ == 1) {
     for (size_t i = 0; i < u.size(); ++i) pos_[i] = static_cast<uint32_t>(i);
-    std::memcpy(send_ids_.data(), u.data(), u.size() * 8);
+    if (!u.empty()) std::memcpy(send_ids_.data(), u.data(), u.size() * 8);
     send_counts_[0] = static_cast<int64_t>(u.size());
     return;
   }
@@ -146,7 +165,8 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
                   wbuf_.data() + j * wire_row_bytes_);
   } else {
     std::vector<const float *> rows(nu);
-    for (int64_t k = 0; k < nu; ++k) rows[k] = shard_->get(owner_dedup_.unique()[k]);
+    for (int64_t k = 0; k < nu; ++k)
+      rows[k] = shard_->get(owner_dedup_.unique()[k]);
     const std::vector<uint32_t> &inv = owner_dedup_.inverse();
     for (size_t j = 0; j < nrecv; ++j)
       wire_encode(rows[inv[j]], dim, wd, wbuf_.data() + j * wire_row_bytes_);
@@ -167,21 +187,9 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   Outcome o;
   try {
     prepare(ids, n, grads, "hb_embedding_apply_gradients");
-    // Local partial sums, in send order: the first occurrence of an id is
-    // copied, later ones are added in batch order.
-    const std::vector<uint32_t> &inv = dedup_.inverse();
+    // Local partial sums, in send order.
     fbuf_.resize(send_ids_.size() * dim);
-    uint32_t next_new = 0;
-    for (size_t i = 0; i < n; ++i) {
-      float *dst = fbuf_.data() + pos_[inv[i]] * dim;
-      const float *g = grads + i * dim;
-      if (inv[i] == next_new) {
-        std::memcpy(dst, g, dim * 4);
-        ++next_new;
-      } else {
-        for (int64_t c = 0; c < dim; ++c) dst[c] += g[c];
-      }
-    }
+    sum_rows(grads, n, dedup_.inverse().data(), pos_.data(), dim, fbuf_.data());
     wbuf_.resize(send_ids_.size() * wire_row_bytes_);
     wire_encode(fbuf_.data(), fbuf_.size(), wd, wbuf_.data());
   } catch (...) {
@@ -210,18 +218,8 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   // Sum the ranks' partial sums of each id in rank order: received data is
   // packed by source rank and each rank sent an id at most once.
   fbuf_.resize(nu * dim);
-  const std::vector<uint32_t> &inv = owner_dedup_.inverse();
-  uint32_t next_new = 0;
-  for (size_t j = 0; j < nrecv; ++j) {
-    float *dst = fbuf_.data() + inv[j] * dim;
-    const float *g = fbuf2_.data() + j * dim;
-    if (inv[j] == next_new) {
-      std::memcpy(dst, g, dim * 4);
-      ++next_new;
-    } else {
-      for (int64_t c = 0; c < dim; ++c) dst[c] += g[c];
-    }
-  }
+  sum_rows(fbuf2_.data(), nrecv, owner_dedup_.inverse().data(), nullptr, dim,
+           fbuf_.data());
   const std::vector<int64_t> &u = owner_dedup_.unique();
   for (int64_t k = 0; k < nu; ++k)
     opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);

@@ -31,9 +31,9 @@ namespace emb {
 // Counters for benchmarks and tests (this rank's view).
 struct Stats {
   uint64_t lookups = 0, applies = 0;
-  uint64_t ids = 0;           // ids passed in
-  uint64_t unique_ids = 0;    // after the local dedup
-  uint64_t owner_unique = 0;  // after the owner dedup
+  uint64_t ids = 0;              // ids passed in
+  uint64_t unique_ids = 0;       // after the local dedup
+  uint64_t owner_unique = 0;     // after the owner dedup
   uint64_t wire_bytes_sent = 0;  // to other ranks: headers, ids, rows, grads
   uint64_t wire_bytes_recv = 0;
   // The traffic this rank causes as a requester: its unique ids to remote

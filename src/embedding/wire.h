@@ -14,6 +14,7 @@ namespace emb {
 inline size_t wire_size(hb_dtype d) { return d == HB_FLOAT32 ? 4 : 2; }
 
 inline void wire_encode(const float *src, size_t n, hb_dtype d, void *dst) {
+  if (n == 0) return;  // empty buffers may be null
   if (d == HB_FLOAT32) {
     std::memcpy(dst, src, n * 4);
     return;
@@ -26,6 +27,7 @@ inline void wire_encode(const float *src, size_t n, hb_dtype d, void *dst) {
 }
 
 inline void wire_decode(const void *src, size_t n, hb_dtype d, float *dst) {
+  if (n == 0) return;
   if (d == HB_FLOAT32) {
     std::memcpy(dst, src, n * 4);
     return;

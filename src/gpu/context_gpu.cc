@@ -36,6 +36,7 @@ void run_collective(hb_context &ctx, const CollectiveCall &call) {
   peers.rank = ctx.cluster.rank;
   peers.world = ctx.cluster.world_size;
   peers.kv = ctx.client.get();
+  peers.scope = ctx.scope;
   state_of(ctx, "GPU collective").collective(call, peers, ctx.timeout_ms());
 }
 

@@ -248,12 +248,9 @@ void ContextState::exchange_unique_id(const Peers &peers, int64_t timeout_ms,
   if (!peers.kv)
     fail(HB_ERR_INTERNAL,
          "GPU communicator of %d ranks needs a rendezvous store", peers.world);
-  // Every rank bumps the counter once per communicator, so all ranks of one
-  // initialisation agree on its generation (and a later context on the same
-  // store does not read a stale id).
-  int64_t ticket = peers.kv->add("hb/gpu/nccl_init", 1);
-  std::string key = format("hb/gpu/nccl_id/%lld",
-                           static_cast<long long>((ticket - 1) / peers.world));
+  // One communicator per context, so the context's scope makes the key
+  // unique even on a store that outlives the context (hbrun's).
+  std::string key = peers.scope + "/gpu/nccl_id";
   if (peers.rank == 0) {
     plugin_call("ncclGetUniqueId", p_.nccl_get_unique_id, id);
     peers.kv->set(key, std::string(reinterpret_cast<const char *>(id),

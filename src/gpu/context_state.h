@@ -27,6 +27,9 @@ struct Peers {
   int rank = 0;
   int world = 1;
   rdv::KV *kv = nullptr;  // needed when world > 1
+  // Prefix of the context's keys in the store (hb_context::scope): the
+  // NCCL id goes under "<scope>/gpu/nccl_id", one per context.
+  std::string scope;
 };
 
 struct HealthLink;

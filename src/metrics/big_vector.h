@@ -21,7 +21,8 @@ void big_free(void *p);
 
 template <class T>
 class BigVector {
-  static_assert(std::is_trivially_copyable<T>::value, "BigVector holds plain data");
+  static_assert(std::is_trivially_copyable<T>::value,
+                "BigVector holds plain data");
 
  public:
   BigVector() = default;

@@ -20,7 +20,8 @@ void BinnedAucState::update(const Batch &b) {
   const size_t bins = hist_.buckets();
   const double scale = static_cast<double>(bins);
   hist_.add(b, [bins, scale](float p) {
-    return std::min(static_cast<size_t>(static_cast<double>(p) * scale), bins - 1);
+    return std::min(static_cast<size_t>(static_cast<double>(p) * scale),
+                    bins - 1);
   });
 }
 

@@ -20,17 +20,9 @@ void ExactAucState::update(const Batch &b) {
   append_sample_keys(b, &keys_);
 }
 
-void ExactAucState::write_payload(Writer &w) const {
-  w.u64(keys_.size());
-  w.bytes(keys_.data(), keys_.size() * sizeof(uint64_t));
-}
+void ExactAucState::write_payload(Writer &w) const { w.array(keys_); }
 
-void ExactAucState::merge_payload(Reader &r) {
-  uint64_t n = r.count(sizeof(uint64_t));
-  size_t at = keys_.size();
-  keys_.resize(at + n);
-  r.bytes(keys_.data() + at, n * sizeof(uint64_t));
-}
+void ExactAucState::merge_payload(Reader &r) { r.append_array(&keys_); }
 
 double ExactAucState::result(int32_t *flags) const {
   radix_sort(keys_, tmp_);

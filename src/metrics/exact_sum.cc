@@ -46,7 +46,8 @@ double ExactSum::to_double() const {
   // and the value is a function of the exact sum only.
   long double r = 0.0L;
   int low = top >= 2 ? top - 2 : 0;
-  for (int i = top; i >= low; --i) r = r * 4294967296.0L + static_cast<long double>(t.limb_[i]);
+  for (int i = top; i >= low; --i)
+    r = r * 4294967296.0L + static_cast<long double>(t.limb_[i]);
   double d = static_cast<double>(std::ldexp(r, 32 * low - kOnePosition));
   return negative ? -d : d;
 }
@@ -56,19 +57,24 @@ void ExactSum::write(unsigned char *out) const {
   t.normalize();
   for (int i = 0; i < kLimbs; ++i) {
     uint64_t u = static_cast<uint64_t>(t.limb_[i]);
-    for (int b = 0; b < 8; ++b) out[i * 8 + b] = static_cast<unsigned char>(u >> (8 * b));
+    for (int b = 0; b < 8; ++b)
+      out[i * 8 + b] = static_cast<unsigned char>(u >> (8 * b));
   }
 }
 
 bool ExactSum::read(const unsigned char *in) {
   for (int i = 0; i < kLimbs; ++i) {
     uint64_t u = 0;
-    for (int b = 0; b < 8; ++b) u |= static_cast<uint64_t>(in[i * 8 + b]) << (8 * b);
+    for (int b = 0; b < 8; ++b)
+      u |= static_cast<uint64_t>(in[i * 8 + b]) << (8 * b);
     limb_[i] = static_cast<int64_t>(u);
-    if (i + 1 < kLimbs && (limb_[i] < 0 || limb_[i] > int64_t(0xffffffff))) return false;
+    if (i + 1 < kLimbs && (limb_[i] < 0 || limb_[i] > int64_t(0xffffffff)))
+      return false;
   }
   // The top limb holds at most a few carry bits in any reachable state.
-  if (limb_[kLimbs - 1] > (int64_t(1) << 40) || limb_[kLimbs - 1] < -(int64_t(1) << 40)) return false;
+  if (limb_[kLimbs - 1] > (int64_t(1) << 40) ||
+      limb_[kLimbs - 1] < -(int64_t(1) << 40))
+    return false;
   pending_ = 0;
   return true;
 }

@@ -29,17 +29,9 @@ void GaucState::update(const Batch &b) {
   records_.resize(at + m);
 }
 
-void GaucState::write_payload(Writer &w) const {
-  w.u64(records_.size());
-  w.bytes(records_.data(), records_.size() * sizeof(Record));
-}
+void GaucState::write_payload(Writer &w) const { w.array(records_); }
 
-void GaucState::merge_payload(Reader &r) {
-  uint64_t n = r.count(sizeof(Record));
-  size_t at = records_.size();
-  records_.resize(at + n);
-  r.bytes(records_.data() + at, n * sizeof(Record));
-}
+void GaucState::merge_payload(Reader &r) { r.append_array(&records_); }
 
 double GaucState::result(int32_t *flags) const {
   BigVector<Record> &sorted = records_;

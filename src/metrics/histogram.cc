@@ -48,14 +48,14 @@ void Histogram::write(Writer &w) const {
 void Histogram::merge(Reader &r) {
   uint64_t buckets = r.u64();
   if (buckets != buckets_)
-    fail(HB_ERR_CORRUPT, "%s: histogram has %llu buckets, expected %zu", r.what().c_str(),
-         static_cast<unsigned long long>(buckets), buckets_);
+    fail(HB_ERR_CORRUPT, "%s: histogram has %llu buckets, expected %zu",
+         r.what().c_str(), static_cast<unsigned long long>(buckets), buckets_);
   std::vector<uint64_t> counts(2 * buckets_);
   r.bytes(counts.data(), counts.size() * sizeof(uint64_t));
   uint32_t weighted = r.u32();
   if (weighted > 1)
-    fail(HB_ERR_CORRUPT, "%s: bad weighted flag %u at byte offset %zu", r.what().c_str(),
-         weighted, r.offset() - 4);
+    fail(HB_ERR_CORRUPT, "%s: bad weighted flag %u at byte offset %zu",
+         r.what().c_str(), weighted, r.offset() - 4);
   std::vector<ExactSum> sums(weighted ? 2 * buckets_ : 0);
   for (ExactSum &s : sums) r.sum(&s);
   // Only now (everything parsed) change the state.

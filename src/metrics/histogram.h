@@ -16,7 +16,8 @@ namespace metrics {
 
 class Histogram {
  public:
-  explicit Histogram(size_t buckets) : buckets_(buckets), counts_(2 * buckets, 0) {}
+  explicit Histogram(size_t buckets)
+      : buckets_(buckets), counts_(2 * buckets, 0) {}
 
   size_t buckets() const { return buckets_; }
 

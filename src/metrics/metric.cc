@@ -39,7 +39,8 @@ double merged_result(hb_metric &m) {
 
 extern "C" {
 
-hb_status hb_metric_create(hb_context *ctx, const hb_metric_config *cfg, hb_metric **out) {
+hb_status hb_metric_create(hb_context *ctx, const hb_metric_config *cfg,
+                           hb_metric **out) {
   return hb::guard([&] {
     HB_CHECK_ARG(out, "out is NULL");
     *out = nullptr;
@@ -53,24 +54,27 @@ hb_status hb_metric_create(hb_context *ctx, const hb_metric_config *cfg, hb_metr
 
 void hb_metric_destroy(hb_metric *m) { delete m; }
 
-hb_status hb_metric_update(hb_metric *m, const float *labels, const float *preds,
-                           const float *weights, size_t n) {
+hb_status hb_metric_update(hb_metric *m, const float *labels,
+                           const float *preds, const float *weights, size_t n) {
   return hb::guard([&] {
     hb_metric &mm = metric_ref(m);
     if (mm.cfg.kind == HB_METRIC_GAUC)
-      hb::fail(HB_ERR_INVALID_ARGUMENT,
-               "GAUC needs a group id per sample: call hb_metric_update_grouped");
+      hb::fail(
+          HB_ERR_INVALID_ARGUMENT,
+          "GAUC needs a group id per sample: call hb_metric_update_grouped");
     mm.state->update({labels, preds, weights, nullptr, n});
   });
 }
 
-hb_status hb_metric_update_grouped(hb_metric *m, const float *labels, const float *preds,
-                                   const float *weights, const int64_t *groups, size_t n) {
+hb_status hb_metric_update_grouped(hb_metric *m, const float *labels,
+                                   const float *preds, const float *weights,
+                                   const int64_t *groups, size_t n) {
   return hb::guard([&] {
     hb_metric &mm = metric_ref(m);
     if (mm.cfg.kind != HB_METRIC_GAUC)
       hb::fail(HB_ERR_INVALID_ARGUMENT,
-               "hb_metric_update_grouped is for HB_METRIC_GAUC (this metric's kind is %d)",
+               "hb_metric_update_grouped is for HB_METRIC_GAUC (this metric's "
+               "kind is %d)",
                mm.cfg.kind);
     mm.state->update({labels, preds, weights, groups, n});
   });

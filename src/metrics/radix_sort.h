@@ -17,7 +17,8 @@ namespace metrics {
 // significant byte is byte_of(record, k); tmp is scratch space (kept by the
 // caller so repeated sorts reuse it).
 template <class T, class ByteFn>
-void radix_sort(BigVector<T> &v, BigVector<T> &tmp, int nbytes, ByteFn byte_of) {
+void radix_sort(BigVector<T> &v, BigVector<T> &tmp, int nbytes,
+                ByteFn byte_of) {
   size_t n = v.size();
   if (n < 2) return;
   std::array<std::array<size_t, 256>, 16> hist;
@@ -40,7 +41,9 @@ void radix_sort(BigVector<T> &v, BigVector<T> &tmp, int nbytes, ByteFn byte_of) 
 }
 
 inline void radix_sort(BigVector<uint64_t> &keys, BigVector<uint64_t> &tmp) {
-  radix_sort(keys, tmp, 8, [](uint64_t x, int k) { return static_cast<unsigned>((x >> (8 * k)) & 0xff); });
+  radix_sort(keys, tmp, 8, [](uint64_t x, int k) {
+    return static_cast<unsigned>((x >> (8 * k)) & 0xff);
+  });
 }
 
 }  // namespace metrics

@@ -26,12 +26,14 @@ uint64_t count_equal(const float *preds, const float *labels, size_t n) {
   return hits;
 }
 
-uint64_t count_equal_thresholded(const float *preds, const float *labels, size_t n, float thr) {
+uint64_t count_equal_thresholded(const float *preds, const float *labels,
+                                 size_t n, float thr) {
   uint64_t hits = 0;
   for (size_t begin = 0; begin < n; begin += (size_t(1) << 30)) {
     size_t end = std::min(n, begin + (size_t(1) << 30));
     uint32_t c = 0;
-    for (size_t i = begin; i < end; ++i) c += (preds[i] > thr ? 1.0f : 0.0f) == labels[i];
+    for (size_t i = begin; i < end; ++i)
+      c += (preds[i] > thr ? 1.0f : 0.0f) == labels[i];
     hits += c;
   }
   return hits;
@@ -74,7 +76,8 @@ void RatioState::update(const Batch &b) {
     if (!accuracy_) {
       numer_.add(b.preds[i] * w);  // float32 product, as TF's values * weights
     } else {
-      float p = thresholded_ ? (b.preds[i] > threshold_ ? 1.0f : 0.0f) : b.preds[i];
+      float p =
+          thresholded_ ? (b.preds[i] > threshold_ ? 1.0f : 0.0f) : b.preds[i];
       if (p == b.labels[i]) numer_.add(w);
     }
   }

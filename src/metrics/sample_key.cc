@@ -9,7 +9,8 @@ void append_sample_keys(const Batch &b, BigVector<uint64_t> *out) {
   uint64_t *k = out->data() + at;
   size_t m = 0;
   if (!b.weights) {
-    for (size_t i = 0; i < b.n; ++i) k[i] = sample_key(b.preds[i], b.labels[i] != 0.0f, 1.0f);
+    for (size_t i = 0; i < b.n; ++i)
+      k[i] = sample_key(b.preds[i], b.labels[i] != 0.0f, 1.0f);
     m = b.n;
   } else {
     for (size_t i = 0; i < b.n; ++i) {

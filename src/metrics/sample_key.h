@@ -32,7 +32,9 @@ inline uint64_t sample_key(float pred, bool positive, float weight) {
          (static_cast<uint64_t>(positive) << 31) | (w & 0x7fffffffu);
 }
 
-inline uint32_t key_pred(uint64_t key) { return static_cast<uint32_t>(key >> 32); }
+inline uint32_t key_pred(uint64_t key) {
+  return static_cast<uint32_t>(key >> 32);
+}
 inline bool key_positive(uint64_t key) { return (key >> 31) & 1u; }
 inline float key_weight(uint64_t key) {
   uint32_t w = static_cast<uint32_t>(key & 0x7fffffffu);

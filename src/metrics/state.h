@@ -35,10 +35,10 @@ struct Config {
 Config config_from_public(const hb_metric_config *cfg);
 
 struct Batch {
-  const float *labels;   // NULL only for HB_METRIC_MEAN
+  const float *labels;  // NULL only for HB_METRIC_MEAN
   const float *preds;
-  const float *weights;  // NULL: every weight is 1
-  const int64_t *groups; // GAUC only
+  const float *weights;   // NULL: every weight is 1
+  const int64_t *groups;  // GAUC only
   size_t n;
 };
 
@@ -65,8 +65,8 @@ Bytes serialize(const Config &cfg, const State &s);
 // came from ("rank 2") in error messages. A config mismatch is
 // HB_ERR_INVALID_ARGUMENT, malformed bytes HB_ERR_CORRUPT (s may then hold
 // part of the payload: merge into a scratch state when that matters).
-void merge_serialized(const Config &cfg, State *s, const unsigned char *data, size_t size,
-                      const char *source);
+void merge_serialized(const Config &cfg, State *s, const unsigned char *data,
+                      size_t size, const char *source);
 
 }  // namespace metrics
 }  // namespace hb

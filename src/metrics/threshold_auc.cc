@@ -31,7 +31,8 @@ double interpolate_pr_auc(const Confusion &c) {
     double p1 = c.tp[i + 1] + c.fp[i + 1];
     double prec_slope = div_no_nan(dtp, std::max(p0 - p1, 0.0));
     double intercept = c.tp[i + 1] - prec_slope * p1;
-    double safe_p_ratio = (p0 > 0.0 && p1 > 0.0) ? div_no_nan(p0, std::max(p1, 0.0)) : 1.0;
+    double safe_p_ratio =
+        (p0 > 0.0 && p1 > 0.0) ? div_no_nan(p0, std::max(p1, 0.0)) : 1.0;
     sum += div_no_nan(prec_slope * (dtp + intercept * std::log(safe_p_ratio)),
                       std::max(c.tp[i + 1] + c.fn[i + 1], 0.0));
   }
@@ -59,9 +60,15 @@ double compute_auc(const Confusion &c, int32_t curve, int32_t summation) {
   for (size_t i = 0; i + 1 < t; ++i) {
     double height;
     switch (summation) {
-      case HB_SUMMATION_MINORING: height = std::min(y[i], y[i + 1]); break;
-      case HB_SUMMATION_MAJORING: height = std::max(y[i], y[i + 1]); break;
-      default: height = (y[i] + y[i + 1]) / 2.0; break;  // trapezoidal, careful
+      case HB_SUMMATION_MINORING:
+        height = std::min(y[i], y[i + 1]);
+        break;
+      case HB_SUMMATION_MAJORING:
+        height = std::max(y[i], y[i + 1]);
+        break;
+      default:
+        height = (y[i] + y[i + 1]) / 2.0;
+        break;  // trapezoidal, careful
     }
     sum += (x[i] - x[i + 1]) * height;
   }

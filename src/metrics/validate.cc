@@ -20,9 +20,11 @@ bool all_ok(const Batch &b, const InputRules &r) {
   if (r.labels)
     for (size_t i = 0; i < b.n; ++i) bad |= !label_ok(b.labels[i]);
   if (r.unit_preds) {
-    for (size_t i = 0; i < b.n; ++i) bad |= !(b.preds[i] >= 0.0f && b.preds[i] <= 1.0f);
+    for (size_t i = 0; i < b.n; ++i)
+      bad |= !(b.preds[i] >= 0.0f && b.preds[i] <= 1.0f);
   } else {
-    for (size_t i = 0; i < b.n; ++i) bad |= !(b.preds[i] >= -FLT_MAX && b.preds[i] <= FLT_MAX);
+    for (size_t i = 0; i < b.n; ++i)
+      bad |= !(b.preds[i] >= -FLT_MAX && b.preds[i] <= FLT_MAX);
   }
   if (b.weights)
     for (size_t i = 0; i < b.n; ++i) bad |= !weight_ok(b.weights[i]);
@@ -42,10 +44,13 @@ void validate(const Batch &b, const InputRules &r) {
       fail(HB_ERR_INVALID_ARGUMENT, "labels[%zu] = %g is outside [0, 1]", i,
            static_cast<double>(b.labels[i]));
     if (!pred_ok(b.preds[i], r.unit_preds))
-      fail(HB_ERR_INVALID_ARGUMENT, "preds[%zu] = %g is %s", i, static_cast<double>(b.preds[i]),
-           r.unit_preds ? "outside [0, 1] (this metric needs probabilities)" : "not finite");
+      fail(HB_ERR_INVALID_ARGUMENT, "preds[%zu] = %g is %s", i,
+           static_cast<double>(b.preds[i]),
+           r.unit_preds ? "outside [0, 1] (this metric needs probabilities)"
+                        : "not finite");
     if (b.weights && !weight_ok(b.weights[i]))
-      fail(HB_ERR_INVALID_ARGUMENT, "weights[%zu] = %g is negative or not finite", i,
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "weights[%zu] = %g is negative or not finite", i,
            static_cast<double>(b.weights[i]));
   }
   fail(HB_ERR_INTERNAL, "metric input check failed but no bad index was found");

@@ -9,9 +9,9 @@ namespace hb {
 namespace metrics {
 
 struct InputRules {
-  bool labels = true;      // labels required, each in [0, 1]
-  bool unit_preds = false; // predictions must lie in [0, 1] (else: finite)
-  bool groups = false;     // group ids required
+  bool labels = true;       // labels required, each in [0, 1]
+  bool unit_preds = false;  // predictions must lie in [0, 1] (else: finite)
+  bool groups = false;      // group ids required
 };
 
 // Throws HB_ERR_INVALID_ARGUMENT naming the first bad index and value.

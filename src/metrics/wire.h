@@ -31,6 +31,12 @@ class Writer {
     s.write(out_->data() + at);
   }
   void bytes(const void *p, size_t n) { put(p, n); }
+  // A count, then the elements' bytes.
+  template <class T>
+  void array(const BigVector<T> &v) {
+    u64(v.size());
+    bytes(v.data(), v.size() * sizeof(T));
+  }
 
  private:
   // The library targets little-endian hosts (x86-64, aarch64).
@@ -54,15 +60,18 @@ class Reader {
   void sum(ExactSum *s) {
     need(ExactSum::kWireBytes);
     if (!s->read(data_ + pos_))
-      fail(HB_ERR_CORRUPT, "%s: malformed exact sum at byte offset %zu", what_.c_str(), pos_);
+      fail(HB_ERR_CORRUPT, "%s: malformed exact sum at byte offset %zu",
+           what_.c_str(), pos_);
     pos_ += ExactSum::kWireBytes;
   }
   // A count of elements of elem_size bytes that must fit in what is left.
   uint64_t count(size_t elem_size) {
     uint64_t n = u64();
     if (elem_size && n > (size_ - pos_) / elem_size)
-      fail(HB_ERR_CORRUPT, "%s: count %llu at byte offset %zu exceeds the %zu bytes left",
-           what_.c_str(), static_cast<unsigned long long>(n), pos_ - 8, size_ - pos_);
+      fail(HB_ERR_CORRUPT,
+           "%s: count %llu at byte offset %zu exceeds the %zu bytes left",
+           what_.c_str(), static_cast<unsigned long long>(n), pos_ - 8,
+           size_ - pos_);
     return n;
   }
   void bytes(void *p, size_t n) {
@@ -70,10 +79,18 @@ class Reader {
     if (n) std::memcpy(p, data_ + pos_, n);
     pos_ += n;
   }
+  // Appends an array written by Writer::array to v.
+  template <class T>
+  void append_array(BigVector<T> *v) {
+    uint64_t n = count(sizeof(T));
+    size_t at = v->size();
+    v->resize(at + n);
+    bytes(v->data() + at, n * sizeof(T));
+  }
   void expect_end() const {
     if (pos_ != size_)
-      fail(HB_ERR_CORRUPT, "%s: %zu trailing bytes at byte offset %zu", what_.c_str(),
-           size_ - pos_, pos_);
+      fail(HB_ERR_CORRUPT, "%s: %zu trailing bytes at byte offset %zu",
+           what_.c_str(), size_ - pos_, pos_);
   }
   size_t offset() const { return pos_; }
   const std::string &what() const { return what_; }
@@ -87,7 +104,8 @@ class Reader {
   }
   void need(size_t n) const {
     if (n > size_ - pos_)
-      fail(HB_ERR_CORRUPT, "%s: truncated at byte offset %zu (need %zu bytes, %zu left)",
+      fail(HB_ERR_CORRUPT,
+           "%s: truncated at byte offset %zu (need %zu bytes, %zu left)",
            what_.c_str(), pos_, n, size_ - pos_);
   }
   const unsigned char *data_;

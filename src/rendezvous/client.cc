@@ -68,6 +68,7 @@ class ClientImpl final : public Client {
   // Throws HB_ERR_PEER_FAILED if the connection broke mid-frame.
   void send_frame(const Frame &f, int64_t deadline_ms);
   void io_loop();
+  void send_heartbeat(int64_t now);
   void read_ready();
   void on_frame(const Frame &f);
   // The connection is unusable: before registration the handshake fails,
@@ -260,9 +261,14 @@ void ClientImpl::send_frame(const Frame &f, int64_t deadline_ms) {
 
 void ClientImpl::io_loop() {
   int64_t next_heartbeat = now_ms() + cfg_.heartbeat_interval_ms;
+  bool registered = false;
   while (!stop_io_ && !broken_) {
-    int64_t now = now_ms();
-    int64_t wait = next_heartbeat - now;
+    // Wake for the next heartbeat, or when the server's silence would pass
+    // peer_timeout_ms.
+    int64_t wake = next_heartbeat;
+    if (registered && last_recv_ms_ + cfg_.peer_timeout_ms + 1 < wake)
+      wake = last_recv_ms_ + cfg_.peer_timeout_ms + 1;
+    int64_t wait = wake - now_ms();
     pollfd fds[2] = {{fd_, POLLIN, 0}, {wake_[0], POLLIN, 0}};
     int n = poll(fds, 2, static_cast<int>(wait < 0 ? 0 : wait));
     if (n < 0 && errno != EINTR) {
@@ -273,8 +279,7 @@ void ClientImpl::io_loop() {
     }
     if (stop_io_) break;
     if (n > 0 && (fds[0].revents & (POLLIN | POLLHUP | POLLERR))) read_ready();
-    now = now_ms();
-    bool registered;
+    int64_t now = now_ms();
     {
       std::lock_guard<std::mutex> lock(sh_->mu);
       registered = sh_->registered;
@@ -286,28 +291,30 @@ void ClientImpl::io_loop() {
                  "(peer_timeout_ms %lld)",
                  server().c_str(), static_cast<long long>(now - last_recv_ms_),
                  static_cast<long long>(cfg_.peer_timeout_ms)));
-    if (now >= next_heartbeat && !broken_) {
-      next_heartbeat = now + cfg_.heartbeat_interval_ms;
-      // A caller busy writing a frame keeps the server's clock fresh anyway.
-      std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
-      if (lock.owns_lock()) {
-        Frame hb;
-        hb.type = kHeartbeat;
-        std::string bytes = encode_frame(hb, cfg_.max_frame_bytes);
-        std::string err;
-        if (!tcp_send_all(
-                fd_, bytes.data(), bytes.size(), now + cfg_.peer_timeout_ms,
-                [this] { return stop_io_.load(); }, &err)) {
-          lock.unlock();
-          if (!stop_io_)
-            connection_failed(
-                HB_ERR_PEER_FAILED,
-                format("rendezvous server at %s lost: heartbeat %s",
-                       server().c_str(), err.c_str()));
-        }
-      }
-    }
+    if (now < next_heartbeat || broken_) continue;
+    next_heartbeat = now + cfg_.heartbeat_interval_ms;
+    // Heartbeats start after the HELLO: the server wants HELLO first.
+    if (registered) send_heartbeat(now);
   }
+}
+
+void ClientImpl::send_heartbeat(int64_t now) {
+  // A caller busy writing a frame keeps the server's clock fresh anyway.
+  std::unique_lock<std::mutex> lock(write_mu_, std::try_to_lock);
+  if (!lock.owns_lock()) return;
+  Frame hb;
+  hb.type = kHeartbeat;
+  std::string bytes = encode_frame(hb, cfg_.max_frame_bytes);
+  std::string err;
+  if (tcp_send_all(
+          fd_, bytes.data(), bytes.size(), now + cfg_.peer_timeout_ms,
+          [this] { return stop_io_.load(); }, &err))
+    return;
+  lock.unlock();
+  if (!stop_io_)
+    connection_failed(HB_ERR_PEER_FAILED,
+                      format("rendezvous server at %s lost: heartbeat %s",
+                             server().c_str(), err.c_str()));
 }
 
 void ClientImpl::read_ready() {

@@ -4,9 +4,7 @@
 // missing keys, atomic add on decimal values.
 #pragma once
 
-#include <condition_variable>
-#include <map>
-#include <mutex>
+#include <memory>
 
 #include "rendezvous/kv.h"
 
@@ -27,17 +25,11 @@ class MemoryKV : public KV {
   void wait(const std::vector<std::string> &keys, int64_t timeout_ms) override;
 
  private:
-  // Waits until every key exists; throws HB_ERR_TIMEOUT or the Health's error.
-  void wait_locked(std::unique_lock<std::mutex> &lock,
-                   const std::vector<std::string> &keys, int64_t timeout_ms,
-                   const char *what);
+  struct State;  // shared with the Health callback, which may outlive us
 
   Health *health_;
   int sub_id_ = -1;
-  std::mutex mu_;
-  std::condition_variable cv_;
-  bool failed_ = false;
-  std::map<std::string, std::string> kv_;
+  std::shared_ptr<State> st_;
 };
 
 }  // namespace rdv

@@ -87,25 +87,29 @@ void Store::get(uint64_t conn, uint64_t id, const std::string &key,
        now_ms, out);
 }
 
+int64_t add_to_value(const std::string &key, const std::string *value,
+                     int64_t delta) {
+  int64_t cur = 0;
+  if (value && !parse_int64(*value, &cur))
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "rendezvous add on key '%s': its value is not an integer",
+         key.c_str());
+  int64_t sum;
+  if (__builtin_add_overflow(cur, delta, &sum))
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "rendezvous add on key '%s': %lld + %lld overflows int64", key.c_str(),
+         static_cast<long long>(cur), static_cast<long long>(delta));
+  return sum;
+}
+
 void Store::add(uint64_t conn, uint64_t id, const std::string &key,
                 int64_t delta, std::vector<Outgoing> *out) {
-  int64_t cur = 0;
   auto it = kv_.find(key);
-  if (it != kv_.end() && !parse_int64(it->second, &cur)) {
-    out->push_back({conn, make_reply(id, HB_ERR_INVALID_ARGUMENT,
-                                     format("rendezvous add on key '%s': its "
-                                            "value is not an integer",
-                                            key.c_str()))});
-    return;
-  }
   int64_t sum;
-  if (__builtin_add_overflow(cur, delta, &sum)) {
-    out->push_back(
-        {conn, make_reply(id, HB_ERR_INVALID_ARGUMENT,
-                          format("rendezvous add on key '%s': %lld "
-                                 "+ %lld overflows int64",
-                                 key.c_str(), static_cast<long long>(cur),
-                                 static_cast<long long>(delta)))});
+  try {
+    sum = add_to_value(key, it == kv_.end() ? nullptr : &it->second, delta);
+  } catch (const Error &e) {
+    out->push_back({conn, make_reply(id, e.status(), e.what())});
     return;
   }
   out->push_back({conn, make_reply(id, HB_OK, "", sum)});

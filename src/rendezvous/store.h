@@ -25,6 +25,12 @@ struct Outgoing {
 // Strict decimal int64 (the whole string); false if it is not one.
 bool parse_int64(const std::string &s, int64_t *v);
 
+// The new value of an add on `value` (nullptr: a missing key, i.e. 0).
+// HB_ERR_INVALID_ARGUMENT naming the key if the value is not an integer or
+// the sum overflows.
+int64_t add_to_value(const std::string &key, const std::string *value,
+                     int64_t delta);
+
 class Store {
  public:
   explicit Store(int world_size) : world_size_(world_size) {}

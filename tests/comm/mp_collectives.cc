@@ -8,6 +8,10 @@
 //                                   must get HB_ERR_PEER_FAILED naming it
 //                                   within the liveness bound, then destroy
 //                                   its context (started by mp_kill_test)
+//   mp_collectives abort            rank 1 calls hb_context_abort from a
+//                                   second thread while every rank is in an
+//                                   allreduce loop: all get HB_ERR_ABORTED
+//                                   with the reason, promptly
 #include <signal.h>
 #include <unistd.h>
 
@@ -282,6 +286,42 @@ void kill_test(const std::string &what) {
                g_rank, what.c_str(), victim, (long long)took);
 }
 
+void abort_test() {
+  hb_context *ctx = nullptr;
+  CHECK_OK(hb_context_create(nullptr, &ctx));
+  std::vector<float> a(1 << 20, 1.f);
+  for (int i = 0; i < 3; ++i)
+    CHECK_OK(
+        hb_allreduce(ctx, a.data(), a.data(), a.size(), HB_FLOAT32, HB_MAX));
+  std::thread aborter;
+  if (g_rank == 1)
+    aborter = std::thread([ctx] {
+      std::this_thread::sleep_for(std::chrono::milliseconds(200));
+      hb_context_abort(ctx, "mp_collectives says stop");
+    });
+  hb_status st = HB_OK;
+  int64_t took = 0;
+  for (int i = 0; i < 1000000 && st == HB_OK; ++i) {
+    auto t0 = std::chrono::steady_clock::now();
+    st = hb_allreduce(ctx, a.data(), a.data(), a.size(), HB_FLOAT32, HB_MAX);
+    took = std::chrono::duration_cast<std::chrono::milliseconds>(
+               std::chrono::steady_clock::now() - t0)
+               .count();
+  }
+  if (aborter.joinable()) aborter.join();
+  CHECK(st == HB_ERR_ABORTED, "allreduce during abort: %s: %s",
+        hb_status_name(st), hb_last_error());
+  CHECK(std::strstr(hb_last_error(), "mp_collectives says stop"),
+        "reason missing: %s", hb_last_error());
+  // Generous for a loaded 2-core machine under ASan: Gloo's own timeout
+  // (timeout_ms) is 300 s.
+  CHECK(took < 10000, "the aborted call took %lld ms", (long long)took);
+  hb_context_destroy(ctx);
+  std::fprintf(stderr,
+               "[mp_collectives r%d] abort seen after %lld ms in the call\n",
+               g_rank, (long long)took);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -303,11 +343,16 @@ int main(int argc, char **argv) {
     hb_context_destroy(ctx);
     return 0;
   }
+  if (mode == "abort") {
+    abort_test();
+    return 0;
+  }
   if (mode == "kill" && argc > 2) {
     kill_test(argv[2]);
     return 0;
   }
-  std::fprintf(stderr,
-               "usage: mp_collectives sweep | kill allreduce|alltoallv\n");
+  std::fprintf(
+      stderr,
+      "usage: mp_collectives sweep | abort | kill allreduce|alltoallv\n");
   return 2;
 }

@@ -18,8 +18,10 @@ TEST(ShardRange, ContiguousEvenAndComplete) {
         ASSERT_EQ(hb_shard_range(n, shards, s, 0, &b, &e), HB_OK);
         EXPECT_EQ(b, next);
         int64_t size = e - b;
-        EXPECT_TRUE(size == n / shards || size == n / shards + 1) << n << " " << shards << " " << s;
-        EXPECT_EQ(size, n / shards + (s < n % shards ? 1 : 0));  // larger shards first
+        EXPECT_TRUE(size == n / shards || size == n / shards + 1)
+            << n << " " << shards << " " << s;
+        EXPECT_EQ(size, n / shards +
+                            (s < n % shards ? 1 : 0));  // larger shards first
         next = e;
         hb_status strict = hb_shard_range(n, shards, s, 1, &b, &e);
         EXPECT_EQ(strict, size == 0 ? HB_ERR_INVALID_ARGUMENT : HB_OK);
@@ -30,7 +32,9 @@ TEST(ShardRange, ContiguousEvenAndComplete) {
   ASSERT_EQ(hb_shard_range(INT64_C(1) << 40, 3, 2, 1, &b, &e), HB_OK);
   EXPECT_EQ(e, INT64_C(1) << 40);
   EXPECT_EQ(hb_shard_range(2, 3, 2, 1, &b, &e), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(hb_last_error()).find("shard 2 of 3"), std::string::npos) << hb_last_error();
+  EXPECT_NE(std::string(hb_last_error()).find("shard 2 of 3"),
+            std::string::npos)
+      << hb_last_error();
   EXPECT_EQ(hb_shard_range(-1, 3, 0, 0, &b, &e), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_shard_range(5, 0, 0, 0, &b, &e), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_shard_range(5, 3, 3, 0, &b, &e), HB_ERR_INVALID_ARGUMENT);
@@ -64,7 +68,8 @@ SyncRun simulate(const std::vector<int> &batches, bool drop_remainder) {
     int cont = -1;
     for (size_t k = 0; k < n; ++k) {
       bool has = consumed[k] < batches[k];
-      hb::data::SyncDecision d = hb::data::decide(any_has, any_out, drop_remainder, has);
+      hb::data::SyncDecision d =
+          hb::data::decide(any_has, any_out, drop_remainder, has);
       if (cont == -1) cont = d.cont;
       EXPECT_EQ(d.cont, cont) << "ranks disagree at round " << r.rounds;
       if (!d.cont) continue;
@@ -100,5 +105,6 @@ TEST(DataSync, ThreeRanksWithFiveSevenAndZeroBatches) {
 
 TEST(DataSync, NullArguments) {
   int32_t cont, empty;
-  EXPECT_EQ(hb_data_sync(nullptr, 1, 0, &cont, &empty), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_data_sync(nullptr, 1, 0, &cont, &empty),
+            HB_ERR_INVALID_ARGUMENT);
 }

@@ -11,44 +11,22 @@
 #include <vector>
 
 #include "hb.h"
+#include "metrics/mp_check.h"
 
-namespace {
-
-int g_rank = -1;
-
-#define CHECK_OK(call)                                                                 \
-  do {                                                                                 \
-    hb_status st_ = (call);                                                            \
-    if (st_ != HB_OK) {                                                                \
-      std::fprintf(stderr, "[mp_data_sync r%d] %s: %s: %s\n", g_rank, #call,          \
-                   hb_status_name(st_), hb_last_error());                              \
-      std::exit(1);                                                                    \
-    }                                                                                  \
-  } while (0)
-
-#define CHECK(cond, ...)                                                        \
-  do {                                                                          \
-    if (!(cond)) {                                                              \
-      std::fprintf(stderr, "[mp_data_sync r%d] FAILED at line %d: ", g_rank, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                                        \
-      std::fprintf(stderr, "\n");                                               \
-      std::exit(1);                                                             \
-    }                                                                           \
-  } while (0)
-
-}  // namespace
+int g_mp_rank = -1;
+const char *g_mp_name = "mp_data_sync";
 
 int main() {
   hb_context *ctx = nullptr;
   CHECK_OK(hb_context_create(nullptr, &ctx));
-  g_rank = hb_context_rank(ctx);
+  g_mp_rank = hb_context_rank(ctx);
   const int world = hb_context_world_size(ctx);
   CHECK(world == 3, "this test runs on 3 ranks, not %d", world);
 
   const std::vector<std::vector<int>> layouts = {{5, 7, 0}, {5, 7, 3}};
   for (const std::vector<int> &batches : layouts)
     for (int drop = 0; drop <= 1; ++drop) {
-      int have = batches[g_rank];
+      int have = batches[g_mp_rank];
       int steps = 0, empty_steps = 0, consumed = 0;
       for (int guard = 0; guard < 100; ++guard) {
         int32_t cont = -1, feed_empty = -1;
@@ -72,12 +50,15 @@ int main() {
       int hi = *std::max_element(batches.begin(), batches.end());
       int want_steps = drop ? lo : hi;
       int want_empty = drop ? 0 : hi - have;
-      CHECK(steps == want_steps, "layout %d,%d,%d drop=%d: %d steps, want %d", batches[0],
-            batches[1], batches[2], drop, steps, want_steps);
-      CHECK(empty_steps == want_empty, "drop=%d: %d empty steps, want %d", drop, empty_steps,
-            want_empty);
-      std::printf("[mp_data_sync r%d] batches %d,%d,%d drop_remainder=%d: %d steps (%d empty)\n",
-                  g_rank, batches[0], batches[1], batches[2], drop, steps, empty_steps);
+      CHECK(steps == want_steps, "layout %d,%d,%d drop=%d: %d steps, want %d",
+            batches[0], batches[1], batches[2], drop, steps, want_steps);
+      CHECK(empty_steps == want_empty, "drop=%d: %d empty steps, want %d", drop,
+            empty_steps, want_empty);
+      std::printf(
+          "[mp_data_sync r%d] batches %d,%d,%d drop_remainder=%d: %d steps (%d "
+          "empty)\n",
+          g_mp_rank, batches[0], batches[1], batches[2], drop, steps,
+          empty_steps);
     }
   CHECK_OK(hb_context_barrier(ctx, 0));
   hb_context_destroy(ctx);

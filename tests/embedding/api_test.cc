@@ -17,7 +17,9 @@ namespace {
 
 struct Ctx {
   hb_context *ctx = nullptr;
-  Ctx() { EXPECT_EQ(hb_context_create(nullptr, &ctx), HB_OK) << hb_last_error(); }
+  Ctx() {
+    EXPECT_EQ(hb_context_create(nullptr, &ctx), HB_OK) << hb_last_error();
+  }
   ~Ctx() { hb_context_destroy(ctx); }
 };
 
@@ -46,10 +48,13 @@ TEST(Api, NullsAndBadArguments) {
   EXPECT_EQ(hb_embedding_create(c.ctx, &cfg, nullptr), HB_ERR_INVALID_ARGUMENT);
   cfg.dim = -3;
   EXPECT_EQ(hb_embedding_create(c.ctx, &cfg, &e), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(hb_last_error()).find("dim -3"), std::string::npos) << hb_last_error();
+  EXPECT_NE(std::string(hb_last_error()).find("dim -3"), std::string::npos)
+      << hb_last_error();
   EXPECT_EQ(e, nullptr);
-  EXPECT_EQ(hb_embedding_lookup(nullptr, nullptr, 0, nullptr), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_embedding_apply_gradients(nullptr, nullptr, 0, nullptr), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_embedding_lookup(nullptr, nullptr, 0, nullptr),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_embedding_apply_gradients(nullptr, nullptr, 0, nullptr),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_embedding_save(nullptr, "x"), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_embedding_open(nullptr, &e), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_embedding_open(tmp("none").c_str(), &e), HB_ERR_IO);
@@ -100,7 +105,8 @@ TEST(Api, RoundTrip) {
   float served[12];
   ASSERT_EQ(hb_embedding_lookup(s, ids, 3, served), HB_OK);
   EXPECT_EQ(std::memcmp(served, loaded, sizeof served), 0);
-  EXPECT_EQ(hb_embedding_apply_gradients(s, ids, 3, g), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_embedding_apply_gradients(s, ids, 3, g),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_embedding_save(s, dir.c_str()), HB_ERR_INVALID_ARGUMENT);
   hb_embedding_destroy(s);
   hb_embedding_destroy(e);
@@ -115,9 +121,11 @@ TEST(Api, ServingLookupsFromManyThreads) {
   hb_embedding *e = nullptr;
   ASSERT_EQ(hb_embedding_create(c.ctx, &cfg, &e), HB_OK);
   std::vector<int64_t> known;
-  for (int i = 0; i < 500; ++i) known.push_back(static_cast<int64_t>(i) * -7919);
+  for (int i = 0; i < 500; ++i)
+    known.push_back(static_cast<int64_t>(i) * -7919);
   std::vector<float> rows(known.size() * 4);
-  ASSERT_EQ(hb_embedding_lookup(e, known.data(), known.size(), rows.data()), HB_OK);
+  ASSERT_EQ(hb_embedding_lookup(e, known.data(), known.size(), rows.data()),
+            HB_OK);
   std::string file = tmp("threads");
   ASSERT_EQ(hb_embedding_export(e, file.c_str()), HB_OK);
   hb_embedding_destroy(e);
@@ -128,7 +136,8 @@ TEST(Api, ServingLookupsFromManyThreads) {
   std::vector<std::thread> ts;
   for (int t = 0; t < 8; ++t)
     ts.emplace_back([&, t] {
-      std::vector<int64_t> ids = {known[t], 1234567, known[(t * 31) % known.size()]};
+      std::vector<int64_t> ids = {known[t], 1234567,
+                                  known[(t * 31) % known.size()]};
       std::vector<float> out(12);
       for (int it = 0; it < 300; ++it) {
         if (hb_embedding_lookup(s, ids.data(), 3, out.data()) != HB_OK) ++bad;

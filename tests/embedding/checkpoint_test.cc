@@ -31,7 +31,8 @@ class RemoveDirs : public ::testing::Environment {
     for (const std::string &d : g_dirs) std::filesystem::remove_all(d);
   }
 };
-::testing::Environment *const g_env = ::testing::AddGlobalTestEnvironment(new RemoveDirs);
+::testing::Environment *const g_env =
+    ::testing::AddGlobalTestEnvironment(new RemoveDirs);
 
 std::string temp_dir(const char *tag) {
   char tmpl[256];
@@ -57,25 +58,10 @@ hb_embedding_config config(int opt, int64_t num_rows, int partition) {
   return c;
 }
 
-using Plan = std::vector<std::vector<Batch>>;
+using hbtest::make_plan;
+using hbtest::Plan;
 
-Plan make_plan(uint64_t seed, int world, int steps, const hb_embedding_config &c) {
-  std::mt19937_64 g(seed);
-  hbtest::Zipf zipf(150, 1.1);
-  Plan p;
-  for (int s = 0; s < steps; ++s) p.push_back(hbtest::make_step(g, world, c.num_rows, c.dim, zipf));
-  return p;
-}
-
-void ref_run(RefTable &ref, const Plan &p) {
-  for (const auto &step : p) {
-    for (const Batch &b : step)
-      for (int64_t id : b.ids) ref.lookup(id);  // lookups create dynamic rows
-    std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> bs;
-    for (const Batch &b : step) bs.emplace_back(b.ids, b.grads);
-    ref.apply(bs);
-  }
-}
+void ref_run(RefTable &ref, const Plan &p) { hbtest::ref_replay(ref, p); }
 
 void table_run(hb::emb::Table &t, int rank, const Plan &p) {
   for (const auto &step : p) {
@@ -100,7 +86,8 @@ Rows ref_rows(RefTable &ref) {
   for (auto &kv : ref.rows) {
     std::vector<float> rec = kv.second.w;
     int opt = ref.c.optimizer;
-    if (opt != HB_OPT_SGD) rec.insert(rec.end(), kv.second.s1.begin(), kv.second.s1.end());
+    if (opt != HB_OPT_SGD)
+      rec.insert(rec.end(), kv.second.s1.begin(), kv.second.s1.end());
     if (opt == HB_OPT_ADAM || opt == HB_OPT_FTRL)
       rec.insert(rec.end(), kv.second.s2.begin(), kv.second.s2.end());
     if (opt == HB_OPT_ADAM) {
@@ -150,7 +137,9 @@ TEST_P(Reshard, SaveAt4LoadAtKContinuesBitEqual) {
     ASSERT_EQ(got.size(), want.size()) << "world " << k;
     for (auto &kv : want) {
       ASSERT_EQ(got.count(kv.first), 1u) << kv.first;
-      ASSERT_EQ(std::memcmp(got[kv.first].data(), kv.second.data(), kv.second.size() * 4), 0)
+      ASSERT_EQ(std::memcmp(got[kv.first].data(), kv.second.data(),
+                            kv.second.size() * 4),
+                0)
           << "world " << k << " id " << kv.first;
     }
   }
@@ -158,12 +147,13 @@ TEST_P(Reshard, SaveAt4LoadAtKContinuesBitEqual) {
 
 INSTANTIATE_TEST_SUITE_P(
     Tables, Reshard,
-    ::testing::Values(ReshardCase{HB_OPT_ADAGRAD, 60, HB_PARTITION_MOD, HB_PARTITION_MOD},
-                      ReshardCase{HB_OPT_ADAM, 60, HB_PARTITION_MOD, HB_PARTITION_DIV},
-                      ReshardCase{HB_OPT_FTRL, 60, HB_PARTITION_DIV, HB_PARTITION_MOD},
-                      ReshardCase{HB_OPT_SGD, 60, HB_PARTITION_DIV, HB_PARTITION_DIV},
-                      ReshardCase{HB_OPT_ADAM, 0, HB_PARTITION_MOD, HB_PARTITION_MOD},
-                      ReshardCase{HB_OPT_ADAGRAD, 0, HB_PARTITION_MOD, HB_PARTITION_MOD}));
+    ::testing::Values(
+        ReshardCase{HB_OPT_ADAGRAD, 60, HB_PARTITION_MOD, HB_PARTITION_MOD},
+        ReshardCase{HB_OPT_ADAM, 60, HB_PARTITION_MOD, HB_PARTITION_DIV},
+        ReshardCase{HB_OPT_FTRL, 60, HB_PARTITION_DIV, HB_PARTITION_MOD},
+        ReshardCase{HB_OPT_SGD, 60, HB_PARTITION_DIV, HB_PARTITION_DIV},
+        ReshardCase{HB_OPT_ADAM, 0, HB_PARTITION_MOD, HB_PARTITION_MOD},
+        ReshardCase{HB_OPT_ADAGRAD, 0, HB_PARTITION_MOD, HB_PARTITION_MOD}));
 
 // ---- Bad checkpoints change nothing ---------------------------------------
 
@@ -182,8 +172,8 @@ Rows save_reference(const hb_embedding_config &c, const std::string &dir) {
 
 // Loads dir into a 2-rank table trained differently; expects `status` on
 // both ranks, a message containing `needle`, and the rows unchanged.
-void expect_rejected(const hb_embedding_config &c, const std::string &dir, hb_status status,
-                     const char *needle) {
+void expect_rejected(const hb_embedding_config &c, const std::string &dir,
+                     hb_status status, const char *needle) {
   Plan p = make_plan(77, 2, 4, c);
   std::mutex mu;
   Rows before, after;
@@ -220,7 +210,8 @@ std::string shard_path(const std::string &dir, int rank) {
   return "";
 }
 
-void rewrite(const std::string &path, const std::function<void(std::string &)> &edit) {
+void rewrite(const std::string &path,
+             const std::function<void(std::string &)> &edit) {
   std::string data = hb::emb::read_whole_file(path);
   edit(data);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
@@ -280,7 +271,9 @@ TEST(BadCheckpoint, WrongDimNameOptimizer) {
   d.name = "other";
   expect_rejected(d, dir, HB_ERR_INVALID_ARGUMENT, "has: ck");
   // A manifest renamed to another table's name.
-  ASSERT_EQ(::rename((dir + "/ck.manifest").c_str(), (dir + "/other.manifest").c_str()), 0);
+  ASSERT_EQ(::rename((dir + "/ck.manifest").c_str(),
+                     (dir + "/other.manifest").c_str()),
+            0);
   expect_rejected(d, dir, HB_ERR_INVALID_ARGUMENT, "checkpoint of table 'ck'");
   std::string empty = temp_dir("empty");
   expect_rejected(c, empty, HB_ERR_IO, "no checkpoint");
@@ -299,7 +292,8 @@ TEST(Save, OldFilesRemovedAfterCommit) {
   EXPECT_EQ(n, 2);  // one save's two shard files
 }
 
-// ---- A process killed mid-save leaves the previous checkpoint ----------------
+// ---- A process killed mid-save leaves the previous checkpoint
+// ----------------
 
 // Child: trains plan a, saves, trains plan b, then saves again and is
 // SIGKILLed after its shard file is written but before the manifest is.
@@ -310,7 +304,8 @@ void child_train_and_die(const hb_embedding_config &c, const std::string &dir,
     table_run(t, r, a);
     hb::emb::save_checkpoint(t, dir.c_str());
     table_run(t, r, b);
-    if (kill_in_hook) hb::emb::g_save_test_hook = [](const char *) { ::raise(SIGKILL); };
+    if (kill_in_hook)
+      hb::emb::g_save_test_hook = [](const char *) { ::raise(SIGKILL); };
     for (;;) hb::emb::save_checkpoint(t, dir.c_str());  // killed in here
   });
 }
@@ -364,7 +359,8 @@ TEST(Crash, SigkillAtRandomTimesAlwaysLoadable) {
     ::kill(pid, SIGKILL);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    if (!hb::emb::file_exists(dir + "/ck.manifest")) continue;  // killed before any save
+    if (!hb::emb::file_exists(dir + "/ck.manifest"))
+      continue;  // killed before any save
     hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
       EXPECT_NO_THROW(hb::emb::load_checkpoint(t, dir.c_str()));
     });

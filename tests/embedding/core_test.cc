@@ -60,10 +60,13 @@ void check_bit_equal(const hb_embedding_config &cfg, int world, int steps,
       expect[s].push_back(e);
     }
     std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> b;
-    for (int r = 0; r < world; ++r) b.emplace_back(plan[s][r].ids, plan[s][r].grads);
+    for (int r = 0; r < world; ++r)
+      b.emplace_back(plan[s][r].ids, plan[s][r].grads);
     ref.apply(b);
   }
 
+  if (cfg.num_rows > 0)  // untouched static rows: their initial value
+    for (int64_t id = 0; id < cfg.num_rows; ++id) ref.row(id);
   std::mutex mu;
   std::string first_error;
   std::atomic<int64_t> rows_seen{0};
@@ -80,7 +83,8 @@ void check_bit_equal(const hb_embedding_config &cfg, int world, int steps,
         if (!same_bits(out[i], expect[s][r][i])) {
           report("step " + std::to_string(s) + " rank " + std::to_string(r) +
                  " lookup element " + std::to_string(i) + ": " +
-                 std::to_string(out[i]) + " vs " + std::to_string(expect[s][r][i]));
+                 std::to_string(out[i]) + " vs " +
+                 std::to_string(expect[s][r][i]));
           break;
         }
       t.apply_gradients(b.ids.data(), b.ids.size(), b.grads.data());
@@ -90,16 +94,23 @@ void check_bit_equal(const hb_embedding_config &cfg, int world, int steps,
     const int64_t d = cfg.dim;
     t.shard().for_each([&](int64_t id, const float *rec) {
       ++rows_seen;
-      RefTable::Row &want = const_cast<RefTable &>(ref).row(id);
+      // Read-only from the rank threads: every row exists already.
+      auto it = ref.rows.find(id);
+      if (it == ref.rows.end()) {
+        report("row " + std::to_string(id) + " is not in the reference");
+        return;
+      }
+      const RefTable::Row &want = it->second;
       for (int64_t k = 0; k < d; ++k) {
         bool ok = same_bits(rec[k], want.w[k]);
-        if (cfg.optimizer != HB_OPT_SGD) ok = ok && same_bits(rec[d + k], want.s1[k]);
+        if (cfg.optimizer != HB_OPT_SGD)
+          ok = ok && same_bits(rec[d + k], want.s1[k]);
         if (cfg.optimizer == HB_OPT_ADAM || cfg.optimizer == HB_OPT_FTRL)
           ok = ok && same_bits(rec[2 * d + k], want.s2[k]);
         if (!ok) {
-          report("final row " + std::to_string(id) + " col " + std::to_string(k) +
-                 " rank " + std::to_string(r) + ": w " + std::to_string(rec[k]) +
-                 " vs " + std::to_string(want.w[k]));
+          report("final row " + std::to_string(id) + " col " +
+                 std::to_string(k) + " rank " + std::to_string(r) + ": w " +
+                 std::to_string(rec[k]) + " vs " + std::to_string(want.w[k]));
           return;
         }
       }
@@ -124,7 +135,8 @@ const Kind kKinds[] = {{"static_mod", 97, HB_PARTITION_MOD},
                        {"static_div", 97, HB_PARTITION_DIV},
                        {"dynamic_mod", 0, HB_PARTITION_MOD}};
 
-class BitEqual : public ::testing::TestWithParam<std::tuple<int, int, int, hb_dtype>> {};
+class BitEqual
+    : public ::testing::TestWithParam<std::tuple<int, int, int, hb_dtype>> {};
 
 TEST_P(BitEqual, MatchesReference) {
   int opt, kind, world;
@@ -137,19 +149,23 @@ TEST_P(BitEqual, MatchesReference) {
 
 INSTANTIATE_TEST_SUITE_P(
     AllTables, BitEqual,
-    ::testing::Combine(::testing::Values(HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL),
-                       ::testing::Values(0, 1, 2), ::testing::Values(1, 2, 3, 4),
+    ::testing::Combine(::testing::Values(HB_OPT_SGD, HB_OPT_ADAGRAD,
+                                         HB_OPT_ADAM, HB_OPT_FTRL),
+                       ::testing::Values(0, 1, 2),
+                       ::testing::Values(1, 2, 3, 4),
                        ::testing::Values(HB_FLOAT32, HB_FLOAT16, HB_BFLOAT16)));
 
 TEST(BitEqual, WorldLargerThanIds) {
-  hb_embedding_config c = base_config(HB_OPT_ADAGRAD, 3, HB_PARTITION_DIV, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_ADAGRAD, 3, HB_PARTITION_DIV, HB_FLOAT32);
   check_bit_equal(c, 4, 10, 7);  // rank 3 owns nothing
   c.partition = HB_PARTITION_MOD;
   check_bit_equal(c, 4, 10, 8);
 }
 
 TEST(BitEqual, FtrlGeneralPower) {
-  hb_embedding_config c = base_config(HB_OPT_FTRL, 0, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_FTRL, 0, HB_PARTITION_MOD, HB_FLOAT32);
   c.lr_power = -0.7;
   check_bit_equal(c, 3, 15, 9);
 }
@@ -157,7 +173,8 @@ TEST(BitEqual, FtrlGeneralPower) {
 // ---- Optimizers against hand-computed values -----------------------------
 
 // One row (id 0 of a 1-row table, constant init 1.0), one or two steps.
-std::vector<float> train_one(hb_embedding_config c, const std::vector<std::vector<float>> &gs,
+std::vector<float> train_one(hb_embedding_config c,
+                             const std::vector<std::vector<float>> &gs,
                              std::vector<float> *slots = nullptr) {
   c.num_rows = 1;
   c.dim = 2;
@@ -211,7 +228,9 @@ TEST(Optimizer, AdagradByHand) {
   std::vector<float> s;
   std::vector<float> w = train_one(c, {{1.0f, 2.0f}, {1.0f, 0.0f}}, &s);
   // acc: 0.5 -> 1.5 -> 2.5 ; w0 = 1 - .1/sqrt(1.5) - .1/sqrt(2.5)
-  EXPECT_NEAR(w[0], 1.0 - 0.1 / (std::sqrt(1.5) + 1e-7) - 0.1 / (std::sqrt(2.5) + 1e-7), 1e-6);
+  EXPECT_NEAR(
+      w[0], 1.0 - 0.1 / (std::sqrt(1.5) + 1e-7) - 0.1 / (std::sqrt(2.5) + 1e-7),
+      1e-6);
   EXPECT_NEAR(w[1], 1.0 - 0.2 / (std::sqrt(4.5) + 1e-7), 1e-6);
   EXPECT_NEAR(s[2], 2.5, 1e-6);
   EXPECT_NEAR(s[3], 4.5, 1e-6);
@@ -230,7 +249,8 @@ TEST(Optimizer, AdamByHand) {
   w0 -= 0.01 * std::sqrt(1 - 0.999) / (1 - 0.9) * m / (std::sqrt(v) + 1e-8);
   m = 0.9 * m + 0.1 * 0.5;
   v = 0.999 * v + 0.001 * 0.25;
-  w0 -= 0.01 * std::sqrt(1 - 0.999 * 0.999) / (1 - 0.81) * m / (std::sqrt(v) + 1e-8);
+  w0 -= 0.01 * std::sqrt(1 - 0.999 * 0.999) / (1 - 0.81) * m /
+        (std::sqrt(v) + 1e-8);
   EXPECT_NEAR(w[0], w0, 1e-6);
   EXPECT_NEAR(w[1], 2.0 - w0, 1e-6);  // symmetric gradient of twice the size
   EXPECT_EQ(hb::emb::Optimizer::adam_steps(s.data(), 2), 2);
@@ -242,7 +262,8 @@ TEST(Optimizer, AdamLazyPerRowSteps) {
   hbtest::run_tables(2, c, [&](int r, hb::emb::Table &t) {
     int64_t ids[2] = {0, 1};
     std::vector<float> g(2 * c.dim, 0.1f);
-    for (int s = 0; s < 3; ++s) t.apply_gradients(ids, r == 0 && s == 0 ? 2 : (r == 0 ? 1 : 0), g.data());
+    for (int s = 0; s < 3; ++s)
+      t.apply_gradients(ids, r == 0 && s == 0 ? 2 : (r == 0 ? 1 : 0), g.data());
     int64_t want = r == 0 ? 3 : 1;  // MOD: rank 0 owns id 0, rank 1 owns id 1
     EXPECT_EQ(hb::emb::Optimizer::adam_steps(t.shard().find(r), c.dim), want);
   });
@@ -270,7 +291,8 @@ TEST(Optimizer, FtrlByHand) {
 
 TEST(Initializer, SameRowsForEveryWorldAndPartition) {
   for (int init : {HB_INIT_CONSTANT, HB_INIT_UNIFORM, HB_INIT_NORMAL}) {
-    hb_embedding_config c = base_config(HB_OPT_SGD, 50, HB_PARTITION_MOD, HB_FLOAT32);
+    hb_embedding_config c =
+        base_config(HB_OPT_SGD, 50, HB_PARTITION_MOD, HB_FLOAT32);
     c.initializer = init;
     c.init_a = init == HB_INIT_UNIFORM ? -0.25 : 0.5;
     c.init_b = 0.25;
@@ -319,7 +341,8 @@ TEST(Initializer, NormalMoments) {
 // ---- Errors ----------------------------------------------------------------
 
 TEST(Errors, OutOfRangeIdFailsEveryRankAndNamesIt) {
-  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
   std::vector<hb_status> st(3);
   std::vector<std::string> msg(3);
   std::vector<float> after(3);
@@ -347,7 +370,8 @@ TEST(Errors, OutOfRangeIdFailsEveryRankAndNamesIt) {
 }
 
 TEST(Errors, NegativeIdInStaticTable) {
-  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_DIV, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_SGD, 10, HB_PARTITION_DIV, HB_FLOAT32);
   hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
     int64_t id = -1;
     float g[5] = {0};
@@ -356,13 +380,15 @@ TEST(Errors, NegativeIdInStaticTable) {
       ADD_FAILURE() << "no error";
     } catch (const hb::Error &e) {
       EXPECT_EQ(e.status(), HB_ERR_INVALID_ARGUMENT);
-      EXPECT_NE(std::string(e.what()).find("id -1"), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find("id -1"), std::string::npos)
+          << e.what();
     }
   });
 }
 
 TEST(Errors, ConfigMismatchAcrossRanks) {
-  hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
   hbtest::ThreadWorld tw(2);
   std::vector<hb_status> st(2, HB_OK);
   hbtest::ThreadWorld::run(2, [&](int r) {
@@ -380,7 +406,8 @@ TEST(Errors, ConfigMismatchAcrossRanks) {
 
 TEST(Errors, BadConfigs) {
   auto bad = [](std::function<void(hb_embedding_config &)> edit) -> hb_status {
-    hb_embedding_config c = base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+    hb_embedding_config c =
+        base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
     edit(c);
     try {
       hb::emb::spec_from_config(&c);
@@ -393,22 +420,27 @@ TEST(Errors, BadConfigs) {
   EXPECT_EQ(bad([](auto &c) { c.name = "a/b"; }), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.dim = 0; }), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.num_rows = -1; }), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bad([](auto &c) { c.num_rows = 0, c.partition = HB_PARTITION_DIV; }),
-            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(
+      bad([](auto &c) { c.num_rows = 0, c.partition = HB_PARTITION_DIV; }),
+      HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.partition = 7; }), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bad([](auto &c) { c.learning_rate = -1; }), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bad([](auto &c) { c.wire_dtype = HB_INT32; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.learning_rate = -1; }),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.wire_dtype = HB_INT32; }),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.optimizer = HB_OPT_FTRL, c.lr_power = 0.5; }),
             HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.device = 0; }), HB_ERR_UNSUPPORTED);
-  EXPECT_EQ(bad([](auto &c) { c.dtype = HB_FLOAT16; }), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(bad([](auto &c) { c.dtype = HB_FLOAT16; }),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &) {}), HB_OK);
 }
 
 TEST(Stats, DedupKeepsWireSmall) {
   // 2 ranks, each looks up 1000 copies of 4 ids: the wire carries 4 ids and
   // 4 rows per rank at most (plus headers), not 1000.
-  hb_embedding_config c = base_config(HB_OPT_SGD, 100, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      base_config(HB_OPT_SGD, 100, HB_PARTITION_MOD, HB_FLOAT32);
   hbtest::run_tables(2, c, [&](int, hb::emb::Table &t) {
     std::vector<int64_t> ids;
     for (int i = 0; i < 1000; ++i) ids.push_back(i % 4);

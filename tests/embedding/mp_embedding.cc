@@ -17,38 +17,38 @@ namespace {
 
 int g_rank = 0, g_world = 1;
 
-#define REQUIRE(cond, ...)                                         \
-  do {                                                             \
-    if (!(cond)) {                                                 \
-      std::fprintf(stderr, "rank %d: FAILED %s:%d: ", g_rank, __FILE__, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                           \
-      std::fprintf(stderr, "\n");                                  \
-      std::exit(1);                                                \
-    }                                                              \
+#define REQUIRE(cond, ...)                                              \
+  do {                                                                  \
+    if (!(cond)) {                                                      \
+      std::fprintf(stderr, "rank %d: FAILED %s:%d: ", g_rank, __FILE__, \
+                   __LINE__);                                           \
+      std::fprintf(stderr, __VA_ARGS__);                                \
+      std::fprintf(stderr, "\n");                                       \
+      std::exit(1);                                                     \
+    }                                                                   \
   } while (0)
 
 void ok(hb_status st, const char *what) {
   REQUIRE(st == HB_OK, "%s: %s: %s", what, hb_status_name(st), hb_last_error());
 }
 
-using Plan = std::vector<std::vector<hbtest::Batch>>;
+using hbtest::Plan;
 
-Plan make_plan(uint64_t seed, int world, int steps, const hb_embedding_config &c) {
-  std::mt19937_64 g(seed);
-  hbtest::Zipf zipf(300, 1.1);
-  Plan p;
-  for (int s = 0; s < steps; ++s) p.push_back(hbtest::make_step(g, world, c.num_rows, c.dim, zipf));
-  return p;
+Plan make_plan(uint64_t seed, int world, int steps,
+               const hb_embedding_config &c) {
+  return hbtest::make_plan(seed, world, steps, c, 300);
 }
 
 // Runs the plan on the table (this rank's batches) and on the reference
 // (all ranks' batches), checking every lookup bit for bit.
-void run_plan(hb_embedding *e, hbtest::RefTable &ref, const Plan &p, const char *label) {
+void run_plan(hb_embedding *e, hbtest::RefTable &ref, const Plan &p,
+              const char *label) {
   const int64_t d = ref.c.dim;
   for (size_t s = 0; s < p.size(); ++s) {
     const hbtest::Batch &b = p[s][g_rank];
     std::vector<float> out(b.ids.size() * d);
-    ok(hb_embedding_lookup(e, b.ids.data(), b.ids.size(), out.data()), "lookup");
+    ok(hb_embedding_lookup(e, b.ids.data(), b.ids.size(), out.data()),
+       "lookup");
     std::vector<std::vector<float>> want;
     for (int r = 0; r < g_world; ++r)
       for (size_t i = 0; i < p[s][r].ids.size(); ++i) {
@@ -57,10 +57,14 @@ void run_plan(hb_embedding *e, hbtest::RefTable &ref, const Plan &p, const char 
       }
     for (size_t i = 0; i < b.ids.size(); ++i)
       REQUIRE(std::memcmp(out.data() + i * d, want[i].data(), d * 4) == 0,
-              "%s step %zu: lookup of id %lld differs", label, s, (long long)b.ids[i]);
-    ok(hb_embedding_apply_gradients(e, b.ids.data(), b.ids.size(), b.grads.data()), "apply");
+              "%s step %zu: lookup of id %lld differs", label, s,
+              (long long)b.ids[i]);
+    ok(hb_embedding_apply_gradients(e, b.ids.data(), b.ids.size(),
+                                    b.grads.data()),
+       "apply");
     std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> all;
-    for (int r = 0; r < g_world; ++r) all.emplace_back(p[s][r].ids, p[s][r].grads);
+    for (int r = 0; r < g_world; ++r)
+      all.emplace_back(p[s][r].ids, p[s][r].grads);
     ref.apply(all);
   }
 }
@@ -72,16 +76,17 @@ void check_shard(hb_embedding *e, hbtest::RefTable &ref, const char *label) {
   e->table->shard().for_each([&](int64_t id, const float *rec) {
     ++n;
     hbtest::RefTable::Row &want = ref.row(id);
-    REQUIRE(std::memcmp(rec, want.w.data(), d * 4) == 0, "%s: row %lld differs", label,
-            (long long)id);
+    REQUIRE(std::memcmp(rec, want.w.data(), d * 4) == 0, "%s: row %lld differs",
+            label, (long long)id);
     if (ref.c.optimizer != HB_OPT_SGD)
-      REQUIRE(std::memcmp(rec + d, want.s1.data(), d * 4) == 0, "%s: slot of row %lld differs",
-              label, (long long)id);
+      REQUIRE(std::memcmp(rec + d, want.s1.data(), d * 4) == 0,
+              "%s: slot of row %lld differs", label, (long long)id);
   });
   REQUIRE(n == hb_embedding_local_rows(e), "%s: local_rows", label);
 }
 
-hb_embedding_config config(const char *name, int opt, int64_t rows, int part, hb_dtype wire) {
+hb_embedding_config config(const char *name, int opt, int64_t rows, int part,
+                           hb_dtype wire) {
   hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
   c.name = name;
   c.dim = 8;
@@ -103,10 +108,11 @@ void mode_train(hb_context *ctx) {
     int64_t rows;
     int part;
     hb_dtype wire;
-  } cases[] = {{"sgd_mod", HB_OPT_SGD, 500, HB_PARTITION_MOD, HB_FLOAT32},
-               {"adagrad_div", HB_OPT_ADAGRAD, 500, HB_PARTITION_DIV, HB_FLOAT32},
-               {"adam_dyn", HB_OPT_ADAM, 0, HB_PARTITION_MOD, HB_FLOAT16},
-               {"ftrl_dyn", HB_OPT_FTRL, 0, HB_PARTITION_MOD, HB_BFLOAT16}};
+  } cases[] = {
+      {"sgd_mod", HB_OPT_SGD, 500, HB_PARTITION_MOD, HB_FLOAT32},
+      {"adagrad_div", HB_OPT_ADAGRAD, 500, HB_PARTITION_DIV, HB_FLOAT32},
+      {"adam_dyn", HB_OPT_ADAM, 0, HB_PARTITION_MOD, HB_FLOAT16},
+      {"ftrl_dyn", HB_OPT_FTRL, 0, HB_PARTITION_MOD, HB_BFLOAT16}};
   for (auto &k : cases) {
     hb_embedding_config c = config(k.name, k.opt, k.rows, k.part, k.wire);
     hb_embedding *e = nullptr;
@@ -119,20 +125,25 @@ void mode_train(hb_context *ctx) {
   }
   // A bad id on the last rank fails the call on every rank, names the id,
   // and the table keeps working.
-  hb_embedding_config c = config("errors", HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      config("errors", HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
   hb_embedding *e = nullptr;
   ok(hb_embedding_create(ctx, &c, &e), "create");
   int64_t ids[2] = {1, g_rank == g_world - 1 ? int64_t{99} : int64_t{2}};
   std::vector<float> out(16);
   hb_status st = hb_embedding_lookup(e, ids, 2, out.data());
   REQUIRE(st == HB_ERR_INVALID_ARGUMENT, "bad id gave %s", hb_status_name(st));
-  REQUIRE(std::strstr(hb_last_error(), "99") != nullptr, "message: %s", hb_last_error());
+  REQUIRE(std::strstr(hb_last_error(), "99") != nullptr, "message: %s",
+          hb_last_error());
   ok(hb_embedding_lookup(e, ids, 1, out.data()), "lookup after error");
   // Mismatched configs across ranks are refused on every rank.
-  hb_embedding_config m = config("mismatch", HB_OPT_SGD, 10 + g_rank, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config m =
+      config("mismatch", HB_OPT_SGD, 10 + g_rank, HB_PARTITION_MOD, HB_FLOAT32);
   hb_embedding *bad = nullptr;
   st = hb_embedding_create(ctx, &m, &bad);
-  if (g_world > 1) REQUIRE(st == HB_ERR_INVALID_ARGUMENT && !bad, "mismatch gave %s", hb_status_name(st));
+  if (g_world > 1)
+    REQUIRE(st == HB_ERR_INVALID_ARGUMENT && !bad, "mismatch gave %s",
+            hb_status_name(st));
   hb_embedding_destroy(bad);
   hb_embedding_destroy(e);
 }
@@ -158,16 +169,18 @@ void on_save(hb_context *, int32_t ev, const char *path, void *ud) {
 
 void mode_save(hb_context *ctx, const char *dir) {
   Fired f;
-  ok(hb_context_add_listener(ctx, HB_EVENT_BEFORE_SAVE, on_save, &f), "listener");
-  ok(hb_context_add_listener(ctx, HB_EVENT_AFTER_SAVE, on_save, &f), "listener");
+  ok(hb_context_add_listener(ctx, HB_EVENT_BEFORE_SAVE, on_save, &f),
+     "listener");
+  ok(hb_context_add_listener(ctx, HB_EVENT_AFTER_SAVE, on_save, &f),
+     "listener");
   hb_embedding_config c = ckpt_config();
   hb_embedding *e = nullptr;
   ok(hb_embedding_create(ctx, &c, &e), "create");
   hbtest::RefTable ref(c);
   run_plan(e, ref, make_plan(5, g_world, 12, c), "save");
   ok(hb_embedding_save(e, dir), "save");
-  REQUIRE(f.before == 1 && f.after == 1 && f.path == dir, "listeners: %d %d '%s'", f.before,
-          f.after, f.path.c_str());
+  REQUIRE(f.before == 1 && f.after == 1 && f.path == dir,
+          "listeners: %d %d '%s'", f.before, f.after, f.path.c_str());
   hb_embedding_destroy(e);
 }
 
@@ -178,21 +191,7 @@ void mode_load(hb_context *ctx, const char *dir) {
   ok(hb_embedding_load(e, dir), "load");
   // The uninterrupted run: 12 steps at 4 ranks, then 10 at this world size.
   hbtest::RefTable ref(c);
-  int saved_world = 4;
-  std::swap(g_world, saved_world);
-  int my_rank = g_rank;
-  {
-    Plan p = make_plan(5, 4, 12, c);
-    for (auto &step : p) {
-      for (auto &b : step)
-        for (int64_t id : b.ids) ref.lookup(id);
-      std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> all;
-      for (auto &b : step) all.emplace_back(b.ids, b.grads);
-      ref.apply(all);
-    }
-  }
-  std::swap(g_world, saved_world);
-  g_rank = my_rank;
+  hbtest::ref_replay(ref, make_plan(5, 4, 12, c));
   run_plan(e, ref, make_plan(99, g_world, 10, c), "after load");
   check_shard(e, ref, "after load");
   // A wrong-dim table refuses the checkpoint and stays as it was.
@@ -202,14 +201,16 @@ void mode_load(hb_context *ctx, const char *dir) {
   ok(hb_embedding_create(ctx, &wrong, &w), "create");
   int64_t rows_before = hb_embedding_local_rows(w);
   hb_status st = hb_embedding_load(w, dir);
-  REQUIRE(st == HB_ERR_INVALID_ARGUMENT, "wrong dim gave %s", hb_status_name(st));
+  REQUIRE(st == HB_ERR_INVALID_ARGUMENT, "wrong dim gave %s",
+          hb_status_name(st));
   REQUIRE(hb_embedding_local_rows(w) == rows_before, "rows changed");
   hb_embedding_destroy(w);
   hb_embedding_destroy(e);
 }
 
 void mode_export(hb_context *ctx, const char *file) {
-  hb_embedding_config c = config("exp", HB_OPT_ADAGRAD, 0, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config c =
+      config("exp", HB_OPT_ADAGRAD, 0, HB_PARTITION_MOD, HB_FLOAT32);
   hb_embedding *e = nullptr;
   ok(hb_embedding_create(ctx, &c, &e), "create");
   hbtest::RefTable ref(c);
@@ -218,15 +219,17 @@ void mode_export(hb_context *ctx, const char *file) {
   ok(hb_context_barrier(ctx, 0), "barrier");
   hb_embedding *s = nullptr;
   ok(hb_embedding_open(file, &s), "open");
-  REQUIRE(hb_embedding_local_rows(s) == static_cast<int64_t>(ref.rows.size()), "rows in export");
+  REQUIRE(hb_embedding_local_rows(s) == static_cast<int64_t>(ref.rows.size()),
+          "rows in export");
   for (auto &kv : ref.rows) {
     std::vector<float> out(8);
     ok(hb_embedding_lookup(s, &kv.first, 1, out.data()), "serving lookup");
-    REQUIRE(std::memcmp(out.data(), kv.second.w.data(), 32) == 0, "exported row %lld",
-            (long long)kv.first);
+    REQUIRE(std::memcmp(out.data(), kv.second.w.data(), 32) == 0,
+            "exported row %lld", (long long)kv.first);
   }
   REQUIRE(hb_embedding_misses(s) == 0, "misses");
-  REQUIRE(hb_embedding_apply_gradients(s, nullptr, 0, nullptr) == HB_ERR_INVALID_ARGUMENT,
+  REQUIRE(hb_embedding_apply_gradients(s, nullptr, 0, nullptr) ==
+              HB_ERR_INVALID_ARGUMENT,
           "serving table accepted gradients");
   hb_embedding_destroy(s);
   hb_embedding_destroy(e);
@@ -241,12 +244,18 @@ int main(int argc, char **argv) {
   g_world = hb_context_world_size(ctx);
   std::string mode = argc > 1 ? argv[1] : "";
   const char *arg = argc > 2 ? argv[2] : "";
-  if (mode == "train") mode_train(ctx);
-  else if (mode == "save") mode_save(ctx, arg);
-  else if (mode == "load") mode_load(ctx, arg);
-  else if (mode == "export") mode_export(ctx, arg);
-  else REQUIRE(false, "unknown mode '%s'", mode.c_str());
+  if (mode == "train")
+    mode_train(ctx);
+  else if (mode == "save")
+    mode_save(ctx, arg);
+  else if (mode == "load")
+    mode_load(ctx, arg);
+  else if (mode == "export")
+    mode_export(ctx, arg);
+  else
+    REQUIRE(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);
-  std::printf("rank %d/%d: mp_embedding %s passed\n", g_rank, g_world, mode.c_str());
+  std::printf("rank %d/%d: mp_embedding %s passed\n", g_rank, g_world,
+              mode.c_str());
   return 0;
 }

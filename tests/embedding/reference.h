@@ -97,7 +97,8 @@ struct RefTable {
                                std::sqrt(1.0 - std::pow(c.beta2, (double)r.t)) /
                                (1.0 - std::pow(c.beta1, (double)r.t)));
           r.s1[k] = (float)c.beta1 * r.s1[k] + (float)(1.0 - c.beta1) * g[k];
-          r.s2[k] = (float)c.beta2 * r.s2[k] + (float)(1.0 - c.beta2) * (g[k] * g[k]);
+          r.s2[k] =
+              (float)c.beta2 * r.s2[k] + (float)(1.0 - c.beta2) * (g[k] * g[k]);
           w = w - lr_t * r.s1[k] / (std::sqrt(r.s2[k]) + eps);
           break;
         }
@@ -119,7 +120,9 @@ struct RefTable {
   }
 
   // One apply_gradients call: batch[r] = (ids, grads) of rank r.
-  void apply(const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>> &batch) {
+  void apply(
+      const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>>
+          &batch) {
     const int64_t d = c.dim;
     std::map<int64_t, std::vector<float>> total;
     for (const auto &b : batch) {

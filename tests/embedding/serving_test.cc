@@ -31,19 +31,23 @@ hb_embedding_config config(int64_t num_rows) {
 }
 
 // Trains a 3-rank table, exports it to path, returns id -> weights.
-std::map<int64_t, std::vector<float>> train_and_export(const hb_embedding_config &c,
-                                                       const std::string &path) {
+std::map<int64_t, std::vector<float>> train_and_export(
+    const hb_embedding_config &c, const std::string &path) {
   std::mutex mu;
   std::map<int64_t, std::vector<float>> rows;
   hbtest::run_tables(3, c, [&](int r, hb::emb::Table &t) {
     std::vector<int64_t> ids;
-    for (int i = 0; i < 40; ++i) ids.push_back(c.num_rows ? (i * 7 + r) % c.num_rows : -1000 + i * 37 * (r + 1));
+    for (int i = 0; i < 40; ++i)
+      ids.push_back(c.num_rows ? (i * 7 + r) % c.num_rows
+                               : -1000 + i * 37 * (r + 1));
     std::vector<float> g(ids.size() * c.dim, 0.25f), out(ids.size() * c.dim);
     t.lookup(ids.data(), ids.size(), out.data());
     t.apply_gradients(ids.data(), ids.size(), g.data());
     hb::emb::export_table(t, path.c_str());
     std::lock_guard<std::mutex> lk(mu);
-    t.shard().for_each([&](int64_t id, const float *rec) { rows[id].assign(rec, rec + c.dim); });
+    t.shard().for_each([&](int64_t id, const float *rec) {
+      rows[id].assign(rec, rec + c.dim);
+    });
   });
   return rows;
 }
@@ -64,8 +68,11 @@ TEST(Serving, ExportOpenLookup) {
     std::vector<float> out(ids.size() * c.dim, -1.0f);
     s.lookup(ids.data(), ids.size(), out.data());
     for (size_t i = 0; i + 2 < ids.size(); ++i)
-      EXPECT_EQ(std::memcmp(out.data() + i * c.dim, rows[ids[i]].data(), c.dim * 4), 0);
-    for (int64_t k = 0; k < c.dim; ++k) EXPECT_EQ(out[(ids.size() - 2) * c.dim + k], 0.0f);
+      EXPECT_EQ(
+          std::memcmp(out.data() + i * c.dim, rows[ids[i]].data(), c.dim * 4),
+          0);
+    for (int64_t k = 0; k < c.dim; ++k)
+      EXPECT_EQ(out[(ids.size() - 2) * c.dim + k], 0.0f);
     EXPECT_EQ(s.misses(), 1u);
     s.lookup(nullptr, 0, nullptr);
     ::unlink(path.c_str());
@@ -84,7 +91,8 @@ TEST(Serving, BadFilesRejected) {
       ADD_FAILURE() << "accepted: " << needle;
     } catch (const hb::Error &e) {
       EXPECT_EQ(e.status(), HB_ERR_CORRUPT);
-      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos) << e.what();
+      EXPECT_NE(std::string(e.what()).find(needle), std::string::npos)
+          << e.what();
     }
   };
   expect_corrupt(good.substr(0, good.size() - 9), "checksum");
@@ -117,12 +125,15 @@ TEST(Serving, ConcurrentLookups) {
   for (int t = 0; t < kThreads; ++t)
     ts.emplace_back([&, t] {
       std::vector<int64_t> ids;
-      for (int i = 0; i < 64; ++i) ids.push_back(i % 2 ? known[(i * 13 + t) % known.size()] : 1 << 30 | i);
+      for (int i = 0; i < 64; ++i)
+        ids.push_back(i % 2 ? known[(i * 13 + t) % known.size()] : 1 << 30 | i);
       std::vector<float> out(ids.size() * c.dim);
       for (int it = 0; it < kIters; ++it) {
         s.lookup(ids.data(), ids.size(), out.data());
         for (size_t i = 1; i < ids.size(); i += 2)
-          if (std::memcmp(out.data() + i * c.dim, rows.at(ids[i]).data(), c.dim * 4) != 0) ++bad;
+          if (std::memcmp(out.data() + i * c.dim, rows.at(ids[i]).data(),
+                          c.dim * 4) != 0)
+            ++bad;
       }
     });
   for (auto &t : ts) t.join();

@@ -69,7 +69,8 @@ class ThreadExchange : public hb::emb::Exchange {
     ThreadWorld::Post &mine = w_->posts_[rank_];
     mine.send = static_cast<const unsigned char *>(send);
     mine.offsets.assign(n + 1, 0);
-    for (int p = 0; p < n; ++p) mine.offsets[p + 1] = mine.offsets[p] + send_bytes[p];
+    for (int p = 0; p < n; ++p)
+      mine.offsets[p + 1] = mine.offsets[p] + send_bytes[p];
     w_->barrier();
     unsigned char *out = static_cast<unsigned char *>(recv);
     for (int p = 0; p < n; ++p) {

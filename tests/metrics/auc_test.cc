@@ -15,7 +15,8 @@ using namespace testing_metrics;
 
 namespace {
 
-const char *kSummations[] = {"trapezoidal", "careful_interpolation", "minoring", "majoring"};
+const char *kSummations[] = {"trapezoidal", "careful_interpolation", "minoring",
+                             "majoring"};
 
 // Data that hits TF's edge cases: predictions exactly 0, 1 and exactly on
 // the float32 thresholds.
@@ -23,7 +24,8 @@ ref::Data edge_data(int num_thresholds, bool weighted, uint64_t seed) {
   ref::Data d = ref::random_data(3000, seed, weighted);
   for (size_t i = 0; i < d.size(); i += 7) {
     int k = static_cast<int>(i % num_thresholds);
-    d.preds[i] = k == 0 ? 0.0f : static_cast<float>(k * 1.0 / (num_thresholds - 1));
+    d.preds[i] =
+        k == 0 ? 0.0f : static_cast<float>(k * 1.0 / (num_thresholds - 1));
     if (i % 5 == 0) d.preds[i] = 1.0f;
   }
   return d;
@@ -41,10 +43,12 @@ TEST(ThresholdAuc, MatchesTfTranscription) {
           c.num_thresholds = t;
           c.curve = curve;
           c.summation = sm;
-          double want = ref::tf_auc(d, t, curve == HB_CURVE_PR, kSummations[sm]);
+          double want =
+              ref::tf_auc(d, t, curve == HB_CURVE_PR, kSummations[sm]);
           double got = api_result(c, d);
-          EXPECT_NEAR(got, want, 1e-12) << "T=" << t << " curve=" << curve << " " << kSummations[sm]
-                                        << " weighted=" << weighted;
+          EXPECT_NEAR(got, want, 1e-12)
+              << "T=" << t << " curve=" << curve << " " << kSummations[sm]
+              << " weighted=" << weighted;
         }
 }
 
@@ -60,7 +64,8 @@ TEST(ThresholdAuc, HandComputedValue) {
   const double e = 1e-6;
   double rec[3] = {(2 + e) / (2 + e), (1 + e) / (2 + e), (0 + e) / (2 + e)};
   double fpr[3] = {2 / (2 + e), 1 / (2 + e), 0 / (2 + e)};
-  double want = (fpr[0] - fpr[1]) * (rec[0] + rec[1]) / 2 + (fpr[1] - fpr[2]) * (rec[1] + rec[2]) / 2;
+  double want = (fpr[0] - fpr[1]) * (rec[0] + rec[1]) / 2 +
+                (fpr[1] - fpr[2]) * (rec[1] + rec[2]) / 2;
   EXPECT_NEAR(api_result(c, d), want, 1e-15);
 }
 
@@ -69,7 +74,8 @@ TEST(ThresholdAuc, BucketCountsStayExactPast2To24) {
   hb::metrics::Config cfg = hb::metrics::config_from_public(&pub);
   hb::metrics::ThresholdAucState s(cfg);
   std::vector<float> labels(1 << 20, 1.0f), preds(1 << 20, 0.75f);
-  for (int i = 0; i < 17; ++i) s.update({labels.data(), preds.data(), nullptr, nullptr, labels.size()});
+  for (int i = 0; i < 17; ++i)
+    s.update({labels.data(), preds.data(), nullptr, nullptr, labels.size()});
   s.update({labels.data(), preds.data(), nullptr, nullptr, 5});
   labels[0] = 0.0f;
   preds[0] = 0.25f;
@@ -95,14 +101,15 @@ TEST(ExactAuc, MatchesSortingReferenceAndBruteForce) {
           << "weighted=" << weighted << " levels=" << levels;
       ref::Data small = ref::random_data(300, levels + 1, weighted, levels);
       EXPECT_NEAR(api_result(config(HB_METRIC_AUC_EXACT), small),
-                  ref::brute_auc(small.labels, small.preds, small.weights), 1e-12);
+                  ref::brute_auc(small.labels, small.preds, small.weights),
+                  1e-12);
     }
   // Negative and large predictions are fine for the exact AUC (scores).
   ref::Data d;
   d.labels = {0, 1, 0, 1, 1};
   d.preds = {-3.0f, 1e20f, -0.0f, 0.0f, -1e20f};
-  EXPECT_NEAR(api_result(config(HB_METRIC_AUC_EXACT), d), ref::brute_auc(d.labels, d.preds, d.weights),
-              1e-15);
+  EXPECT_NEAR(api_result(config(HB_METRIC_AUC_EXACT), d),
+              ref::brute_auc(d.labels, d.preds, d.weights), 1e-15);
 }
 
 TEST(ExactAuc, MatchesSklearn) {
@@ -111,13 +118,16 @@ TEST(ExactAuc, MatchesSklearn) {
   std::string cmd = "/usr/bin/python3 " + std::string(script);
   for (bool weighted : {false, true})
     for (int64_t groups : {int64_t(0), int64_t(40)}) {
-      sets.push_back(ref::random_data(4000, 99 + weighted, weighted, 50, groups));
+      sets.push_back(
+          ref::random_data(4000, 99 + weighted, weighted, 50, groups));
       const ref::Data &d = sets.back();
-      std::string path = testing::TempDir() + "hb_sklearn_auc_" + std::to_string(sets.size()) + ".bin";
+      std::string path = testing::TempDir() + "hb_sklearn_auc_" +
+                         std::to_string(sets.size()) + ".bin";
       FILE *f = fopen(path.c_str(), "wb");
       ASSERT_TRUE(f);
       for (size_t i = 0; i < d.size(); ++i) {
-        float row[3] = {d.labels[i], d.preds[i], weighted ? d.weights[i] : 1.0f};
+        float row[3] = {d.labels[i], d.preds[i],
+                        weighted ? d.weights[i] : 1.0f};
         double g = groups ? static_cast<double>(d.groups[i]) : 0.0;
         fwrite(row, sizeof row, 1, f);
         fwrite(&g, sizeof g, 1, f);
@@ -132,16 +142,20 @@ TEST(ExactAuc, MatchesSklearn) {
   for (auto &w : want)
     got_lines += fscanf(p, "%lf %lf %lf %lf", &w[0], &w[1], &w[2], &w[3]) == 4;
   int status = pclose(p);
-  if (WIFEXITED(status) && WEXITSTATUS(status) == 3) GTEST_SKIP() << "python3-sklearn is not installed";
+  if (WIFEXITED(status) && WEXITSTATUS(status) == 3)
+    GTEST_SKIP() << "python3-sklearn is not installed";
   ASSERT_EQ(status, 0);
   ASSERT_EQ(got_lines, static_cast<int>(sets.size()));
   for (size_t s = 0; s < sets.size(); ++s) {
-    EXPECT_NEAR(api_result(config(HB_METRIC_AUC_EXACT), sets[s]), want[s][0], 1e-12) << "set " << s;
+    EXPECT_NEAR(api_result(config(HB_METRIC_AUC_EXACT), sets[s]), want[s][0],
+                1e-12)
+        << "set " << s;
     if (sets[s].groups.empty()) continue;
     for (int wt = 0; wt < 3; ++wt) {
       hb_metric_config c = config(HB_METRIC_GAUC);
       c.gauc_weighting = wt;
-      EXPECT_NEAR(api_result(c, sets[s]), want[s][wt + 1], 1e-12) << "set " << s << " weighting " << wt;
+      EXPECT_NEAR(api_result(c, sets[s]), want[s][wt + 1], 1e-12)
+          << "set " << s << " weighting " << wt;
     }
   }
 }
@@ -159,7 +173,9 @@ TEST(BinnedAuc, WithinItsDocumentedBound) {
       std::vector<long double> pb(bins), nb(bins);
       long double pos = 0, neg = 0;
       for (size_t i = 0; i < d.size(); ++i) {
-        int64_t b = std::min<int64_t>(static_cast<int64_t>(static_cast<double>(d.preds[i]) * bins), bins - 1);
+        int64_t b = std::min<int64_t>(
+            static_cast<int64_t>(static_cast<double>(d.preds[i]) * bins),
+            bins - 1);
         long double w = weighted ? d.weights[i] : 1.0L;
         (d.labels[i] != 0 ? pb[b] : nb[b]) += w;
         (d.labels[i] != 0 ? pos : neg) += w;

@@ -30,7 +30,8 @@ TEST(ExactSum, OrderDoesNotMatter) {
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> u(-1.0f, 1.0f);
   std::vector<float> v;
-  for (int i = 0; i < 20000; ++i) v.push_back(std::ldexp(u(rng), static_cast<int>(rng() % 80) - 40));
+  for (int i = 0; i < 20000; ++i)
+    v.push_back(std::ldexp(u(rng), static_cast<int>(rng() % 80) - 40));
   ExactSum a;
   for (float x : v) a.add(x);
   std::shuffle(v.begin(), v.end(), rng);
@@ -50,7 +51,8 @@ TEST(ExactSum, OrderDoesNotMatter) {
 
 TEST(ExactSum, CountsPastFloat32AndInt32Limits) {
   ExactSum s;
-  for (int i = 0; i < (1 << 24) + 3; ++i) s.add(1.0f);  // float32 would stop at 2^24
+  for (int i = 0; i < (1 << 24) + 3; ++i)
+    s.add(1.0f);  // float32 would stop at 2^24
   EXPECT_EQ(s.to_double(), 16777219.0);
   s.add_count(uint64_t(1) << 40);
   EXPECT_EQ(s.to_double(), 16777219.0 + 1099511627776.0);

@@ -46,7 +46,8 @@ std::vector<Case> cases() {
 TEST(Merge, BitIdenticalWhateverTheSplit) {
   for (const Case &c : cases())
     for (bool weighted : {false, true}) {
-      ref::Data d = ref::random_data(7000, 42, weighted, 1000, c.groups ? 200 : 0);
+      ref::Data d =
+          ref::random_data(7000, 42, weighted, 1000, c.groups ? 200 : 0);
       // Accuracy needs some predictions equal to labels.
       if (c.cfg.kind == HB_METRIC_ACCURACY)
         for (size_t i = 0; i < d.size(); i += 3) d.preds[i] = d.labels[i];
@@ -58,7 +59,8 @@ TEST(Merge, BitIdenticalWhateverTheSplit) {
           int32_t fk = 0;
           double split = merged_result(c.cfg, d, k, seed * 10 + k, &fk);
           EXPECT_TRUE(same_bits(single, split))
-              << c.name << " weighted=" << weighted << " k=" << k << ": " << single << " vs " << split;
+              << c.name << " weighted=" << weighted << " k=" << k << ": "
+              << single << " vs " << split;
           EXPECT_EQ(f1, fk);
         }
     }
@@ -87,11 +89,14 @@ TEST(Merge, ConfigMismatchAndCorruptBytes) {
     FAIL() << "mismatch accepted";
   } catch (const hb::Error &e) {
     EXPECT_EQ(e.status(), HB_ERR_INVALID_ARGUMENT);
-    EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos) << e.what();
-    EXPECT_NE(std::string(e.what()).find("num_thresholds"), std::string::npos) << e.what();
+    EXPECT_NE(std::string(e.what()).find("rank 3"), std::string::npos)
+        << e.what();
+    EXPECT_NE(std::string(e.what()).find("num_thresholds"), std::string::npos)
+        << e.what();
   }
   bytes = serialize(ca, *sa);
-  for (size_t cut : {size_t(0), size_t(3), bytes.size() / 2, bytes.size() - 1}) {
+  for (size_t cut :
+       {size_t(0), size_t(3), bytes.size() / 2, bytes.size() - 1}) {
     auto fresh = make_state(ca);
     try {
       merge_serialized(ca, fresh.get(), bytes.data(), cut, "rank 1");
@@ -108,5 +113,7 @@ TEST(Merge, ConfigMismatchAndCorruptBytes) {
   bytes = serialize(cx, *sx);
   bytes[bytes.size() - 16 - 8] = 0xff;  // the key count's low byte
   auto fresh = make_state(cx);
-  EXPECT_THROW(merge_serialized(cx, fresh.get(), bytes.data(), bytes.size(), "rank 2"), hb::Error);
+  EXPECT_THROW(
+      merge_serialized(cx, fresh.get(), bytes.data(), bytes.size(), "rank 2"),
+      hb::Error);
 }

@@ -24,17 +24,19 @@ inline hb_metric_config config(int32_t kind) {
 }
 
 // The metric over d through the public API, fed in batches of `batch`.
-inline double api_result(const hb_metric_config &cfg, const ref::Data &d, int32_t *flags = nullptr,
-                         size_t batch = 1000) {
+inline double api_result(const hb_metric_config &cfg, const ref::Data &d,
+                         int32_t *flags = nullptr, size_t batch = 1000) {
   hb_metric *m = nullptr;
   EXPECT_EQ(hb_metric_create(nullptr, &cfg, &m), HB_OK) << hb_last_error();
   for (size_t at = 0; at < d.size(); at += batch) {
     size_t n = std::min(batch, d.size() - at);
     const float *w = d.weights.empty() ? nullptr : d.weights.data() + at;
     hb_status st = cfg.kind == HB_METRIC_GAUC
-                       ? hb_metric_update_grouped(m, d.labels.data() + at, d.preds.data() + at, w,
+                       ? hb_metric_update_grouped(m, d.labels.data() + at,
+                                                  d.preds.data() + at, w,
                                                   d.groups.data() + at, n)
-                       : hb_metric_update(m, d.labels.data() + at, d.preds.data() + at, w, n);
+                       : hb_metric_update(m, d.labels.data() + at,
+                                          d.preds.data() + at, w, n);
     EXPECT_EQ(st, HB_OK) << hb_last_error();
   }
   double out = -1.0;
@@ -48,8 +50,8 @@ inline double api_result(const hb_metric_config &cfg, const ref::Data &d, int32_
 // empty), accumulates each part in its own state, serializes every state,
 // merges the bytes into a fresh state in a shuffled order and returns its
 // result. Equals the single-state result bit for bit when merging is exact.
-inline double merged_result(const hb_metric_config &pub, const ref::Data &d, int k, uint64_t seed,
-                            int32_t *flags = nullptr) {
+inline double merged_result(const hb_metric_config &pub, const ref::Data &d,
+                            int k, uint64_t seed, int32_t *flags = nullptr) {
   using namespace hb::metrics;
   Config cfg = config_from_public(&pub);
   std::mt19937_64 rng(seed);
@@ -76,13 +78,16 @@ inline double merged_result(const hb_metric_config &pub, const ref::Data &d, int
   }
   std::shuffle(bytes.begin(), bytes.end(), rng);
   std::unique_ptr<State> merged = make_state(cfg);
-  for (auto &b : bytes) merge_serialized(cfg, merged.get(), b.data(), b.size(), "part");
+  for (auto &b : bytes)
+    merge_serialized(cfg, merged.get(), b.data(), b.size(), "part");
   int32_t f = 0;
   double r = merged->result(&f);
   if (flags) *flags = f;
   return r;
 }
 
-inline bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+inline bool same_bits(double a, double b) {
+  return std::memcmp(&a, &b, sizeof a) == 0;
+}
 
 }  // namespace testing_metrics

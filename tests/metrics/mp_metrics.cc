@@ -11,34 +11,16 @@
 #include <vector>
 
 #include "hb.h"
+#include "metrics/mp_check.h"
 #include "metrics/reference.h"
+
+int g_mp_rank = -1;
+const char *g_mp_name = "mp_metrics";
 
 namespace {
 
-int g_rank = -1;
-int g_failures = 0;
-
-#define CHECK(cond, ...)                                                  \
-  do {                                                                    \
-    if (!(cond)) {                                                        \
-      std::fprintf(stderr, "[mp_metrics r%d] FAILED at line %d: ", g_rank, __LINE__); \
-      std::fprintf(stderr, __VA_ARGS__);                                  \
-      std::fprintf(stderr, "\n");                                         \
-      ++g_failures;                                                       \
-    }                                                                     \
-  } while (0)
-
-#define CHECK_OK(call)                                                                  \
-  do {                                                                                  \
-    hb_status st_ = (call);                                                             \
-    if (st_ != HB_OK) {                                                                 \
-      std::fprintf(stderr, "[mp_metrics r%d] %s: %s: %s\n", g_rank, #call,             \
-                   hb_status_name(st_), hb_last_error());                               \
-      std::exit(1);                                                                     \
-    }                                                                                   \
-  } while (0)
-
-void feed(hb_metric *m, const hb_metric_config &c, const ref::Data &d, const std::vector<size_t> &idx) {
+void feed(hb_metric *m, const hb_metric_config &c, const ref::Data &d,
+          const std::vector<size_t> &idx) {
   ref::Data mine;
   for (size_t i : idx) {
     mine.labels.push_back(d.labels[i]);
@@ -50,10 +32,12 @@ void feed(hb_metric *m, const hb_metric_config &c, const ref::Data &d, const std
     size_t n = std::min<size_t>(500, mine.size() - at);
     const float *w = mine.weights.empty() ? nullptr : mine.weights.data() + at;
     if (c.kind == HB_METRIC_GAUC)
-      CHECK_OK(hb_metric_update_grouped(m, mine.labels.data() + at, mine.preds.data() + at, w,
+      CHECK_OK(hb_metric_update_grouped(m, mine.labels.data() + at,
+                                        mine.preds.data() + at, w,
                                         mine.groups.data() + at, n));
     else
-      CHECK_OK(hb_metric_update(m, mine.labels.data() + at, mine.preds.data() + at, w, n));
+      CHECK_OK(hb_metric_update(m, mine.labels.data() + at,
+                                mine.preds.data() + at, w, n));
   }
 }
 
@@ -62,7 +46,7 @@ void feed(hb_metric *m, const hb_metric_config &c, const ref::Data &d, const std
 int main() {
   hb_context *ctx = nullptr;
   CHECK_OK(hb_context_create(nullptr, &ctx));
-  g_rank = hb_context_rank(ctx);
+  g_mp_rank = hb_context_rank(ctx);
   const int world = hb_context_world_size(ctx);
 
   std::vector<hb_metric_config> configs;
@@ -86,14 +70,15 @@ int main() {
 
   for (bool weighted : {false, true}) {
     ref::Data d = ref::random_data(20000, 77 + weighted, weighted, 500, 300);
-    for (size_t i = 0; i < d.size(); i += 4) d.preds[i] = d.labels[i];  // accuracy hits
+    for (size_t i = 0; i < d.size(); i += 4)
+      d.preds[i] = d.labels[i];  // accuracy hits
     // Uneven split: sample i goes to rank (i * 7919 mod 10) mod parts,
     // where the last rank of 3+ gets nothing.
     int parts = world >= 3 ? world - 1 : world;
     std::vector<size_t> mine;
     for (size_t i = 0; i < d.size(); ++i) {
       int owner = static_cast<int>((i * 7919 % 10 + i % 3) % parts);
-      if (owner == g_rank) mine.push_back(i);
+      if (owner == g_mp_rank) mine.push_back(i);
     }
     std::vector<size_t> all(d.size());
     for (size_t i = 0; i < all.size(); ++i) all[i] = i;
@@ -107,16 +92,19 @@ int main() {
       double a = -1, b = -2;
       CHECK_OK(hb_metric_result(dist, &a));
       CHECK_OK(hb_metric_result(local, &b));
-      CHECK(std::memcmp(&a, &b, sizeof a) == 0, "kind %d weighted %d: distributed %.17g != local %.17g",
-            c.kind, weighted, a, b);
-      CHECK(hb_metric_flags(dist) == hb_metric_flags(local), "kind %d: flags %d vs %d", c.kind,
-            hb_metric_flags(dist), hb_metric_flags(local));
+      CHECK(std::memcmp(&a, &b, sizeof a) == 0,
+            "kind %d weighted %d: distributed %.17g != local %.17g", c.kind,
+            weighted, a, b);
+      CHECK(hb_metric_flags(dist) == hb_metric_flags(local),
+            "kind %d: flags %d vs %d", c.kind, hb_metric_flags(dist),
+            hb_metric_flags(local));
       // Streaming goes on after a result: the local state is untouched.
       feed(dist, c, d, mine);
       feed(local, c, d, all);
       CHECK_OK(hb_metric_result(dist, &a));
       CHECK_OK(hb_metric_result(local, &b));
-      CHECK(std::memcmp(&a, &b, sizeof a) == 0, "kind %d second result: %.17g != %.17g", c.kind, a, b);
+      CHECK(std::memcmp(&a, &b, sizeof a) == 0,
+            "kind %d second result: %.17g != %.17g", c.kind, a, b);
       hb_metric_destroy(dist);
       hb_metric_destroy(local);
     }
@@ -125,18 +113,19 @@ int main() {
   // Ranks that disagree on the config all get an error naming a rank, and
   // nobody hangs.
   hb_metric_config c = HB_METRIC_CONFIG_INIT;
-  c.num_thresholds = g_rank == world - 1 ? 100 : 200;
+  c.num_thresholds = g_mp_rank == world - 1 ? 100 : 200;
   hb_metric *m = nullptr;
   CHECK_OK(hb_metric_create(ctx, &c, &m));
   double out;
   hb_status st = hb_metric_result(m, &out);
-  CHECK(st == HB_ERR_INVALID_ARGUMENT, "config mismatch gave %s", hb_status_name(st));
-  CHECK(std::strstr(hb_last_error(), "num_thresholds") != nullptr, "message: %s", hb_last_error());
+  CHECK(st == HB_ERR_INVALID_ARGUMENT, "config mismatch gave %s",
+        hb_status_name(st));
+  CHECK(std::strstr(hb_last_error(), "num_thresholds") != nullptr,
+        "message: %s", hb_last_error());
   hb_metric_destroy(m);
 
   CHECK_OK(hb_context_barrier(ctx, 0));
   hb_context_destroy(ctx);
-  if (g_failures) return 1;
-  std::printf("[mp_metrics r%d] ok\n", g_rank);
+  std::printf("[mp_metrics r%d] ok\n", g_mp_rank);
   return 0;
 }

@@ -22,8 +22,8 @@ struct Data {
 
 // Random binary-label data; preds quantized to `levels` values in [0, 1]
 // (small levels => many ties); weights (if weighted) random with zeros.
-inline Data random_data(size_t n, uint64_t seed, bool weighted, int levels = 1 << 20,
-                        int64_t num_groups = 0) {
+inline Data random_data(size_t n, uint64_t seed, bool weighted,
+                        int levels = 1 << 20, int64_t num_groups = 0) {
   std::mt19937_64 rng(seed);
   std::uniform_real_distribution<double> u(0.0, 1.0);
   Data d;
@@ -34,9 +34,13 @@ inline Data random_data(size_t n, uint64_t seed, bool weighted, int levels = 1 <
     d.preds.push_back(static_cast<float>(std::floor(score * levels) / levels));
     if (weighted) {
       double r = u(rng);
-      d.weights.push_back(r < 0.1 ? 0.0f : static_cast<float>(std::ldexp(u(rng), int(r * 10) - 5)));
+      d.weights.push_back(
+          r < 0.1 ? 0.0f
+                  : static_cast<float>(std::ldexp(u(rng), int(r * 10) - 5)));
     }
-    if (num_groups) d.groups.push_back(static_cast<int64_t>(rng() % num_groups) - num_groups / 2);
+    if (num_groups)
+      d.groups.push_back(static_cast<int64_t>(rng() % num_groups) -
+                         num_groups / 2);
   }
   return d;
 }
@@ -44,13 +48,17 @@ inline Data random_data(size_t n, uint64_t seed, bool weighted, int levels = 1 <
 // Exact AUC by sorting on prediction and giving tied pairs one half:
 // sum over positives of w * (negative weight below + half the negative
 // weight at the same prediction), divided by P * N.
-inline double exact_auc(const std::vector<float> &labels, const std::vector<float> &preds,
+inline double exact_auc(const std::vector<float> &labels,
+                        const std::vector<float> &preds,
                         const std::vector<float> &weights) {
   size_t n = preds.size();
   std::vector<size_t> idx(n);
   std::iota(idx.begin(), idx.end(), 0);
-  std::sort(idx.begin(), idx.end(), [&](size_t a, size_t b) { return preds[a] < preds[b]; });
-  auto w = [&](size_t i) -> long double { return weights.empty() ? 1.0L : weights[i]; };
+  std::sort(idx.begin(), idx.end(),
+            [&](size_t a, size_t b) { return preds[a] < preds[b]; });
+  auto w = [&](size_t i) -> long double {
+    return weights.empty() ? 1.0L : weights[i];
+  };
   long double neg_below = 0, area = 0, pos = 0, neg = 0;
   for (size_t i = 0; i < n;) {
     size_t j = i;
@@ -69,13 +77,15 @@ inline double exact_auc(const std::vector<float> &labels, const std::vector<floa
 }
 
 // O(n^2) pair count, for tiny inputs.
-inline double brute_auc(const std::vector<float> &labels, const std::vector<float> &preds,
+inline double brute_auc(const std::vector<float> &labels,
+                        const std::vector<float> &preds,
                         const std::vector<float> &weights) {
   long double num = 0, den = 0;
   for (size_t i = 0; i < preds.size(); ++i)
     for (size_t j = 0; j < preds.size(); ++j) {
       if (labels[i] == 0 || labels[j] != 0) continue;
-      long double w = (weights.empty() ? 1.0L : weights[i]) * (weights.empty() ? 1.0L : weights[j]);
+      long double w = (weights.empty() ? 1.0L : weights[i]) *
+                      (weights.empty() ? 1.0L : weights[j]);
       den += w;
       if (preds[i] > preds[j]) num += w;
       if (preds[i] == preds[j]) num += w / 2;
@@ -86,11 +96,13 @@ inline double brute_auc(const std::vector<float> &labels, const std::vector<floa
 // tf.compat.v1.metrics.auc transcribed from metrics_impl.py: thresholds as
 // float32 constants, confusion counts per threshold from the comparison
 // pred > threshold (summed in long double), then compute_auc.
-inline double tf_auc(const Data &d, int num_thresholds, bool pr, const char *summation) {
+inline double tf_auc(const Data &d, int num_thresholds, bool pr,
+                     const char *summation) {
   std::vector<float> thresholds;
   thresholds.push_back(static_cast<float>(0.0 - 1e-7));
   for (int i = 0; i < num_thresholds - 2; ++i)
-    thresholds.push_back(static_cast<float>((i + 1) * 1.0 / (num_thresholds - 1)));
+    thresholds.push_back(
+        static_cast<float>((i + 1) * 1.0 / (num_thresholds - 1)));
   thresholds.push_back(static_cast<float>(1.0 + 1e-7));
   size_t t = thresholds.size();
   std::vector<double> tp(t), fn(t), tn(t), fp(t);
@@ -116,8 +128,10 @@ inline double tf_auc(const Data &d, int num_thresholds, bool pr, const char *sum
       double p0 = tp[i] + fp[i], p1 = tp[i + 1] + fp[i + 1];
       double slope = div_no_nan(dtp, std::max(p0 - p1, 0.0));
       double intercept = tp[i + 1] - slope * p1;
-      double ratio = (p0 > 0 && p1 > 0) ? div_no_nan(p0, std::max(p1, 0.0)) : 1.0;
-      s += div_no_nan(slope * (dtp + intercept * std::log(ratio)), std::max(tp[i + 1] + fn[i + 1], 0.0));
+      double ratio =
+          (p0 > 0 && p1 > 0) ? div_no_nan(p0, std::max(p1, 0.0)) : 1.0;
+      s += div_no_nan(slope * (dtp + intercept * std::log(ratio)),
+                      std::max(tp[i + 1] + fn[i + 1], 0.0));
     }
     return s;
   }
@@ -157,7 +171,8 @@ inline double gauc(const Data &d, int weighting, bool *any_valid = nullptr) {
   for (auto &kv : by_group) {
     const Data &g = kv.second;
     long double pos = 0, neg = 0;
-    for (size_t i = 0; i < g.size(); ++i) (g.labels[i] != 0 ? pos : neg) += g.weights[i];
+    for (size_t i = 0; i < g.size(); ++i)
+      (g.labels[i] != 0 ? pos : neg) += g.weights[i];
     if (pos == 0 || neg == 0) continue;
     long double w = weighting == 1 ? pos + neg : weighting == 2 ? pos : 1;
     num += w * exact_auc(g.labels, g.preds, g.weights);

@@ -16,12 +16,15 @@ struct AdanetRoundRobin {
   int num_workers;
   int worker_index;
 
-  int worker_task(int num_subnetworks) const { return worker_index % (num_subnetworks + 1); }
+  int worker_task(int num_subnetworks) const {
+    return worker_index % (num_subnetworks + 1);
+  }
   bool should_build_ensemble(int num_subnetworks) const {
     if (num_subnetworks == 1) return true;
     return worker_task(num_subnetworks) == 0;
   }
-  bool should_build_subnetwork(int num_subnetworks, int subnetwork_index) const {
+  bool should_build_subnetwork(int num_subnetworks,
+                               int subnetwork_index) const {
     if (num_subnetworks == 1) return true;
     int task = worker_task(num_subnetworks);
     if (task == 0) return true;
@@ -51,7 +54,8 @@ struct Answer {
 Answer round_robin(int workers, int index, int k, bool drop) {
   Answer a;
   a.build.assign(k, -1);
-  EXPECT_EQ(hb_placement_round_robin(workers, index, k, drop, &a.ensemble, &a.train, a.build.data()),
+  EXPECT_EQ(hb_placement_round_robin(workers, index, k, drop, &a.ensemble,
+                                     &a.train, a.build.data()),
             HB_OK)
       << hb_last_error();
   return a;
@@ -66,11 +70,13 @@ TEST(Placement, RoundRobinMatchesAdanetTable) {
         for (int index = 0; index < workers; ++index) {
           AdanetRoundRobin ref{drop != 0, workers, index};
           Answer a = round_robin(workers, index, k, drop);
-          SCOPED_TRACE(testing::Message() << "workers=" << workers << " index=" << index
-                                          << " subnetworks=" << k << " drop=" << drop);
+          SCOPED_TRACE(testing::Message()
+                       << "workers=" << workers << " index=" << index
+                       << " subnetworks=" << k << " drop=" << drop);
           EXPECT_EQ(a.ensemble, ref.should_build_ensemble(k));
           EXPECT_EQ(a.train, ref.should_train_subnetworks(k));
-          for (int s = 0; s < k; ++s) EXPECT_EQ(a.build[s], ref.should_build_subnetwork(k, s)) << s;
+          for (int s = 0; s < k; ++s)
+            EXPECT_EQ(a.build[s], ref.should_build_subnetwork(k, s)) << s;
         }
 }
 
@@ -96,7 +102,8 @@ TEST(Placement, RoundRobinAdanetExpectationsForThreeSubnetworks) {
         for (int s = 0; s < 3; ++s) {
           char c = want[workers - 1][index][s];
           int expect = c == 'T' ? 1 : c == 'F' ? 0 : !drop;
-          EXPECT_EQ(a.build[s], expect) << workers << " workers, index " << index << ", subnetwork " << s;
+          EXPECT_EQ(a.build[s], expect)
+              << workers << " workers, index " << index << ", subnetwork " << s;
         }
       }
 }
@@ -107,7 +114,8 @@ TEST(Placement, ReplicationBuildsAndTrainsEverything) {
       for (int index = 0; index < workers; ++index) {
         int32_t e = -1, t = -1;
         std::vector<int32_t> b(k + 1, -1);
-        ASSERT_EQ(hb_placement_replication(workers, index, k, &e, &t, b.data()), HB_OK);
+        ASSERT_EQ(hb_placement_replication(workers, index, k, &e, &t, b.data()),
+                  HB_OK);
         EXPECT_EQ(e, 1);
         EXPECT_EQ(t, 1);
         for (int s = 0; s < k; ++s) EXPECT_EQ(b[s], 1);
@@ -117,13 +125,22 @@ TEST(Placement, ReplicationBuildsAndTrainsEverything) {
 
 TEST(Placement, BadArguments) {
   int32_t e, t, b[4];
-  EXPECT_EQ(hb_placement_round_robin(0, 0, 3, 0, &e, &t, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_round_robin(4, 4, 3, 0, &e, &t, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_NE(std::string(hb_last_error()).find("worker_index"), std::string::npos);
-  EXPECT_EQ(hb_placement_round_robin(4, -1, 3, 0, &e, &t, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_round_robin(4, 0, -1, 0, &e, &t, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_round_robin(4, 0, 3, 0, nullptr, &t, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_round_robin(4, 0, 3, 0, &e, &t, nullptr), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_replication(4, 0, 3, &e, nullptr, b), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_placement_round_robin(4, 0, 0, 0, &e, &t, nullptr), HB_OK);  // no subnetworks
+  EXPECT_EQ(hb_placement_round_robin(0, 0, 3, 0, &e, &t, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_round_robin(4, 4, 3, 0, &e, &t, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hb_last_error()).find("worker_index"),
+            std::string::npos);
+  EXPECT_EQ(hb_placement_round_robin(4, -1, 3, 0, &e, &t, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_round_robin(4, 0, -1, 0, &e, &t, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_round_robin(4, 0, 3, 0, nullptr, &t, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_round_robin(4, 0, 3, 0, &e, &t, nullptr),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_replication(4, 0, 3, &e, nullptr, b),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_placement_round_robin(4, 0, 0, 0, &e, &t, nullptr),
+            HB_OK);  // no subnetworks
 }

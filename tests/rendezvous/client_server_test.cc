@@ -58,6 +58,32 @@ TEST(ClientServer, SetGetAddWaitBarrierAcrossThreads) {
   }
 }
 
+TEST(ClientServer, RoundTripLatency) {
+  constexpr int kOps = 1000;
+  auto server = Server::start(server_config(2));
+  auto ranks = join_all(server->port(), 2);
+  auto t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kOps; ++i) ranks[0]->client->add("n", 1);
+  int64_t add_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                       std::chrono::steady_clock::now() - t0)
+                       .count();
+  EXPECT_EQ(ranks[1]->client->get("n", 1000), std::to_string(kOps));
+  t0 = std::chrono::steady_clock::now();
+  for (int i = 0; i < kOps / 10; ++i) {
+    std::thread other([&] { ranks[1]->client->barrier("lat", 2000); });
+    ranks[0]->client->barrier("lat", 2000);
+    other.join();
+  }
+  int64_t barrier_us = std::chrono::duration_cast<std::chrono::microseconds>(
+                           std::chrono::steady_clock::now() - t0)
+                           .count();
+  std::printf(
+      "[ measure ] add round trip %.1f us; 2-rank barrier %.1f us "
+      "(incl. thread start)\n",
+      static_cast<double>(add_us) / kOps,
+      static_cast<double>(barrier_us) / (kOps / 10));
+}
+
 TEST(ClientServer, RepeatedBarriersKeepRanksInStep) {
   constexpr int kWorld = 3, kRounds = 20;
   auto server = Server::start(server_config(kWorld));
@@ -382,6 +408,65 @@ int free_port() {
   getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
   ::close(fd);
   return ntohs(a.sin_port);
+}
+
+// A "server" that accepts one client, answers its HELLO, then goes silent
+// (as a SIGSTOPped hbrun would).
+class SilentServer {
+ public:
+  SilentServer() {
+    listen_fd_ = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    EXPECT_EQ(bind(listen_fd_, reinterpret_cast<sockaddr *>(&a), sizeof a), 0);
+    EXPECT_EQ(listen(listen_fd_, 4), 0);
+    socklen_t len = sizeof a;
+    getsockname(listen_fd_, reinterpret_cast<sockaddr *>(&a), &len);
+    port_ = ntohs(a.sin_port);
+    thread_ = std::thread([this] {
+      conn_fd_ = accept(listen_fd_, nullptr, nullptr);
+      FrameDecoder dec(1 << 20);
+      Frame hello;
+      char buf[4096];
+      while (!dec.next(&hello)) {
+        ssize_t n = recv(conn_fd_, buf, sizeof buf, 0);
+        if (n <= 0) return;
+        dec.feed(buf, static_cast<size_t>(n));
+      }
+      std::string reply =
+          encode_frame(make_reply(hello.id, HB_OK, "", 1), SIZE_MAX);
+      ssize_t ignored = ::send(conn_fd_, reply.data(), reply.size(), 0);
+      (void)ignored;
+    });
+  }
+  ~SilentServer() {
+    thread_.join();
+    if (conn_fd_ >= 0) ::close(conn_fd_);
+    ::close(listen_fd_);
+  }
+  int port() const { return port_; }
+
+ private:
+  int listen_fd_ = -1, conn_fd_ = -1, port_ = 0;
+  std::thread thread_;
+};
+
+TEST(ClientServer, SilentServerIsDeclaredLostByTheClient) {
+  SilentServer silent;
+  auto r = join(silent.port(), 0, 1);
+  auto t0 = std::chrono::steady_clock::now();
+  std::string m =
+      error_of([&] { r->client->get("never", 60000); }, HB_ERR_PEER_FAILED);
+  int64_t took = ms_since(t0);
+  EXPECT_TRUE(contains(
+      m, "rendezvous server at 127.0.0.1:" + std::to_string(silent.port()) +
+             " lost: no heartbeat"))
+      << m;
+  EXPECT_LT(took, kPeerTimeoutMs + kMarginMs);
+  std::printf(
+      "[ measure ] silent server detected in %lld ms (peer_timeout_ms %lld)\n",
+      static_cast<long long>(took), static_cast<long long>(kPeerTimeoutMs));
 }
 
 TEST(ClientServer, ClientsMayStartBeforeTheServer) {
