@@ -1,0 +1,57 @@
+"""Checks synth_data.py against the C++ generator (synth_dump).
+
+    check_synth.py SYNTH_DUMP
+
+Ids and labels must be equal; dense features and planted probabilities are
+float32 and may differ by one unit in the last place where numpy's vector
+log / cos / exp round differently from libm's.
+"""
+
+import subprocess
+import sys
+
+import numpy as np
+
+import synth_data
+
+
+def check(dump, seed, vocab, split, begin, end):
+    out = subprocess.run([dump, str(seed), str(vocab), str(split), str(begin), str(end)],
+                         check=True, capture_output=True, text=True).stdout.split("\n")
+    rows = [line.split() for line in out if line]
+    if len(rows) != end - begin:
+        raise SystemExit("synth_dump printed %d samples, expected %d" % (len(rows), end - begin))
+    t, d = synth_data.TABLES, synth_data.DENSE
+    index = np.array([int(r[0]) for r in rows])
+    ids = np.array([[int(x) for x in r[1:1 + t]] for r in rows], dtype=np.int64)
+    dense = np.array([[float.fromhex(x) for x in r[1 + t:1 + t + d]] for r in rows], dtype=np.float32)
+    prob = np.array([float.fromhex(r[1 + t + d]) for r in rows], dtype=np.float32)
+    label = np.array([float(r[2 + t + d]) for r in rows], dtype=np.float32)
+
+    s = synth_data.Generator(seed, vocab).sample(split, begin, end)
+    where = "seed %d vocab %d split %d samples [%d, %d)" % (seed, vocab, split, begin, end)
+    assert np.array_equal(index, np.arange(begin, end)), where
+    bad = np.argwhere(s.ids != ids)
+    if bad.size:
+        i, j = bad[0]
+        raise SystemExit("%s: sample %d table %d: id %d, C++ %d" % (where, begin + i, j, s.ids[i, j], ids[i, j]))
+    for name, py, cc in (("dense", s.dense, dense), ("planted_prob", s.planted_prob, prob)):
+        ulps = np.abs(py.view(np.int32).astype(np.int64) - cc.view(np.int32).astype(np.int64))
+        if ulps.max(initial=0) > 1:
+            i = np.unravel_index(np.argmax(ulps), ulps.shape)
+            raise SystemExit("%s: %s%s: %r, C++ %r" % (where, name, i, py[i], cc[i]))
+    if not np.array_equal(s.label, label):
+        i = int(np.argmax(s.label != label))
+        raise SystemExit("%s: sample %d: label %g, C++ %g" % (where, begin + i, s.label[i], label[i]))
+    print("ok: %s (%d clicks)" % (where, int(label.sum())))
+
+
+def main():
+    dump = sys.argv[1]
+    check(dump, 2026, 8192, 0, 0, 2000)
+    check(dump, 2026, 8192, 1, 123456, 124456)
+    check(dump, 7, 1024, 0, (1 << 40) - 500, (1 << 40) + 500)
+
+
+if __name__ == "__main__":
+    main()

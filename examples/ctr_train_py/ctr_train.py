@@ -1,0 +1,239 @@
+"""End-to-end CTR training with hb from Python: examples/ctr_train/ctr_train.cc
+in numpy over the `hb` binding.
+
+    hbrun -n 4 -- python3 ctr_train.py [--train-samples N] [--batch B] [--out DIR] ...
+
+The same model and data as the C++ demo: criteo-synth samples (synth_data.py,
+the same samples as synth_data.h) with a planted logistic model, 26 sharded
+embedding tables plus a wide table, and an MLP whose backward pass is
+written by hand. Per step: hb data_sync (ranks hold uneven shards), one
+lookup per table, dense gradients through allreduce_many, sparse gradients
+through apply_gradients. Every --eval-every steps the held-out split is
+scored with the exact AUC (merged across ranks). At the end: a checkpoint,
+a serving export, and the final AUC next to the planted model's AUC.
+"""
+
+import argparse
+import os
+import sys
+import time
+
+import numpy as np
+
+import hb
+import synth_data as synth
+
+T, DENSE = synth.TABLES, synth.DENSE
+
+
+def parse_flags(argv):
+    p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    p.add_argument("--train-samples", type=int, default=480000)
+    p.add_argument("--eval-samples", type=int, default=40000)
+    p.add_argument("--files", type=int, default=24, help="the train split comes as files of uneven size")
+    p.add_argument("--batch", type=int, default=512, help="samples per rank and step")
+    p.add_argument("--vocab", type=int, default=8192, help="ids per table; a power of two")
+    p.add_argument("--dim", type=int, default=8)
+    p.add_argument("--hidden", type=int, default=64)
+    p.add_argument("--eval-every", type=int, default=100)
+    p.add_argument("--log-every", type=int, default=25)
+    p.add_argument("--lr", type=float, default=0.05)
+    p.add_argument("--max-gap", type=float, default=0.06,
+                   help="fail if the final AUC trails the planted one by more")
+    p.add_argument("--seed", type=int, default=2026)
+    p.add_argument("--out", default="ctr_out")
+    f = p.parse_args(argv)
+    if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
+            or f.files <= 0 or f.eval_every <= 0 or f.log_every <= 0):
+        p.error("batch, dim, hidden, files, eval-every, log-every > 0 and vocab a power of two")
+    return f
+
+
+class Dense:
+    """The MLP's parameters, replicated on every rank, with Adagrad
+    accumulators; initialised as in the C++ demo."""
+
+    def __init__(self, n_in, hidden, seed):
+        self.n_in, self.hidden = n_in, hidden
+        u64 = np.uint64
+        with np.errstate(over="ignore"):
+            i = np.arange(n_in * hidden, dtype=u64)
+            w1 = np.sqrt(2.0 / n_in) * synth.gauss(synth.mix(u64(seed) + i))
+            h = np.arange(hidden, dtype=u64)
+            w2 = 0.1 * synth.gauss(synth.mix(~u64(seed) + h))
+        self.params = [w1.astype(np.float32).reshape(hidden, n_in), np.zeros(hidden, np.float32),
+                       w2.astype(np.float32), np.zeros(1, np.float32)]
+        self.grads = [np.zeros_like(p) for p in self.params]
+        self.accs = [np.full_like(p, 0.1) for p in self.params]
+
+    w1 = property(lambda self: self.params[0])
+    b1 = property(lambda self: self.params[1])
+    w2 = property(lambda self: self.params[2])
+    b2 = property(lambda self: self.params[3])
+
+    def step(self, lr):
+        for p, g, a in zip(self.params, self.grads, self.accs):
+            a += g * g
+            p -= np.float32(lr) * g / np.sqrt(a)
+
+
+class Trainer:
+    def __init__(self, ctx, f):
+        self.ctx, self.f = ctx, f
+        self.rank, self.world = ctx.rank, ctx.world_size
+        self.gen = synth.Generator(f.seed, f.vocab)
+        self.dense = Dense(T * f.dim + DENSE, f.hidden, f.seed)
+        common = dict(partition=hb.PARTITION_MOD, seed=f.seed, optimizer=hb.OPT_ADAGRAD,
+                      learning_rate=f.lr, initial_accumulator=0.1)
+        self.tables = [hb.Embedding(ctx, "cat_%02d" % t, f.dim, num_rows=f.vocab,
+                                    initializer=hb.INIT_NORMAL, init_a=0.0, init_b=0.05, **common)
+                       for t in range(T)]
+        self.wide = hb.Embedding(ctx, "wide", 1, num_rows=f.vocab * T, initializer=hb.INIT_ZEROS,
+                                 **common)
+        self.shard_begin, self.shard_end = self.plan_train_shard()
+        self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
+
+    def plan_train_shard(self):
+        """The train split is f.files files of uneven size (file i weighs
+        1 + i % 5); shard_range hands each rank a contiguous run of files, so
+        ranks hold different amounts of data and data_sync keeps them in step."""
+        f = self.f
+        cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
+        # llround of the C++ demo: half away from zero (values are >= 0).
+        file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
+        fb, fe = hb.shard_range(f.files, self.world, self.rank)
+        return int(file_begin[fb]), int(file_begin[fe])
+
+    def forward(self, split, begin, end):
+        """Samples [begin, end) of split through the model. Lookups are
+        collective: ranks without data call this with an empty range."""
+        f, d = self.f, self.dense
+        s = self.gen.sample(split, begin, end)
+        n = s.ids.shape[0]
+        ids = [np.ascontiguousarray(s.ids[:, t]) for t in range(T)]
+        emb = [tab.lookup(i) for tab, i in zip(self.tables, ids)]
+        wide_ids = np.ascontiguousarray((s.ids + self.table_offsets).reshape(-1))
+        wide = self.wide.lookup(wide_ids).reshape(n, T)
+        x = np.concatenate(emb + [s.dense], axis=1) if n else np.zeros((0, d.n_in), np.float32)
+        z1 = x @ d.w1.T + d.b1
+        a1 = np.maximum(z1, 0)
+        logit = d.b2[0].astype(np.float64) + a1.astype(np.float64) @ d.w2 + wide.sum(axis=1, dtype=np.float64)
+        prob = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
+        return dict(s=s, ids=ids, wide_ids=wide_ids, x=x, z1=z1, a1=a1, prob=prob, label=s.label)
+
+    def backward(self, b, global_n):
+        """Gradients of the mean logistic loss over the global batch."""
+        f, d = self.f, self.dense
+        dl = (b["prob"] - b["label"]) / np.float32(global_n)  # dloss/dlogit
+        active = b["z1"] > 0
+        dz1 = np.where(active, dl[:, None] * d.w2[None, :], np.float32(0))
+        gw1, gb1, gw2, gb2 = d.grads
+        gw1[...] = dz1.T @ b["x"]
+        gb1[...] = dz1.sum(axis=0)
+        gw2[...] = dl @ b["a1"]
+        gb2[...] = dl.sum()
+        dx = dz1 @ d.w1
+        # Dense gradients: one fused allreduce over the four tensors.
+        self.ctx.allreduce_many(d.grads)
+        d.step(f.lr)
+        # Sparse gradients go to the ranks that own the rows.
+        for t, tab in enumerate(self.tables):
+            tab.apply_gradients(b["ids"][t], np.ascontiguousarray(dx[:, t * f.dim:(t + 1) * f.dim]))
+        self.wide.apply_gradients(b["wide_ids"], np.repeat(dl, T))
+
+    @staticmethod
+    def loss_sum(b):
+        p = np.clip(b["prob"].astype(np.float64), 1e-7, 1 - 1e-7)
+        return float(-np.where(b["label"] > 0.5, np.log(p), np.log(1 - p)).sum())
+
+    def evaluate(self):
+        """Exact AUC of the model and of the planted model on the held-out
+        split, merged over the ranks."""
+        f = self.f
+        with hb.Metric(hb.METRIC_AUC_EXACT, self.ctx) as model, \
+                hb.Metric(hb.METRIC_AUC_EXACT, self.ctx) as planted:
+            begin, end = hb.shard_range(f.eval_samples, self.world, self.rank)
+            # Every rank runs the same number of (collective) lookups.
+            batches = self.ctx.allreduce(np.array([-(-(end - begin) // f.batch)], np.int64), op=hb.MAX)
+            for k in range(int(batches[0])):
+                lo = min(end, begin + k * f.batch)
+                hi = min(end, lo + f.batch)
+                b = self.forward(1, lo, hi)
+                model.update(b["label"], b["prob"])
+                planted.update(b["label"], b["s"].planted_prob)
+            return model.result(), planted.result()
+
+    def run(self):
+        f, ctx, d = self.f, self.ctx, self.dense
+        chief = ctx.is_chief
+        if chief:
+            print("ctr_train.py: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
+                  "%d tables x dim %d + wide, MLP %d-%d-1"
+                  % (self.world, f.train_samples, f.files, self.shard_end - self.shard_begin, f.batch,
+                     T, f.dim, d.n_in, d.hidden), flush=True)
+        running_auc = hb.Metric(hb.METRIC_AUC, ctx)  # TF-compatible thresholded AUC
+        pos, step, interval_samples, interval_loss = self.shard_begin, 0, 0, 0.0
+        t0 = t_interval = time.monotonic()
+        while True:
+            cont, empty = ctx.data_sync(pos < self.shard_end)
+            if not cont:
+                break
+            lo = pos
+            hi = pos if empty else min(self.shard_end, pos + f.batch)
+            b = self.forward(0, lo, hi)
+            pos = hi
+            # Step statistics: global sample count and loss sum.
+            stats = ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
+            self.backward(b, int(stats[0]))
+            running_auc.update(b["label"], b["prob"])
+            interval_samples += int(stats[0])
+            interval_loss += float(stats[1])
+            step += 1
+            if step % f.log_every == 0:
+                r = running_auc.result()
+                running_auc.reset()
+                now = time.monotonic()
+                if chief:
+                    print("step %5d  samples/s %9.0f  loss %.4f  running AUC %.4f"
+                          % (step, interval_samples / (now - t_interval), interval_loss / interval_samples, r),
+                          flush=True)
+                t_interval, interval_samples, interval_loss = now, 0, 0.0
+            if step % f.eval_every == 0:
+                auc, planted = self.evaluate()
+                if chief:
+                    print("step %5d  held-out exact AUC %.4f (planted model %.4f)" % (step, auc, planted),
+                          flush=True)
+        running_auc.close()
+        train_s = time.monotonic() - t0
+        auc, planted = self.evaluate()
+
+        # Checkpoint and serving export: one directory / file per table.
+        ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
+        if chief:
+            os.makedirs(ckpt, exist_ok=True)
+            os.makedirs(exp, exist_ok=True)
+        ctx.barrier()
+        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+            tab.save(os.path.join(ckpt, name))
+            tab.export(os.path.join(exp, name + ".hbe"))
+        ok = auc >= planted - f.max_gap
+        if chief:
+            print("final: %d steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
+                  "(gap %.4f, allowed %.2f): %s"
+                  % (step, train_s, auc, planted, planted - auc, f.max_gap, "OK" if ok else "TOO LOW"))
+            print("final: checkpoint in %s, serving export in %s" % (ckpt, exp), flush=True)
+        return 0 if ok else 1
+
+
+def main(argv):
+    f = parse_flags(argv)
+    try:
+        with hb.Context() as ctx:
+            return Trainer(ctx, f).run()
+    except hb.HbError as e:
+        print("ctr_train.py: %s" % e, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))

@@ -1,0 +1,100 @@
+"""criteo-synth in numpy: the same samples as examples/ctr_train/synth_data.h.
+
+Every hash is the C++ one on numpy uint64 arrays (wrapping arithmetic), so
+ids and labels match the C++ generator exactly; a batch of samples is made
+with whole-array operations, one pass per table / dense feature, in the C++
+summation order.
+"""
+
+import math
+
+import numpy as np
+
+TABLES = 26
+DENSE = 13
+
+_U64 = np.uint64
+
+
+def mix(x):
+    """splitmix64 finaliser on a uint64 array (or scalar)."""
+    x = np.asarray(x, dtype=_U64)
+    with np.errstate(over="ignore"):
+        x = x + _U64(0x9E3779B97F4A7C15)
+        x = (x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
+        x = (x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB)
+    return x ^ (x >> _U64(31))
+
+
+def unit(h):
+    """Top 53 bits of h as a double in [0, 1)."""
+    return (np.asarray(h, dtype=_U64) >> _U64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+
+
+def gauss(h):
+    """Box-Muller from two hashes."""
+    u1 = np.maximum(unit(h), 1e-300)
+    u2 = unit(mix(h))
+    return np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
+
+
+class Samples:
+    """A batch of n samples, as arrays."""
+
+    def __init__(self, ids, dense, label, planted_prob):
+        self.ids = ids                    # (n, TABLES) int64
+        self.dense = dense                # (n, DENSE) float32
+        self.label = label                # (n,) float32, 0 or 1
+        self.planted_prob = planted_prob  # (n,) float32
+
+
+class Generator:
+    """Sample i of a split depends only on (seed, split, i)."""
+
+    def __init__(self, seed, vocab, alpha=1.1):
+        if vocab <= 0 or vocab & (vocab - 1):
+            raise ValueError("vocab: must be a power of two, got %d" % vocab)
+        self.seed = _U64(seed)
+        self.vocab = vocab
+        # Zipf(alpha) CDF over ranks 1..vocab, summed in order with libm's
+        # pow as in C++ (np.cumsum adds sequentially).
+        terms = np.array([math.pow(k + 1.0, -alpha) for k in range(vocab)])
+        cdf = np.cumsum(terms)
+        self._cdf = cdf / cdf[-1]
+        # Planted weights of every (table, id), and of the dense features.
+        ids = np.arange(vocab, dtype=_U64)
+        mixed_ids = mix(ids)
+        self._weight = np.empty((TABLES, vocab))
+        for t in range(TABLES):
+            self._weight[t] = 0.6 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
+        self._dense_weight = np.array(
+            [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
+
+    def weight(self, t, ids):
+        return self._weight[t, ids]
+
+    def dense_weight(self, j):
+        return self._dense_weight[j]
+
+    def sample(self, split, begin, end):
+        """Samples [begin, end) of split (0: train, 1: held out)."""
+        n = max(0, end - begin)
+        index = np.arange(begin, begin + n, dtype=_U64)
+        with np.errstate(over="ignore"):
+            base = mix(self.seed ^ mix((_U64(split) << _U64(56)) ^ index))
+            ids = np.empty((n, TABLES), dtype=np.int64)
+            logit = np.full(n, -1.0)
+            mask = _U64(self.vocab - 1)
+            for t in range(TABLES):
+                u = unit(mix(base + _U64(2 * t + 1)))
+                rank = np.minimum(np.searchsorted(self._cdf, u, side="left"), self.vocab - 1)
+                idt = (rank.astype(_U64) * _U64(0x9E3779B1) + _U64(t * 7919)) & mask
+                ids[:, t] = idt.astype(np.int64)
+                logit += self._weight[t, ids[:, t]]
+            dense = np.empty((n, DENSE), dtype=np.float32)
+            for j in range(DENSE):
+                dense[:, j] = gauss(mix(base + _U64(1000 + j))).astype(np.float32)
+                logit += self._dense_weight[j] * dense[:, j].astype(np.float64)
+            p = 1.0 / (1.0 + np.exp(-logit))
+            label = (unit(mix(base + _U64(4242))) < p).astype(np.float32)
+        return Samples(ids, dense, label, p.astype(np.float32))
