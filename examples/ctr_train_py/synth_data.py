@@ -66,7 +66,7 @@ class Generator:
         mixed_ids = mix(ids)
         self._weight = np.empty((TABLES, vocab))
         for t in range(TABLES):
-            self._weight[t] = 0.6 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
+            self._weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
 

@@ -3,7 +3,7 @@
 // (lookups on a serving table are thread-safe), and compute the exact AUC
 // with a local metric.
 //
-//	serving_go -wide export/wide.hbe -seed 2026 -vocab 8192 -samples 4096 -workers 4
+//	serving_go -wide export/wide.hbe -seed 2026 -vocab 2048 -samples 4096 -workers 4
 //
 // The scorer is serving_ref's (examples/serving_ref): sigmoid of the sum
 // of the sample's 26 wide rows, with table 25's id replaced by an unknown
@@ -28,7 +28,7 @@ const batch = 64 // samples per lookup call
 func main() {
 	wide := flag.String("wide", "", "exported wide table (wide.hbe)")
 	seed := flag.Uint64("seed", 2026, "data seed (as ctr_train's --seed)")
-	vocab := flag.Int64("vocab", 8192, "ids per table (as ctr_train's --vocab)")
+	vocab := flag.Int64("vocab", 2048, "ids per table (as ctr_train's --vocab)")
 	n := flag.Int("samples", 4096, "held-out samples to score")
 	workers := flag.Int("workers", 4, "scoring goroutines")
 	flag.Parse()

@@ -53,7 +53,7 @@ func newGenerator(seed uint64, vocab int64, alpha float64) *generator {
 }
 
 func (g *generator) weight(t int, id int64) float64 {
-	return 0.6 * gauss(mix(g.seed^mix(0x5eed0000+uint64(t))^mix(uint64(id))))
+	return 0.3 * gauss(mix(g.seed^mix(0x5eed0000+uint64(t))^mix(uint64(id))))
 }
 
 func (g *generator) denseWeight(j int) float64 {

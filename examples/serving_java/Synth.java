@@ -41,7 +41,7 @@ final class Synth {
   }
 
   double weight(int t, long id) {
-    return 0.6 * gauss(mix(seed ^ mix(0x5eed0000L + t) ^ mix(id)));
+    return 0.3 * gauss(mix(seed ^ mix(0x5eed0000L + t) ^ mix(id)));
   }
 
   double denseWeight(int j) { return 0.5 * gauss(mix(seed ^ (0xdeadL + j))); }
