@@ -18,26 +18,37 @@ step() { printf '\n==== %s ====\n' "$*"; }
 step "build + full suite"
 cmake -S . -B _build "${common[@]}" > /dev/null
 cmake --build _build -j"$jobs"
-(cd _build && ctest --output-on-failure -j"$ctest_jobs" -LE 'fuzz|tsan_only')
+(cd _build && ctest --output-on-failure -j"$ctest_jobs" -LE fuzz)
 
 # Sanitizer builds skip what the sanitizers cannot see into (CUDA plugin,
-# JVM/Go/Python hosts) and the benchmarks.
-san=(-DHB_WITH_CUDA=OFF -DHB_BUILD_BINDINGS=OFF -DHB_BUILD_BENCH=OFF)
+# JVM/Go/Python hosts), the benchmarks and the docs.
+san=(-DHB_WITH_CUDA=OFF -DHB_BUILD_BINDINGS=OFF -DHB_BUILD_BENCH=OFF -DHB_BUILD_DOCS=OFF)
 step "ASan+UBSan"
 cmake -S . -B _build-asan "${common[@]}" "${san[@]}" -DHB_SANITIZE=address,undefined > /dev/null
 cmake --build _build-asan -j"$jobs"
 (cd _build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -j"$ctest_jobs" -LE 'fuzz|install')
 
+# The threaded parts: rendezvous client/server, contexts, Gloo backend with
+# ranks as threads, concurrent serving lookups.
 step "TSan (threaded parts)"
-cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF -DHB_SANITIZE=thread > /dev/null
-cmake --build _build-tsan -j"$jobs"
-(cd _build-tsan && TSAN_OPTIONS=halt_on_error=1 ctest --output-on-failure -j"$ctest_jobs" -L tsan)
+tsan_tests=(rendezvous_store_test rendezvous_client_server_test rendezvous_liveness_test
+            context_test embedding_serving_test embedding_api_test comm_test)
+cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF \
+  -DHB_SANITIZE=thread > /dev/null
+cmake --build _build-tsan -j"$jobs" --target "${tsan_tests[@]}"
+export TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp"
+pick() { local IFS='|'; echo "^($*)\$"; }
+(cd _build-tsan && ctest --output-on-failure -j"$ctest_jobs" -R "$(pick "${tsan_tests[@]:0:6}")")
+# Failure.* needs Gloo to hand an exception across its own threads, which
+# TSan cannot see through (tests/tsan.supp); it runs in the stages above.
+(cd _build-tsan && GTEST_FILTER='-Failure.*' ctest --output-on-failure -R '^comm_test$')
+unset TSAN_OPTIONS
 
-step "fuzz (TF_CONFIG parser)"
+step "fuzz (TF_CONFIG parser, 30 s)"
 CC=clang CXX=clang++ cmake -S . -B _build-fuzz -DCMAKE_BUILD_TYPE=RelWithDebInfo "${san[@]}" \
   -DHB_BUILD_EXAMPLES=OFF -DHB_FUZZ=ON > /dev/null
-cmake --build _build-fuzz -j"$jobs"
+cmake --build _build-fuzz -j"$jobs" --target tf_config_fuzz
 (cd _build-fuzz && ctest --output-on-failure -L fuzz)
 
 step "all test stages passed"
