@@ -24,9 +24,13 @@
 #include <thread>
 #include <vector>
 
+#include "common/mp_check.h"
 #include "context/context.h"
 #include "hb.h"
 #include "typed.h"
+
+int g_mp_rank = -1;
+const char *g_mp_name = "mp_collectives";
 
 namespace {
 
@@ -35,29 +39,8 @@ using hb::test::get;
 using hb::test::put;
 using hb::test::through;
 
-int g_rank = -1, g_world = 0;
+int g_world = 0;
 
-[[noreturn]] void die(int line, const char *fmt, ...) {
-  char msg[2048];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  std::fprintf(stderr, "[mp_collectives r%d] FAILED at line %d: %s\n", g_rank,
-               line, msg);
-  std::fflush(stderr);
-  _exit(1);
-}
-#define CHECK(cond, ...)                     \
-  do {                                       \
-    if (!(cond)) die(__LINE__, __VA_ARGS__); \
-  } while (0)
-#define CHECK_OK(call)                                            \
-  do {                                                            \
-    hb_status st_ = (call);                                       \
-    CHECK(st_ == HB_OK, "%s: %s: %s", #call, hb_status_name(st_), \
-          hb_last_error());                                       \
-  } while (0)
 #define CHECK_INVALID(call, text)                                             \
   do {                                                                        \
     hb_status st_ = (call);                                                   \
@@ -77,7 +60,7 @@ void sweep_allreduce(hb_context *ctx) {
     for (hb_reduce_op op : hb::test::kAllOps) {
       Bytes send = make(t, count), recv = make(t, count);
       for (size_t i = 0; i < count; ++i)
-        put(t, send.data(), i, hb::test::input(g_rank, i, op, t));
+        put(t, send.data(), i, hb::test::input(g_mp_rank, i, op, t));
       CHECK_OK(hb_allreduce(ctx, send.data(), recv.data(), count, t, op));
       CHECK_OK(hb_allreduce(ctx, send.data(), send.data(), count, t,
                             op));  // in place
@@ -93,12 +76,12 @@ void sweep_allreduce(hb_context *ctx) {
       const size_t rc = 33;
       Bytes rs = make(t, rc * g_world), out = make(t, rc);
       for (size_t i = 0; i < rc * g_world; ++i)
-        put(t, rs.data(), i, hb::test::input(g_rank, i, op, t));
+        put(t, rs.data(), i, hb::test::input(g_mp_rank, i, op, t));
       CHECK_OK(hb_reduce_scatter(ctx, rs.data(), out.data(), rc, t, op));
       for (size_t i = 0; i < rc; ++i) {
         std::vector<double> x(g_world);
         for (int q = 0; q < g_world; ++q)
-          x[q] = hb::test::input(q, g_rank * rc + i, op, t);
+          x[q] = hb::test::input(q, g_mp_rank * rc + i, op, t);
         CHECK(
             get(t, out.data(), i) == through(t, hb::test::reference(x, op, t)),
             "reduce_scatter %s op %d [%zu]", hb::dtype_name(t), op, i);
@@ -111,7 +94,7 @@ double tag(int from, int to, size_t i) {
 }
 
 void sweep_data_movement(hb_context *ctx) {
-  const int n = g_world, me = g_rank;
+  const int n = g_world, me = g_mp_rank;
   for (hb_dtype t : hb::test::kAllDtypes) {
     // allgather
     const size_t c = 129;
@@ -186,7 +169,7 @@ void sweep_data_movement(hb_context *ctx) {
 
 void sweep_fusion(hb_context *ctx, const char *option, const char *value) {
   CHECK_OK(hb_context_set_option(ctx, option, value));
-  std::mt19937 rng(1234 + g_rank);
+  std::mt19937 rng(1234 + g_mp_rank);
   std::uniform_real_distribution<float> val(-1, 1);
   const size_t n = 256;
   std::vector<std::vector<float>> fused(n), single(n);
@@ -251,7 +234,7 @@ void kill_test(const std::string &what) {
                               HB_SUM);
   };
   for (int i = 0; i < 3; ++i) CHECK_OK(call());
-  if (g_rank == victim) {
+  if (g_mp_rank == victim) {
     // Die in the middle of the next calls of the others.
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
     raise(SIGKILL);
@@ -283,7 +266,7 @@ void kill_test(const std::string &what) {
   std::fprintf(stderr,
                "[mp_collectives r%d] %s: rank %d failure seen after %lld ms in "
                "the call\n",
-               g_rank, what.c_str(), victim, (long long)took);
+               g_mp_rank, what.c_str(), victim, (long long)took);
 }
 
 void abort_test() {
@@ -294,7 +277,7 @@ void abort_test() {
     CHECK_OK(
         hb_allreduce(ctx, a.data(), a.data(), a.size(), HB_FLOAT32, HB_MAX));
   std::thread aborter;
-  if (g_rank == 1)
+  if (g_mp_rank == 1)
     aborter = std::thread([ctx] {
       std::this_thread::sleep_for(std::chrono::milliseconds(200));
       hb_context_abort(ctx, "mp_collectives says stop");
@@ -319,7 +302,7 @@ void abort_test() {
   hb_context_destroy(ctx);
   std::fprintf(stderr,
                "[mp_collectives r%d] abort seen after %lld ms in the call\n",
-               g_rank, (long long)took);
+               g_mp_rank, (long long)took);
 }
 
 }  // namespace
@@ -327,7 +310,7 @@ void abort_test() {
 int main(int argc, char **argv) {
   const char *r = std::getenv("HB_RANK");
   const char *w = std::getenv("HB_WORLD_SIZE");
-  g_rank = r ? std::atoi(r) : 0;
+  g_mp_rank = r ? std::atoi(r) : 0;
   g_world = w ? std::atoi(w) : 1;
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "sweep") {

@@ -28,40 +28,18 @@
 #include <string>
 #include <thread>
 
+#include "common/mp_check.h"
 #include "context/context.h"
 #include "hb.h"
 
+int g_mp_rank = -1;
+const char *g_mp_name = "mp_context";
+
 namespace {
-
-int g_rank = -1;
-
-[[noreturn]] void die(int line, const char *fmt, ...) {
-  char msg[1024];
-  va_list ap;
-  va_start(ap, fmt);
-  std::vsnprintf(msg, sizeof msg, fmt, ap);
-  va_end(ap);
-  std::fprintf(stderr, "[mp_context r%d] FAILED at line %d: %s\n", g_rank, line,
-               msg);
-  std::fflush(stderr);
-  _exit(1);
-}
-
-#define CHECK(cond, ...)                     \
-  do {                                       \
-    if (!(cond)) die(__LINE__, __VA_ARGS__); \
-  } while (0)
-
-#define CHECK_OK(call)                                            \
-  do {                                                            \
-    hb_status st_ = (call);                                       \
-    CHECK(st_ == HB_OK, "%s: %s: %s", #call, hb_status_name(st_), \
-          hb_last_error());                                       \
-  } while (0)
 
 int env_int(const char *name) {
   const char *v = std::getenv(name);
-  if (!v) die(__LINE__, "%s is not set", name);
+  if (!v) hb_mp_fail(__LINE__, "%s is not set", name);
   return std::atoi(v);
 }
 
@@ -95,17 +73,17 @@ hb_context *create(const char *options) {
 
 void basic(int world) {
   hb_context *ctx = create(nullptr);
-  CHECK(hb_context_rank(ctx) == g_rank, "rank %d", hb_context_rank(ctx));
+  CHECK(hb_context_rank(ctx) == g_mp_rank, "rank %d", hb_context_rank(ctx));
   CHECK(hb_context_world_size(ctx) == world, "world %d",
         hb_context_world_size(ctx));
-  CHECK(hb_context_is_chief(ctx) == (g_rank == 0 ? 1 : 0), "is_chief");
-  CHECK(hb_context_task_id(ctx) == g_rank, "task_id");
+  CHECK(hb_context_is_chief(ctx) == (g_mp_rank == 0 ? 1 : 0), "is_chief");
+  CHECK(hb_context_task_id(ctx) == g_mp_rank, "task_id");
   CHECK(std::strcmp(hb_context_task_type(ctx), "worker") == 0, "task_type");
   int lr = hb_context_local_rank(ctx), lw = hb_context_local_world_size(ctx);
   CHECK(lr >= 0 && lr < lw && lw <= world, "local %d of %d", lr, lw);
   for (int i = 0; i < 20; ++i) {
     // Stagger the ranks so that barriers really wait.
-    if (i % 5 == g_rank % 5)
+    if (i % 5 == g_mp_rank % 5)
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
     CHECK_OK(hb_context_barrier(ctx, 10000));
   }
@@ -120,15 +98,15 @@ void basic(int world) {
 // learn of the death before their own reply (the failure wins).
 void pass_barrier_unless_dead(hb_context *ctx, int victim) {
   hb_status st = hb_context_barrier(ctx, 10000);
-  CHECK(st == HB_OK || (g_rank != victim && st == HB_ERR_PEER_FAILED), "%s: %s",
-        hb_status_name(st), hb_last_error());
+  CHECK(st == HB_OK || (g_mp_rank != victim && st == HB_ERR_PEER_FAILED),
+        "%s: %s", hb_status_name(st), hb_last_error());
 }
 
 void kill_last(int world) {
   hb_context *ctx = create(nullptr);
   int victim = world - 1;
   pass_barrier_unless_dead(ctx, victim);
-  if (g_rank == victim) raise(SIGKILL);
+  if (g_mp_rank == victim) raise(SIGKILL);
   int64_t bound = ctx->options.get_int("peer_timeout_ms") + 3000;
   auto t0 = std::chrono::steady_clock::now();
   hb_status st = hb_context_barrier(ctx, 60000);
@@ -149,14 +127,14 @@ void kill_last(int world) {
   CHECK(ms_since(t0) < 5000, "destroy after a failure took %lld ms",
         (long long)ms_since(t0));
   std::fprintf(stderr, "[mp_context r%d] saw rank %d fail after %lld ms\n",
-               g_rank, victim, (long long)took);
+               g_mp_rank, victim, (long long)took);
 }
 
 void kill_server(int world) {
   (void)world;
   hb_context *ctx = create(nullptr);
   pass_barrier_unless_dead(ctx, 0);
-  if (g_rank == 0) raise(SIGKILL);
+  if (g_mp_rank == 0) raise(SIGKILL);
   int64_t bound = ctx->options.get_int("peer_timeout_ms") + 3000;
   auto t0 = std::chrono::steady_clock::now();
   hb_status st = hb_context_barrier(ctx, 60000);
@@ -173,7 +151,7 @@ void kill_server(int world) {
 void late(int world) {
   hb_context *ctx = create(nullptr);
   int last = world - 1;
-  if (g_rank == last) {
+  if (g_mp_rank == last) {
     std::this_thread::sleep_for(std::chrono::milliseconds(1500));
     // The others gave up: now this rank is the one left waiting.
     hb_status st = hb_context_barrier(ctx, 300);
@@ -200,17 +178,17 @@ void tf(int world) {
     hb_context_destroy(ctx);
     return;
   }
-  CHECK(hb_context_rank(ctx) == g_rank, "rank %d", hb_context_rank(ctx));
+  CHECK(hb_context_rank(ctx) == g_mp_rank, "rank %d", hb_context_rank(ctx));
   CHECK(hb_context_world_size(ctx) == world, "world %d",
         hb_context_world_size(ctx));
-  CHECK(hb_context_is_chief(ctx) == (g_rank == 0), "is_chief");
-  const char *want_type = g_rank == 0 ? "chief" : "worker";
+  CHECK(hb_context_is_chief(ctx) == (g_mp_rank == 0), "is_chief");
+  const char *want_type = g_mp_rank == 0 ? "chief" : "worker";
   CHECK(std::strcmp(hb_context_task_type(ctx), want_type) == 0, "task_type %s",
         hb_context_task_type(ctx));
-  CHECK(hb_context_task_id(ctx) == (g_rank == 0 ? 0 : g_rank - 1), "task_id %d",
-        hb_context_task_id(ctx));
+  CHECK(hb_context_task_id(ctx) == (g_mp_rank == 0 ? 0 : g_mp_rank - 1),
+        "task_id %d", hb_context_task_id(ctx));
   // Every task is on 127.0.0.1: one host.
-  CHECK(hb_context_local_rank(ctx) == g_rank &&
+  CHECK(hb_context_local_rank(ctx) == g_mp_rank &&
             hb_context_local_world_size(ctx) == world,
         "local %d of %d", hb_context_local_rank(ctx),
         hb_context_local_world_size(ctx));
@@ -224,15 +202,15 @@ void token(int world) {
   hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
   // Rank 0 serves the store: it gives up last, so that the others see their
   // own timeout rather than the store going away.
-  o.options = g_rank == intruder
+  o.options = g_mp_rank == intruder
                   ? "rendezvous_token=wrong,connect_timeout_ms=10000"
-              : g_rank == 0 ? "connect_timeout_ms=4500"
-                            : "connect_timeout_ms=3000";
+              : g_mp_rank == 0 ? "connect_timeout_ms=4500"
+                               : "connect_timeout_ms=3000";
   auto t0 = std::chrono::steady_clock::now();
   hb_status st = hb_context_create(&o, &ctx);
   int64_t took = ms_since(t0);
   CHECK(ctx == nullptr, "a failed create returned a context");
-  if (g_rank == intruder) {
+  if (g_mp_rank == intruder) {
     CHECK(st == HB_ERR_PERMISSION, "intruder: %s: %s", hb_status_name(st),
           hb_last_error());
   } else {
@@ -241,8 +219,8 @@ void token(int world) {
           "timeout does not name rank %d: %s", intruder, hb_last_error());
     CHECK(took < 4500 + 3000, "took %lld ms", (long long)took);
   }
-  std::fprintf(stderr, "[mp_context r%d] %s: %s\n", g_rank, hb_status_name(st),
-               hb_last_error());
+  std::fprintf(stderr, "[mp_context r%d] %s: %s\n", g_mp_rank,
+               hb_status_name(st), hb_last_error());
 }
 
 void abort_by_rank1(int world) {
@@ -251,9 +229,9 @@ void abort_by_rank1(int world) {
   // Rank 1 may abort as soon as it leaves this barrier: the others may see
   // the abort before their own reply (the abort wins).
   hb_status st0 = hb_context_barrier(ctx, 10000);
-  CHECK(st0 == HB_OK || (g_rank != 1 && st0 == HB_ERR_ABORTED), "%s: %s",
+  CHECK(st0 == HB_OK || (g_mp_rank != 1 && st0 == HB_ERR_ABORTED), "%s: %s",
         hb_status_name(st0), hb_last_error());
-  if (g_rank == 1) CHECK_OK(hb_context_abort(ctx, "stop now"));
+  if (g_mp_rank == 1) CHECK_OK(hb_context_abort(ctx, "stop now"));
   auto t0 = std::chrono::steady_clock::now();
   hb_status st = hb_context_barrier(ctx, 60000);
   CHECK(st == HB_ERR_ABORTED, "%s: %s", hb_status_name(st), hb_last_error());
@@ -269,7 +247,7 @@ void bye(int world) {
   hb_context *ctx = create(nullptr);
   CHECK_OK(hb_context_barrier(ctx, 10000));
   auto t0 = std::chrono::steady_clock::now();
-  if (g_rank == 0) {
+  if (g_mp_rank == 0) {
     hb_context_destroy(ctx);
     int64_t took = ms_since(t0);
     if (std::getenv("HB_RENDEZVOUS_SERVED")) {
@@ -283,7 +261,7 @@ void bye(int world) {
     return;
   }
   std::this_thread::sleep_for(std::chrono::milliseconds(1000));
-  CHECK(ctx->health.ok(), "the store went away under rank %d: %s", g_rank,
+  CHECK(ctx->health.ok(), "the store went away under rank %d: %s", g_mp_rank,
         ctx->health.message().c_str());
   hb_context_destroy(ctx);
 }
@@ -298,7 +276,7 @@ int main(int argc, char **argv) {
   }
   std::string mode = argv[1];
   bool tf_mode = mode == "tf";
-  g_rank = env_int(tf_mode ? "HB_TEST_RANK" : "HB_RANK");
+  g_mp_rank = env_int(tf_mode ? "HB_TEST_RANK" : "HB_RANK");
   int world = env_int(tf_mode ? "HB_TEST_WORLD" : "HB_WORLD_SIZE");
   if (mode == "basic")
     basic(world);
@@ -317,7 +295,7 @@ int main(int argc, char **argv) {
   else if (tf_mode)
     tf(world);
   else
-    die(__LINE__, "unknown mode %s", mode.c_str());
-  std::fprintf(stderr, "[mp_context r%d] %s ok\n", g_rank, mode.c_str());
+    hb_mp_fail(__LINE__, "unknown mode %s", mode.c_str());
+  std::fprintf(stderr, "[mp_context r%d] %s ok\n", g_mp_rank, mode.c_str());
   return 0;
 }

@@ -11,7 +11,7 @@
 #include <vector>
 
 #include "hb.h"
-#include "metrics/mp_check.h"
+#include "common/mp_check.h"
 
 int g_mp_rank = -1;
 const char *g_mp_name = "mp_data_sync";
