@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Runs hb_comm_bench (through hbrun) and the peer harnesses of
-# /work/shared/peers (raw Gloo, Open MPI) in one session, interleaved, with
+# ../shared/peers (raw Gloo, Open MPI) in one session, interleaved, with
 # the same sizes and definitions, and prints one side-by-side table.
 #
 #   bench/comm_bench/compare.sh [BUILD_DIR]      (default: ./build)
@@ -12,7 +12,7 @@
 #   MPI=1           also run Open MPI's MPI_Allreduce (mpi_default)
 #   HB_SIZES, HB_SCALE (default 0.25), HB_TIME_BUDGET_S (default 2): as the
 #                   peer harnesses
-#   PEERS=/work/shared/peers   OUT=<tmp dir>
+#   PEERS=<repo>/../shared/peers   OUT=<tmp dir>
 set -uo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 build=$(cd "${1:-$here/../../build}" && pwd)
@@ -20,7 +20,7 @@ NPS=${NPS:-"2 4"}
 REPEATS=${REPEATS:-1}
 GLOO_ALGOS=${GLOO_ALGOS:-"ring,ring_chunked,halving_doubling,bcube"}
 MPI=${MPI:-1}
-PEERS=${PEERS:-/work/shared/peers}
+PEERS=${PEERS:-$(cd "$here/../../.." && pwd)/shared/peers}
 OUT=${OUT:-$(mktemp -d /tmp/hb_comm_compare.XXXXXX)}
 export HB_SCALE=${HB_SCALE:-0.25} HB_TIME_BUDGET_S=${HB_TIME_BUDGET_S:-2}
 export HB_SIZES=${HB_SIZES:-"4K,64K,1M,16M,64M"}
