@@ -38,6 +38,14 @@ struct BackendConfig {
   std::string key_prefix = "hb/comm/cpu/";   // namespace in the KV
   std::string hostname = "127.0.0.1";        // address peers connect to
   std::string allreduce_algorithm = "auto";  // option cpu_allreduce
+  // Rank-order allreduce (comm/rank_order.h): blocks travel in pieces of
+  // this many bytes; below one_round_bytes of traffic per rank
+  // (bytes x (world - 1)) it takes one round instead of two.
+  int64_t piece_bytes = 1 << 20;
+  int64_t one_round_bytes = 64 << 10;
+  // Up to this many input bytes it runs over pre-registered pair buffers
+  // (comm/staged_allreduce.h), above it over per-call buffers.
+  int64_t staged_bytes = 2 << 20;
   // Gradient fusion (hb_allreduce_many).
   int64_t grad_nbuckets = 0;
   int64_t grad_bucket_bytes = 16 << 20;

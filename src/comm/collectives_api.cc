@@ -42,6 +42,9 @@ Backend &cpu(hb_context &ctx) {
       std::min<int64_t>(ctx.options.get_int("peer_timeout_ms") * 2, 10000);
   cfg.hostname = gloo_host(ctx);
   cfg.allreduce_algorithm = ctx.options.get_string("cpu_allreduce");
+  cfg.piece_bytes = ctx.options.get_int("cpu_piece_bytes");
+  cfg.one_round_bytes = ctx.options.get_int("cpu_one_round_bytes");
+  cfg.staged_bytes = ctx.options.get_int("cpu_staged_bytes");
   rdv::KV *kv = ctx.client.get();
   ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
   return *ctx.cpu_comm;

@@ -21,9 +21,12 @@
 #include <thread>
 
 #include "abi/error.h"
+#include "comm/gloo_p2p.h"
 #include "comm/kv_store.h"
 #include "comm/links.h"
+#include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
+#include "comm/staged_allreduce.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "context/health.h"
@@ -75,7 +78,7 @@ std::unique_ptr<gloo::Algorithm> make_typed(
     case Kind::kBcube:
       return std::make_unique<gloo::AllreduceBcube<T>>(ctx, ptrs, n, fn);
     case Kind::kHalvingDoubling:
-    case Kind::kAuto:
+    case Kind::kRankOrder:
       break;
   }
   return std::make_unique<gloo::AllreduceHalvingDoubling<T>>(ctx, ptrs, n, fn);
@@ -170,8 +173,8 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
       health_(health),
       links_(std::make_shared<Links>()) {
   const std::string &a = cfg.allreduce_algorithm;
-  if (a == "auto")
-    algo_kind_ = Algo::kAuto;
+  if (a == "auto" || a == "rank_order")
+    algo_kind_ = Algo::kRankOrder;
   else if (a == "halving_doubling")
     algo_kind_ = Algo::kHalvingDoubling;
   else if (a == "ring")
@@ -204,15 +207,24 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
     };
     algo_ctx_ = connect("algo");
     coll_ctx_ = connect("coll");
+    if (algo_kind_ == Algo::kRankOrder)
+      staged_ = std::make_unique<StagedAllreduce>(
+          *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
   std::shared_ptr<Links> links = links_;
-  health_sub_ = health_.subscribe(
-      [links](hb_status, const std::string &) { links->break_all(); });
+  std::shared_ptr<WaitBreaker> breaker = breaker_;
+  health_sub_ =
+      health_.subscribe([links, breaker](hb_status, const std::string &) {
+        links->break_all();
+        breaker->trip();
+      });
 }
 
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
-  algos_.clear();  // buffers unregister from the pairs before they close
+  // Buffers unregister from the pairs before they close.
+  staged_.reset();
+  algos_.clear();
 }
 
 template <class F>
@@ -319,11 +331,8 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
   return *e.algo;
 }
 
-GlooBackend::Algo GlooBackend::algorithm_for_bytes(size_t bytes) const {
-  if (algo_kind_ != Algo::kAuto) return algo_kind_;
-  // Two ranks: the ring is a single exchange, best for small messages.
-  return world_size() == 2 && bytes < (256u << 10) ? Algo::kRing
-                                                   : Algo::kHalvingDoubling;
+GlooBackend::Algo GlooBackend::algorithm_for_bytes(size_t) const {
+  return algo_kind_;
 }
 
 void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
@@ -331,15 +340,64 @@ void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
     algorithm_for(at, std::min(kMaxPiece, count - at), wire, op).run();
 }
 
+void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
+                                    char *own_out, char *gather, hb_dtype wire,
+                                    hb_reduce_op op) {
+  RankOrderOp ro{hb_dtype_size(wire), reduce_fn(wire, op), combine_fn(wire, op),
+                 static_cast<size_t>(cfg_.piece_bytes)};
+  size_t bytes = 0;
+  for (size_t p = 0; p < b.lo.size(); ++p)
+    bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
+  if (staged_->fits(bytes)) return staged_->run(ro, x, b, own_out, gather);
+  GlooP2P p2p(*coll_ctx_, next_tag(),
+              std::chrono::milliseconds(cfg_.timeout_ms), *breaker_);
+  rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+}
+
+const char *GlooBackend::wire_input(const void *send, size_t count,
+                                    hb_dtype dtype, hb_reduce_op op,
+                                    bool must_copy) {
+  const hb_dtype wire = wire_dtype(dtype, op);
+  if (wire == dtype && !must_copy) return static_cast<const char *>(send);
+  char *s = in_stage_.ensure(count * hb_dtype_size(wire));
+  pack(send, dtype, op, s, count);
+  return s;
+}
+
 void GlooBackend::allreduce(const void *send, void *recv, size_t count,
                             hb_dtype dtype, hb_reduce_op op) {
   if (count == 0) return;
+  const hb_dtype wire = wire_dtype(dtype, op);
+  const size_t ws = hb_dtype_size(wire);
+  if (algo_kind_ != Algo::kRankOrder) {
+    guarded("allreduce", [&] {
+      char *s = reduce_scratch_.ensure(count * ws);
+      pack(send, dtype, op, s, count);
+      reduce_scratch(count, wire, op);
+      unpack(s, dtype, op, world_size(), recv, count);
+    });
+    return;
+  }
   guarded("allreduce", [&] {
-    const hb_dtype wire = wire_dtype(dtype, op);
-    char *s = reduce_scratch_.ensure(count * hb_dtype_size(wire));
-    pack(send, dtype, op, s, count);
-    reduce_scratch(count, wire, op);
-    unpack(s, dtype, op, world_size(), recv, count);
+    const size_t bytes = count * ws;
+    // In place is fine; a partial overlap is not.
+    const bool overlap =
+        send != recv && overlaps(send, count * hb_dtype_size(dtype), recv,
+                                 count * hb_dtype_size(dtype));
+    const char *x = wire_input(send, count, dtype, op, overlap);
+    char *y =
+        wire == dtype ? static_cast<char *>(recv) : out_stage_.ensure(bytes);
+    const bool one_round =
+        bytes * size_t(world_size() - 1) <= size_t(cfg_.one_round_bytes);
+    if (one_round) {
+      reduce_rank_order(x, Blocks::whole(count, world_size()), y, nullptr, wire,
+                        op);
+    } else {
+      Blocks b = Blocks::balanced(count, world_size());
+      reduce_rank_order(x, b, y + b.lo[size_t(rank())] * ws, y, wire, op);
+    }
+    if (wire != dtype || op == HB_AVG)
+      unpack(y, dtype, op, world_size(), recv, count);
   });
 }
 
@@ -359,7 +417,16 @@ void GlooBackend::allreduce_buckets(
         pack(t.data, dtype, op, s + at * ws, t.count);
         at += t.count;
       }
-      reduce_scratch(total, wire, op);
+      if (algo_kind_ != Algo::kRankOrder) {
+        reduce_scratch(total, wire, op);
+      } else {
+        const bool one_round = total * ws * size_t(world_size() - 1) <=
+                               size_t(cfg_.one_round_bytes);
+        Blocks b = one_round ? Blocks::whole(total, world_size())
+                             : Blocks::balanced(total, world_size());
+        reduce_rank_order(s, b, s + b.lo[size_t(rank())] * ws,
+                          one_round ? nullptr : s, wire, op);
+      }
       at = 0;
       for (const Tensor &t : bucket) {
         unpack(s + at * ws, dtype, op, world_size(), t.data, t.count);
@@ -373,18 +440,36 @@ void GlooBackend::reduce_scatter(const void *send, void *recv,
                                  size_t recv_count, hb_dtype dtype,
                                  hb_reduce_op op) {
   if (recv_count == 0) return;
-  // An allreduce of the whole input, keeping our block: twice the traffic
-  // of a dedicated reduce-scatter, but the same reduction tree (and bits) as
-  // hb_allreduce.
+  const hb_dtype wire = wire_dtype(dtype, op);
+  const size_t ws = hb_dtype_size(wire);
+  const size_t total = recv_count * static_cast<size_t>(world_size());
+  if (algo_kind_ != Algo::kRankOrder) {
+    // An allreduce of the whole input, keeping our block: twice the
+    // traffic, but the legacy algorithm's reduction tree.
+    guarded("reduce_scatter", [&] {
+      char *s = reduce_scratch_.ensure(total * ws);
+      pack(send, dtype, op, s, total);
+      reduce_scratch(total, wire, op);
+      unpack(s + static_cast<size_t>(rank()) * recv_count * ws, dtype, op,
+             world_size(), recv, recv_count);
+    });
+    return;
+  }
   guarded("reduce_scatter", [&] {
-    const hb_dtype wire = wire_dtype(dtype, op);
-    const size_t ws = hb_dtype_size(wire);
-    const size_t total = recv_count * static_cast<size_t>(world_size());
-    char *s = reduce_scratch_.ensure(total * ws);
-    pack(send, dtype, op, s, total);
-    reduce_scratch(total, wire, op);
-    unpack(s + static_cast<size_t>(rank()) * recv_count * ws, dtype, op,
-           world_size(), recv, recv_count);
+    const size_t es = hb_dtype_size(dtype);
+    const char *own_in =
+        static_cast<const char *>(send) + size_t(rank()) * recv_count * es;
+    // recv may be exactly this rank's block of send (in place, as NCCL);
+    // any other overlap reads from a copy.
+    const bool overlap =
+        own_in != recv && overlaps(send, total * es, recv, recv_count * es);
+    const char *x = wire_input(send, total, dtype, op, overlap);
+    char *y = wire == dtype ? static_cast<char *>(recv)
+                            : out_stage_.ensure(recv_count * ws);
+    reduce_rank_order(x, Blocks::equal(recv_count, world_size()), y, nullptr,
+                      wire, op);
+    if (wire != dtype || op == HB_AVG)
+      unpack(y, dtype, op, world_size(), recv, recv_count);
   });
 }
 

@@ -28,6 +28,8 @@
 #include <memory>
 
 #include "comm/backend.h"
+#include "comm/gloo_p2p.h"
+#include "comm/rank_order.h"
 #include "comm/scratch.h"
 
 namespace gloo {
@@ -42,6 +44,7 @@ namespace hb {
 namespace comm {
 
 class Links;
+class StagedAllreduce;
 
 class GlooBackend final : public Backend {
  public:
@@ -66,7 +69,7 @@ class GlooBackend final : public Backend {
                       hb_dtype dtype, hb_reduce_op op) override;
 
  private:
-  enum class Algo { kAuto, kRing, kRingChunked, kHalvingDoubling, kBcube };
+  enum class Algo { kRankOrder, kRing, kRingChunked, kHalvingDoubling, kBcube };
   Algo algorithm_for_bytes(size_t bytes) const;
   struct AlgoKey {
     size_t offset;  // elements into the scratch (tensors over 2^30)
@@ -94,7 +97,15 @@ class GlooBackend final : public Backend {
   void guarded(const char *what, F &&fn);
   [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg);
 
-  // Allreduce of the first count wire elements of the reduce scratch.
+  // comm/rank_order.h over this call's P2P on coll_ctx_.
+  void reduce_rank_order(const char *x, const Blocks &b, char *own_out,
+                         char *gather, hb_dtype wire, hb_reduce_op op);
+  // send as wire elements: send itself when it already is (and no copy is
+  // needed), else packed into in_stage_.
+  const char *wire_input(const void *send, size_t count, hb_dtype dtype,
+                         hb_reduce_op op, bool must_copy);
+  // Legacy algorithms: allreduce of the first count wire elements of the
+  // reduce scratch.
   void reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op);
   gloo::Algorithm &algorithm_for(size_t offset, size_t count, hb_dtype wire,
                                  hb_reduce_op op);
@@ -108,13 +119,16 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::Context> algo_ctx_;  // cached legacy algorithms
   std::shared_ptr<gloo::Context> coll_ctx_;  // unbound-buffer collectives
   std::shared_ptr<Links> links_;
+  std::shared_ptr<WaitBreaker> breaker_ = std::make_shared<WaitBreaker>();
   int health_sub_ = -1;
   uint32_t tag_ = 1;
   uint64_t use_clock_ = 0;
   size_t live_algos_ = 0;
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
-  Scratch reduce_scratch_;  // what the cached algorithms reduce
+  std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
+  Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
+  Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs
   Scratch out_stage_;       // strided outputs
 };

@@ -51,6 +51,39 @@ void max_v(void *acc, const void *in, size_t n) {
   Kernels<T>::max(static_cast<T *>(acc), static_cast<const T *>(in), n);
 }
 
+// out = op(a, b) where out may be exactly a or b: the in-place kernels
+// then, with the operands swapped if needed (op is commutative).
+template <class T, void (*In)(T *, const T *, size_t),
+          void (*Out)(T *__restrict, const T *__restrict, const T *__restrict,
+                      size_t)>
+void combine_v(void *out, const void *a, const void *b, size_t n) {
+  T *o = static_cast<T *>(out);
+  const T *x = static_cast<const T *>(a), *y = static_cast<const T *>(b);
+  if (o == x)
+    In(o, y, n);
+  else if (o == y)
+    In(o, x, n);
+  else
+    Out(o, x, y, n);
+}
+
+template <class T>
+CombineFn typed_combine(hb_reduce_op op) {
+  using K = Kernels<T>;
+  switch (op) {
+    case HB_SUM:
+    case HB_AVG:
+      return &combine_v<T, &K::sum, &K::sum3>;
+    case HB_PROD:
+      return &combine_v<T, &K::prod, &K::prod3>;
+    case HB_MIN:
+      return &combine_v<T, &K::min, &K::min3>;
+    case HB_MAX:
+      return &combine_v<T, &K::max, &K::max3>;
+  }
+  fail(HB_ERR_INVALID_ARGUMENT, "unknown reduce op %d", op);
+}
+
 template <class T>
 ReduceFn typed_fn(hb_reduce_op op) {
   switch (op) {
@@ -122,6 +155,27 @@ void Kernels<T>::min(T *x, const T *y, size_t n) {
 template <class T>
 void Kernels<T>::max(T *x, const T *y, size_t n) {
   for (size_t i = 0; i < n; ++i) x[i] = sym_max(x[i], y[i]);
+}
+
+template <class T>
+void Kernels<T>::sum3(T *__restrict out, const T *__restrict a,
+                      const T *__restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = wrap_add(a[i], b[i]);
+}
+template <class T>
+void Kernels<T>::prod3(T *__restrict out, const T *__restrict a,
+                       const T *__restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = wrap_mul(a[i], b[i]);
+}
+template <class T>
+void Kernels<T>::min3(T *__restrict out, const T *__restrict a,
+                      const T *__restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = sym_min(a[i], b[i]);
+}
+template <class T>
+void Kernels<T>::max3(T *__restrict out, const T *__restrict a,
+                      const T *__restrict b, size_t n) {
+  for (size_t i = 0; i < n; ++i) out[i] = sym_max(a[i], b[i]);
 }
 
 template struct Kernels<float>;
@@ -227,6 +281,22 @@ ReduceFn reduce_fn(hb_dtype wire, hb_reduce_op op) {
       return typed_fn<uint8_t>(op);
   }
   fail(HB_ERR_INTERNAL, "reduce_fn: no wire type %d", wire);
+}
+
+CombineFn combine_fn(hb_dtype wire, hb_reduce_op op) {
+  switch (wire) {
+    case HB_FLOAT32:
+      return typed_combine<float>(op);
+    case HB_FLOAT64:
+      return typed_combine<double>(op);
+    case HB_INT32:
+      return typed_combine<int32_t>(op);
+    case HB_INT64:
+      return typed_combine<int64_t>(op);
+    case HB_UINT8:
+      return typed_combine<uint8_t>(op);
+  }
+  fail(HB_ERR_INTERNAL, "combine_fn: no wire type %d", wire);
 }
 
 }  // namespace comm

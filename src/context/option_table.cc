@@ -12,12 +12,14 @@ const std::vector<OptionSpec> &option_table() {
       {"timeout_ms", OptionType::kInt, "300000", nullptr, 1, INT64_C(86400000),
        "Timeout of every blocking call (collectives, barriers, rendezvous "
        "gets), in milliseconds."},
-      {"connect_timeout_ms", OptionType::kInt, "60000", nullptr, 1, INT64_C(86400000),
+      {"connect_timeout_ms", OptionType::kInt, "60000", nullptr, 1,
+       INT64_C(86400000),
        "How long hb_context_create waits for the rendezvous server and for "
        "every rank to arrive, in milliseconds."},
       {"heartbeat_interval_ms", OptionType::kInt, "500", nullptr, 10, 600000,
        "Interval between liveness heartbeats to the rendezvous server."},
-      {"peer_timeout_ms", OptionType::kInt, "5000", nullptr, 100, INT64_C(86400000),
+      {"peer_timeout_ms", OptionType::kInt, "5000", nullptr, 100,
+       INT64_C(86400000),
        "A rank silent for this long is declared lost: every other rank's "
        "calls fail with HB_ERR_PEER_FAILED. A closed connection is detected "
        "at once."},
@@ -27,7 +29,8 @@ const std::vector<OptionSpec> &option_table() {
       {"rendezvous_token", OptionType::kString, "", nullptr, 0, 0,
        "Shared secret: when set, clients that do not present it are refused "
        "with HB_ERR_PERMISSION."},
-      {"max_frame_bytes", OptionType::kInt, "67108864", nullptr, 1024, INT64_C(1073741824),
+      {"max_frame_bytes", OptionType::kInt, "67108864", nullptr, 1024,
+       INT64_C(1073741824),
        "Largest rendezvous frame accepted; a larger or malformed frame closes "
        "that connection."},
       {"log_level", OptionType::kEnum, "warn", "error|warn|info|debug", 0, 0,
@@ -35,15 +38,35 @@ const std::vector<OptionSpec> &option_table() {
       {"grad_nbuckets", OptionType::kInt, "0", nullptr, 0, 1 << 20,
        "hb_allreduce_many: split the tensors into this many buckets (as "
        "HybridBackend's HB_GRAD_NBUCKETS); 0 uses grad_bucket_bytes."},
-      {"grad_bucket_bytes", OptionType::kInt, "16777216", nullptr, 1024, INT64_C(1) << 40,
-       "hb_allreduce_many: target bucket size in bytes when grad_nbuckets is 0."},
-      {"cpu_allreduce", OptionType::kEnum, "auto", "auto|ring|ring_chunked|halving_doubling|bcube", 0, 0,
-       "Gloo algorithm for CPU allreduce, reduce_scatter and "
-       "allreduce_many. auto: halving_doubling, or ring with two ranks "
-       "below 256 KiB; with either every rank gets the same bits and "
-       "hb_allreduce_many matches per-tensor calls bit for bit. ring and "
-       "ring_chunked with more than two ranks do not promise that; bcube "
-       "needs a power-of-two world."},
+      {"grad_bucket_bytes", OptionType::kInt, "16777216", nullptr, 1024,
+       INT64_C(1) << 40,
+       "hb_allreduce_many: target bucket size in bytes when grad_nbuckets is "
+       "0."},
+      {"cpu_allreduce", OptionType::kEnum, "auto",
+       "auto|rank_order|ring|ring_chunked|halving_doubling|bcube", 0, 0,
+       "Algorithm for CPU allreduce, reduce_scatter and allreduce_many. "
+       "auto = rank_order: hb's own, over Gloo's TCP pairs with no copy of "
+       "the caller's buffers; every element is reduced in rank order, so "
+       "every rank gets the same bits and allreduce_many and reduce_scatter "
+       "match per-tensor allreduce calls bit for bit. The others run Gloo's "
+       "algorithm of that name on a scratch copy (halving_doubling keeps "
+       "the same-bits promises; ring and ring_chunked with more than two "
+       "ranks do not; bcube needs a power-of-two world)."},
+      {"cpu_piece_bytes", OptionType::kInt, "1048576", nullptr, 4096,
+       INT64_C(1) << 30,
+       "rank_order: blocks travel in pieces of this many bytes, so a rank "
+       "reduces one piece while the next arrives."},
+      {"cpu_staged_bytes", OptionType::kInt, "2097152", nullptr, 0,
+       INT64_C(1) << 30,
+       "rank_order: buffers up to this many bytes go through pair buffers "
+       "registered once (one hop per message, plus a copy in and out; "
+       "memory about 5x this per rank, allocated on first use); larger ones "
+       "through per-call buffers with no copy."},
+      {"cpu_one_round_bytes", OptionType::kInt, "65536", nullptr, 0,
+       INT64_C(1) << 30,
+       "rank_order: when bytes x (world - 1) is at most this, every rank "
+       "sends its whole buffer to every peer and reduces all of it (one "
+       "round, same bits) instead of reduce-scatter + allgather."},
       {"cpu_host", OptionType::kString, "", nullptr, 0, 0,
        "Address this rank's CPU (Gloo TCP) transport listens on and gives "
        "its peers. Empty: 127.0.0.1 when the rendezvous is on loopback, "

@@ -2,6 +2,7 @@
 // world sizes 1 to 4, ranks as threads over the in-memory KV.
 #include <gtest/gtest.h>
 
+#include <cstring>
 #include <numeric>
 #include <random>
 
@@ -24,19 +25,50 @@ Bytes make(hb_dtype t, size_t n) {
   return Bytes(std::max<size_t>(n, 1) * hb_dtype_size(t));
 }
 
-// One world per size, shared by the tests of the suite, torn down before
-// static destructors run.
-std::map<int, std::unique_ptr<ThreadWorld>> g_worlds;
+// The ways an allreduce can run: the default (small buffers over
+// registered pair buffers, large ones in 1 MiB pieces over per-call
+// buffers), the per-call path in tiny pieces (two rounds, or one round with
+// in-place waits), and Gloo's halving-doubling on a scratch copy.
+enum class Path { kDefault, kPieces, kOneRound, kLegacy };
+const char *path_name(Path p) {
+  switch (p) {
+    case Path::kDefault:
+      return "default";
+    case Path::kPieces:
+      return "pieces";
+    case Path::kOneRound:
+      return "one_round";
+    case Path::kLegacy:
+      return "legacy_hd";
+  }
+  return "?";
+}
+hb::comm::BackendConfig config_for(Path p) {
+  hb::comm::BackendConfig cfg;
+  if (p == Path::kPieces || p == Path::kOneRound) {
+    cfg.staged_bytes = 0;
+    cfg.piece_bytes = 40;  // pieces of 5..40 elements, and partial ones
+    cfg.one_round_bytes = p == Path::kOneRound ? (int64_t(1) << 30) : 0;
+  }
+  if (p == Path::kLegacy) cfg.allreduce_algorithm = "halving_doubling";
+  return cfg;
+}
+
+// One world per (size, path), shared by the tests of the suite, torn down
+// before static destructors run.
+std::map<std::pair<int, Path>, std::unique_ptr<ThreadWorld>> g_worlds;
 struct DropWorlds : ::testing::Environment {
   void TearDown() override { g_worlds.clear(); }
 };
 const auto *g_env = ::testing::AddGlobalTestEnvironment(new DropWorlds);
 
-class Collectives : public ::testing::TestWithParam<int> {
+class Collectives : public ::testing::TestWithParam<std::tuple<int, Path>> {
  protected:
   ThreadWorld &world() {
-    auto &w = g_worlds[GetParam()];
-    if (!w) w = std::make_unique<ThreadWorld>(GetParam());
+    auto key = std::make_pair(std::get<0>(GetParam()), std::get<1>(GetParam()));
+    auto &w = g_worlds[key];
+    if (!w)
+      w = std::make_unique<ThreadWorld>(key.first, config_for(key.second));
     return *w;
   }
 };
@@ -275,6 +307,9 @@ TEST_P(Collectives, HalfPrecisionRandomWithinRounding) {
 }
 
 TEST_P(Collectives, LargeAllreduceAndRepeatedCallsReuseState) {
+  const Path path = std::get<1>(GetParam());
+  if (path == Path::kPieces || path == Path::kOneRound)
+    GTEST_SKIP() << "100k pieces of 40 bytes: the default path covers it";
   ThreadWorld &w = world();
   const int n = w.size();
   const size_t count = (1 << 20) + 3;  // 4 MiB + a tail that does not divide
@@ -294,10 +329,69 @@ TEST_P(Collectives, LargeAllreduceAndRepeatedCallsReuseState) {
   }
 }
 
-INSTANTIATE_TEST_SUITE_P(Worlds, Collectives, ::testing::Values(1, 2, 3, 4),
-                         [](const ::testing::TestParamInfo<int> &p) {
-                           return "np" + std::to_string(p.param);
-                         });
+// Every element of an allreduce is reduced in rank order: the result is
+// bit for bit ((x0 + x1) + x2) + x3 on every rank, whatever the path, also
+// for a buffer whose input and output partly overlap, and reduce_scatter
+// (in place, NCCL style: recv is this rank's block of send) gives the same
+// bits for its block.
+TEST_P(Collectives, RankOrderBitsAndOverlaps) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  if (std::get<1>(GetParam()) == Path::kLegacy)
+    GTEST_SKIP() << "halving-doubling reduces in its own order";
+  for (size_t count : {size_t(1), size_t(3), size_t(257), size_t(70001)}) {
+    std::mt19937 rng(static_cast<unsigned>(count));
+    std::uniform_real_distribution<float> dist(-1, 1);
+    std::vector<std::vector<float>> x(n, std::vector<float>(count));
+    for (auto &v : x)
+      for (auto &e : v) e = dist(rng) * 1000.f;
+    std::vector<float> want(count);
+    for (size_t i = 0; i < count; ++i) {
+      float acc = x[0][i];
+      for (int q = 1; q < n; ++q) acc += x[q][i];
+      want[i] = acc;
+    }
+    // Allreduce with recv = send + 1 element (a partial overlap).
+    std::vector<std::vector<float>> buf(n);
+    for (int r = 0; r < n; ++r) {
+      buf[r] = x[r];
+      buf[r].push_back(0);
+    }
+    w.run([&](int r) {
+      w.at(r).allreduce(buf[r].data(), buf[r].data() + 1, count, HB_FLOAT32,
+                        HB_SUM);
+    });
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(buf[r].data() + 1, want.data(), count * 4))
+          << "world " << n << " rank " << r << " count " << count;
+    // Reduce-scatter of n blocks of count: block r of the in-place buffer.
+    std::vector<std::vector<float>> rs(n);
+    for (int r = 0; r < n; ++r)
+      for (int b = 0; b < n; ++b)
+        rs[r].insert(rs[r].end(), x[(r + b) % n].begin(), x[(r + b) % n].end());
+    w.run([&](int r) {
+      w.at(r).reduce_scatter(rs[r].data(), rs[r].data() + size_t(r) * count,
+                             count, HB_FLOAT32, HB_SUM);
+    });
+    for (int r = 0; r < n; ++r)
+      for (size_t i = 0; i < count; ++i) {
+        float acc = x[r % n][i];  // rank 0's block r is x[(0 + r) % n]
+        for (int q = 1; q < n; ++q) acc += x[(q + r) % n][i];
+        ASSERT_EQ(rs[r][size_t(r) * count + i], acc)
+            << "world " << n << " rank " << r << " index " << i;
+      }
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    Worlds, Collectives,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(Path::kDefault, Path::kPieces,
+                                         Path::kOneRound, Path::kLegacy)),
+    [](const ::testing::TestParamInfo<std::tuple<int, Path>> &p) {
+      return "np" + std::to_string(std::get<0>(p.param)) + "_" +
+             path_name(std::get<1>(p.param));
+    });
 
 // Each Gloo algorithm the option offers agrees with the reference.
 TEST(CollectivesAlgorithms, EveryAllreduceAlgorithm) {

@@ -43,8 +43,9 @@ TEST(FusionPlan, BucketBytesAndCount) {
 }
 
 void expect_fused_equals_single(int n, hb_dtype t, hb_reduce_op op,
-                                int64_t nbuckets, int64_t bucket_bytes) {
-  hb::test::ThreadWorld w(n);
+                                int64_t nbuckets, int64_t bucket_bytes,
+                                hb::comm::BackendConfig cfg = {}) {
+  hb::test::ThreadWorld w(n, cfg);
   std::mt19937 rng(7);
   std::uniform_int_distribution<size_t> len(0, 700);
   std::uniform_real_distribution<double> val(-1, 1);
@@ -87,6 +88,19 @@ TEST(Fusion, ManyEqualsOneCallPerTensorByBytes) {
   for (int n : {2, 3, 4})
     for (hb_dtype t : {HB_FLOAT32, HB_FLOAT64, HB_BFLOAT16})
       expect_fused_equals_single(n, t, HB_SUM, 0, 8192);
+}
+
+// Buckets and single tensors taking different paths (a bucket over
+// per-call buffers in pieces, small tensors over registered ones, in one
+// round or two) still agree bit for bit: every path reduces in rank order.
+TEST(Fusion, ManyEqualsOneCallPerTensorAcrossPaths) {
+  hb::comm::BackendConfig cfg;
+  cfg.staged_bytes = 4096;
+  cfg.piece_bytes = 1000;
+  cfg.one_round_bytes = 1024;
+  for (int n : {2, 3, 4})
+    for (hb_reduce_op op : {HB_SUM, HB_MIN})
+      expect_fused_equals_single(n, HB_FLOAT32, op, 0, 16384, cfg);
 }
 
 TEST(Fusion, ManyEqualsOneCallPerTensorByCount) {

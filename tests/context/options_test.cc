@@ -93,7 +93,7 @@ TEST(Options, EnumsAcceptListedValuesOnly) {
   EXPECT_EQ(o.get_string("cpu_allreduce"), "ring_chunked");
   expect_error([&] { o.set("cpu_allreduce", "tree"); }, HB_ERR_CONFIG,
                "option cpu_allreduce='tree': not one of "
-               "auto|ring|ring_chunked|halving_doubling|bcube");
+               "auto|rank_order|ring|ring_chunked|halving_doubling|bcube");
   expect_error([&] { o.set("cpu_allreduce", "ring|bcube"); }, HB_ERR_CONFIG,
                "not one of");
   expect_error([&] { o.set("cpu_allreduce", "rin"); }, HB_ERR_CONFIG,
