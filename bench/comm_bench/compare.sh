@@ -83,8 +83,8 @@ for np in nps:
     if fused and sep:
         print(f"np={np}: 256 x 4 KiB: hb_allreduce_many {fused:.1f} us vs 256 hb_allreduce {sep:.1f} us: {sep / fused:.1f}x")
 print("hb/Gloo = busbw ratio against the fastest raw Gloo algorithm at that size (>= 0.9 is the target"
-      " from 1 MiB); hb-Gloo us = per-call overhead; hb/HD = ratio against raw Gloo halving-doubling,"
-      " the algorithm hb runs from 256 KiB (below it, with 2 ranks, the ring). Times: median over"
+      " from 1 MiB); hb-Gloo us = per-call overhead; hb/HD = busbw ratio against raw Gloo"
+      " halving-doubling (hb runs its own rank-order algorithm, docs/collectives.md). Times: median over"
       " launches of the slowest rank's median call. busbw = algbw*2(n-1)/n, GB/s = 1e9 B/s.")
 PY
 echo "Load averages (start, after each repeat): ${loads[*]}. Wall time: $(( $(date +%s) - start ))s. Raw: $raw, log: $log"

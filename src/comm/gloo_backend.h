@@ -1,27 +1,24 @@
 // The CPU backend across processes: Gloo's TCP transport, bootstrapped
 // through hb's rendezvous KV (comm/kv_store.h).
 //
-// Allreduce (and everything built on it: reduce_scatter, fused buckets) runs
-// Gloo's halving-doubling algorithm by default, or with two ranks and under
-// 256 KiB its ring (one step instead of two); option cpu_allreduce forces
-// one. Both give every rank the same bits and a reduction tree that depends
-// only on the ranks, not on where an element sits in the buffer, so a tensor
-// reduced alone or packed into a bucket gets the same bits too (the ring
-// algorithms lose the first property with more than two ranks, the chunked
-// one also the second).
+// Allreduce, reduce_scatter and fused buckets run hb's rank-order reduction
+// by default (comm/rank_order.h: same bits on every rank and whatever the
+// bucketing, no copy of the caller's buffers): small buffers over pair
+// buffers registered once (comm/staged_allreduce.h) on algo_ctx_, large
+// ones over per-call buffers (comm/gloo_p2p.h) on coll_ctx_.
 //
-// Gloo's algorithm objects are bound to one buffer and to slots taken from
-// the context in construction order, and a peer may send the next call's
-// data before this rank has finished the current call. So an object is only
-// ever bound to our reusable scratch buffer (input copied in, result copied
-// out), is cached per (count, wire type, op), and every (re)construction
-// happens in an order that depends only on the call sequence (never on a
-// rank's own pointers), so every rank takes the same fresh slots. A repeated
-// call of the same shape costs two copies and no setup or allocation.
+// Option cpu_allreduce can pick one of Gloo's algorithms instead. Their
+// objects are bound to one buffer and to slots taken from the context in
+// construction order, and a peer may send the next call's data before this
+// rank has finished the current call. So an object is only ever bound to
+// our reusable scratch buffer (input copied in, result copied out), is
+// cached per (count, wire type, op), and every (re)construction happens in
+// an order that depends only on the call sequence, so every rank takes the
+// same fresh slots.
 //
-// The v-collectives and broadcast use Gloo's unbound-buffer collectives on a
-// second context (mixing both kinds on one context stalled in our tests of
-// Debian's Gloo).
+// The v-collectives and broadcast use Gloo's unbound-buffer collectives on
+// coll_ctx_ (mixing both kinds of buffers on one context stalled in our
+// tests of Debian's Gloo).
 #pragma once
 
 #include <map>
