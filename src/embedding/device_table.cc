@@ -71,13 +71,13 @@ void DeviceTable::release() {
     HB_LOG_WARN("embedding '%s': freeing device memory after: %s",
                 host_.spec().name.c_str(), e.what());
   }
-  for (void *p : {static_cast<void *>(records_), send_ids_.p, recv_ids_.p,
-                  rows_.p, map_.p, order_.p, seg_.p, count_.p, fa_.p, fb_.p,
-                  fc_.p})
+  for (void *p :
+       {static_cast<void *>(records_), send_ids_.p, recv_ids_.p, rows_.p,
+        map_.p, order_.p, seg_.p, count_.p, fa_.p, fb_.p, fc_.p})
     if (p) ops_->free(p);
   records_ = nullptr;
-  for (Buf *b : {&send_ids_, &recv_ids_, &rows_, &map_, &order_, &seg_,
-                 &count_, &fa_, &fb_, &fc_})
+  for (Buf *b : {&send_ids_, &recv_ids_, &rows_, &map_, &order_, &seg_, &count_,
+                 &fa_, &fb_, &fc_})
     *b = Buf();
 }
 
@@ -185,6 +185,30 @@ void DeviceTable::route_ids() {
   ops_->sync();
 }
 
+void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
+                             const char *what, bool sum_locally) {
+  Outcome o;
+  try {
+    ops_->make_current();
+    plan_.prepare(download_ids(ids, n, data, what), n, data, what);
+    if (sum_locally)  // partial sums in send order: positions by send slot
+      group_by_slot(plan_.local().inverse().data(), n, plan_.pos().data(),
+                    plan_.send_ids().size(), &h_order_, &h_seg_);
+  } catch (...) {
+    o.capture();
+  }
+  plan_.agree_counts(host_.exchange(), o, what);
+  route_ids();
+}
+
+void DeviceTable::sum_segments(const float *src, size_t nseg, float *out) {
+  const int64_t *d_order = upload_vec(order_, h_order_);
+  const int64_t *d_seg = upload_vec(seg_, h_seg_);
+  const int64_t *d_count =
+      upload_vec(count_, std::vector<int64_t>{static_cast<int64_t>(nseg)});
+  ops_->segment_sum(src, dim_, d_order, d_seg, d_count, nseg, out);
+}
+
 void DeviceTable::map_rows(const int64_t *ids, size_t n) {
   Shard &sh = host_.shard();
   int64_t before = sh.rows();
@@ -198,16 +222,7 @@ void DeviceTable::map_rows(const int64_t *ids, size_t n) {
 }
 
 void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {
-  const char *what = "hb_embedding_lookup";
-  Outcome o;
-  try {
-    ops_->make_current();
-    plan_.prepare(download_ids(ids, n, out, what), n, out, what);
-  } catch (...) {
-    o.capture();
-  }
-  plan_.agree_counts(host_.exchange(), o, what);
-  route_ids();
+  start_step(ids, n, out, "hb_embedding_lookup", false);
 
   // Owner: the rows of every received id, in received order.
   const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
@@ -234,30 +249,12 @@ void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {
 
 void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
                                   const float *grads) {
-  const char *what = "hb_embedding_apply_gradients";
-  Outcome o;
-  try {
-    ops_->make_current();
-    plan_.prepare(download_ids(ids, n, grads, what), n, grads, what);
-    // Local partial sums in send order: positions grouped by send slot.
-    group_by_slot(plan_.local().inverse().data(), n, plan_.pos().data(),
-                  plan_.send_ids().size(), &h_order_, &h_seg_);
-  } catch (...) {
-    o.capture();
-  }
-  plan_.agree_counts(host_.exchange(), o, what);
-  route_ids();
+  start_step(ids, n, grads, "hb_embedding_apply_gradients", true);
 
   const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
   const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
   float *d_partial = ensure<float>(fa_, nsend * dim_);
-  if (nsend) {
-    const int64_t *d_order = upload_vec(order_, h_order_);
-    const int64_t *d_seg = upload_vec(seg_, h_seg_);
-    const int64_t *d_count =
-        upload_vec(count_, std::vector<int64_t>{static_cast<int64_t>(nsend)});
-    ops_->segment_sum(grads, dim_, d_order, d_seg, d_count, nsend, d_partial);
-  }
+  if (nsend) sum_segments(grads, nsend, d_partial);
   float *d_recv = ensure<float>(fb_, nrecv * dim_);
   ops_->alltoallv(d_partial, bytes_of(plan_.send_counts(), row_bytes).data(),
                   d_recv, bytes_of(plan_.recv_counts(), row_bytes).data());
@@ -274,17 +271,14 @@ void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
     nrows = static_cast<size_t>(nu);
     group_by_slot(plan_.owner().inverse().data(), nrecv, nullptr, nrows,
                   &h_order_, &h_seg_);
-    const int64_t *d_order = upload_vec(order_, h_order_);
-    const int64_t *d_seg = upload_vec(seg_, h_seg_);
-    const int64_t *d_count = upload_vec(count_, std::vector<int64_t>{nu});
     float *d_sum = ensure<float>(fc_, nrows * dim_);
-    ops_->segment_sum(d_recv, dim_, d_order, d_seg, d_count, nrows, d_sum);
+    sum_segments(d_recv, nrows, d_sum);
     d_grads = d_sum;
     map_rows(plan_.owner().unique().data(), nrows);
   }
   int64_t *d_rows = upload_vec(rows_, h_rows_);
-  const int64_t *d_nrows = upload_vec(
-      count_, std::vector<int64_t>{static_cast<int64_t>(nrows)});
+  const int64_t *d_nrows =
+      upload_vec(count_, std::vector<int64_t>{static_cast<int64_t>(nrows)});
   ops_->apply(opt_, records_, words_, capacity_, dim_, d_rows, d_nrows, nrows,
               d_grads);
 }

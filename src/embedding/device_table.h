@@ -66,7 +66,13 @@ class DeviceTable {
   T *upload_vec(Buf &b, const std::vector<T> &v);
   const int64_t *download_ids(const int64_t *ids, size_t n, const void *data,
                               const char *what);
+  // The host half of a step and the id exchange (sum_locally: also the
+  // segments of the local gradient sums, in h_order_ / h_seg_).
+  void start_step(const int64_t *ids, size_t n, const void *data,
+                  const char *what, bool sum_locally);
   void route_ids();
+  // out[u] = sum of the src rows of segment u of h_order_ / h_seg_.
+  void sum_segments(const float *src, size_t nseg, float *out);
   // Record index of each id (creating dynamic rows on the device too).
   void map_rows(const int64_t *ids, size_t n);
   void ensure_records(int64_t rows);

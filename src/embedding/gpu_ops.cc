@@ -25,8 +25,8 @@ class GpuOps : public DeviceOps {
 
   void *alloc(size_t bytes) override {
     void *p = nullptr;
-    std::string what = format("embedding table: %zu bytes on device %d",
-                              bytes, st_.device());
+    std::string what =
+        format("embedding table: %zu bytes on device %d", bytes, st_.device());
     gpu::plugin_call(what.c_str(), p_.device_malloc, &p, bytes);
     return p;
   }
@@ -44,8 +44,8 @@ class GpuOps : public DeviceOps {
 
   void gather(const float *table, int64_t table_rows, int64_t row_stride,
               int64_t dim, const int64_t *rows, size_t n, float *out) override {
-    gpu::plugin_call("emb_gather", p_.emb_gather, table, table_rows,
-                     row_stride, dim, rows, n, out, st_.stream());
+    gpu::plugin_call("emb_gather", p_.emb_gather, table, table_rows, row_stride,
+                     dim, rows, n, out, st_.stream());
   }
   void segment_sum(const float *grads, int64_t dim, const int64_t *order,
                    const int64_t *seg, const int64_t *num_unique,

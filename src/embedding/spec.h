@@ -26,7 +26,6 @@ struct Spec {
   hb_dtype wire_dtype = HB_FLOAT32;
   int32_t device = -1;  // CUDA device of the rows; -1: host memory
 
-
   bool dynamic() const { return num_rows == 0; }
 };
 

@@ -31,7 +31,8 @@ void run_collective(hb_context &ctx, const CollectiveCall &call) {
   peers.world = ctx.cluster.world_size;
   peers.kv = ctx.client.get();
   peers.scope = ctx.scope;
-  context_state(ctx, "GPU collective").collective(call, peers, ctx.timeout_ms());
+  context_state(ctx, "GPU collective")
+      .collective(call, peers, ctx.timeout_ms());
 }
 
 void set_stream(hb_context &ctx, void *stream) {

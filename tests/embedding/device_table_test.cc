@@ -17,6 +17,7 @@
 #include "embedding/device_table.h"
 #include "harness.h"
 #include "host_device_ops.h"
+#include "temp_dirs.h"
 
 using hbtest::Batch;
 using hbtest::HostDeviceOps;
@@ -24,23 +25,8 @@ using hbtest::ThreadWorld;
 
 namespace {
 
-std::vector<std::string> g_dirs;
-class RemoveDirs : public ::testing::Environment {
- public:
-  void TearDown() override {
-    for (const std::string &d : g_dirs) std::filesystem::remove_all(d);
-  }
-};
-::testing::Environment *const g_env =
-    ::testing::AddGlobalTestEnvironment(new RemoveDirs);
-
 std::string temp_dir(const char *tag) {
-  char tmpl[256];
-  std::snprintf(tmpl, sizeof tmpl, "/tmp/hb_devemb_%s_XXXXXX", tag);
-  char *d = mkdtemp(tmpl);
-  if (!d) std::abort();
-  g_dirs.push_back(d);
-  return d;
+  return hbtest::temp_dir("hb_devemb", tag);
 }
 
 hb_embedding_config config(int opt, int64_t num_rows, int partition) {
@@ -192,8 +178,8 @@ TEST_P(DeviceBitEqual, MatchesHostTableAndCheckpointsInterchange) {
     hb::emb::load_checkpoint(g2.host, cpu_ckpt.c_str());
     g2.dt->upload();
     for (size_t s = 0; s < more.size(); ++s)
-      step_both(cpu, g2, more[s][r],
-                c.dim, "after load, step " + std::to_string(s) + rank, chk);
+      step_both(cpu, g2, more[s][r], c.dim,
+                "after load, step " + std::to_string(s) + rank, chk);
     g2.dt->download();
     compare_shards(cpu.shard(), g2.host.shard(), "host save -> GPU load" + rank,
                    chk);
@@ -295,10 +281,12 @@ TEST(DeviceErrors, HalfWireAndFailedDeviceSetupFailCreationOnEveryRank) {
   ThreadWorld::run(3, [&](int r) {
     hb::emb::Table host(spec, hw.endpoint(r));
     try {
-      hb::emb::DeviceTable dt(host, [&]() -> std::unique_ptr<hb::emb::DeviceOps> {
-        if (r == 2) hb::fail(HB_ERR_UNSUPPORTED, "no CUDA device on rank 2");
-        return std::make_unique<HostDeviceOps>(dw.endpoint(r));
-      });
+      hb::emb::DeviceTable dt(
+          host, [&]() -> std::unique_ptr<hb::emb::DeviceOps> {
+            if (r == 2)
+              hb::fail(HB_ERR_UNSUPPORTED, "no CUDA device on rank 2");
+            return std::make_unique<HostDeviceOps>(dw.endpoint(r));
+          });
     } catch (const hb::Error &e) {
       st[r] = e.status();
     }

@@ -36,8 +36,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   explicit HostDeviceOps(std::unique_ptr<hb::emb::Exchange> x)
       : x_(std::move(x)) {}
   ~HostDeviceOps() override {
-    if (!blocks_.empty())
-      die("%zu device blocks leaked", blocks_.size());
+    if (!blocks_.empty()) die("%zu device blocks leaked", blocks_.size());
   }
 
   int device() const override { return 0; }
@@ -82,8 +81,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   }
 
   void gather(const float *table, int64_t table_rows, int64_t row_stride,
-              int64_t dim, const int64_t *rows, size_t n,
-              float *out) override {
+              int64_t dim, const int64_t *rows, size_t n, float *out) override {
     if (dim <= 0 || row_stride < dim) die("gather: bad dim/stride");
     dev(rows, n * 8, "gather rows");
     dev(out, n * dim * 4, "gather out");
@@ -156,7 +154,8 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     int64_t sb = 0, rb = 0;
-    for (int p = 0; p < x_->world(); ++p) sb += send_bytes[p], rb += recv_bytes[p];
+    for (int p = 0; p < x_->world(); ++p)
+      sb += send_bytes[p], rb += recv_bytes[p];
     if (sb) dev(send, sb, "alltoallv send");
     if (rb) dev(recv, rb, "alltoallv recv");
     sync();  // the collective runs in stream order

@@ -17,6 +17,7 @@
 #include <tuple>
 #include <vector>
 
+#include "api_context.h"
 #include "hb.h"
 
 #ifdef HB_TEST_WITH_CUDART
@@ -25,18 +26,7 @@
 
 namespace {
 
-struct Ctx {
-  Ctx() {
-    hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
-    o.rank = 0;
-    o.world_size = 1;
-    o.options = "timeout_ms=60000";
-    status = hb_context_create(&o, &ctx);
-  }
-  ~Ctx() { hb_context_destroy(ctx); }
-  hb_context *ctx = nullptr;
-  hb_status status;
-};
+using Ctx = hbtest::ApiContext;
 
 hb_embedding_config config(int opt, int64_t num_rows, int device) {
   hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
@@ -177,9 +167,9 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   // Both continue identically after the load.
   std::vector<int64_t> ids(touched.begin(), touched.begin() + 50);
   std::vector<float> grads(ids.size() * dim, 0.25f);
-  ASSERT_EQ(hb_embedding_apply_gradients(cpu2, ids.data(), ids.size(),
-                                         grads.data()),
-            HB_OK);
+  ASSERT_EQ(
+      hb_embedding_apply_gradients(cpu2, ids.data(), ids.size(), grads.data()),
+      HB_OK);
   Dev<int64_t> d_ids(ids);
   Dev<float> d_grads(grads);
   ASSERT_EQ(hb_embedding_apply_gradients(gpu2, d_ids.p, ids.size(), d_grads.p),
