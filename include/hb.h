@@ -360,8 +360,8 @@ typedef struct hb_embedding_config {
    *  the context's device (on every rank). Then ids, out and grads are CUDA
    *  device pointers (host pointers: HB_ERR_INVALID_ARGUMENT), the work is
    *  enqueued on the context's stream (results ready in stream order or
-   *  after hb_context_synchronize), wire_dtype must be HB_FLOAT32, and
-   *  results, checkpoints and exports equal a host table's.
+   *  after hb_context_synchronize), and results, checkpoints and exports
+   *  equal a host table's.
    *  HB_ERR_UNSUPPORTED without CUDA. */
   int32_t device;
 } hb_embedding_config;

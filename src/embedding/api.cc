@@ -43,7 +43,8 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
         new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
     if (spec.device >= 0)
       e->gpu.reset(new hb::emb::DeviceTable(*e->table, [&] {
-        return hb::emb::make_gpu_ops(c, spec.device, "hb_embedding_create");
+        return hb::emb::make_gpu_ops(c, spec.device, spec.wire_dtype,
+                                     "hb_embedding_create");
       }));
     *out = e.release();
   });

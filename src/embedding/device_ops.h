@@ -51,6 +51,12 @@ class DeviceOps {
                      int64_t record_words, int64_t table_rows, int64_t dim,
                      const int64_t *rows, const int64_t *num_rows,
                      size_t max_rows, const float *grads) = 0;
+  // The plugin's emb_wire_encode / emb_wire_decode: n floats to and from
+  // float16 / bfloat16 bits (round to nearest even).
+  virtual void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                           uint16_t *dst) = 0;
+  virtual void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                           float *dst) = 0;
   // Collective over the table's ranks, device buffers packed in rank order
   // (bytes per peer, host arrays), ordered on the stream.
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
@@ -59,10 +65,10 @@ class DeviceOps {
 
 // The CUDA plugin + NCCL implementation on the context's GPU state. Throws
 // HB_ERR_UNSUPPORTED without CUDA, a device or the plugin functions a table
-// needs, and HB_ERR_INVALID_ARGUMENT when `device` is not the context's
-// CUDA device.
+// with this wire dtype needs, and HB_ERR_INVALID_ARGUMENT when `device` is
+// not the context's CUDA device.
 std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
-                                        const char *what);
+                                        hb_dtype wire, const char *what);
 
 }  // namespace emb
 }  // namespace hb

@@ -32,17 +32,12 @@ DeviceTable::DeviceTable(
       plan_(host.spec(), host.exchange().rank(), host.exchange().world()),
       opt_(optimizer_of(host.spec())),
       dim_(host.spec().dim),
-      words_(host.shard().record_words()) {
+      words_(host.shard().record_words()),
+      wire_(host.spec().wire_dtype) {
   const Spec &s = host_.spec();
   std::string what = "hb_embedding_create('" + s.name + "')";
   Outcome o;
   try {
-    if (s.wire_dtype != HB_FLOAT32)
-      fail(HB_ERR_UNSUPPORTED,
-           "%s: a GPU table (device %d) sends rows and gradients as float32: "
-           "wire_dtype %d (float16 / bfloat16) is supported on host tables "
-           "only",
-           what.c_str(), s.device, s.wire_dtype);
     ops_ = make_ops();
     ops_->make_current();
     upload();
@@ -71,14 +66,14 @@ void DeviceTable::release() {
     HB_LOG_WARN("embedding '%s': freeing device memory after: %s",
                 host_.spec().name.c_str(), e.what());
   }
-  for (void *p :
-       {static_cast<void *>(records_), send_ids_.p, recv_ids_.p, rows_.p,
-        map_.p, order_.p, seg_.p, count_.p, fa_.p, fb_.p, fc_.p})
-    if (p) ops_->free(p);
+  if (records_) ops_->free(records_);
   records_ = nullptr;
+  capacity_ = 0;
   for (Buf *b : {&send_ids_, &recv_ids_, &rows_, &map_, &order_, &seg_, &count_,
-                 &fa_, &fb_, &fc_})
+                 &fa_, &fb_, &fc_, &wsend_, &wrecv_}) {
+    if (b->p) ops_->free(b->p);
     *b = Buf();
+  }
 }
 
 template <class T>
@@ -201,6 +196,29 @@ void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
   route_ids();
 }
 
+float *DeviceTable::exchange_rows(const float *send,
+                                  const std::vector<int64_t> &scount, Buf &into,
+                                  const std::vector<int64_t> &rcount) {
+  size_t ns = 0, nr = 0;
+  for (int64_t c : scount) ns += static_cast<size_t>(c);
+  for (int64_t c : rcount) nr += static_cast<size_t>(c);
+  float *recv = ensure<float>(into, nr * dim_);
+  if (wire_ == HB_FLOAT32) {
+    const size_t row = static_cast<size_t>(dim_) * sizeof(float);
+    ops_->alltoallv(send, bytes_of(scount, row).data(), recv,
+                    bytes_of(rcount, row).data());
+    return recv;
+  }
+  const size_t row = static_cast<size_t>(dim_) * sizeof(uint16_t);
+  uint16_t *ws = ensure<uint16_t>(wsend_, ns * dim_);
+  uint16_t *wr = ensure<uint16_t>(wrecv_, nr * dim_);
+  if (ns) ops_->wire_encode(send, ns * dim_, wire_, ws);
+  ops_->alltoallv(ws, bytes_of(scount, row).data(), wr,
+                  bytes_of(rcount, row).data());
+  if (nr) ops_->wire_decode(wr, nr * dim_, wire_, recv);
+  return recv;
+}
+
 void DeviceTable::sum_segments(const float *src, size_t nseg, float *out) {
   const int64_t *d_order = upload_vec(order_, h_order_);
   const int64_t *d_seg = upload_vec(seg_, h_seg_);
@@ -226,16 +244,14 @@ void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {
 
   // Owner: the rows of every received id, in received order.
   const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
-  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
   map_rows(h_recv_ids_.data(), nrecv);
   int64_t *d_rows = upload_vec(rows_, h_rows_);
   float *d_found = ensure<float>(fa_, nrecv * dim_);
   if (nrecv)
     ops_->gather(records_, capacity_, words_, dim_, d_rows, nrecv, d_found);
   // Back to the requesters, in the order they sent the ids.
-  float *d_back = ensure<float>(fb_, nsend * dim_);
-  ops_->alltoallv(d_found, bytes_of(plan_.recv_counts(), row_bytes).data(),
-                  d_back, bytes_of(plan_.send_counts(), row_bytes).data());
+  float *d_back =
+      exchange_rows(d_found, plan_.recv_counts(), fb_, plan_.send_counts());
   // out[i] = the row of the send position of ids[i].
   const std::vector<uint32_t> &inv = plan_.local().inverse();
   const std::vector<uint32_t> &pos = plan_.pos();
@@ -252,12 +268,10 @@ void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
   start_step(ids, n, grads, "hb_embedding_apply_gradients", true);
 
   const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
-  const size_t row_bytes = static_cast<size_t>(dim_) * sizeof(float);
   float *d_partial = ensure<float>(fa_, nsend * dim_);
   if (nsend) sum_segments(grads, nsend, d_partial);
-  float *d_recv = ensure<float>(fb_, nrecv * dim_);
-  ops_->alltoallv(d_partial, bytes_of(plan_.send_counts(), row_bytes).data(),
-                  d_recv, bytes_of(plan_.recv_counts(), row_bytes).data());
+  float *d_recv =
+      exchange_rows(d_partial, plan_.send_counts(), fb_, plan_.recv_counts());
   if (nrecv == 0) return;
 
   // Owner: sum the ranks' partial sums of each id in rank order (received

@@ -17,7 +17,8 @@
 // The host Table keeps the config agreement, the id -> record index map and
 // a host copy of the records that is current only after download() (used
 // by checkpoints and exports); upload() pushes it back after a load.
-// Rows and gradients travel as float32 (wire_dtype HB_FLOAT32 only).
+// Rows and gradients travel in the wire dtype (float16 / bfloat16 rounded
+// on the device with the host's rounding: abi/half_math.h).
 #pragma once
 
 #include <cstdint>
@@ -71,6 +72,10 @@ class DeviceTable {
   void start_step(const int64_t *ids, size_t n, const void *data,
                   const char *what, bool sum_locally);
   void route_ids();
+  // Sends rows (float32, counts per peer) in the wire dtype; returns the
+  // received rows as float32 in `into`.
+  float *exchange_rows(const float *send, const std::vector<int64_t> &scount,
+                       Buf &into, const std::vector<int64_t> &rcount);
   // out[u] = sum of the src rows of segment u of h_order_ / h_seg_.
   void sum_segments(const float *src, size_t nseg, float *out);
   // Record index of each id (creating dynamic rows on the device too).
@@ -86,10 +91,12 @@ class DeviceTable {
   StepPlan plan_;
   hb_cuda_optimizer opt_;
   const int64_t dim_, words_;
+  const hb_dtype wire_;
   float *records_ = nullptr;
   int64_t capacity_ = 0;  // records allocated on the device
 
-  Buf send_ids_, recv_ids_, rows_, map_, order_, seg_, count_, fa_, fb_, fc_;
+  Buf send_ids_, recv_ids_, rows_, map_, order_, seg_, count_, fa_, fb_, fc_,
+      wsend_, wrecv_;
   std::vector<int64_t> h_ids_, h_recv_ids_, h_rows_, h_map_, h_order_, h_seg_;
 };
 

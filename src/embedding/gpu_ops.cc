@@ -61,6 +61,16 @@ class GpuOps : public DeviceOps {
                      table_rows, dim, rows, num_rows, max_rows, grads,
                      st_.stream());
   }
+  void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                   uint16_t *dst) override {
+    gpu::plugin_call("emb_wire_encode", p_.emb_wire_encode, src, n,
+                     static_cast<int32_t>(dtype), dst, st_.stream());
+  }
+  void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                   float *dst) override {
+    gpu::plugin_call("emb_wire_decode", p_.emb_wire_decode, src, n,
+                     static_cast<int32_t>(dtype), dst, st_.stream());
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     gpu::CollectiveCall c{};
@@ -82,7 +92,7 @@ class GpuOps : public DeviceOps {
 }  // namespace
 
 std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
-                                        const char *what) {
+                                        hb_dtype wire, const char *what) {
   gpu::ContextState &st = gpu::context_state(ctx, what);
   const hb_cuda_plugin &p = st.plugin();
   HB_GPU_REQUIRE_MEMBER(&p, device_malloc);
@@ -91,6 +101,10 @@ std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
   HB_GPU_REQUIRE_MEMBER(&p, emb_gather);
   HB_GPU_REQUIRE_MEMBER(&p, emb_segment_sum);
   HB_GPU_REQUIRE_MEMBER(&p, emb_apply);
+  if (wire != HB_FLOAT32) {
+    HB_GPU_REQUIRE_MEMBER(&p, emb_wire_encode);
+    HB_GPU_REQUIRE_MEMBER(&p, emb_wire_decode);
+  }
   if (device != st.device())
     fail(HB_ERR_INVALID_ARGUMENT,
          "%s: device %d, but the context's CUDA device is %d (a table lives "

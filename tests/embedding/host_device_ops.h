@@ -27,6 +27,7 @@
 
 #include "embedding/device_ops.h"
 #include "embedding/exchange.h"
+#include "embedding/wire.h"
 #include "optimizer_math.h"
 
 namespace hbtest {
@@ -150,6 +151,20 @@ class HostDeviceOps : public hb::emb::DeviceOps {
         if (o.kind == HB_OPT_ADAM) hb::optmath::set_record_steps(rec, dim, t);
       }
     });
+  }
+  void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                   uint16_t *dst) override {
+    if (dtype != HB_FLOAT16 && dtype != HB_BFLOAT16) die("wire_encode dtype");
+    dev(src, n * 4, "wire_encode src");
+    dev(dst, n * 2, "wire_encode dst");
+    enqueue([=] { hb::emb::wire_encode(src, n, dtype, dst); });
+  }
+  void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                   float *dst) override {
+    if (dtype != HB_FLOAT16 && dtype != HB_BFLOAT16) die("wire_decode dtype");
+    dev(src, n * 2, "wire_decode src");
+    dev(dst, n * 4, "wire_decode dst");
+    enqueue([=] { hb::emb::wire_decode(src, n, dtype, dst); });
   }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {

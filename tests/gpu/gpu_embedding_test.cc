@@ -1,10 +1,10 @@
 // A GPU embedding table (device = 0) through the public API of the shared
 // libhb.so against a host table of the same config: bit-equal lookups over
 // many steps of skewed ids with duplicates, every optimizer, static and
-// dynamic tables, checkpoints saved on one and loaded into the other both
-// ways, an export, and the argument errors. One rank (NCCL refuses two
-// ranks on one GPU); the NCCL alltoallv still runs. Without a GPU only the
-// HB_ERR_UNSUPPORTED path runs and the rest skips with the reason.
+// dynamic tables, every wire dtype, checkpoints saved on one and loaded into
+// the other both ways, an export, and the argument errors. One rank (NCCL
+// refuses two ranks on one GPU); the NCCL alltoallv still runs. Without a GPU
+// only the HB_ERR_UNSUPPORTED path runs and the rest skips with the reason.
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
@@ -108,7 +108,8 @@ std::string temp_dir(const char *tag) {
   return mkdtemp(b.data()) ? std::string(b.data()) : std::string();
 }
 
-class GpuVsCpu : public ::testing::TestWithParam<std::tuple<int, int64_t>> {};
+class GpuVsCpu
+    : public ::testing::TestWithParam<std::tuple<int, int64_t, hb_dtype>> {};
 
 TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   Ctx c;
@@ -120,6 +121,7 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   const int opt = std::get<0>(GetParam());
   const int64_t rows = std::get<1>(GetParam());
   hb_embedding_config cc = config(opt, rows, -1), gc = config(opt, rows, 0);
+  cc.wire_dtype = gc.wire_dtype = std::get<2>(GetParam());
   const int64_t dim = cc.dim;
   hb_embedding *cpu = nullptr, *gpu = nullptr;
   ASSERT_EQ(hb_embedding_create(c.ctx, &cc, &cpu), HB_OK) << hb_last_error();
@@ -215,7 +217,8 @@ INSTANTIATE_TEST_SUITE_P(
     All, GpuVsCpu,
     ::testing::Combine(::testing::Values(HB_OPT_SGD, HB_OPT_ADAGRAD,
                                          HB_OPT_ADAM, HB_OPT_FTRL),
-                       ::testing::Values(int64_t{5000}, int64_t{0})));
+                       ::testing::Values(int64_t{5000}, int64_t{0}),
+                       ::testing::Values(HB_FLOAT32, HB_BFLOAT16, HB_FLOAT16)));
 
 #endif  // HB_TEST_WITH_CUDART
 
