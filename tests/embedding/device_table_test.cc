@@ -88,7 +88,7 @@ struct DevRig {
 };
 
 bool same_bits(const float *a, const float *b, size_t n) {
-  return std::memcmp(a, b, n * 4) == 0;
+  return n == 0 || std::memcmp(a, b, n * 4) == 0;
 }
 
 struct Checker {
