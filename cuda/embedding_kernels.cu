@@ -1,5 +1,7 @@
 // Kernels of the embedding GPU path: partition ids by owner, dedup, gather
-// rows, deterministic segment sums of gradients and the optimizer steps.
+// rows, deterministic segment sums of gradients, the optimizer steps and
+// the wire dtype rounding.
+#include "abi/half_math.h"
 #include "optimizer_math.h"
 #include "plugin_entries.h"
 #include "sort_util.cuh"
@@ -99,6 +101,22 @@ __global__ void apply_kernel(hb_cuda_optimizer opt, float *records,
     __syncwarp();
     if (opt.kind == HB_OPT_ADAM && threadIdx.x == 0)
       hb::optmath::set_record_steps(record, dim, t);
+  }
+}
+
+__global__ void wire_encode_kernel(const float *src, int64_t n, bool bf16,
+                                   uint16_t *dst) {
+  HB_GRID_STRIDE(i, n) {
+    dst[i] = bf16 ? hb::halfmath::float_to_bf16(src[i])
+                  : hb::halfmath::float_to_half(src[i]);
+  }
+}
+
+__global__ void wire_decode_kernel(const uint16_t *src, int64_t n, bool bf16,
+                                   float *dst) {
+  HB_GRID_STRIDE(i, n) {
+    dst[i] = bf16 ? hb::halfmath::bf16_to_float(src[i])
+                  : hb::halfmath::half_to_float(src[i]);
   }
 }
 
@@ -215,6 +233,31 @@ int32_t emb_apply(const hb_cuda_optimizer *opt, float *records,
                                    rows, num_rows,
                                    static_cast<int64_t>(max_rows), grads);
   return launch_status("emb_apply", errbuf, errcap);
+}
+
+int32_t emb_wire_encode(const float *src, size_t n, int32_t dtype,
+                        uint16_t *dst, void *stream, char *errbuf,
+                        size_t errcap) {
+  HB_CUDA_CHECK_ARG(dtype == HB_FLOAT16 || dtype == HB_BFLOAT16,
+                    "emb_wire_encode: dtype %d is not float16 or bfloat16",
+                    dtype);
+  if (n == 0) return HB_OK;
+  wire_encode_kernel<<<grid_for(n, kBlock), kBlock, 0,
+                       static_cast<cudaStream_t>(stream)>>>(
+      src, static_cast<int64_t>(n), dtype == HB_BFLOAT16, dst);
+  return launch_status("emb_wire_encode", errbuf, errcap);
+}
+
+int32_t emb_wire_decode(const uint16_t *src, size_t n, int32_t dtype,
+                        float *dst, void *stream, char *errbuf, size_t errcap) {
+  HB_CUDA_CHECK_ARG(dtype == HB_FLOAT16 || dtype == HB_BFLOAT16,
+                    "emb_wire_decode: dtype %d is not float16 or bfloat16",
+                    dtype);
+  if (n == 0) return HB_OK;
+  wire_decode_kernel<<<grid_for(n, kBlock), kBlock, 0,
+                       static_cast<cudaStream_t>(stream)>>>(
+      src, static_cast<int64_t>(n), dtype == HB_BFLOAT16, dst);
+  return launch_status("emb_wire_decode", errbuf, errcap);
 }
 
 }  // namespace hb_cuda

@@ -42,6 +42,8 @@ hb_cuda_plugin make_table() {
   t.emb_segment_sum = emb_segment_sum;
   t.emb_apply = emb_apply;
   t.auc_histogram = auc_histogram;
+  t.emb_wire_encode = emb_wire_encode;
+  t.emb_wire_decode = emb_wire_decode;
   return t;
 }
 

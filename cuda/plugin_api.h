@@ -194,6 +194,18 @@ typedef struct hb_cuda_plugin {
                            uint64_t *pos, uint64_t *neg, double *wpos,
                            double *wneg, void *stream, char *errbuf,
                            size_t errcap);
+
+  /* ---- Embedding wire dtype (appended; check with HB_CUDA_PLUGIN_HAS) --- */
+  /* dst[i] = the bits of src[i] rounded to dtype (HB_FLOAT16 or
+   * HB_BFLOAT16, round to nearest even, exactly as the host code:
+   * src/abi/half_math.h); device buffers of n elements. */
+  int32_t (*emb_wire_encode)(const float *src, size_t n, int32_t dtype,
+                             uint16_t *dst, void *stream, char *errbuf,
+                             size_t errcap);
+  /* dst[i] = the float value of the dtype bits src[i] (exact). */
+  int32_t (*emb_wire_decode)(const uint16_t *src, size_t n, int32_t dtype,
+                             float *dst, void *stream, char *errbuf,
+                             size_t errcap);
 } hb_cuda_plugin;
 
 /* True when table t (of t->struct_size bytes) has member m. */

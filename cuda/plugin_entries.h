@@ -62,6 +62,11 @@ int32_t emb_apply(const hb_cuda_optimizer *opt, float *records,
                   const int64_t *rows, const int64_t *num_rows, size_t max_rows,
                   const float *grads, void *stream, char *errbuf,
                   size_t errcap);
+int32_t emb_wire_encode(const float *src, size_t n, int32_t dtype,
+                        uint16_t *dst, void *stream, char *errbuf,
+                        size_t errcap);
+int32_t emb_wire_decode(const uint16_t *src, size_t n, int32_t dtype,
+                        float *dst, void *stream, char *errbuf, size_t errcap);
 
 // auc_histogram.cu
 int32_t auc_histogram(const float *labels, const float *preds,

@@ -356,7 +356,14 @@ typedef struct hb_embedding_config {
   double l2;                  /**< FTRL */
   double lr_power;            /**< FTRL, <= 0 */
   hb_dtype wire_dtype; /**< HB_FLOAT32, HB_FLOAT16 or HB_BFLOAT16 on the wire */
-  int32_t device;      /**< -1: host memory; N >= 0: CUDA device N */
+  /** -1: host memory; N >= 0: the rows live on CUDA device N, which must be
+   *  the context's device (on every rank). Then ids, out and grads are CUDA
+   *  device pointers (host pointers: HB_ERR_INVALID_ARGUMENT), the work is
+   *  enqueued on the context's stream (results ready in stream order or
+   *  after hb_context_synchronize), and results, checkpoints and exports
+   *  equal a host table's.
+   *  HB_ERR_UNSUPPORTED without CUDA. */
+  int32_t device;
 } hb_embedding_config;
 
 #define HB_EMBEDDING_CONFIG_INIT                                             \

@@ -41,6 +41,11 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
     e->ctx = ctx;
     e->table.reset(
         new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
+    if (spec.device >= 0)
+      e->gpu.reset(new hb::emb::DeviceTable(*e->table, [&] {
+        return hb::emb::make_gpu_ops(c, spec.device, spec.wire_dtype,
+                                     "hb_embedding_create");
+      }));
     *out = e.release();
   });
 }
@@ -55,16 +60,22 @@ hb_status hb_embedding_lookup(hb_embedding *emb, const int64_t *ids, size_t n,
       e.serving->lookup(ids, n, static_cast<float *>(out));
       return;
     }
-    sharded(emb, "hb_embedding_lookup")
-        .lookup(ids, n, static_cast<float *>(out));
+    hb::emb::Table &t = sharded(emb, "hb_embedding_lookup");
+    if (e.gpu)
+      e.gpu->lookup(ids, n, static_cast<float *>(out));
+    else
+      t.lookup(ids, n, static_cast<float *>(out));
   });
 }
 
 hb_status hb_embedding_apply_gradients(hb_embedding *emb, const int64_t *ids,
                                        size_t n, const void *grads) {
   return hb::guard([&] {
-    sharded(emb, "hb_embedding_apply_gradients")
-        .apply_gradients(ids, n, static_cast<const float *>(grads));
+    hb::emb::Table &t = sharded(emb, "hb_embedding_apply_gradients");
+    if (emb->gpu)
+      emb->gpu->apply_gradients(ids, n, static_cast<const float *>(grads));
+    else
+      t.apply_gradients(ids, n, static_cast<const float *>(grads));
   });
 }
 
@@ -72,6 +83,7 @@ hb_status hb_embedding_save(hb_embedding *emb, const char *dir) {
   return hb::guard([&] {
     hb::emb::Table &t = sharded(emb, "hb_embedding_save");
     emb->ctx->fire(HB_EVENT_BEFORE_SAVE, dir);
+    if (emb->gpu) emb->gpu->download();  // the host shard is the snapshot
     hb::emb::save_checkpoint(t, dir);
     emb->ctx->fire(HB_EVENT_AFTER_SAVE, dir);
   });
@@ -82,13 +94,16 @@ hb_status hb_embedding_load(hb_embedding *emb, const char *dir) {
     hb::emb::Table &t = sharded(emb, "hb_embedding_load");
     emb->ctx->fire(HB_EVENT_BEFORE_LOAD, dir);
     hb::emb::load_checkpoint(t, dir);
+    if (emb->gpu) emb->gpu->upload();
     emb->ctx->fire(HB_EVENT_AFTER_LOAD, dir);
   });
 }
 
 hb_status hb_embedding_export(hb_embedding *emb, const char *path) {
   return hb::guard([&] {
-    hb::emb::export_table(sharded(emb, "hb_embedding_export"), path);
+    hb::emb::Table &t = sharded(emb, "hb_embedding_export");
+    if (emb->gpu) emb->gpu->download();
+    hb::emb::export_table(t, path);
   });
 }
 

@@ -5,12 +5,16 @@
 
 #include <memory>
 
+#include "embedding/device_table.h"
 #include "embedding/serving.h"
 #include "embedding/table.h"
 #include "hb.h"
 
 struct hb_embedding {
   hb_context *ctx = nullptr;
-  std::unique_ptr<hb::emb::Table> table;           // sharded
+  std::unique_ptr<hb::emb::Table> table;  // sharded (a GPU table's host side)
+  // device >= 0: the rows on the GPU; declared after `table`, which it uses,
+  // so it is destroyed first.
+  std::unique_ptr<hb::emb::DeviceTable> gpu;
   std::unique_ptr<hb::emb::ServingTable> serving;  // opened from a file
 };

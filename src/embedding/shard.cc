@@ -59,7 +59,7 @@ size_t Shard::memory_bytes() const {
          ids_.capacity() * 8;
 }
 
-float *Shard::create(int64_t id) {
+int64_t Shard::create_index(int64_t id) {
   size_t idx = ids_.size();
   if (idx >= IdMap::kEmpty)
     fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
@@ -72,7 +72,7 @@ float *Shard::create(int64_t id) {
   float *r = record(static_cast<uint32_t>(idx));
   init_row(spec_, name_hash_, id, r);
   opt_.init_slots(r);
-  return r;
+  return static_cast<int64_t>(idx);
 }
 
 void Shard::put(int64_t id, const float *rec) {

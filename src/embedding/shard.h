@@ -5,6 +5,7 @@
 // growth never copies the table).
 #pragma once
 
+#include <algorithm>
 #include <cstdint>
 #include <memory>
 #include <vector>
@@ -66,6 +67,23 @@ class Shard {
     uint32_t idx = map_.find(id);
     return idx == IdMap::kEmpty ? nullptr : record(idx);
   }
+  // The record index of an owned id (static: its dense index; dynamic: its
+  // creation index, creating and initializing the record when absent).
+  int64_t index(int64_t id) {
+    if (!spec_.dynamic()) return part_.local_index(id);
+    uint32_t idx = map_.find(id);
+    return idx == IdMap::kEmpty ? create_index(id) : idx;
+  }
+  // The record at index idx < rows(); records idx .. idx + contiguous(idx)
+  // - 1 are adjacent in memory (a device table copies them in spans).
+  float *record_at(int64_t idx) {
+    if (!spec_.dynamic()) return dense_.data() + idx * words_;
+    return record(static_cast<uint32_t>(idx));
+  }
+  int64_t contiguous(int64_t idx) const {
+    if (!spec_.dynamic()) return rows() - idx;
+    return std::min<int64_t>(chunk_rows_ - idx % chunk_rows_, rows() - idx);
+  }
   // Replaces or inserts a whole record (checkpoint load).
   void put(int64_t id, const float *rec);
 
@@ -87,7 +105,10 @@ class Shard {
   float *record(uint32_t idx) const {
     return chunks_[idx / chunk_rows_].get() + (idx % chunk_rows_) * words_;
   }
-  float *create(int64_t id);
+  float *create(int64_t id) {
+    return record(static_cast<uint32_t>(create_index(id)));
+  }
+  int64_t create_index(int64_t id);
 
   Spec spec_;
   Optimizer opt_;

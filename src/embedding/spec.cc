@@ -125,12 +125,9 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
                "embedding '%s': wire_dtype %d must be HB_FLOAT32, HB_FLOAT16 "
                "or HB_BFLOAT16",
                c.name, c.wire_dtype);
-  if (c.device >= 0)
-    fail(HB_ERR_UNSUPPORTED,
-         "embedding '%s': device %d: GPU tables need the CUDA plugin's "
-         "embedding kernels, not available in this build",
-         c.name, c.device);
-  HB_CHECK_ARG(c.device == -1, "embedding '%s': device %d (use -1 for host)",
+  HB_CHECK_ARG(c.device >= -1,
+               "embedding '%s': device %d (use -1 for host memory, N >= 0 for "
+               "CUDA device N)",
                c.name, c.device);
   s.dim = c.dim;
   s.num_rows = c.num_rows;
@@ -149,6 +146,7 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
   s.l2 = c.l2;
   s.lr_power = c.lr_power;
   s.wire_dtype = c.wire_dtype;
+  s.device = c.device;
   return s;
 }
 

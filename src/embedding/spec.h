@@ -24,6 +24,7 @@ struct Spec {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   double l1 = 0, l2 = 0, lr_power = -0.5;
   hb_dtype wire_dtype = HB_FLOAT32;
+  int32_t device = -1;  // CUDA device of the rows; -1: host memory
 
   bool dynamic() const { return num_rows == 0; }
 };

@@ -22,6 +22,7 @@
 
 #include "embedding/exchange.h"
 #include "embedding/id_map.h"
+#include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "embedding/spec.h"
 
@@ -44,7 +45,8 @@ struct Stats {
 
 class Table {
  public:
-  // Collective: checks that every rank passed the same config.
+  // Collective: checks that every rank passed the same config (and that
+  // either every rank's table lives on a GPU, spec.device >= 0, or none).
   Table(const Spec &spec, std::unique_ptr<Exchange> exchange);
 
   const Spec &spec() const { return spec_; }
@@ -59,33 +61,25 @@ class Table {
   void apply_gradients(const int64_t *ids, size_t n, const float *grads);
 
  private:
-  // Local half of a step: dedup, check and bucket the ids by owner.
-  void prepare(const int64_t *ids, size_t n, const void *data,
-               const char *what);
-  // Header + id exchange; fills recv_ids_ / recv_counts_.
+  // Header + id exchange after plan_.prepare; fills recv_ids_.
   void route_ids(Outcome &o, const char *what);
-  // Owner side: dedups recv_ids_ when several ranks sent ids. Returns the
-  // number of unique ids (owner_ids_ / owner_inverse_ filled) or -1 when
-  // the received ids are already unique.
+  // The owner dedup of recv_ids_ (StepPlan::owner_dedup), counted.
   int64_t owner_dedup();
-  uint64_t remote_sent() const;  // ids this rank sent to other ranks
   void exchange_payload(const void *send, const std::vector<int64_t> &scount,
                         void *recv, const std::vector<int64_t> &rcount,
                         size_t elem_bytes);
+  void count_step(size_t n);
 
   Spec spec_;
   std::unique_ptr<Exchange> x_;
   std::unique_ptr<Shard> shard_;
-  Partitioner part_;
   int rank_, world_;
   size_t wire_row_bytes_;
   Stats stats_;
-  std::optional<int64_t> bad_id_;  // set by prepare() for the header
+  StepPlan plan_;
 
   // Reused per-call buffers.
-  Dedup dedup_, owner_dedup_;
-  std::vector<uint32_t> pos_;  // unique index -> position in send order
-  std::vector<int64_t> send_ids_, send_counts_, recv_ids_, recv_counts_;
+  std::vector<int64_t> recv_ids_;
   std::vector<float> fbuf_, fbuf2_;
   std::vector<unsigned char> wbuf_, wbuf2_;
 };

@@ -8,11 +8,7 @@
 
 namespace hb {
 namespace gpu {
-namespace {
-
-// The context's GPU state, created on first use. `what` names the public
-// call for HB_ERR_UNSUPPORTED when CUDA or a device is missing.
-ContextState &state_of(hb_context &ctx, const char *what) {
+ContextState &context_state(hb_context &ctx, const char *what) {
   if (ctx.gpu) return *ctx.gpu;
   std::string why;
   const hb_cuda_plugin *p = plugin(&why);
@@ -28,8 +24,6 @@ ContextState &state_of(hb_context &ctx, const char *what) {
   return *ctx.gpu;
 }
 
-}  // namespace
-
 void run_collective(hb_context &ctx, const CollectiveCall &call) {
   ctx.check();
   Peers peers;
@@ -37,12 +31,13 @@ void run_collective(hb_context &ctx, const CollectiveCall &call) {
   peers.world = ctx.cluster.world_size;
   peers.kv = ctx.client.get();
   peers.scope = ctx.scope;
-  state_of(ctx, "GPU collective").collective(call, peers, ctx.timeout_ms());
+  context_state(ctx, "GPU collective")
+      .collective(call, peers, ctx.timeout_ms());
 }
 
 void set_stream(hb_context &ctx, void *stream) {
   ctx.check();
-  state_of(ctx, "hb_context_set_cuda_stream")
+  context_state(ctx, "hb_context_set_cuda_stream")
       .set_stream(stream, ctx.timeout_ms());
 }
 

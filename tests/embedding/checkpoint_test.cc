@@ -17,30 +17,15 @@
 #include "embedding/checkpoint.h"
 #include "embedding/file_io.h"
 #include "harness.h"
+#include "temp_dirs.h"
 
 using hbtest::Batch;
 using hbtest::RefTable;
 
 namespace {
 
-// Temporary directories, removed when the test program ends.
-std::vector<std::string> g_dirs;
-class RemoveDirs : public ::testing::Environment {
- public:
-  void TearDown() override {
-    for (const std::string &d : g_dirs) std::filesystem::remove_all(d);
-  }
-};
-::testing::Environment *const g_env =
-    ::testing::AddGlobalTestEnvironment(new RemoveDirs);
-
 std::string temp_dir(const char *tag) {
-  char tmpl[256];
-  std::snprintf(tmpl, sizeof tmpl, "/tmp/hb_emb_%s_XXXXXX", tag);
-  char *d = mkdtemp(tmpl);
-  if (!d) std::abort();
-  g_dirs.push_back(d);
-  return d;
+  return hbtest::temp_dir("hb_emb", tag);
 }
 
 hb_embedding_config config(int opt, int64_t num_rows, int partition) {

@@ -430,7 +430,9 @@ TEST(Errors, BadConfigs) {
             HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &c) { c.optimizer = HB_OPT_FTRL, c.lr_power = 0.5; }),
             HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(bad([](auto &c) { c.device = 0; }), HB_ERR_UNSUPPORTED);
+  EXPECT_EQ(bad([](auto &c) { c.device = -2; }), HB_ERR_INVALID_ARGUMENT);
+  // GPU placement is checked at creation (plugin, device, wire dtype).
+  EXPECT_EQ(bad([](auto &c) { c.device = 0; }), HB_OK);
   EXPECT_EQ(bad([](auto &c) { c.dtype = HB_FLOAT16; }),
             HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(bad([](auto &) {}), HB_OK);

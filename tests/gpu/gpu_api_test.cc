@@ -6,6 +6,7 @@
 
 #include <string>
 
+#include "api_context.h"
 #include "hb.h"
 
 #ifdef HB_TEST_WITH_CUDART
@@ -14,18 +15,7 @@
 
 namespace {
 
-struct Ctx {
-  Ctx() {
-    hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
-    o.rank = 0;
-    o.world_size = 1;
-    o.options = "timeout_ms=60000";
-    status = hb_context_create(&o, &ctx);
-  }
-  ~Ctx() { hb_context_destroy(ctx); }
-  hb_context *ctx = nullptr;
-  hb_status status;
-};
+using Ctx = hbtest::ApiContext;
 
 TEST(GpuApi, BuildInfoAndDeviceWithoutGpu) {
   std::string info = hb_build_info();

@@ -4,10 +4,12 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <limits>
 #include <map>
 #include <numeric>
 #include <random>
 
+#include "abi/dtype.h"
 #include "context/health.h"
 #include "gpu/context_state.h"
 #include "gpu_test_util.h"
@@ -159,6 +161,36 @@ TEST_F(GpuKernels, GatherRows) {
       want.push_back(r >= 0 && r < rows ? table[r * dim + d] : 0.0f);
   auto got = download<float>(out, want.size());
   EXPECT_EQ(0, std::memcmp(got.data(), want.data(), want.size() * 4));
+}
+
+// Wire rounding on the device against the host's (abi/dtype.h): ties,
+// subnormals, overflow, infinities, NaN and random values, both dtypes.
+TEST_F(GpuKernels, WireRoundingMatchesHost) {
+  std::vector<float> v = random_floats(4096, 9);
+  for (float x : {0.0f, -0.0f, 1.0f, 65504.0f, 65520.0f, 1e30f, -1e-30f,
+                  5.96e-8f, 2.98e-8f, 6.1e-5f, 1.0009765625f, 1.00048828125f,
+                  std::numeric_limits<float>::infinity(),
+                  -std::numeric_limits<float>::infinity(),
+                  std::numeric_limits<float>::quiet_NaN(),
+                  std::numeric_limits<float>::denorm_min()})
+    v.push_back(x);
+  DeviceBuffer dv(v, s_), bits(v.size() * 2), back(v.size() * 4);
+  for (hb_dtype d : {HB_FLOAT16, HB_BFLOAT16}) {
+    call("emb_wire_encode", p_->emb_wire_encode, dv.get<const float>(),
+         v.size(), static_cast<int32_t>(d), bits.get<uint16_t>());
+    call("emb_wire_decode", p_->emb_wire_decode, bits.get<const uint16_t>(),
+         v.size(), static_cast<int32_t>(d), back.get<float>());
+    auto got_bits = download<uint16_t>(bits, v.size());
+    auto got = download<float>(back, v.size());
+    for (size_t i = 0; i < v.size(); ++i) {
+      uint16_t want =
+          d == HB_FLOAT16 ? hb::float_to_half(v[i]) : hb::float_to_bf16(v[i]);
+      float wf =
+          d == HB_FLOAT16 ? hb::half_to_float(want) : hb::bf16_to_float(want);
+      ASSERT_EQ(got_bits[i], want) << "dtype " << d << " value " << v[i];
+      ASSERT_EQ(0, std::memcmp(&got[i], &wf, 4)) << "dtype " << d;
+    }
+  }
 }
 
 // Three steps of each optimizer on row records laid out as the CPU shard's

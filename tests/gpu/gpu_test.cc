@@ -100,6 +100,7 @@ TEST_F(PluginTable, IsCompleteAndVersioned) {
     EXPECT_NE(fn, nullptr) << "table member at byte offset " << off;
   }
   EXPECT_TRUE(HB_CUDA_PLUGIN_HAS(t_, auc_histogram));
+  EXPECT_TRUE(HB_CUDA_PLUGIN_HAS(t_, emb_wire_decode));
   hb_cuda_plugin older = *t_;
   older.struct_size = offsetof(hb_cuda_plugin, set_device);
   EXPECT_FALSE(HB_CUDA_PLUGIN_HAS(&older, set_device));
@@ -160,6 +161,15 @@ TEST_F(PluginTable, KernelsCheckArgumentsFirst) {
             HB_ERR_INVALID_ARGUMENT);
   EXPECT_NE(std::string(err_).find("record_words 13 < 14"), std::string::npos)
       << err_;
+  EXPECT_EQ(t_->emb_wire_encode(nullptr, 1, HB_FLOAT32, nullptr, nullptr, err_,
+                                sizeof err_),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(err_).find("not float16 or bfloat16"),
+            std::string::npos)
+      << err_;
+  EXPECT_EQ(t_->emb_wire_decode(nullptr, 1, HB_INT32, nullptr, nullptr, err_,
+                                sizeof err_),
+            HB_ERR_INVALID_ARGUMENT);
   float thresholds[3] = {0.0f, 0.5f, 0.25f};
   EXPECT_EQ(
       t_->auc_histogram(nullptr, nullptr, nullptr, 1, thresholds, 3, nullptr,

@@ -1,0 +1,74 @@
+// The device operations a GPU table's step is made of. DeviceTable
+// (device_table.h) orchestrates a step over this narrow interface; the
+// production implementation (gpu_ops.cc) runs each operation through the
+// CUDA plugin and NCCL on the context's stream, and the tests run the very
+// same orchestration over a host implementation with the same semantics
+// (tests/embedding/host_device_ops.h).
+//
+// Semantics every implementation keeps (those of cuda/plugin_api.h):
+// - operations are enqueued in call order on one stream and may run later;
+//   sync() waits (bounded, health-aware) until all of them finished;
+// - copy() reads a host source before it returns (as cudaMemcpyAsync from
+//   pageable memory does), so host buffers may be reused at once; a device
+//   to host copy is complete only after sync();
+// - "device" pointers come from alloc() or are the caller's device buffers
+//   (is_device()).
+#pragma once
+
+#include <cstddef>
+#include <cstdint>
+#include <memory>
+
+#include "hb.h"
+#include "plugin_api.h"
+
+namespace hb {
+namespace emb {
+
+class DeviceOps {
+ public:
+  virtual ~DeviceOps() = default;
+  virtual int device() const = 0;
+  // Selects the device on the calling thread (called at every entry).
+  virtual void make_current() = 0;
+  virtual bool is_device(const void *p) = 0;
+
+  virtual void *alloc(size_t bytes) = 0;  // bytes > 0
+  // Frees after the work enqueued so far (may wait, bounded).
+  virtual void free(void *p) = 0;
+  virtual void copy(void *dst, const void *src, size_t bytes) = 0;
+  virtual void sync() = 0;
+
+  // The plugin's emb_gather, emb_segment_sum and emb_apply.
+  virtual void gather(const float *table, int64_t table_rows,
+                      int64_t row_stride, int64_t dim, const int64_t *rows,
+                      size_t n, float *out) = 0;
+  virtual void segment_sum(const float *grads, int64_t dim,
+                           const int64_t *order, const int64_t *seg,
+                           const int64_t *num_unique, size_t max_segments,
+                           float *out) = 0;
+  virtual void apply(const hb_cuda_optimizer &opt, float *records,
+                     int64_t record_words, int64_t table_rows, int64_t dim,
+                     const int64_t *rows, const int64_t *num_rows,
+                     size_t max_rows, const float *grads) = 0;
+  // The plugin's emb_wire_encode / emb_wire_decode: n floats to and from
+  // float16 / bfloat16 bits (round to nearest even).
+  virtual void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                           uint16_t *dst) = 0;
+  virtual void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                           float *dst) = 0;
+  // Collective over the table's ranks, device buffers packed in rank order
+  // (bytes per peer, host arrays), ordered on the stream.
+  virtual void alltoallv(const void *send, const int64_t *send_bytes,
+                         void *recv, const int64_t *recv_bytes) = 0;
+};
+
+// The CUDA plugin + NCCL implementation on the context's GPU state. Throws
+// HB_ERR_UNSUPPORTED without CUDA, a device or the plugin functions a table
+// with this wire dtype needs, and HB_ERR_INVALID_ARGUMENT when `device` is
+// not the context's CUDA device.
+std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
+                                        hb_dtype wire, const char *what);
+
+}  // namespace emb
+}  // namespace hb

@@ -1,0 +1,118 @@
+// DeviceOps over the CUDA plugin and NCCL, on the context's GPU state (its
+// device, its stream, its communicator): every wait is the state's bounded,
+// health-aware synchronize.
+#include "abi/error.h"
+#include "common/log.h"
+#include "context/context.h"
+#include "embedding/device_ops.h"
+#include "gpu/context_state.h"
+#include "gpu/plugin_call.h"
+
+namespace hb {
+namespace emb {
+namespace {
+
+class GpuOps : public DeviceOps {
+ public:
+  GpuOps(hb_context &ctx, gpu::ContextState &st)
+      : ctx_(ctx), st_(st), p_(st.plugin()) {}
+
+  int device() const override { return st_.device(); }
+  void make_current() override {
+    gpu::plugin_call("cudaSetDevice", p_.set_device, st_.device());
+  }
+  bool is_device(const void *p) override { return gpu::is_device_pointer(p); }
+
+  void *alloc(size_t bytes) override {
+    void *p = nullptr;
+    std::string what =
+        format("embedding table: %zu bytes on device %d", bytes, st_.device());
+    gpu::plugin_call(what.c_str(), p_.device_malloc, &p, bytes);
+    return p;
+  }
+  void free(void *p) override {
+    std::string msg;
+    if (gpu::plugin_try(&msg, p_.device_free, p) != HB_OK)
+      HB_LOG_WARN("embedding table: cudaFree on device %d: %s", st_.device(),
+                  msg.c_str());
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    gpu::plugin_call("embedding table: cudaMemcpyAsync", p_.memcpy_async, dst,
+                     src, bytes, st_.stream());
+  }
+  void sync() override { st_.synchronize(ctx_.timeout_ms()); }
+
+  void gather(const float *table, int64_t table_rows, int64_t row_stride,
+              int64_t dim, const int64_t *rows, size_t n, float *out) override {
+    gpu::plugin_call("emb_gather", p_.emb_gather, table, table_rows, row_stride,
+                     dim, rows, n, out, st_.stream());
+  }
+  void segment_sum(const float *grads, int64_t dim, const int64_t *order,
+                   const int64_t *seg, const int64_t *num_unique,
+                   size_t max_segments, float *out) override {
+    gpu::plugin_call("emb_segment_sum", p_.emb_segment_sum, grads, dim, order,
+                     seg, num_unique, max_segments, out, st_.stream());
+  }
+  void apply(const hb_cuda_optimizer &opt, float *records, int64_t record_words,
+             int64_t table_rows, int64_t dim, const int64_t *rows,
+             const int64_t *num_rows, size_t max_rows,
+             const float *grads) override {
+    gpu::plugin_call("emb_apply", p_.emb_apply, &opt, records, record_words,
+                     table_rows, dim, rows, num_rows, max_rows, grads,
+                     st_.stream());
+  }
+  void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                   uint16_t *dst) override {
+    gpu::plugin_call("emb_wire_encode", p_.emb_wire_encode, src, n,
+                     static_cast<int32_t>(dtype), dst, st_.stream());
+  }
+  void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                   float *dst) override {
+    gpu::plugin_call("emb_wire_decode", p_.emb_wire_decode, src, n,
+                     static_cast<int32_t>(dtype), dst, st_.stream());
+  }
+  void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
+                 const int64_t *recv_bytes) override {
+    gpu::CollectiveCall c{};
+    c.kind = gpu::CollectiveCall::kAlltoallv;
+    c.send = send;
+    c.recv = recv;
+    c.dtype = HB_UINT8;
+    c.send_counts = send_bytes;
+    c.recv_counts = recv_bytes;
+    gpu::run_collective(ctx_, c);
+  }
+
+ private:
+  hb_context &ctx_;
+  gpu::ContextState &st_;
+  const hb_cuda_plugin &p_;
+};
+
+}  // namespace
+
+std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
+                                        hb_dtype wire, const char *what) {
+  gpu::ContextState &st = gpu::context_state(ctx, what);
+  const hb_cuda_plugin &p = st.plugin();
+  HB_GPU_REQUIRE_MEMBER(&p, device_malloc);
+  HB_GPU_REQUIRE_MEMBER(&p, device_free);
+  HB_GPU_REQUIRE_MEMBER(&p, memcpy_async);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_gather);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_segment_sum);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_apply);
+  if (wire != HB_FLOAT32) {
+    HB_GPU_REQUIRE_MEMBER(&p, emb_wire_encode);
+    HB_GPU_REQUIRE_MEMBER(&p, emb_wire_decode);
+  }
+  if (device != st.device())
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "%s: device %d, but the context's CUDA device is %d (a table lives "
+         "on its context's device: set the context's device option to "
+         "'cuda:%d' or the table's device to %d)",
+         what, device, st.device(), device, st.device());
+  return std::unique_ptr<DeviceOps>(new GpuOps(ctx, st));
+}
+
+}  // namespace emb
+}  // namespace hb

@@ -1,0 +1,99 @@
+#include "embedding/plan.h"
+
+#include <cstring>
+
+#include "abi/error.h"
+
+namespace hb {
+namespace emb {
+
+StepPlan::StepPlan(const Spec &spec, int rank, int world)
+    : spec_(spec), part_(spec, world), rank_(rank), world_(world) {}
+
+void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
+                       const char *what) {
+  bad_id_.reset();
+  send_counts_.assign(world_, 0);
+  send_ids_.clear();
+  pos_.clear();
+  HB_CHECK_ARG(n == 0 || (ids && data),
+               "%s('%s'): ids or %s is NULL with n = %zu", what,
+               spec_.name.c_str(),
+               std::strcmp(what, "hb_embedding_lookup") ? "grads" : "out", n);
+  HB_CHECK_ARG(n < IdMap::kEmpty, "%s('%s'): n = %zu too large", what,
+               spec_.name.c_str(), n);
+  dedup_.run(ids, n);
+  const std::vector<int64_t> &u = dedup_.unique();
+  if (!spec_.dynamic()) {
+    for (int64_t id : u)
+      if (id < 0 || id >= spec_.num_rows) {
+        bad_id_ = id;
+        fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): id %lld outside [0, %lld)",
+             what, spec_.name.c_str(), (long long)id,
+             (long long)spec_.num_rows);
+      }
+  }
+  pos_.resize(u.size());
+  send_ids_.resize(u.size());
+  if (world_ == 1) {
+    for (size_t i = 0; i < u.size(); ++i) pos_[i] = static_cast<uint32_t>(i);
+    if (!u.empty()) std::memcpy(send_ids_.data(), u.data(), u.size() * 8);
+    send_counts_[0] = static_cast<int64_t>(u.size());
+    return;
+  }
+  // Counting sort by owner, stable: each peer gets its ids in
+  // first-occurrence order.
+  for (int64_t id : u) ++send_counts_[part_.owner(id)];
+  std::vector<int64_t> next(world_, 0);
+  for (int p = 1; p < world_; ++p) next[p] = next[p - 1] + send_counts_[p - 1];
+  for (size_t i = 0; i < u.size(); ++i) {
+    int64_t at = next[part_.owner(u[i])]++;
+    pos_[i] = static_cast<uint32_t>(at);
+    send_ids_[at] = u[i];
+  }
+}
+
+void StepPlan::agree_counts(Exchange &x, Outcome &o, const char *what) {
+  if (bad_id_) {
+    o.has_detail = true;
+    o.detail = *bad_id_;
+  }
+  std::string w = std::string(what) + "('" + spec_.name + "')";
+  recv_counts_ = agree(x, o, send_counts_, w.c_str(), "id");
+}
+
+int64_t StepPlan::recv_total() const {
+  int64_t total = 0;
+  for (int64_t c : recv_counts_) total += c;
+  return total;
+}
+
+uint64_t StepPlan::remote_sent() const {
+  uint64_t n = 0;
+  for (int p = 0; p < world_; ++p)
+    if (p != rank_) n += static_cast<uint64_t>(send_counts_[p]);
+  return n;
+}
+
+int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
+  int sources = 0;
+  for (int64_t c : recv_counts_) sources += c > 0;
+  if (sources <= 1) return -1;
+  owner_dedup_.run(recv_ids, nrecv);
+  return static_cast<int64_t>(owner_dedup_.unique().size());
+}
+
+void group_by_slot(const uint32_t *inv, size_t n, const uint32_t *map,
+                   size_t nslots, std::vector<int64_t> *order,
+                   std::vector<int64_t> *seg) {
+  seg->assign(nslots + 1, 0);
+  for (size_t i = 0; i < n; ++i) ++(*seg)[(map ? map[inv[i]] : inv[i]) + 1];
+  for (size_t s = 0; s < nslots; ++s) (*seg)[s + 1] += (*seg)[s];
+  std::vector<int64_t> next(seg->begin(), seg->end() - 1);
+  order->resize(n);
+  for (size_t i = 0; i < n; ++i)
+    (*order)[next[map ? map[inv[i]] : inv[i]]++] = static_cast<int64_t>(i);
+}
+
+}  // namespace emb
+}  // namespace hb

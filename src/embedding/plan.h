@@ -1,0 +1,74 @@
+// The host-side plan of one collective step, shared by the host table
+// (table.cc) and the device table (device_table.cc), so both follow the
+// same dedup / partition / order contract (docs/embedding-format.md, "Step
+// order"):
+//
+// - prepare: the ids are deduplicated in first-occurrence order, checked
+//   (static tables: [0, num_rows)) and bucketed by owner with a stable
+//   counting sort; pos()[u] is the send position of unique id u.
+// - agree_counts: one header per peer {status, bad id, count}, so a failure
+//   on any rank fails the step on every rank instead of blocking them.
+// - owner_dedup: the owner's dedup of what it received, when more than one
+//   rank sent ids (received ids are packed by source rank, so the first
+//   occurrence of an id comes from the lowest rank).
+#pragma once
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+#include "embedding/exchange.h"
+#include "embedding/id_map.h"
+#include "embedding/shard.h"
+#include "embedding/spec.h"
+
+namespace hb {
+namespace emb {
+
+class StepPlan {
+ public:
+  StepPlan(const Spec &spec, int rank, int world);
+
+  // Local half of a step (what: the public call, for messages; data: out or
+  // grads, only checked for NULL). Throws HB_ERR_INVALID_ARGUMENT naming a
+  // bad id, which agree_counts() then reports to the other ranks.
+  void prepare(const int64_t *ids, size_t n, const void *data,
+               const char *what);
+  // Header exchange after prepare (o: this rank's outcome so far); fills
+  // recv_counts(). Throws when any rank failed.
+  void agree_counts(Exchange &x, Outcome &o, const char *what);
+  // Owner side: dedups the nrecv received ids when several ranks sent ids.
+  // Returns the number of unique ids (owner() filled) or -1 when the
+  // received ids are already unique.
+  int64_t owner_dedup(const int64_t *recv_ids, size_t nrecv);
+
+  const Dedup &local() const { return dedup_; }
+  const Dedup &owner() const { return owner_dedup_; }
+  const std::vector<uint32_t> &pos() const { return pos_; }
+  const std::vector<int64_t> &send_ids() const { return send_ids_; }
+  const std::vector<int64_t> &send_counts() const { return send_counts_; }
+  const std::vector<int64_t> &recv_counts() const { return recv_counts_; }
+  int64_t recv_total() const;
+  uint64_t remote_sent() const;  // ids this rank sends to other ranks
+
+ private:
+  Spec spec_;
+  Partitioner part_;
+  int rank_, world_;
+  std::optional<int64_t> bad_id_;
+  Dedup dedup_, owner_dedup_;
+  std::vector<uint32_t> pos_;
+  std::vector<int64_t> send_ids_, send_counts_, recv_counts_;
+};
+
+// Groups positions [0, n) by slot: slot(i) = map ? map[inv[i]] : inv[i],
+// in [0, nslots), every slot non-empty. order gets the positions slot by
+// slot, ascending inside a slot, and seg (nslots + 1) the slot starts: the
+// layout of a segment sum that adds a slot's rows in input order (the
+// device counterpart of summing the first row, then += each later one).
+void group_by_slot(const uint32_t *inv, size_t n, const uint32_t *map,
+                   size_t nslots, std::vector<int64_t> *order,
+                   std::vector<int64_t> *seg);
+
+}  // namespace emb
+}  // namespace hb

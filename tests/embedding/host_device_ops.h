@@ -1,0 +1,218 @@
+// A host implementation of DeviceOps (src/embedding/device_ops.h) with the
+// documented semantics of the CUDA plugin functions, so the GPU table's
+// orchestration runs in the normal test suite without a GPU:
+//
+// - "device" memory is separate host blocks from alloc(); every operation
+//   checks that its device pointers lie inside a live block (bounds
+//   included) and aborts with a message otherwise;
+// - a stream: operations are queued and run in order at sync() (or before
+//   an alltoallv), so a result read on the host before sync() is stale and a
+//   buffer freed with work pending aborts -- the orchestration must wait
+//   where the real stream would need it; host sources are read at enqueue
+//   time (cudaMemcpyAsync from pageable memory);
+// - kernels: host loops written from cuda/plugin_api.h (gather, segment sum
+//   in input order, optimizer steps with cuda/optimizer_math.h);
+// - alltoallv: over the in-process thread exchange.
+#pragma once
+
+#include <algorithm>
+#include <cstdarg>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <functional>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "embedding/device_ops.h"
+#include "embedding/exchange.h"
+#include "embedding/wire.h"
+#include "optimizer_math.h"
+
+namespace hbtest {
+
+class HostDeviceOps : public hb::emb::DeviceOps {
+ public:
+  explicit HostDeviceOps(std::unique_ptr<hb::emb::Exchange> x)
+      : x_(std::move(x)) {}
+  ~HostDeviceOps() override {
+    if (!blocks_.empty()) die("%zu device blocks leaked", blocks_.size());
+  }
+
+  int device() const override { return 0; }
+  void make_current() override {}
+  bool is_device(const void *p) override { return block_of(p, 0) != nullptr; }
+  size_t live_blocks() const { return blocks_.size(); }
+  size_t ops_run() const { return ops_run_; }
+
+  void *alloc(size_t bytes) override {
+    if (bytes == 0) die("alloc(0)");
+    std::unique_ptr<unsigned char[]> b(new unsigned char[bytes]);
+    std::memset(b.get(), 0xA5, bytes);  // garbage, as cudaMalloc's
+    void *p = b.get();
+    blocks_[reinterpret_cast<uintptr_t>(p)] = {std::move(b), bytes};
+    return p;
+  }
+  void free(void *p) override {
+    if (!queue_.empty()) die("free with %zu operations pending", queue_.size());
+    auto it = blocks_.find(reinterpret_cast<uintptr_t>(p));
+    if (it == blocks_.end()) die("free of a pointer alloc() did not return");
+    blocks_.erase(it);
+  }
+  void copy(void *dst, const void *src, size_t bytes) override {
+    if (bytes == 0) return;
+    bool dd = is_device(dst), sd = is_device(src);
+    if (dd) dev(dst, bytes, "copy dst");
+    if (sd) dev(src, bytes, "copy src");
+    if (!sd) {  // read now, write in stream order
+      auto snap = std::make_shared<std::vector<unsigned char>>(
+          static_cast<const unsigned char *>(src),
+          static_cast<const unsigned char *>(src) + bytes);
+      enqueue([=] { std::memcpy(dst, snap->data(), bytes); });
+    } else {
+      enqueue([=] { std::memcpy(dst, src, bytes); });
+    }
+  }
+  void sync() override {
+    std::vector<std::function<void()>> q;
+    q.swap(queue_);
+    for (auto &f : q) f();
+    ops_run_ += q.size();
+  }
+
+  void gather(const float *table, int64_t table_rows, int64_t row_stride,
+              int64_t dim, const int64_t *rows, size_t n, float *out) override {
+    if (dim <= 0 || row_stride < dim) die("gather: bad dim/stride");
+    dev(rows, n * 8, "gather rows");
+    dev(out, n * dim * 4, "gather out");
+    enqueue([=] {
+      for (size_t i = 0; i < n; ++i) {
+        int64_t r = rows[i];
+        bool in = r >= 0 && r < table_rows;
+        if (in) dev(table + r * row_stride, dim * 4, "gather table row");
+        for (int64_t d = 0; d < dim; ++d)
+          out[i * dim + d] = in ? table[r * row_stride + d] : 0.0f;
+      }
+    });
+  }
+  void segment_sum(const float *grads, int64_t dim, const int64_t *order,
+                   const int64_t *seg, const int64_t *num_unique,
+                   size_t max_segments, float *out) override {
+    dev(num_unique, 8, "segment_sum num_unique");
+    dev(seg, (max_segments + 1) * 8, "segment_sum seg");
+    dev(out, max_segments * dim * 4, "segment_sum out");
+    enqueue([=] {
+      int64_t segs = std::min<int64_t>(*num_unique, max_segments);
+      for (int64_t u = 0; u < segs; ++u) {
+        dev(order + seg[u], (seg[u + 1] - seg[u]) * 8, "segment_sum order");
+        for (int64_t d = 0; d < dim; ++d) {
+          int64_t j = seg[u];
+          dev(grads + order[j] * dim, dim * 4, "segment_sum grads");
+          float acc = grads[order[j] * dim + d];
+          for (++j; j < seg[u + 1]; ++j) {
+            dev(grads + order[j] * dim, dim * 4, "segment_sum grads");
+            acc = acc + grads[order[j] * dim + d];
+          }
+          out[u * dim + d] = acc;
+        }
+      }
+    });
+  }
+  void apply(const hb_cuda_optimizer &opt, float *records, int64_t record_words,
+             int64_t table_rows, int64_t dim, const int64_t *rows,
+             const int64_t *num_rows, size_t max_rows,
+             const float *grads) override {
+    if (record_words < hb::optmath::record_words(opt.kind, dim))
+      die("apply: record_words too small");
+    dev(num_rows, 8, "apply num_rows");
+    dev(rows, max_rows * 8, "apply rows");
+    dev(grads, max_rows * dim * 4, "apply grads");
+    hb_cuda_optimizer o = opt;
+    enqueue([=] {
+      const hb::optmath::Hyper h = hb::optmath::make_hyper(
+          o.learning_rate, o.epsilon, o.initial_accumulator, o.beta1, o.beta2,
+          o.l1, o.l2, o.lr_power);
+      int64_t count = std::min<int64_t>(*num_rows, max_rows);
+      for (int64_t k = 0; k < count; ++k) {
+        int64_t r = rows[k];
+        if (r < 0 || r >= table_rows) continue;
+        float *rec = records + r * record_words;
+        dev(rec, record_words * 4, "apply record");
+        float lr_t = 0.0f;
+        int64_t t = 0;
+        if (o.kind == HB_OPT_ADAM) {
+          t = hb::optmath::record_steps(rec, dim) + 1;
+          lr_t = hb::optmath::adam_lr(h, t);
+        }
+        for (int64_t c = 0; c < dim; ++c)
+          hb::optmath::step_element(o.kind, rec, dim, c, grads[k * dim + c],
+                                    lr_t, h);
+        if (o.kind == HB_OPT_ADAM) hb::optmath::set_record_steps(rec, dim, t);
+      }
+    });
+  }
+  void wire_encode(const float *src, size_t n, hb_dtype dtype,
+                   uint16_t *dst) override {
+    if (dtype != HB_FLOAT16 && dtype != HB_BFLOAT16) die("wire_encode dtype");
+    dev(src, n * 4, "wire_encode src");
+    dev(dst, n * 2, "wire_encode dst");
+    enqueue([=] { hb::emb::wire_encode(src, n, dtype, dst); });
+  }
+  void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
+                   float *dst) override {
+    if (dtype != HB_FLOAT16 && dtype != HB_BFLOAT16) die("wire_decode dtype");
+    dev(src, n * 2, "wire_decode src");
+    dev(dst, n * 4, "wire_decode dst");
+    enqueue([=] { hb::emb::wire_decode(src, n, dtype, dst); });
+  }
+  void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
+                 const int64_t *recv_bytes) override {
+    int64_t sb = 0, rb = 0;
+    for (int p = 0; p < x_->world(); ++p)
+      sb += send_bytes[p], rb += recv_bytes[p];
+    if (sb) dev(send, sb, "alltoallv send");
+    if (rb) dev(recv, rb, "alltoallv recv");
+    sync();  // the collective runs in stream order
+    x_->alltoallv(send, send_bytes, recv, recv_bytes);
+  }
+
+ private:
+  struct Block {
+    std::unique_ptr<unsigned char[]> mem;
+    size_t bytes;
+  };
+  [[noreturn]] static void die(const char *fmt, ...)
+      __attribute__((format(printf, 1, 2))) {
+    va_list ap;
+    va_start(ap, fmt);
+    std::fprintf(stderr, "HostDeviceOps: ");
+    std::vfprintf(stderr, fmt, ap);
+    std::fprintf(stderr, "\n");
+    va_end(ap);
+    std::abort();
+  }
+  const Block *block_of(const void *p, size_t bytes) const {
+    uintptr_t a = reinterpret_cast<uintptr_t>(p);
+    auto it = blocks_.upper_bound(a);
+    if (it == blocks_.begin()) return nullptr;
+    --it;
+    if (a < it->first || a + bytes > it->first + it->second.bytes ||
+        a >= it->first + it->second.bytes)
+      return nullptr;
+    return &it->second;
+  }
+  void dev(const void *p, size_t bytes, const char *what) const {
+    if (!block_of(p, bytes))
+      die("%s: %zu bytes at %p are not inside one device block", what, bytes,
+          p);
+  }
+  void enqueue(std::function<void()> f) { queue_.push_back(std::move(f)); }
+
+  std::unique_ptr<hb::emb::Exchange> x_;
+  std::map<uintptr_t, Block> blocks_;
+  std::vector<std::function<void()>> queue_;
+  size_t ops_run_ = 0;
+};
+
+}  // namespace hbtest
