@@ -41,7 +41,7 @@ struct BackendConfig {
   // Rank-order allreduce (comm/rank_order.h): blocks travel in pieces of
   // this many bytes; below one_round_bytes of traffic per rank
   // (bytes x (world - 1)) it takes one round instead of two.
-  int64_t piece_bytes = 1 << 20;
+  int64_t piece_bytes = 4 << 20;
   int64_t one_round_bytes = 64 << 10;
   // Up to this many input bytes it runs over pre-registered pair buffers
   // (comm/staged_allreduce.h), above it over per-call buffers.

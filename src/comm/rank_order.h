@@ -31,7 +31,7 @@ struct RankOrderOp {
   size_t elem_size;   // bytes of one wire element
   ReduceFn acc;       // x op= y
   CombineFn combine;  // out = op(a, b)
-  size_t piece_bytes = size_t(1) << 20;
+  size_t piece_bytes = size_t(4) << 20;
 };
 
 // What each rank reduces: rank p owns elements [lo[p], lo[p] + len[p]).

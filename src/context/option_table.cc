@@ -52,7 +52,7 @@ const std::vector<OptionSpec> &option_table() {
        "algorithm of that name on a scratch copy (halving_doubling keeps "
        "the same-bits promises; ring and ring_chunked with more than two "
        "ranks do not; bcube needs a power-of-two world)."},
-      {"cpu_piece_bytes", OptionType::kInt, "1048576", nullptr, 4096,
+      {"cpu_piece_bytes", OptionType::kInt, "4194304", nullptr, 4096,
        INT64_C(1) << 30,
        "rank_order: blocks travel in pieces of this many bytes, so a rank "
        "reduces one piece while the next arrives."},
