@@ -19,12 +19,19 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-hb::comm::BackendConfig quick_config() {
-  hb::comm::BackendConfig cfg;
-  cfg.timeout_ms = 20000;
-  cfg.peer_report_grace_ms = 100;
-  return cfg;
-}
+// Parameter: whether allreduce takes the registered-buffer path (every
+// size) or the per-call-buffer one (every size): their waits break
+// differently (a failed pair vs the WaitBreaker).
+class Failure : public ::testing::TestWithParam<bool> {
+ protected:
+  hb::comm::BackendConfig quick_config() const {
+    hb::comm::BackendConfig cfg;
+    cfg.timeout_ms = 20000;
+    cfg.peer_report_grace_ms = 100;
+    cfg.staged_bytes = GetParam() ? (int64_t(1) << 30) : 0;
+    return cfg;
+  }
+};
 
 // Ranks allreduce 1 MiB in a loop until it fails; returns the status.
 void allreduce_until_failure(ThreadWorld &w, int r, std::vector<float> &buf) {
@@ -32,7 +39,7 @@ void allreduce_until_failure(ThreadWorld &w, int r, std::vector<float> &buf) {
     w.at(r).allreduce(buf.data(), buf.data(), buf.size(), HB_FLOAT32, HB_SUM);
 }
 
-TEST(Failure, DeadPeerGivesPeerFailedNamingIt) {
+TEST_P(Failure, DeadPeerGivesPeerFailedNamingIt) {
   ThreadWorld w(3, quick_config());
   std::vector<std::vector<float>> buf(3, std::vector<float>(1 << 18, 0.f));
   auto t0 = Clock::now();
@@ -64,7 +71,7 @@ TEST(Failure, DeadPeerGivesPeerFailedNamingIt) {
   EXPECT_TRUE(named) << msg[0] << " | " << msg[1];
 }
 
-TEST(Failure, HungPeerReportedByHealthBreaksTheWait) {
+TEST_P(Failure, HungPeerReportedByHealthBreaksTheWait) {
   ThreadWorld w(2, quick_config());
   std::vector<float> buf(1 << 16, 1.f);
   std::atomic<bool> release{false};
@@ -103,7 +110,7 @@ TEST(Failure, HungPeerReportedByHealthBreaksTheWait) {
   EXPECT_LT(rank0_done, 3.0);
 }
 
-TEST(Failure, AbortEndsEveryRanksCallWithTheReason) {
+TEST_P(Failure, AbortEndsEveryRanksCallWithTheReason) {
   ThreadWorld w(3, quick_config());
   std::vector<std::vector<float>> buf(3, std::vector<float>(1 << 20, 0.f));
   std::thread aborter([&] {
@@ -124,7 +131,7 @@ TEST(Failure, AbortEndsEveryRanksCallWithTheReason) {
   }
 }
 
-TEST(Failure, SilentPeerTimesOut) {
+TEST_P(Failure, SilentPeerTimesOut) {
   hb::comm::BackendConfig cfg = quick_config();
   cfg.timeout_ms = 500;
   ThreadWorld w(2, cfg);
@@ -144,7 +151,7 @@ TEST(Failure, SilentPeerTimesOut) {
   EXPECT_LT(took, 5.0);
 }
 
-TEST(Failure, SilentPeerTimesOutInAlltoallv) {
+TEST_P(Failure, SilentPeerTimesOutInAlltoallv) {
   hb::comm::BackendConfig cfg = quick_config();
   cfg.timeout_ms = 500;
   ThreadWorld w(2, cfg);
@@ -160,5 +167,10 @@ TEST(Failure, SilentPeerTimesOutInAlltoallv) {
       &msg);
   EXPECT_EQ(st[0], HB_ERR_TIMEOUT) << msg[0];
 }
+
+INSTANTIATE_TEST_SUITE_P(Paths, Failure, ::testing::Bool(),
+                         [](const ::testing::TestParamInfo<bool> &p) {
+                           return p.param ? "registered" : "per_call";
+                         });
 
 }  // namespace
