@@ -60,7 +60,7 @@ const std::vector<OptionSpec> &option_table() {
        INT64_C(1) << 30,
        "rank_order: buffers up to this many bytes go through pair buffers "
        "registered once (one hop per message, plus a copy in and out; "
-       "memory about 5x this per rank, allocated on first use); larger ones "
+       "memory 4-6x this per rank, allocated on first use); larger ones "
        "through per-call buffers with no copy."},
       {"cpu_one_round_bytes", OptionType::kInt, "65536", nullptr, 0,
        INT64_C(1) << 30,
