@@ -70,10 +70,23 @@ int GlooP2P::recv(int peer, int channel, void *data, size_t bytes) {
 void GlooP2P::wait(int id) {
   Op &op = ops_.at(static_cast<size_t>(id));
   if (op.done) return;
-  // Gloo throws on a timeout or a failed pair; false means aborted.
+  {
+    std::lock_guard<std::mutex> lock(breaker_.mu_);
+    if (breaker_.tripped_) throw std::runtime_error("wait broken");
+    breaker_.waiting_ = op.buf.get();
+    breaker_.waiting_send_ = op.is_send;
+  }
+  struct Clear {
+    WaitBreaker &b;
+    ~Clear() {
+      std::lock_guard<std::mutex> lock(b.mu_);
+      b.waiting_ = nullptr;
+    }
+  } clear{breaker_};
+  // Gloo throws on a timeout or a failed pair; false: the breaker tripped.
   const bool ok =
       op.is_send ? op.buf->waitSend(timeout_) : op.buf->waitRecv(timeout_);
-  if (!ok) fail(HB_ERR_ABORTED, "p2p operation aborted");
+  if (!ok) throw std::runtime_error("wait broken");
   op.done = true;
 }
 
