@@ -16,11 +16,16 @@ class Scratch {
   Scratch &operator=(const Scratch &) = delete;
   ~Scratch() { std::free(ptr_); }
 
-  // At least `bytes` usable bytes; the pointer changes only when it grows.
-  char *ensure(size_t bytes) {
+  // At least `bytes` usable bytes; the pointer changes only when it grows
+  // (to the next power of two, or to exactly `bytes` rounded to 64 for a
+  // buffer whose size is fixed).
+  char *ensure(size_t bytes, bool exact = false) {
     if (bytes <= cap_ && ptr_) return ptr_;
     size_t cap = 4096;
-    while (cap < bytes) cap *= 2;
+    if (exact)
+      cap = (bytes + 63) / 64 * 64;
+    else
+      while (cap < bytes) cap *= 2;
     void *p = std::aligned_alloc(64, cap);
     if (!p) throw std::bad_alloc();
     std::free(ptr_);

@@ -28,14 +28,14 @@ void StagedAllreduce::register_buffers() {
   recv_ = std::vector<Scratch>(size_t(n) * 2);
   to_.resize(size_t(n) * 2);
   from_.resize(size_t(n) * 2);
-  for (int b = 0; b < 2; ++b) send_[b].ensure(max_bytes_ + 64);
+  for (int b = 0; b < 2; ++b) send_[b].ensure(max_bytes_ + 64, true);
   for (int q = 0; q < n; ++q) {
     if (q == ctx_.rank) continue;
     auto &pair = ctx_.getPair(q);
     for (int b = 0; b < 2; ++b) {
       const size_t i = size_t(q) * 2 + size_t(b);
       from_[i] = pair->createRecvBuffer(
-          slot_base_ + b, recv_[i].ensure(region_bytes_), region_bytes_);
+          slot_base_ + b, recv_[i].ensure(region_bytes_, true), region_bytes_);
       to_[i] = pair->createSendBuffer(slot_base_ + b, send_[b].data(),
                                       max_bytes_ + 64);
     }

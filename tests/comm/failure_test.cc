@@ -19,8 +19,8 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Parameter: whether allreduce takes the registered-buffer path (every
-// size) or the per-call-buffer one (every size): their waits break
+// Parameter: whether allreduce takes the registered-buffer path (for every
+// size these tests use) or the per-call-buffer one: their waits break
 // differently (a failed pair vs the WaitBreaker).
 class Failure : public ::testing::TestWithParam<bool> {
  protected:
@@ -28,7 +28,7 @@ class Failure : public ::testing::TestWithParam<bool> {
     hb::comm::BackendConfig cfg;
     cfg.timeout_ms = 20000;
     cfg.peer_report_grace_ms = 100;
-    cfg.staged_bytes = GetParam() ? (int64_t(1) << 30) : 0;
+    cfg.staged_bytes = GetParam() ? (int64_t(16) << 20) : 0;  // > 4 MiB
     return cfg;
   }
 };
