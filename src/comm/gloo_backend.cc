@@ -292,7 +292,7 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
                                             hb_dtype wire, hb_reduce_op op) {
   if (op == HB_AVG) op = HB_SUM;
   char *buf = reduce_scratch_.data() + offset * hb_dtype_size(wire);
-  const Algo kind = algorithm_for_bytes(count * hb_dtype_size(wire));
+  const Algo kind = algo_kind_;
   AlgoEntry &e = algos_[AlgoKey{offset, count, wire, op, kind}];
   e.last_use = ++use_clock_;
   if (e.algo && e.bound == buf) return *e.algo;
@@ -331,10 +331,6 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
   return *e.algo;
 }
 
-GlooBackend::Algo GlooBackend::algorithm_for_bytes(size_t) const {
-  return algo_kind_;
-}
-
 void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
   for (size_t at = 0; at < count; at += kMaxPiece)
     algorithm_for(at, std::min(kMaxPiece, count - at), wire, op).run();
@@ -343,7 +339,8 @@ void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
 void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
                                     char *own_out, char *gather, hb_dtype wire,
                                     hb_reduce_op op) {
-  RankOrderOp ro{hb_dtype_size(wire), reduce_fn(wire, op), combine_fn(wire, op),
+  const OpKernels k = op_kernels(wire, op);
+  RankOrderOp ro{hb_dtype_size(wire), k.acc, k.combine,
                  static_cast<size_t>(cfg_.piece_bytes)};
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
@@ -352,6 +349,16 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   GlooP2P p2p(*coll_ctx_, next_tag(),
               std::chrono::milliseconds(cfg_.timeout_ms), *breaker_);
   rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+}
+
+void GlooBackend::allreduce_rank_order(const char *x, char *y, size_t count,
+                                       hb_dtype wire, hb_reduce_op op) {
+  const size_t ws = hb_dtype_size(wire);
+  if (count * ws * size_t(world_size() - 1) <= size_t(cfg_.one_round_bytes))
+    return reduce_rank_order(x, Blocks::whole(count, world_size()), y, nullptr,
+                             wire, op);
+  Blocks b = Blocks::balanced(count, world_size());
+  reduce_rank_order(x, b, y + b.lo[size_t(rank())] * ws, y, wire, op);
 }
 
 const char *GlooBackend::wire_input(const void *send, size_t count,
@@ -387,15 +394,7 @@ void GlooBackend::allreduce(const void *send, void *recv, size_t count,
     const char *x = wire_input(send, count, dtype, op, overlap);
     char *y =
         wire == dtype ? static_cast<char *>(recv) : out_stage_.ensure(bytes);
-    const bool one_round =
-        bytes * size_t(world_size() - 1) <= size_t(cfg_.one_round_bytes);
-    if (one_round) {
-      reduce_rank_order(x, Blocks::whole(count, world_size()), y, nullptr, wire,
-                        op);
-    } else {
-      Blocks b = Blocks::balanced(count, world_size());
-      reduce_rank_order(x, b, y + b.lo[size_t(rank())] * ws, y, wire, op);
-    }
+    allreduce_rank_order(x, y, count, wire, op);
     if (wire != dtype || op == HB_AVG)
       unpack(y, dtype, op, world_size(), recv, count);
   });
@@ -420,12 +419,7 @@ void GlooBackend::allreduce_buckets(
       if (algo_kind_ != Algo::kRankOrder) {
         reduce_scratch(total, wire, op);
       } else {
-        const bool one_round = total * ws * size_t(world_size() - 1) <=
-                               size_t(cfg_.one_round_bytes);
-        Blocks b = one_round ? Blocks::whole(total, world_size())
-                             : Blocks::balanced(total, world_size());
-        reduce_rank_order(s, b, s + b.lo[size_t(rank())] * ws,
-                          one_round ? nullptr : s, wire, op);
+        allreduce_rank_order(s, s, total, wire, op);
       }
       at = 0;
       for (const Tensor &t : bucket) {

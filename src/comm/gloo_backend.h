@@ -67,7 +67,6 @@ class GlooBackend final : public Backend {
 
  private:
   enum class Algo { kRankOrder, kRing, kRingChunked, kHalvingDoubling, kBcube };
-  Algo algorithm_for_bytes(size_t bytes) const;
   struct AlgoKey {
     size_t offset;  // elements into the scratch (tensors over 2^30)
     size_t count;
@@ -97,6 +96,11 @@ class GlooBackend final : public Backend {
   // comm/rank_order.h over this call's P2P on coll_ctx_.
   void reduce_rank_order(const char *x, const Blocks &b, char *own_out,
                          char *gather, hb_dtype wire, hb_reduce_op op);
+  // y = the rank-order allreduce of count wire elements at x (one round
+  // below one_round_bytes of traffic, else reduce phase + gather); x may be
+  // y.
+  void allreduce_rank_order(const char *x, char *y, size_t count, hb_dtype wire,
+                            hb_reduce_op op);
   // send as wire elements: send itself when it already is (and no copy is
   // needed), else packed into in_stage_.
   const char *wire_input(const void *send, size_t count, hb_dtype dtype,

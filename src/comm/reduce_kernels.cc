@@ -34,23 +34,6 @@ inline T wrap_mul(T a, T b) {
   }
 }
 
-template <class T>
-void sum_v(void *acc, const void *in, size_t n) {
-  Kernels<T>::sum(static_cast<T *>(acc), static_cast<const T *>(in), n);
-}
-template <class T>
-void prod_v(void *acc, const void *in, size_t n) {
-  Kernels<T>::prod(static_cast<T *>(acc), static_cast<const T *>(in), n);
-}
-template <class T>
-void min_v(void *acc, const void *in, size_t n) {
-  Kernels<T>::min(static_cast<T *>(acc), static_cast<const T *>(in), n);
-}
-template <class T>
-void max_v(void *acc, const void *in, size_t n) {
-  Kernels<T>::max(static_cast<T *>(acc), static_cast<const T *>(in), n);
-}
-
 // out = op(a, b) where out may be exactly a or b: the in-place kernels
 // then, with the operands swapped if needed (op is commutative).
 template <class T, void (*In)(T *, const T *, size_t),
@@ -67,35 +50,25 @@ void combine_v(void *out, const void *a, const void *b, size_t n) {
     Out(o, x, y, n);
 }
 
+// The in-place kernel behind a ReduceFn.
+template <class T, void (*In)(T *, const T *, size_t)>
+void acc_v(void *acc, const void *in, size_t n) {
+  In(static_cast<T *>(acc), static_cast<const T *>(in), n);
+}
+
 template <class T>
-CombineFn typed_combine(hb_reduce_op op) {
+OpKernels typed_kernels(hb_reduce_op op) {
   using K = Kernels<T>;
   switch (op) {
     case HB_SUM:
     case HB_AVG:
-      return &combine_v<T, &K::sum, &K::sum3>;
+      return {&acc_v<T, &K::sum>, &combine_v<T, &K::sum, &K::sum3>};
     case HB_PROD:
-      return &combine_v<T, &K::prod, &K::prod3>;
+      return {&acc_v<T, &K::prod>, &combine_v<T, &K::prod, &K::prod3>};
     case HB_MIN:
-      return &combine_v<T, &K::min, &K::min3>;
+      return {&acc_v<T, &K::min>, &combine_v<T, &K::min, &K::min3>};
     case HB_MAX:
-      return &combine_v<T, &K::max, &K::max3>;
-  }
-  fail(HB_ERR_INVALID_ARGUMENT, "unknown reduce op %d", op);
-}
-
-template <class T>
-ReduceFn typed_fn(hb_reduce_op op) {
-  switch (op) {
-    case HB_SUM:
-    case HB_AVG:
-      return &sum_v<T>;
-    case HB_PROD:
-      return &prod_v<T>;
-    case HB_MIN:
-      return &min_v<T>;
-    case HB_MAX:
-      return &max_v<T>;
+      return {&acc_v<T, &K::max>, &combine_v<T, &K::max, &K::max3>};
   }
   fail(HB_ERR_INVALID_ARGUMENT, "unknown reduce op %d", op);
 }
@@ -267,36 +240,20 @@ void unpack(const void *in, hb_dtype dtype, hb_reduce_op op, int world,
   }
 }
 
-ReduceFn reduce_fn(hb_dtype wire, hb_reduce_op op) {
+OpKernels op_kernels(hb_dtype wire, hb_reduce_op op) {
   switch (wire) {
     case HB_FLOAT32:
-      return typed_fn<float>(op);
+      return typed_kernels<float>(op);
     case HB_FLOAT64:
-      return typed_fn<double>(op);
+      return typed_kernels<double>(op);
     case HB_INT32:
-      return typed_fn<int32_t>(op);
+      return typed_kernels<int32_t>(op);
     case HB_INT64:
-      return typed_fn<int64_t>(op);
+      return typed_kernels<int64_t>(op);
     case HB_UINT8:
-      return typed_fn<uint8_t>(op);
+      return typed_kernels<uint8_t>(op);
   }
-  fail(HB_ERR_INTERNAL, "reduce_fn: no wire type %d", wire);
-}
-
-CombineFn combine_fn(hb_dtype wire, hb_reduce_op op) {
-  switch (wire) {
-    case HB_FLOAT32:
-      return typed_combine<float>(op);
-    case HB_FLOAT64:
-      return typed_combine<double>(op);
-    case HB_INT32:
-      return typed_combine<int32_t>(op);
-    case HB_INT64:
-      return typed_combine<int64_t>(op);
-    case HB_UINT8:
-      return typed_combine<uint8_t>(op);
-  }
-  fail(HB_ERR_INTERNAL, "combine_fn: no wire type %d", wire);
+  fail(HB_ERR_INTERNAL, "op_kernels: no wire type %d", wire);
 }
 
 }  // namespace comm

@@ -32,12 +32,15 @@ void unpack(const void *in, hb_dtype dtype, hb_reduce_op op, int world,
 
 // acc[i] = op(acc[i], in[i]) on the wire type (HB_AVG reduces as HB_SUM).
 using ReduceFn = void (*)(void *acc, const void *in, size_t n);
-ReduceFn reduce_fn(hb_dtype wire, hb_reduce_op op);
 // out[i] = op(a[i], b[i]); out may be a or b itself (exactly, not partly).
 // Every op is commutative bit for bit (min/max of NaN and of signed zeros
 // included), so the result never depends on which operand is which.
 using CombineFn = void (*)(void *out, const void *a, const void *b, size_t n);
-CombineFn combine_fn(hb_dtype wire, hb_reduce_op op);
+struct OpKernels {
+  ReduceFn acc;
+  CombineFn combine;
+};
+OpKernels op_kernels(hb_dtype wire, hb_reduce_op op);
 
 // Typed kernels (used to instantiate Gloo's templated algorithms).
 template <class T>

@@ -57,7 +57,8 @@ void StagedAllreduce::run(const RankOrderOp &op, const char *x, const Blocks &b,
   auto to = [&](int q) { return to_[size_t(q) * 2 + parity].get(); };
   auto from = [&](int q) { return from_[size_t(q) * 2 + parity].get(); };
   auto region = [&](int q) { return recv_[size_t(q) * 2 + parity].data(); };
-  std::vector<int> sends(size_t(n), 0);
+  std::vector<int> &sends = sends_;
+  sends.assign(size_t(n), 0);
 
   // Reduce phase: each owner gets its block (everything, when shared).
   for (int j = 1; j < n; ++j) {
@@ -67,7 +68,8 @@ void StagedAllreduce::run(const RankOrderOp &op, const char *x, const Blocks &b,
     ++sends[size_t(q)];
   }
   if (mine) {
-    std::vector<const char *> in(static_cast<size_t>(n));
+    std::vector<const char *> &in = inputs_;
+    in.resize(static_cast<size_t>(n));
     for (int q = 0; q < n; ++q) {
       if (q == r) continue;
       from(q)->waitRecv();

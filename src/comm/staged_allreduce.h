@@ -55,6 +55,9 @@ class StagedAllreduce {
   Scratch send_[2];            // per parity
   std::vector<Scratch> recv_;  // per (peer, parity)
   std::vector<std::unique_ptr<gloo::transport::Buffer>> to_, from_;
+  // Per-call working lists, kept so a small call allocates nothing.
+  std::vector<int> sends_;
+  std::vector<const char *> inputs_;
 };
 
 }  // namespace comm
