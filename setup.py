@@ -66,6 +66,8 @@ class CMakeBuild(build_ext):
 
 setup(
     version=project_version(),
+    packages=["hb"],
+    package_dir={"": "bindings/python"},
     ext_modules=[Extension("hb._capi", sources=[])],
     cmdclass={"build_ext": CMakeBuild},
 )
