@@ -8,6 +8,9 @@ pkgs=(build-essential cmake pkgconf git
       swig python3-dev python3-numpy python3-pytest
       default-jdk junit4 golang-go doxygen
       clang libclang-rt-14-dev clang-format)
+# Packaging: pip install . (offline, Debian's setuptools) and cpack -G DEB
+# (dpkg-shlibdeps from dpkg-dev, file).
+pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)
