@@ -8,6 +8,8 @@ pkgs=(build-essential cmake pkgconf git
       swig python3-dev python3-numpy python3-pytest
       default-jdk junit4 golang-go doxygen
       clang libclang-rt-14-dev clang-format)
+# hb.torch (bindings/python/hb/torch.py), its tests and examples/ctr_train_torch.
+pkgs+=(python3-torch)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)
