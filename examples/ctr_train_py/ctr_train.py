@@ -49,6 +49,18 @@ def parse_flags(argv):
     return f
 
 
+def plan_train_shard(f, world, rank):
+    """The train split is f.files files of uneven size (file i weighs
+    1 + i % 5); shard_range hands each rank a contiguous run of files, so
+    ranks hold different amounts of data and data_sync keeps them in step.
+    Returns this rank's samples [begin, end)."""
+    cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
+    # llround of the C++ demo: half away from zero (values are >= 0).
+    file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
+    fb, fe = hb.shard_range(f.files, world, rank)
+    return int(file_begin[fb]), int(file_begin[fe])
+
+
 class Dense:
     """The MLP's parameters, replicated on every rank, with Adagrad
     accumulators; initialised as in the C++ demo."""
@@ -94,15 +106,7 @@ class Trainer:
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
 
     def plan_train_shard(self):
-        """The train split is f.files files of uneven size (file i weighs
-        1 + i % 5); shard_range hands each rank a contiguous run of files, so
-        ranks hold different amounts of data and data_sync keeps them in step."""
-        f = self.f
-        cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
-        # llround of the C++ demo: half away from zero (values are >= 0).
-        file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
-        fb, fe = hb.shard_range(f.files, self.world, self.rank)
-        return int(file_begin[fb]), int(file_begin[fe])
+        return plan_train_shard(self.f, self.world, self.rank)
 
     def forward(self, split, begin, end):
         """Samples [begin, end) of split through the model. Lookups are
