@@ -167,14 +167,40 @@ class Trainer:
                 planted.update(b["label"], b["s"].planted_prob)
             return model.result(), planted.result()
 
+    def train_step(self, lo, hi):
+        """One step on train samples [lo, hi) (maybe empty): returns the
+        global sample count and loss sum, and this rank's labels and
+        predictions (float32 arrays)."""
+        b = self.forward(0, lo, hi)
+        # Step statistics: global sample count and loss sum.
+        stats = self.ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
+        self.backward(b, int(stats[0]))
+        return int(stats[0]), float(stats[1]), b["label"], b["prob"]
+
+    def save(self, ckpt, exp):
+        """Checkpoint and serving export: one directory / file per table."""
+        if self.ctx.is_chief:
+            os.makedirs(ckpt, exist_ok=True)
+            os.makedirs(exp, exist_ok=True)
+        self.ctx.barrier()
+        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+            tab.save(os.path.join(ckpt, name))
+            tab.export(os.path.join(exp, name + ".hbe"))
+
+    def banner(self):
+        f = self.f
+        return ("%s: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
+                "%d tables x dim %d + wide, MLP %d-%d-1"
+                % (os.path.basename(sys.argv[0]), self.world, f.train_samples, f.files,
+                   self.shard_end - self.shard_begin, f.batch, T, f.dim, T * f.dim + DENSE, f.hidden))
+
     def run(self):
-        f, ctx, d = self.f, self.ctx, self.dense
+        """The training loop (shared with examples/ctr_train_torch, which
+        overrides train_step, forward, save and banner)."""
+        f, ctx = self.f, self.ctx
         chief = ctx.is_chief
         if chief:
-            print("ctr_train.py: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
-                  "%d tables x dim %d + wide, MLP %d-%d-1"
-                  % (self.world, f.train_samples, f.files, self.shard_end - self.shard_begin, f.batch,
-                     T, f.dim, d.n_in, d.hidden), flush=True)
+            print(self.banner(), flush=True)
         running_auc = hb.Metric(hb.METRIC_AUC, ctx)  # TF-compatible thresholded AUC
         pos, step, interval_samples, interval_loss = self.shard_begin, 0, 0, 0.0
         t0 = t_interval = time.monotonic()
@@ -184,14 +210,11 @@ class Trainer:
                 break
             lo = pos
             hi = pos if empty else min(self.shard_end, pos + f.batch)
-            b = self.forward(0, lo, hi)
             pos = hi
-            # Step statistics: global sample count and loss sum.
-            stats = ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
-            self.backward(b, int(stats[0]))
-            running_auc.update(b["label"], b["prob"])
-            interval_samples += int(stats[0])
-            interval_loss += float(stats[1])
+            n, loss, label, prob = self.train_step(lo, hi)
+            running_auc.update(label, prob)
+            interval_samples += n
+            interval_loss += loss
             step += 1
             if step % f.log_every == 0:
                 r = running_auc.result()
@@ -211,15 +234,8 @@ class Trainer:
         train_s = time.monotonic() - t0
         auc, planted = self.evaluate()
 
-        # Checkpoint and serving export: one directory / file per table.
         ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
-        if chief:
-            os.makedirs(ckpt, exist_ok=True)
-            os.makedirs(exp, exist_ok=True)
-        ctx.barrier()
-        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
-            tab.save(os.path.join(ckpt, name))
-            tab.export(os.path.join(exp, name + ".hbe"))
+        self.save(ckpt, exp)
         ok = auc >= planted - f.max_gap
         if chief:
             print("final: %d steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
@@ -229,13 +245,14 @@ class Trainer:
         return 0 if ok else 1
 
 
-def main(argv):
+def main(argv, trainer=None):
+    """Train with trainer (a Trainer subclass; default Trainer): exit status."""
     f = parse_flags(argv)
     try:
         with hb.Context() as ctx:
-            return Trainer(ctx, f).run()
+            return (trainer or Trainer)(ctx, f).run()
     except hb.HbError as e:
-        print("ctr_train.py: %s" % e, file=sys.stderr)
+        print("%s: %s" % (os.path.basename(sys.argv[0]), e), file=sys.stderr)
         return 1
 
 

@@ -32,7 +32,7 @@ import weakref
 import numpy as np
 
 from . import capi as _c
-from ._errors import HbArgumentError, HbError, HbTypeError, HbValueError
+from ._errors import HbArgumentError, HbError, HbTypeError, HbValueError  # noqa: F401 (public)
 
 for _name in dir(_c):
     if _name.startswith("HB_") and isinstance(getattr(_c, _name), int):
