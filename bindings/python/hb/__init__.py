@@ -26,6 +26,7 @@ Constants are hb.h's without the ``HB_`` prefix: ``hb.FLOAT32``, ``hb.SUM``,
 """
 
 import collections
+import functools
 import math
 import weakref
 
@@ -38,6 +39,31 @@ for _name in dir(_c):
     if _name.startswith("HB_") and isinstance(getattr(_c, _name), int):
         globals()[_name[3:]] = getattr(_c, _name)
 del _name
+
+
+def _refusing_as_hb_errors(fn):
+    """fn, with SWIG's own argument refusals (a str where an int is needed,
+    a negative size) raised as HbTypeError / HbValueError."""
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            return fn(*args)
+        except HbError:
+            raise
+        except (TypeError, OverflowError) as e:
+            raise HbTypeError("%s: %s" % (fn.__name__, e)) from None
+        except ValueError as e:
+            raise HbValueError("%s: %s" % (fn.__name__, e)) from None
+    return call
+
+
+for _name, _fn in list(vars(_c).items()):
+    if _name.startswith("hb_") and callable(_fn) and not isinstance(_fn, type) \
+            and not getattr(_fn, "_hb_wrapped", False):
+        _fn = _refusing_as_hb_errors(_fn)
+        _fn._hb_wrapped = True
+        setattr(_c, _name, _fn)
+del _name, _fn
 
 __version__ = "%d.%d.%d" % (VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH)  # noqa: F821
 
@@ -255,7 +281,10 @@ def _fill(struct, fields, what):
             raise HbTypeError("unknown %s field %r (known: %s)" % (
                 what, key, ", ".join(k for k in dir(struct) if not k.startswith("_")
                                      and k not in ("struct_size", "this", "thisown"))))
-        setattr(struct, key, value)
+        try:
+            setattr(struct, key, value)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise HbTypeError("%s field %r: %r does not fit its type (%s)" % (what, key, value, e)) from None
     return struct
 
 

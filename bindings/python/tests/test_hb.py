@@ -295,6 +295,10 @@ def test_argument_errors_are_hb_errors(ctx):
         (lambda: hb.tf_config_build("worker", 0, ["h0:1", 2]), hb.HbTypeError, r"worker_hosts\[1\]"),
         (lambda: hb.Metric(hb.METRIC_AUC, nope=1), hb.HbTypeError, "unknown metric config field 'nope'"),
         (lambda: hb.train.train(print, [], 0, print), hb.HbValueError, "eval_every"),
+        (lambda: ctx.barrier("soon"), hb.HbTypeError, "hb_context_barrier: "),
+        (lambda: hb.shard_range(2 ** 70, 2, 0), hb.HbTypeError, "hb_shard_range: "),
+        (lambda: hb.Embedding(ctx, "bad_dim", "8"), hb.HbTypeError, "embedding config field 'dim': '8'"),
+        (lambda: hb.Context(rank="zero"), hb.HbTypeError, "context option field 'rank'"),
     ]
     for call, cls, match in cases:
         with pytest.raises(cls, match=match) as info:
