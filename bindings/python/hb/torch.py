@@ -29,6 +29,7 @@ and still calls ``backward``: each forward of an EmbeddingCollection in
 training is matched by one backward on every rank.
 """
 
+import contextlib
 import os
 
 import numpy as np
@@ -498,7 +499,9 @@ class DistributedDataParallel(nn.Module):
     are allreduced (averaged, or summed with average_gradients=False) with
     hb's bucketed allreduce_many, bit-equal on every rank, before your
     optimizer's step. auto_sync=False: call :meth:`sync_gradients` yourself.
-    Every rank must run backward for every training forward.
+    Accumulating gradients over several backward passes: run all but the
+    last forward inside :meth:`no_sync`. Every rank must run backward for
+    every training forward.
     """
 
     def __init__(self, module, ctx, average_gradients=True, auto_sync=True, broadcast=True):
@@ -519,10 +522,23 @@ class DistributedDataParallel(nn.Module):
 
     def forward(self, *args, **kwargs):
         """The module's outputs; in training their backward syncs gradients."""
+        self._sync_queued = False  # a new step (even if the last backward failed midway)
         out = self.module(*args, **kwargs)
         if not (self.auto_sync and torch.is_grad_enabled()):
             return out
         return _map_tensors(out, lambda ts: _SyncAfterBackward.apply(self, *ts))
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Forwards inside this block do not sync their backward (gradient
+        accumulation, as torch's DDP): sync with the last backward outside.
+        EmbeddingCollection tables still step at every backward (their
+        optimizer is fused into it)."""
+        old, self.auto_sync = self.auto_sync, False
+        try:
+            yield
+        finally:
+            self.auto_sync = old
 
     def sync_gradients(self):
         """Allreduce the module's gradients now (collective)."""

@@ -240,6 +240,11 @@ def test_gradients_sync_once_per_backward_and_by_hand(ctx):
     assert calls == [1]
     with torch.no_grad():
         assert not ddp(kjt, torch.ones(2, 1)).requires_grad
+    with ddp.no_sync():
+        ddp(kjt, torch.ones(2, 1)).sum().backward()
+    assert calls == [1]
+    ddp(kjt, torch.ones(2, 1)).sum().backward()
+    assert calls == [1, 1]
     manual = ht.DistributedDataParallel(Model(ctx, seed=1, name="m2"), ctx, auto_sync=False)
     manual(kjt, torch.ones(2, 1)).sum().backward()
     manual.sync_gradients()  # a world of one: averaging changes nothing
