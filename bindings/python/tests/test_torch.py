@@ -70,7 +70,7 @@ def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
     out = ec(jagged(weighted=weighted))["f"]
     want = reference_pool(weight, pooling, weighted)
     assert out.dtype == torch.float32 and out.shape == (len(BAGS), dim)
-    assert torch.allclose(out, want, rtol=1e-6, atol=1e-7), (out, want)
+    assert torch.equal(out, want), (out, want)  # bit-equal with Debian's torch 1.13
     assert not out[1].any()  # the empty bag
     # The same upstream gradient through both; hb's SGD step (lr 1) must
     # equal weight - grad of plain torch (duplicate ids summed).
@@ -78,7 +78,7 @@ def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
     (out * upstream).sum().backward()
     (want * upstream).sum().backward()
     after = table_weights(ec.tables["t"], rows)
-    assert torch.allclose(after, weight.detach() - lr * weight.grad, rtol=1e-6, atol=1e-6)
+    assert torch.equal(after, weight.detach() - lr * weight.grad)
 
 
 def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
@@ -107,8 +107,9 @@ def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
     opt_seq = torch.optim.Adagrad([w_seq], lr=0.25, initial_accumulator_value=0.1, eps=1e-8)
     opt_shared.step()
     opt_seq.step()
-    assert torch.allclose(table_weights(ec.tables["shared"], rows), w_shared.detach(), atol=1e-6)
-    assert torch.allclose(table_weights(ec.tables["seq"], rows), w_seq.detach(), atol=1e-6)
+    assert torch.equal(table_weights(ec.tables["shared"], rows), w_shared.detach())
+    # Adagrad: hb computes lr*g/(sqrt(acc)+eps), torch lr*(g/(sqrt(acc)+eps)).
+    assert torch.allclose(table_weights(ec.tables["seq"], rows), w_seq.detach(), rtol=1e-6, atol=1e-7)
 
 
 def test_no_grad_forward_does_not_update(ctx):
