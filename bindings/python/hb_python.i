@@ -31,7 +31,7 @@ static void hbpy_raise(hb_status status) {
 static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
   va_list ap;
   PyObject *msg, *mod, *cls = NULL, *exc = NULL;
-  PyErr_Clear();  /* replaced by the refusal raised here */
+  PyErr_Clear();  /* a pending error (a failed GetBuffer ...) is replaced */
   va_start(ap, fmt);
   msg = PyUnicode_FromFormatV(fmt, ap);
   va_end(ap);
@@ -68,7 +68,6 @@ static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
       PyBuffer_Release(view);
       hbpy_arg_error("HbValueError", "%s: the array is read-only", param);
     } else {
-      PyErr_Clear();  /* the second GetBuffer's error, if it ran */
       hbpy_arg_error("HbValueError", "%s: the array is not C-contiguous (pass np.ascontiguousarray(x))", param);
     }
     return -1;
@@ -160,7 +159,6 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
   Py_ssize_t i, n;
   seq = PySequence_Fast($input, "bufs");
   if (!seq) {
-    PyErr_Clear();
     hbpy_arg_error("HbTypeError", "bufs: expected a list of numpy arrays, got %s",
                    Py_TYPE($input)->tp_name);
     SWIG_fail;
@@ -200,7 +198,6 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
   Py_ssize_t i, n;
   seq = PySequence_Fast($input, "$1_name");
   if (!seq) {
-    PyErr_Clear();
     hbpy_arg_error("HbTypeError", "$1_name: expected a list of str, got %s",
                    Py_TYPE($input)->tp_name);
     SWIG_fail;
