@@ -205,7 +205,7 @@ class TableConfig:
     look up this table (default ``[name]``; several features may share a
     table). pooling: "sum", "mean" (weighted: sum(w*x)/sum(w)), "sqrtn"
     (sum(w*x)/sqrt(sum(w*w))), or "none" (one row per id); an empty bag
-    pools to zeros. initializer: "zeros", "constant" (init_a), "uniform"
+    pools to zeros (and a zero denominator counts as 1). initializer: "zeros", "constant" (init_a), "uniform"
     [init_a, init_b), "normal" (mean init_a, stddev init_b); seed: a row's
     initial value depends on (seed, name, id) only, so any world size starts
     equal. optimizer: "sgd", "adagrad", "adam", "ftrl" with learning_rate
@@ -396,10 +396,9 @@ class EmbeddingCollection(nn.Module):
         w = None if w is None else w[lo:hi]
         if (lengths == 1).all():  # one id per bag: no reduction
             pooled = rows if w is None else rows * w[:, None]
-            if pooling == "sqrtn" and w is not None:
-                pooled = pooled / w.abs().clamp_min(1e-30)[:, None]
-            elif pooling == "mean" and w is not None:
-                pooled = pooled / torch.where(w != 0, w, torch.ones_like(w))[:, None]
+            if w is not None and pooling != "sum":
+                denom = w if pooling == "mean" else w.abs()
+                pooled = pooled / torch.where(denom != 0, denom, torch.ones_like(denom))[:, None]
             return pooled
         seg = torch.from_numpy(np.repeat(np.arange(b, dtype=np.int64), lengths))
         src = rows if w is None else rows * w[:, None]

@@ -81,6 +81,19 @@ def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
     assert torch.equal(after, weight.detach() - lr * weight.grad)
 
 
+@pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn"])
+def test_one_id_per_bag_weighted(ctx, pooling):
+    """The no-reduction path (every bag holds one id) pools as the general one."""
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("one", 2, num_rows=5, pooling=pooling,
+                                                     initializer="normal", init_b=1.0)])
+    x = table_weights(ec.tables["one"], 5)[[1, 2, 3]]
+    w = torch.tensor([2.0, -0.5, 0.0])
+    got = ec(ht.KeyedJaggedTensor(["one"], i64([1, 2, 3]), lengths=i64([1, 1, 1]), weights=w))["one"]
+    want = {"sum": x * w[:, None], "mean": x * torch.tensor([1.0, 1.0, 0.0])[:, None],
+            "sqrtn": x * torch.tensor([1.0, -1.0, 0.0])[:, None]}[pooling]
+    assert torch.allclose(got, want, rtol=1e-6, atol=0), (got, want)
+
+
 def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
     """Two features reading one table (one lookup for both), one unpooled."""
     rows, dim = 16, 2
