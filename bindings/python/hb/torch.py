@@ -33,8 +33,12 @@ import contextlib
 import os
 
 import numpy as np
-import torch
-from torch import nn
+
+try:
+    import torch
+    from torch import nn
+except ImportError as e:
+    raise ImportError("hb.torch needs PyTorch (Debian: apt-get install python3-torch): %s" % e) from e
 
 import hb
 from ._errors import HbError, HbTypeError, HbValueError
