@@ -11,6 +11,8 @@ pkgs=(build-essential cmake pkgconf git
 # Packaging: pip install . (offline, Debian's setuptools) and cpack -G DEB
 # (dpkg-shlibdeps from dpkg-dev, file).
 pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
+# hb.torch (bindings/python/hb/torch.py), its tests and examples/ctr_train_torch.
+pkgs+=(python3-torch)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)

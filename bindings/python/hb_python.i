@@ -1,11 +1,13 @@
 /* hb_python.i - Python typemaps for the roles of ../hb.i (module hb.capi).
  * Buffers use the buffer protocol: a C-contiguous numpy array is passed
- * without a copy; anything else is a TypeError or ValueError naming the
- * parameter. The GIL is released around every call (swig -threads). */
+ * without a copy; anything else is an hb.HbTypeError or hb.HbValueError
+ * (also TypeError / ValueError) naming the parameter. The GIL is released
+ * around every call (swig -threads). */
 %module(package="hb", threads="1") capi
 
 %{
 #include <Python.h>
+#include <stdarg.h>
 #include "hb.h"
 
 /* Raises hb.HbError(status, name, message). Called right after the failing
@@ -23,12 +25,40 @@ static void hbpy_raise(hb_status status) {
   Py_XDECREF(mod);
 }
 
+/* Raises hb.HbTypeError / hb.HbValueError (cls_name) with a printf-style
+ * message (PyUnicode_FromFormat's formats); falls back to the builtin
+ * TypeError / ValueError if hb._errors cannot be imported. */
+static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
+  va_list ap;
+  PyObject *msg, *mod, *cls = NULL, *exc = NULL;
+  PyErr_Clear();  /* a pending error (a failed GetBuffer ...) is replaced */
+  va_start(ap, fmt);
+  msg = PyUnicode_FromFormatV(fmt, ap);
+  va_end(ap);
+  if (!msg) return;
+  mod = PyImport_ImportModule("hb._errors");
+  if (mod) cls = PyObject_GetAttrString(mod, cls_name);
+  if (cls) exc = PyObject_CallFunctionObjArgs(cls, msg, NULL);
+  if (exc) {
+    PyErr_SetObject(cls, exc);
+  } else {
+    PyErr_Clear();
+    PyErr_SetObject(strcmp(cls_name, "HbTypeError") == 0 ? PyExc_TypeError
+                                                          : PyExc_ValueError,
+                    msg);
+  }
+  Py_XDECREF(exc);
+  Py_XDECREF(cls);
+  Py_XDECREF(mod);
+  Py_DECREF(msg);
+}
+
 /* kind: 'f' float, 'i' signed, 'u' unsigned, 0 any; itemsize 0: any. */
 static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
                            char kind, size_t itemsize, const char *param) {
   int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (!PyObject_CheckBuffer(obj)) {
-    PyErr_Format(PyExc_TypeError, "%s: expected a numpy array, got %s", param,
+    hbpy_arg_error("HbTypeError", "%s: expected a numpy array, got %s", param,
                  Py_TYPE(obj)->tp_name);
     return -1;
   }
@@ -36,9 +66,9 @@ static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
     PyErr_Clear();
     if (writable && PyObject_GetBuffer(obj, view, PyBUF_C_CONTIGUOUS) == 0) {
       PyBuffer_Release(view);
-      PyErr_Format(PyExc_ValueError, "%s: the array is read-only", param);
+      hbpy_arg_error("HbValueError", "%s: the array is read-only", param);
     } else {
-      PyErr_Format(PyExc_ValueError, "%s: the array is not C-contiguous", param);
+      hbpy_arg_error("HbValueError", "%s: the array is not C-contiguous (pass np.ascontiguousarray(x))", param);
     }
     return -1;
   }
@@ -51,7 +81,7 @@ static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
     got = strchr("efd", c) && c ? 'f' : strchr("bhilq", c) && c ? 'i'
         : strchr("BHILQ", c) && c ? 'u' : '?';
     if ((kind && got != kind) || (itemsize && (size_t)view->itemsize != itemsize)) {
-      PyErr_Format(PyExc_TypeError, "%s: expected %s%d elements, got format '%s'",
+      hbpy_arg_error("HbTypeError", "%s: expected %s%d elements, got format '%s'",
                    param, kind == 'f' ? "float" : kind == 'u' ? "uint" : "int",
                    (int)(itemsize * 8), view->format ? view->format : "B");
       PyBuffer_Release(view);
@@ -127,8 +157,12 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
 %typemap(in) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N)
     (PyObject *seq = NULL, Py_buffer *views = NULL, Py_ssize_t nviews = 0) {
   Py_ssize_t i, n;
-  seq = PySequence_Fast($input, "bufs: expected a list of numpy arrays");
-  if (!seq) SWIG_fail;
+  seq = PySequence_Fast($input, "bufs");
+  if (!seq) {
+    hbpy_arg_error("HbTypeError", "bufs: expected a list of numpy arrays, got %s",
+                   Py_TYPE($input)->tp_name);
+    SWIG_fail;
+  }
   n = PySequence_Fast_GET_SIZE(seq);
   views = (Py_buffer *)calloc((size_t)n + 1, sizeof(Py_buffer));
   $1 = (void **)calloc((size_t)n + 1, sizeof(void *));
@@ -162,8 +196,12 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
 %typemap(in) (const char *const *HB_STRINGS, size_t HB_N)
     (PyObject *seq = NULL, const char **strings = NULL) {
   Py_ssize_t i, n;
-  seq = PySequence_Fast($input, "$1_name: expected a list of str");
-  if (!seq) SWIG_fail;
+  seq = PySequence_Fast($input, "$1_name");
+  if (!seq) {
+    hbpy_arg_error("HbTypeError", "$1_name: expected a list of str, got %s",
+                   Py_TYPE($input)->tp_name);
+    SWIG_fail;
+  }
   n = PySequence_Fast_GET_SIZE(seq);
   strings = (const char **)calloc((size_t)n + 1, sizeof(char *));
   $1 = ($1_ltype)strings;
@@ -174,7 +212,7 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
   for (i = 0; i < n; ++i) {
     PyObject *item = PySequence_Fast_GET_ITEM(seq, i);
     if (!PyUnicode_Check(item)) {
-      PyErr_Format(PyExc_TypeError, "$1_name[%zd]: expected str, got %s", i,
+      hbpy_arg_error("HbTypeError", "$1_name[%zd]: expected str, got %s", i,
                    Py_TYPE(item)->tp_name);
       SWIG_fail;
     }
@@ -206,7 +244,7 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
 /* ---- Listener: any callable(event, path); the caller keeps it alive ------- */
 %typemap(in) (hb_listener_fn HB_FN, void *HB_USER_DATA) {
   if (!PyCallable_Check($input)) {
-    PyErr_Format(PyExc_TypeError, "fn: expected a callable, got %s",
+    hbpy_arg_error("HbTypeError", "fn: expected a callable, got %s",
                  Py_TYPE($input)->tp_name);
     SWIG_fail;
   }

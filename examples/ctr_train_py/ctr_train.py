@@ -49,6 +49,18 @@ def parse_flags(argv):
     return f
 
 
+def plan_train_shard(f, world, rank):
+    """The train split is f.files files of uneven size (file i weighs
+    1 + i % 5); shard_range hands each rank a contiguous run of files, so
+    ranks hold different amounts of data and data_sync keeps them in step.
+    Returns this rank's samples [begin, end)."""
+    cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
+    # llround of the C++ demo: half away from zero (values are >= 0).
+    file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
+    fb, fe = hb.shard_range(f.files, world, rank)
+    return int(file_begin[fb]), int(file_begin[fe])
+
+
 class Dense:
     """The MLP's parameters, replicated on every rank, with Adagrad
     accumulators; initialised as in the C++ demo."""
@@ -94,15 +106,7 @@ class Trainer:
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
 
     def plan_train_shard(self):
-        """The train split is f.files files of uneven size (file i weighs
-        1 + i % 5); shard_range hands each rank a contiguous run of files, so
-        ranks hold different amounts of data and data_sync keeps them in step."""
-        f = self.f
-        cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
-        # llround of the C++ demo: half away from zero (values are >= 0).
-        file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
-        fb, fe = hb.shard_range(f.files, self.world, self.rank)
-        return int(file_begin[fb]), int(file_begin[fe])
+        return plan_train_shard(self.f, self.world, self.rank)
 
     def forward(self, split, begin, end):
         """Samples [begin, end) of split through the model. Lookups are
@@ -163,14 +167,40 @@ class Trainer:
                 planted.update(b["label"], b["s"].planted_prob)
             return model.result(), planted.result()
 
+    def train_step(self, lo, hi):
+        """One step on train samples [lo, hi) (maybe empty): returns the
+        global sample count and loss sum, and this rank's labels and
+        predictions (float32 arrays)."""
+        b = self.forward(0, lo, hi)
+        # Step statistics: global sample count and loss sum.
+        stats = self.ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
+        self.backward(b, int(stats[0]))
+        return int(stats[0]), float(stats[1]), b["label"], b["prob"]
+
+    def save(self, ckpt, exp):
+        """Checkpoint and serving export: one directory / file per table."""
+        if self.ctx.is_chief:
+            os.makedirs(ckpt, exist_ok=True)
+            os.makedirs(exp, exist_ok=True)
+        self.ctx.barrier()
+        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+            tab.save(os.path.join(ckpt, name))
+            tab.export(os.path.join(exp, name + ".hbe"))
+
+    def banner(self):
+        f = self.f
+        return ("%s: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
+                "%d tables x dim %d + wide, MLP %d-%d-1"
+                % (os.path.basename(sys.argv[0]), self.world, f.train_samples, f.files,
+                   self.shard_end - self.shard_begin, f.batch, T, f.dim, T * f.dim + DENSE, f.hidden))
+
     def run(self):
-        f, ctx, d = self.f, self.ctx, self.dense
+        """The training loop (shared with examples/ctr_train_torch, which
+        overrides train_step, forward, save and banner)."""
+        f, ctx = self.f, self.ctx
         chief = ctx.is_chief
         if chief:
-            print("ctr_train.py: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
-                  "%d tables x dim %d + wide, MLP %d-%d-1"
-                  % (self.world, f.train_samples, f.files, self.shard_end - self.shard_begin, f.batch,
-                     T, f.dim, d.n_in, d.hidden), flush=True)
+            print(self.banner(), flush=True)
         running_auc = hb.Metric(hb.METRIC_AUC, ctx)  # TF-compatible thresholded AUC
         pos, step, interval_samples, interval_loss = self.shard_begin, 0, 0, 0.0
         t0 = t_interval = time.monotonic()
@@ -180,14 +210,11 @@ class Trainer:
                 break
             lo = pos
             hi = pos if empty else min(self.shard_end, pos + f.batch)
-            b = self.forward(0, lo, hi)
             pos = hi
-            # Step statistics: global sample count and loss sum.
-            stats = ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
-            self.backward(b, int(stats[0]))
-            running_auc.update(b["label"], b["prob"])
-            interval_samples += int(stats[0])
-            interval_loss += float(stats[1])
+            n, loss, label, prob = self.train_step(lo, hi)
+            running_auc.update(label, prob)
+            interval_samples += n
+            interval_loss += loss
             step += 1
             if step % f.log_every == 0:
                 r = running_auc.result()
@@ -207,15 +234,8 @@ class Trainer:
         train_s = time.monotonic() - t0
         auc, planted = self.evaluate()
 
-        # Checkpoint and serving export: one directory / file per table.
         ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
-        if chief:
-            os.makedirs(ckpt, exist_ok=True)
-            os.makedirs(exp, exist_ok=True)
-        ctx.barrier()
-        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
-            tab.save(os.path.join(ckpt, name))
-            tab.export(os.path.join(exp, name + ".hbe"))
+        self.save(ckpt, exp)
         ok = auc >= planted - f.max_gap
         if chief:
             print("final: %d steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
@@ -225,13 +245,14 @@ class Trainer:
         return 0 if ok else 1
 
 
-def main(argv):
+def main(argv, trainer=None):
+    """Train with trainer (a Trainer subclass; default Trainer): exit status."""
     f = parse_flags(argv)
     try:
         with hb.Context() as ctx:
-            return Trainer(ctx, f).run()
+            return (trainer or Trainer)(ctx, f).run()
     except hb.HbError as e:
-        print("ctr_train.py: %s" % e, file=sys.stderr)
+        print("%s: %s" % (os.path.basename(sys.argv[0]), e), file=sys.stderr)
         return 1
 
 

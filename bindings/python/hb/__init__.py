@@ -2,29 +2,68 @@
 
 A thin layer over the SWIG module ``hb.capi`` (one call per function of
 hb.h). Buffers are numpy arrays: a C-contiguous array of the right dtype is
-passed to C without a copy; any other object is a TypeError (wrong type or
-dtype) or ValueError (wrong layout or size) naming the parameter. Results
-come back as numpy arrays. Every failing call raises :class:`HbError`
-carrying the status and hb_last_error(). Handles (:class:`Context`,
+passed to C without a copy. Anything else is refused with an
+:class:`HbTypeError` (wrong type or dtype) or :class:`HbValueError` (wrong
+layout or size) that names the parameter and what to pass -- unless the
+call is given ``convert=True``, the explicit opt-in that converts inputs
+(lists, float64 arrays, strided views, CPU torch tensors) with
+``np.ascontiguousarray(x, dtype)`` first, at the cost of a copy. Outputs
+(``recv``, ``out``, ``allreduce_many``'s arrays) are never converted: they
+are written in place. Results come back as numpy arrays.
+
+Errors: every refusal of hb's own is an :class:`HbError` (``except
+hb.HbError`` catches all of them): a failing libhb call carries its status
+and hb_last_error(); an argument refused here is an :class:`HbTypeError` /
+:class:`HbValueError` (status ``ERR_INVALID_ARGUMENT``) that is also a
+``TypeError`` / ``ValueError``. Handles (:class:`Context`,
 :class:`Embedding`, :class:`Metric`) are context managers.
+
+PyTorch: ``import hb.torch`` (only then is torch imported) for an embedding
+module with autograd, data-parallel gradients and checkpoints.
 
 Constants are hb.h's without the ``HB_`` prefix: ``hb.FLOAT32``, ``hb.SUM``,
 ``hb.ERR_TIMEOUT``, ``hb.OPT_ADAGRAD``, ``hb.METRIC_AUC`` ...
 """
 
 import collections
+import functools
 import math
 import weakref
 
 import numpy as np
 
 from . import capi as _c
-from ._errors import HbError
+from ._errors import HbArgumentError, HbError, HbTypeError, HbValueError  # noqa: F401 (public)
 
 for _name in dir(_c):
     if _name.startswith("HB_") and isinstance(getattr(_c, _name), int):
         globals()[_name[3:]] = getattr(_c, _name)
 del _name
+
+
+def _refusing_as_hb_errors(fn):
+    """fn, with SWIG's own argument refusals (a str where an int is needed,
+    a negative size) raised as HbTypeError / HbValueError."""
+    @functools.wraps(fn)
+    def call(*args):
+        try:
+            return fn(*args)
+        except HbError:
+            raise
+        except (TypeError, OverflowError) as e:
+            raise HbTypeError("%s: %s" % (fn.__name__, e)) from None
+        except ValueError as e:
+            raise HbValueError("%s: %s" % (fn.__name__, e)) from None
+    return call
+
+
+for _name, _fn in list(vars(_c).items()):
+    if _name.startswith("hb_") and callable(_fn) and not isinstance(_fn, type) \
+            and not getattr(_fn, "_hb_wrapped", False):
+        _fn = _refusing_as_hb_errors(_fn)
+        _fn._hb_wrapped = True
+        setattr(_c, _name, _fn)
+del _name, _fn
 
 __version__ = "%d.%d.%d" % (VERSION_MAJOR, VERSION_MINOR, VERSION_PATCH)  # noqa: F821
 
@@ -38,20 +77,33 @@ _HB_DTYPE = {
     np.dtype(np.int64): INT64,  # noqa: F821
     np.dtype(np.uint8): UINT8,  # noqa: F821
 }
+_NP_DTYPE = {v: k for k, v in _HB_DTYPE.items()}
 
 
 # ---- Argument checks ---------------------------------------------------------
 
-def _array(x, param, dtype=None, writable=False):
-    """x itself when it can be handed to C without a copy; raises otherwise."""
+def _array(x, param, dtype=None, writable=False, convert=False):
+    """x itself when it can be handed to C without a copy; with convert (and
+    not writable) a C-contiguous copy of dtype; raises otherwise."""
+    if convert and not writable:
+        try:
+            x = np.ascontiguousarray(x, dtype=dtype)
+        except (TypeError, ValueError) as e:
+            raise HbTypeError("%s: cannot convert %s to a numpy array%s: %s"
+                              % (param, type(x).__name__,
+                                 "" if dtype is None else " of " + str(np.dtype(dtype)), e)) from None
+    want = "" if dtype is None else " of dtype " + str(np.dtype(dtype))
     if not isinstance(x, np.ndarray):
-        raise TypeError("%s: expected a numpy array, got %s" % (param, type(x).__name__))
+        raise HbTypeError("%s: expected a numpy array, got %s (pass a C-contiguous numpy array%s, "
+                          "or convert=True to convert)" % (param, type(x).__name__, want))
     if dtype is not None and x.dtype != np.dtype(dtype):
-        raise TypeError("%s: expected dtype %s, got %s" % (param, np.dtype(dtype), x.dtype))
+        raise HbTypeError("%s: expected dtype %s, got %s (pass x.astype(np.%s), or convert=True to "
+                          "convert)" % (param, np.dtype(dtype), x.dtype, np.dtype(dtype)))
     if not x.flags.c_contiguous:
-        raise ValueError("%s: the array is not C-contiguous (use np.ascontiguousarray)" % param)
+        raise HbValueError("%s: the array is not C-contiguous (pass np.ascontiguousarray(x), or "
+                           "convert=True to copy)" % param)
     if writable and not x.flags.writeable:
-        raise ValueError("%s: the array is read-only" % param)
+        raise HbValueError("%s: the array is read-only" % param)
     return x
 
 
@@ -61,15 +113,15 @@ def _hb_dtype(arr, dtype, param):
         try:
             return _HB_DTYPE[arr.dtype]
         except KeyError:
-            raise TypeError(
+            raise HbTypeError(
                 "%s: numpy dtype %s has no hb dtype (float32, float64, float16, int32, "
                 "int64, uint8; bfloat16 as uint16 with dtype=hb.BFLOAT16)" % (param, arr.dtype)
             ) from None
     size = _c.hb_dtype_size(dtype)
     if size == 0:
-        raise ValueError("%s: unknown hb dtype %r" % (param, dtype))
+        raise HbValueError("%s: unknown hb dtype %r" % (param, dtype))
     if arr.dtype.itemsize != size or arr.dtype.kind not in "fiu":
-        raise TypeError("%s: numpy dtype %s does not hold hb dtype %d" % (param, arr.dtype, dtype))
+        raise HbTypeError("%s: numpy dtype %s does not hold hb dtype %d" % (param, arr.dtype, dtype))
     return dtype
 
 
@@ -77,9 +129,12 @@ def _counts(x, param, n):
     """n 64-bit counts or offsets (a list or an int64 array), or None."""
     if x is None:
         return None
-    a = np.ascontiguousarray(x, dtype=np.int64)
+    try:
+        a = np.ascontiguousarray(x, dtype=np.int64)
+    except (TypeError, ValueError) as e:
+        raise HbTypeError("%s: expected %d integers, got %r: %s" % (param, n, x, e)) from None
     if a.ndim != 1 or a.size != n:
-        raise ValueError("%s: expected %d entries (one per rank), got shape %s" % (param, n, a.shape))
+        raise HbValueError("%s: expected %d entries (one per rank), got shape %s" % (param, n, a.shape))
     return a
 
 
@@ -92,7 +147,7 @@ def _extent(counts, offsets):
 
 def _check_size(arr, want, param):
     if arr.size < want:
-        raise ValueError("%s: needs %d elements, the array has %d" % (param, want, arr.size))
+        raise HbValueError("%s: needs %d elements, the array has %d" % (param, want, arr.size))
 
 
 # ---- Library-wide calls --------------------------------------------------------
@@ -164,7 +219,7 @@ Placement = collections.namedtuple("Placement", "build_ensemble train_subnetwork
 
 def _placement(fn, num_workers, worker_index, num_subnetworks, *extra):
     if num_subnetworks < 0:
-        raise ValueError("num_subnetworks: must be >= 0, got %d" % num_subnetworks)
+        raise HbValueError("num_subnetworks: must be >= 0, got %d" % num_subnetworks)
     build = np.zeros(num_subnetworks, dtype=np.int32)
     ensemble, train = fn(num_workers, worker_index, num_subnetworks, *extra, build)
     return Placement(bool(ensemble), bool(train), build.astype(bool))
@@ -194,11 +249,12 @@ class _Handle:
     @property
     def _handle(self):
         if not self._h:
-            raise ValueError("%s is closed" % type(self).__name__)
+            raise HbValueError("%s is closed" % type(self).__name__)
         return self._h
 
     @property
     def closed(self):
+        """True once close() ran."""
         return not self._h
 
     def close(self):
@@ -222,8 +278,13 @@ class _Handle:
 def _fill(struct, fields, what):
     for key, value in fields.items():
         if key in ("struct_size", "this", "thisown") or not hasattr(struct, key):
-            raise TypeError("unknown %s field %r" % (what, key))
-        setattr(struct, key, value)
+            raise HbTypeError("unknown %s field %r (known: %s)" % (
+                what, key, ", ".join(k for k in dir(struct) if not k.startswith("_")
+                                     and k not in ("struct_size", "this", "thisown"))))
+        try:
+            setattr(struct, key, value)
+        except (TypeError, ValueError, OverflowError) as e:
+            raise HbTypeError("%s field %r: %r does not fit its type (%s)" % (what, key, value, e)) from None
     return struct
 
 
@@ -243,6 +304,14 @@ class Context(_Handle):
     Every argument left at None is discovered (hbrun's HB_* variables, then
     TF_CONFIG, then a world of one). options: "name=value,..." or a dict.
     Closing a context first closes the embeddings and metrics made on it.
+    Use a context from one thread at a time (abort() from any thread).
+
+    Collectives are called in the same order on every rank. ``recv=None``
+    allocates the result; pass ``recv=send`` to work in place. ``dtype``
+    (an hb dtype) defaults to the one of send's numpy dtype (bfloat16: pass
+    uint16 arrays with ``dtype=hb.BFLOAT16``). ``convert=True`` converts a
+    send that is not a C-contiguous numpy array (a list, a strided view, a
+    CPU torch tensor) with a copy instead of refusing it.
     """
 
     _destroy = staticmethod(_c.hb_context_destroy)
@@ -259,20 +328,27 @@ class Context(_Handle):
         self._children = weakref.WeakSet()
 
     def close(self):
+        """Close the embeddings and metrics made on this context, then it."""
         for child in list(self._children):
             child.close()
         super().close()
 
     # Accessors.
-    rank = property(lambda self: _c.hb_context_rank(self._handle))
-    world_size = property(lambda self: _c.hb_context_world_size(self._handle))
-    local_rank = property(lambda self: _c.hb_context_local_rank(self._handle))
-    local_world_size = property(lambda self: _c.hb_context_local_world_size(self._handle))
-    is_chief = property(lambda self: bool(_c.hb_context_is_chief(self._handle)))
-    task_type = property(lambda self: _c.hb_context_task_type(self._handle))
-    task_id = property(lambda self: _c.hb_context_task_id(self._handle))
-    num_gpus = property(lambda self: _c.hb_context_num_gpus(self._handle))
-    device = property(lambda self: _c.hb_context_device(self._handle))
+    rank = property(lambda self: _c.hb_context_rank(self._handle), doc="This rank, 0..world_size-1.")
+    world_size = property(lambda self: _c.hb_context_world_size(self._handle), doc="Number of ranks.")
+    local_rank = property(lambda self: _c.hb_context_local_rank(self._handle),
+                          doc="This rank's index among the ranks of its machine.")
+    local_world_size = property(lambda self: _c.hb_context_local_world_size(self._handle),
+                                doc="Number of ranks on this machine.")
+    is_chief = property(lambda self: bool(_c.hb_context_is_chief(self._handle)),
+                        doc="True on rank 0 (TF_CONFIG's chief).")
+    task_type = property(lambda self: _c.hb_context_task_type(self._handle),
+                         doc='TF_CONFIG role: "chief", "worker", "ps", "evaluator".')
+    task_id = property(lambda self: _c.hb_context_task_id(self._handle), doc="Index within the role.")
+    num_gpus = property(lambda self: _c.hb_context_num_gpus(self._handle),
+                        doc="CUDA devices visible to this process (0 without CUDA).")
+    device = property(lambda self: _c.hb_context_device(self._handle),
+                      doc='The device this rank uses: "cpu:0" or "cuda:N".')
 
     def get_option(self, name):
         """Current value of an option, as a string."""
@@ -283,6 +359,7 @@ class Context(_Handle):
         _c.hb_context_set_option(self._handle, name, _option_value(value))
 
     def barrier(self, timeout_ms=0):
+        """Wait until every rank arrives (collective); 0: the context timeout."""
         _c.hb_context_barrier(self._handle, timeout_ms)
 
     def abort(self, reason):
@@ -294,6 +371,7 @@ class Context(_Handle):
         _c.hb_context_set_cuda_stream(self._handle, stream)
 
     def synchronize(self):
+        """Wait for the GPU work enqueued on the context's stream."""
         _c.hb_context_synchronize(self._handle)
 
     def add_listener(self, event, fn):
@@ -307,8 +385,6 @@ class Context(_Handle):
         cont, empty = _c.hb_data_sync(self._handle, int(bool(has_data)), int(bool(drop_remainder)))
         return bool(cont), bool(empty)
 
-    # Collectives (same order on every rank). recv=None allocates the result;
-    # pass recv=send to work in place.
     def _recv(self, recv, send, shape, param="recv"):
         if recv is None:
             return np.empty(shape, dtype=send.dtype)
@@ -316,23 +392,32 @@ class Context(_Handle):
         _check_size(recv, math.prod(shape), param)
         return recv
 
-    def allreduce(self, send, recv=None, op=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+    @staticmethod
+    def _send(send, dtype, convert, param="send"):
+        """(array, hb dtype) of a send argument."""
+        want = _NP_DTYPE.get(dtype) if convert and dtype is not None else None
+        send = _array(send, param, want, convert=convert)
+        return send, _hb_dtype(send, dtype, param)
+
+    def allreduce(self, send, recv=None, op=None, dtype=None, convert=False):
+        """Element-wise reduction (op: hb.SUM by default, PROD, MIN, MAX, AVG)
+        of every rank's send; returns recv (same shape as send)."""
+        send, dt = self._send(send, dtype, convert)
         recv = self._recv(recv, send, send.shape)
         _c.hb_allreduce(self._handle, send, recv, send.size, dt, SUM if op is None else op)  # noqa: F821
         return recv
 
-    def allgather(self, send, recv=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+    def allgather(self, send, recv=None, dtype=None, convert=False):
+        """Every rank's send, stacked: shape (world_size,) + send.shape."""
+        send, dt = self._send(send, dtype, convert)
         recv = self._recv(recv, send, (self.world_size,) + send.shape)
         _c.hb_allgather(self._handle, send, recv, send.size, dt)
         return recv
 
-    def allgatherv(self, send, recv_counts, recv=None, recv_offsets=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+    def allgatherv(self, send, recv_counts, recv=None, recv_offsets=None, dtype=None, convert=False):
+        """Every rank's send (of recv_counts[r] elements), packed in rank
+        order or at recv_offsets; a flat array."""
+        send, dt = self._send(send, dtype, convert)
         world = self.world_size
         counts = _counts(recv_counts, "recv_counts", world)
         offsets = _counts(recv_offsets, "recv_offsets", world)
@@ -340,20 +425,22 @@ class Context(_Handle):
         _c.hb_allgatherv(self._handle, send, send.size, recv, counts, offsets, dt)
         return recv
 
-    def alltoall(self, send, recv=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+    def alltoall(self, send, recv=None, dtype=None, convert=False):
+        """send is world_size equal blocks; block p goes to rank p. recv
+        holds block r from each rank r, in rank order (send's shape)."""
+        send, dt = self._send(send, dtype, convert)
         world = self.world_size
         if send.size % world:
-            raise ValueError("send: %d elements do not split into %d equal blocks" % (send.size, world))
+            raise HbValueError("send: %d elements do not split into %d equal blocks" % (send.size, world))
         recv = self._recv(recv, send, send.shape)
         _c.hb_alltoall(self._handle, send, recv, send.size // world, dt)
         return recv
 
     def alltoallv(self, send, send_counts, recv_counts, recv=None, send_offsets=None,
-                  recv_offsets=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+                  recv_offsets=None, dtype=None, convert=False):
+        """Per-peer counts (and optional offsets, elements): send_counts[p]
+        here must equal recv_counts[me] on rank p. A flat array."""
+        send, dt = self._send(send, dtype, convert)
         world = self.world_size
         scounts = _counts(send_counts, "send_counts", world)
         soffsets = _counts(send_offsets, "send_offsets", world)
@@ -364,39 +451,44 @@ class Context(_Handle):
         _c.hb_alltoallv(self._handle, send, scounts, soffsets, recv, rcounts, roffsets, dt)
         return recv
 
-    def broadcast(self, send, recv=None, root=0, dtype=None):
-        """root's send lands in recv everywhere; recv=None: in place in send."""
+    def broadcast(self, send, recv=None, root=0, dtype=None, convert=False):
+        """root's send lands in recv everywhere; recv=None: in place in send
+        (which then must be a writable array on every rank)."""
         if recv is None:
             recv = _array(send, "send", writable=True)
         else:
             recv = _array(recv, "recv", writable=True)
             if send is not None:
-                send = _array(send, "send", recv.dtype)
+                send = _array(send, "send", recv.dtype, convert=convert)
                 _check_size(send, recv.size, "send")
         dt = _hb_dtype(recv, dtype, "recv")
         _c.hb_broadcast(self._handle, send, recv, recv.size, dt, root)
         return recv
 
-    def reduce_scatter(self, send, recv=None, op=None, dtype=None):
-        send = _array(send, "send")
-        dt = _hb_dtype(send, dtype, "send")
+    def reduce_scatter(self, send, recv=None, op=None, dtype=None, convert=False):
+        """send is world_size equal blocks; rank r gets the reduction of
+        every rank's block r."""
+        send, dt = self._send(send, dtype, convert)
         world = self.world_size
         if send.size % world:
-            raise ValueError("send: %d elements do not split into %d equal blocks" % (send.size, world))
+            raise HbValueError("send: %d elements do not split into %d equal blocks" % (send.size, world))
         recv = self._recv(recv, send, (send.size // world,))
         _c.hb_reduce_scatter(self._handle, send, recv, send.size // world, dt,
                              SUM if op is None else op)  # noqa: F821
         return recv
 
     def allreduce_many(self, arrays, op=None, dtype=None):
-        """Reduce every array in place, fused into buckets."""
+        """Reduce every array in place, fused into buckets (grad_nbuckets /
+        grad_bucket_bytes); the result equals one allreduce per array. The
+        arrays share one dtype and must be writable and C-contiguous."""
         arrays = [_array(a, "arrays[%d]" % i, writable=True) for i, a in enumerate(arrays)]
         if not arrays:
             return arrays
         dt = _hb_dtype(arrays[0], dtype, "arrays[0]")
         for i, a in enumerate(arrays[1:], 1):
             if a.dtype != arrays[0].dtype:
-                raise TypeError("arrays[%d]: dtype %s differs from arrays[0]'s %s" % (i, a.dtype, arrays[0].dtype))
+                raise HbTypeError("arrays[%d]: dtype %s differs from arrays[0]'s %s (one call per dtype)"
+                                  % (i, a.dtype, arrays[0].dtype))
         _c.hb_allreduce_many(self._handle, arrays, dt, SUM if op is None else op)  # noqa: F821
         return arrays
 
@@ -407,6 +499,8 @@ class Embedding(_Handle):
 
     config: any field of hb_embedding_config (num_rows, partition,
     initializer, init_a, init_b, seed, optimizer, learning_rate, ...).
+    Collective to create; lookup, apply_gradients, save, load and export
+    are collective too (ranks may pass different numbers of ids, even 0).
     """
 
     _destroy = staticmethod(_c.hb_embedding_destroy)
@@ -425,39 +519,47 @@ class Embedding(_Handle):
         self._ctx = None
         return self
 
-    dim = property(lambda self: _c.hb_embedding_dim(self._handle))
-    local_rows = property(lambda self: _c.hb_embedding_local_rows(self._handle))
-    misses = property(lambda self: _c.hb_embedding_misses(self._handle))
+    dim = property(lambda self: _c.hb_embedding_dim(self._handle), doc="Row width.")
+    local_rows = property(lambda self: _c.hb_embedding_local_rows(self._handle),
+                          doc="Rows held by this rank (the whole table when serving).")
+    misses = property(lambda self: _c.hb_embedding_misses(self._handle),
+                      doc="Serving tables: ids looked up that were not in the file.")
 
-    def lookup(self, ids, out=None):
-        """Rows of ids (an int64 array) as an (n, dim) float32 array."""
-        ids = _array(ids, "ids", np.int64)
+    def lookup(self, ids, out=None, convert=False):
+        """Rows of ids (an int64 array) as an (n, dim) float32 array.
+        convert=True: ids may be any integer sequence (copied to int64)."""
+        ids = _array(ids, "ids", np.int64, convert=convert)
         shape = (ids.size, self.dim)
         if out is None:
             out = np.empty(shape, dtype=np.float32)
         else:
             out = _array(out, "out", np.float32, writable=True)
             if out.size != ids.size * shape[1]:
-                raise ValueError("out: needs %d x %d elements, the array has %d" % (shape + (out.size,)))
+                raise HbValueError("out: needs %d x %d elements, the array has %d" % (shape + (out.size,)))
         _c.hb_embedding_lookup(self._handle, ids, ids.size, out)
         return out
 
-    def apply_gradients(self, ids, grads):
-        """One optimizer step for each row in ids; grads is n x dim float32."""
-        ids = _array(ids, "ids", np.int64)
-        grads = _array(grads, "grads", np.float32)
+    def apply_gradients(self, ids, grads, convert=False):
+        """One optimizer step for each row in ids; grads is n x dim float32
+        (gradients of duplicate ids are summed). convert=True: ids and grads
+        are converted to int64 / float32 C-contiguous copies if needed."""
+        ids = _array(ids, "ids", np.int64, convert=convert)
+        grads = _array(grads, "grads", np.float32, convert=convert)
         if grads.size != ids.size * self.dim:
-            raise ValueError("grads: needs %d x %d elements, the array has %d"
-                             % (ids.size, self.dim, grads.size))
+            raise HbValueError("grads: needs %d x %d elements, the array has %d"
+                               % (ids.size, self.dim, grads.size))
         _c.hb_embedding_apply_gradients(self._handle, ids, ids.size, grads)
 
     def save(self, directory):
+        """Checkpoint rows and optimizer slots into directory (collective, atomic)."""
         _c.hb_embedding_save(self._handle, str(directory))
 
     def load(self, directory):
+        """Load a checkpoint, re-sharding if saved at another world size (collective)."""
         _c.hb_embedding_load(self._handle, str(directory))
 
     def export(self, path):
+        """Write one serving file that Embedding.open reads (collective)."""
         _c.hb_embedding_export(self._handle, str(path))
 
 
@@ -479,30 +581,34 @@ class Metric(_Handle):
         if ctx is not None:
             ctx._children.add(self)
 
-    def update(self, labels, preds, weights=None, groups=None):
-        """Add samples: float32 labels, preds and optional weights; int64 groups (GAUC)."""
-        labels = _array(labels, "labels", np.float32)
-        preds = _array(preds, "preds", np.float32)
+    def update(self, labels, preds, weights=None, groups=None, convert=False):
+        """Add samples: float32 labels, preds and optional weights; int64 groups (GAUC).
+        convert=True: any array-like (float64, lists, CPU tensors) is copied
+        to the right dtype first."""
+        labels = _array(labels, "labels", np.float32, convert=convert)
+        preds = _array(preds, "preds", np.float32, convert=convert)
         n = labels.size
         if preds.size != n:
-            raise ValueError("preds: %d elements, labels has %d" % (preds.size, n))
+            raise HbValueError("preds: %d elements, labels has %d" % (preds.size, n))
         if weights is not None:
-            weights = _array(weights, "weights", np.float32)
+            weights = _array(weights, "weights", np.float32, convert=convert)
             if weights.size != n:
-                raise ValueError("weights: %d elements, labels has %d" % (weights.size, n))
+                raise HbValueError("weights: %d elements, labels has %d" % (weights.size, n))
         if groups is None:
             _c.hb_metric_update(self._handle, labels, preds, weights, n)
             return
-        groups = _array(groups, "groups", np.int64)
+        groups = _array(groups, "groups", np.int64, convert=convert)
         if groups.size != n:
-            raise ValueError("groups: %d elements, labels has %d" % (groups.size, n))
+            raise HbValueError("groups: %d elements, labels has %d" % (groups.size, n))
         _c.hb_metric_update_grouped(self._handle, labels, preds, weights, groups, n)
 
     def result(self):
         """The metric over every sample so far (collective with a context)."""
         return _c.hb_metric_result(self._handle)
 
-    flags = property(lambda self: _c.hb_metric_flags(self._handle))
+    flags = property(lambda self: _c.hb_metric_flags(self._handle),
+                     doc="hb.METRIC_FLAG_* bits of the last result (e.g. EMPTY).")
 
     def reset(self):
+        """Forget every sample (local; not collective)."""
         _c.hb_metric_reset(self._handle)

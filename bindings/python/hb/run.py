@@ -4,7 +4,9 @@ Launches the ranks through hbrun (the launcher of libhb), as HybridBackend's
 ``python -m hybridbackend.run``: one worker per visible GPU or ``-n N`` CPU
 workers, the rendezvous, HB_* variables, rank-prefixed output, and every
 worker stopped when one fails. A program ending in ``.py`` is run with this
-interpreter. hbrun is found through $HB_HBRUN, the path recorded at build
+interpreter (sys.executable): ``python3 -m hb.run -n 4 -- train.py`` runs
+``python3 train.py`` on 4 ranks with the same python3, so the ranks see the
+same packages (a virtual environment's, for instance). hbrun is found through $HB_HBRUN, the path recorded at build
 time, then $PATH.
 """
 
@@ -39,6 +41,7 @@ def command(argv):
 
 
 def main(argv=None):
+    """Replace this process with hbrun (argv: sys.argv[1:] by default)."""
     path = hbrun_path()
     if path is None:
         sys.exit("hb.run: hbrun not found (set HB_HBRUN or put hbrun on PATH)")

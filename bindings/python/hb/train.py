@@ -10,6 +10,8 @@ nor skip a collective: evaluation happens at the same steps on every rank
 
 import collections
 
+from ._errors import HbValueError
+
 EvalResult = collections.namedtuple("EvalResult", "step values")
 
 _END = object()
@@ -35,7 +37,7 @@ def train(step_fn, data, eval_every, eval_fn, metrics=None, max_steps=None, ctx=
     Returns the list of EvalResult, in step order.
     """
     if eval_every < 1:
-        raise ValueError("eval_every: must be >= 1, got %r" % (eval_every,))
+        raise HbValueError("eval_every: must be >= 1, got %r" % (eval_every,))
     metrics = dict(metrics or {})
     history = []
     batches = iter(data)

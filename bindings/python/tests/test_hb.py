@@ -275,3 +275,98 @@ def test_listeners_around_save_and_load(ctx, tmp_path):
         emb.load(ckpt)
         assert emb.lookup(ids).tolist() == [[-1.0, -1.0]]
     assert events == [(hb.EVENT_BEFORE_SAVE, ckpt), (hb.EVENT_AFTER_LOAD, ckpt)]
+
+
+# ---- One error family; explicit conversion; docstrings ---------------------------------
+
+def test_argument_errors_are_hb_errors(ctx):
+    """Every refusal of hb's own is an HbError; the argument ones are also
+    the TypeError / ValueError they were before."""
+    cases = [
+        (lambda: ctx.allreduce([1.0, 2.0]), hb.HbTypeError, "send: expected a numpy array, got list"),
+        (lambda: ctx.allreduce(np.zeros((4, 4), np.float32)[:, 1]), hb.HbValueError, "not C-contiguous"),
+        (lambda: hb.capi.hb_metric_update(0, [0.0], np.zeros(1, np.float32), None, 1), hb.HbTypeError,
+         "labels: expected a numpy array"),
+        (lambda: hb.capi.hb_allreduce(0, np.zeros(2, np.float32), np.zeros(4, np.float32)[::2], 2,
+                                      hb.FLOAT32, hb.SUM), hb.HbValueError, "recv: the array is not C-contiguous"),
+        (lambda: ctx.allreduce_many(np.zeros(3, np.float32)), hb.HbTypeError, "arrays"),
+        (lambda: hb.capi.hb_allreduce_many(ctx._handle, 5, hb.FLOAT32, hb.SUM), hb.HbTypeError,
+         "bufs: expected a list of numpy arrays, got int"),
+        (lambda: hb.tf_config_build("worker", 0, ["h0:1", 2]), hb.HbTypeError, r"worker_hosts\[1\]"),
+        (lambda: hb.Metric(hb.METRIC_AUC, nope=1), hb.HbTypeError, "unknown metric config field 'nope'"),
+        (lambda: hb.train.train(print, [], 0, print), hb.HbValueError, "eval_every"),
+        (lambda: ctx.barrier("soon"), hb.HbTypeError, "hb_context_barrier: "),
+        (lambda: hb.shard_range(2 ** 70, 2, 0), hb.HbTypeError, "hb_shard_range: "),
+        (lambda: hb.Embedding(ctx, "bad_dim", "8"), hb.HbTypeError, "embedding config field 'dim': '8'"),
+        (lambda: hb.Context(rank="zero"), hb.HbTypeError, "context option field 'rank'"),
+    ]
+    for call, cls, match in cases:
+        with pytest.raises(cls, match=match) as info:
+            call()
+        e = info.value
+        assert isinstance(e, hb.HbError) and isinstance(e, hb.HbArgumentError)
+        assert isinstance(e, TypeError if cls is hb.HbTypeError else ValueError)
+        assert e.status == hb.ERR_INVALID_ARGUMENT and e.name == "HB_ERR_INVALID_ARGUMENT"
+    m = hb.Metric(hb.METRIC_MEAN)
+    m.close()
+    with pytest.raises(hb.HbValueError, match="Metric is closed"):
+        m.result()
+    import pickle
+    e = pickle.loads(pickle.dumps(hb.HbTypeError("x: bad")))
+    assert type(e) is hb.HbTypeError and e.message == "x: bad"
+
+
+def test_refusals_say_what_to_pass(ctx):
+    with pytest.raises(hb.HbTypeError, match=r"expected dtype float32, got float64 \(pass x.astype\(np.float32\), "
+                                             r"or convert=True"):
+        hb.Metric(hb.METRIC_MEAN).update(np.zeros(2), np.zeros(2, np.float32))
+    with pytest.raises(hb.HbTypeError, match="pass a C-contiguous numpy array of dtype int64, or convert=True"):
+        hb.Embedding(ctx, "refuse", 2).lookup([1, 2])
+
+
+def test_convert_is_an_explicit_opt_in(ctx):
+    # Lists, float64 (numpy's default) and strided views are copied only when asked.
+    got = ctx.allreduce([1.0, 2.0], convert=True)
+    assert got.dtype == np.float64 and got.tolist() == [1.0, 2.0]
+    assert ctx.allreduce(np.arange(8, dtype=np.float32)[::2], convert=True).tolist() == [0, 2, 4, 6]
+    assert ctx.allreduce([1, 2], dtype=hb.FLOAT32, convert=True).dtype == np.float32
+    assert ctx.allgather([3], convert=True).tolist() == [[3]]
+    labels, preds, weights = samples(100)
+    with hb.Metric(hb.METRIC_AUC_EXACT) as m:
+        m.update(labels.astype(np.float64), preds.tolist(), weights[::1].astype(np.float64), convert=True)
+        assert abs(m.result() - exact_auc(labels, preds, weights)) < 1e-12
+    with hb.Embedding(ctx, "conv", 2, optimizer=hb.OPT_SGD, learning_rate=1.0) as emb:
+        emb.apply_gradients([5, 5], [[1.0, 2.0], [1.0, 2.0]], convert=True)  # float64 lists
+        assert emb.lookup(np.array([5], np.int32), convert=True).tolist() == [[-2.0, -4.0]]
+    with pytest.raises(hb.HbTypeError, match="send: numpy dtype object has no hb dtype"):
+        ctx.allreduce(["a", object()], convert=True)
+    # Outputs are written in place: never converted.
+    with pytest.raises(hb.HbTypeError, match="recv: expected dtype float32, got float64"):
+        ctx.allreduce([1.0], recv=np.zeros(1), dtype=hb.FLOAT32, convert=True)
+
+
+def _public_callables(module):
+    for name in dir(module):
+        obj = getattr(module, name)
+        if name.startswith("_") or getattr(obj, "__module__", module.__name__) != module.__name__:
+            continue
+        if callable(obj):
+            yield name, obj
+            if isinstance(obj, type):
+                for attr, member in vars(obj).items():
+                    if not attr.startswith("_") and (callable(member) or isinstance(member, property)
+                                                     or isinstance(member, (classmethod, staticmethod))):
+                        yield "%s.%s" % (name, attr), member
+
+
+def test_every_public_callable_has_a_docstring():
+    modules = [hb, hb.run, hb.train, sys.modules["hb._errors"]]
+    missing = [m.__name__ + "." + name for m in modules for name, obj in _public_callables(m)
+               if not (getattr(obj, "__doc__", None) or "").strip()]
+    assert not missing, missing
+
+
+def test_import_hb_does_not_import_torch():
+    import subprocess
+    code = "import sys, hb, hb.run, hb.train; sys.exit(1 if 'torch' in sys.modules else 0)"
+    assert subprocess.run([sys.executable, "-c", code]).returncode == 0

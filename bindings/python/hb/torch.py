@@ -1,0 +1,664 @@
+"""hb.torch: hb under PyTorch (``import hb.torch``; ``import hb`` never imports torch).
+
+- :class:`KeyedJaggedTensor`: per-feature ids in a jagged layout (keys,
+  values, lengths or offsets, optional weights), as TorchRec's.
+- :class:`EmbeddingCollection`: an ``nn.Module`` over sharded hb tables
+  (:class:`TableConfig`: rows or dynamic, dim, pooling none / sum / mean /
+  sqrtn, initializer, optimizer and its hyperparameters). ``forward`` returns
+  float32 tensors that carry autograd; ``loss.backward()`` hands their
+  gradients to the tables, whose optimizer runs at the owning rank, fused
+  with the exchange (as TorchRec's fused optimizers): the tables take no
+  part in a torch optimizer.
+- :class:`DistributedDataParallel` (and :func:`broadcast_parameters`,
+  :func:`allreduce_gradients`): dense data parallelism; after backward the
+  gradients are averaged with ``allreduce_many`` (hb's buckets), bit-equal
+  on every rank.
+- :class:`Metric`, :func:`data_sync`, :func:`all_reduce`: hb's metrics and
+  collectives taking tensors.
+- :func:`save` / :func:`load`: a module's dense state_dict and its hb tables
+  in one checkpoint directory, loadable at another world size.
+
+Tensors: CPU tensors are passed to hb without a copy when contiguous and of
+the dtype hb needs (ids int64, rows float32). CUDA tensors are refused with
+an HbError (``ERR_UNSUPPORTED``): hb's GPU tables and NCCL path are reached
+from C, not yet from Python.
+
+Collectives: every rank runs the same forward/backward sequence. A rank
+that has no data for a step passes an empty batch (see :func:`data_sync`)
+and still calls ``backward``: each forward of an EmbeddingCollection in
+training is matched by one backward on every rank.
+"""
+
+import contextlib
+import os
+
+import numpy as np
+
+try:
+    import torch
+    from torch import nn
+except ImportError as e:
+    raise ImportError("hb.torch needs PyTorch (Debian: apt-get install python3-torch): %s" % e) from e
+
+import hb
+from ._errors import HbError, HbTypeError, HbValueError
+
+__all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "DistributedDataParallel",
+           "broadcast_parameters", "allreduce_gradients", "Metric", "data_sync", "all_reduce",
+           "save", "load", "POOLINGS"]
+
+POOLINGS = ("none", "sum", "mean", "sqrtn")
+
+
+# ---- Tensors <-> numpy -----------------------------------------------------------------
+
+def _unsupported_device(param, t):
+    return HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
+                   "%s: a %s tensor; hb.torch works on CPU tensors (hb's GPU tables are reachable "
+                   "from C only): pass x.cpu()" % (param, t.device))
+
+
+def _cpu_tensor(t, param, dtype):
+    """t itself: a contiguous CPU tensor of dtype; refuses anything else."""
+    if not isinstance(t, torch.Tensor):
+        raise HbTypeError("%s: expected a torch.Tensor of %s, got %s" % (param, dtype, type(t).__name__))
+    if t.device.type != "cpu":
+        raise _unsupported_device(param, t)
+    if t.dtype != dtype:
+        raise HbTypeError("%s: expected dtype %s, got %s (pass x.to(%s))" % (param, dtype, t.dtype, dtype))
+    if t.dim() != 1:
+        raise HbValueError("%s: expected a 1-D tensor, got shape %s" % (param, tuple(t.shape)))
+    if not t.is_contiguous():
+        raise HbValueError("%s: the tensor is not contiguous (pass x.contiguous())" % param)
+    return t
+
+
+def _numpy(t):
+    """Zero-copy numpy view of a contiguous CPU tensor (a copy otherwise)."""
+    t = t.detach()
+    if t.device.type != "cpu":
+        t = t.cpu()
+    return t.contiguous().numpy()
+
+
+# ---- Jagged input ----------------------------------------------------------------------
+
+class KeyedJaggedTensor:
+    """Ids of several features for one batch, jagged (TorchRec's layout).
+
+    keys: feature names, F of them. values: int64 ids of every feature,
+    feature-major: feature 0's bags for samples 0..B-1, then feature 1's...
+    lengths (int64, F*B, ids per bag) or offsets (int64, F*B+1, bag
+    boundaries into values, from 0 to len(values), non-decreasing): pass one
+    (or both, consistent). weights: optional float32 per id (pooling weights;
+    they receive no gradient). All CPU tensors, 1-D, contiguous (values and
+    weights are handed to hb without a copy). Anything else is an
+    :class:`hb.HbError` naming what to pass.
+    """
+
+    def __init__(self, keys, values, lengths=None, offsets=None, weights=None):
+        keys = list(keys)
+        if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+            raise HbValueError("keys: expected distinct feature names (str), got %r" % (keys,))
+        values = _cpu_tensor(values, "values", torch.int64)
+        n = values.numel()
+        if lengths is None and offsets is None:
+            raise HbValueError("lengths / offsets: pass one of them")
+        if lengths is not None:
+            lengths = _cpu_tensor(lengths, "lengths", torch.int64)
+            ln = lengths.numpy()
+            if ln.size % len(keys):
+                raise HbValueError("lengths: %d entries do not split into %d features" % (ln.size, len(keys)))
+            if ln.size and ln.min() < 0:
+                raise HbValueError("lengths: entry %d is negative (%d)" % (int(np.argmax(ln < 0)), ln.min()))
+            off = np.zeros(ln.size + 1, np.int64)
+            np.cumsum(ln, out=off[1:])
+            if off[-1] != n:
+                raise HbValueError("lengths: they sum to %d, values has %d ids" % (off[-1], n))
+        if offsets is not None:
+            offsets = _cpu_tensor(offsets, "offsets", torch.int64)
+            of = offsets.numpy()
+            if of.size < 1 or (of.size - 1) % len(keys):
+                raise HbValueError("offsets: %d entries; expected F*B+1 for F=%d features"
+                                   % (of.size, len(keys)))
+            if of[0] != 0 or of[-1] != n:
+                raise HbValueError("offsets: must run from 0 to len(values)=%d, got %d..%d" % (n, of[0], of[-1]))
+            steps = np.diff(of)
+            if steps.size and steps.min() < 0:
+                i = int(np.argmax(steps < 0))
+                raise HbValueError("offsets: not monotone at entry %d (%d after %d)" % (i + 1, of[i + 1], of[i]))
+            if lengths is not None and not np.array_equal(of, off):
+                raise HbValueError("offsets: disagree with lengths")
+            off = of
+        if weights is not None:
+            weights = _cpu_tensor(weights, "weights", torch.float32)
+            if weights.numel() != n:
+                raise HbValueError("weights: %d entries, values has %d" % (weights.numel(), n))
+        self._keys = keys
+        self._values = values
+        self._weights = weights
+        self._offsets = off  # numpy int64, F*B+1
+        self._stride = (off.size - 1) // len(keys)
+
+    def keys(self):
+        """Feature names, in order."""
+        return list(self._keys)
+
+    def values(self):
+        """Every id (int64 tensor), feature-major."""
+        return self._values
+
+    def weights(self):
+        """Per-id float32 weights, or None."""
+        return self._weights
+
+    def offsets(self):
+        """Bag boundaries (int64 tensor, F*B+1)."""
+        return torch.from_numpy(self._offsets)
+
+    def lengths(self):
+        """Ids per bag (int64 tensor, F*B)."""
+        return torch.from_numpy(np.diff(self._offsets))
+
+    def stride(self):
+        """B: bags per feature (the batch size)."""
+        return self._stride
+
+    def _span(self, key):
+        """(first id, end id, offsets of its B bags relative to first)."""
+        f = self._keys.index(key)
+        b = self._stride
+        off = self._offsets[f * b:(f + 1) * b + 1]
+        return int(off[0]), int(off[-1]), off - off[0]
+
+    def __getitem__(self, key):
+        """(values, lengths, weights or None) of one feature."""
+        lo, hi, off = self._span(key)
+        w = None if self._weights is None else self._weights[lo:hi]
+        return self._values[lo:hi], torch.from_numpy(np.diff(off)), w
+
+    def __repr__(self):
+        return "KeyedJaggedTensor(keys=%r, batch=%d, ids=%d%s)" % (
+            self._keys, self._stride, self._values.numel(), ", weighted" if self._weights is not None else "")
+
+
+# ---- Table configuration --------------------------------------------------------------
+
+_INITIALIZERS = {"zeros": "INIT_ZEROS", "constant": "INIT_CONSTANT", "uniform": "INIT_UNIFORM",
+                 "normal": "INIT_NORMAL"}
+_OPTIMIZERS = {"sgd": "OPT_SGD", "adagrad": "OPT_ADAGRAD", "adam": "OPT_ADAM", "ftrl": "OPT_FTRL"}
+_PARTITIONS = {"mod": "PARTITION_MOD", "div": "PARTITION_DIV"}
+_OPTIMIZER_ARGS = ("initial_accumulator", "beta1", "beta2", "epsilon", "l1", "l2", "lr_power")
+
+
+def _code(value, table, what):
+    if isinstance(value, str):
+        try:
+            return getattr(hb, table[value.lower()])
+        except KeyError:
+            raise HbValueError("%s: unknown %r (one of %s)" % (what, value, ", ".join(table))) from None
+    return int(value)
+
+
+class TableConfig:
+    """One sharded table of an :class:`EmbeddingCollection`.
+
+    name: unique per context (names checkpoint directories). dim: row width.
+    num_rows: > 0 for ids [0, num_rows) (others are refused), 0 for a
+    dynamic hash table of any int64 id. features: the feature names that
+    look up this table (default ``[name]``; several features may share a
+    table). pooling: "sum", "mean" (weighted: sum(w*x)/sum(w)), "sqrtn"
+    (sum(w*x)/sqrt(sum(w*w))), or "none" (one row per id); an empty bag
+    pools to zeros (and a zero denominator counts as 1). initializer: "zeros", "constant" (init_a), "uniform"
+    [init_a, init_b), "normal" (mean init_a, stddev init_b); seed: a row's
+    initial value depends on (seed, name, id) only, so any world size starts
+    equal. optimizer: "sgd", "adagrad", "adam", "ftrl" with learning_rate
+    and any of initial_accumulator, beta1, beta2, epsilon, l1, l2, lr_power.
+    partition: "mod" (owner = id mod world) or "div" (blocks; static only).
+    wire_dtype: hb.FLOAT32 (default), hb.FLOAT16 or hb.BFLOAT16 on the wire.
+    """
+
+    def __init__(self, name, dim, num_rows=0, features=None, pooling="sum", initializer="zeros",
+                 init_a=0.0, init_b=0.0, seed=0, optimizer="sgd", learning_rate=0.01,
+                 partition="mod", wire_dtype=None, **optimizer_args):
+        unknown = sorted(set(optimizer_args) - set(_OPTIMIZER_ARGS))
+        if unknown:
+            raise HbTypeError("TableConfig %r: unknown argument(s) %s (optimizer arguments: %s)"
+                              % (name, ", ".join(unknown), ", ".join(_OPTIMIZER_ARGS)))
+        if pooling not in POOLINGS:
+            raise HbValueError("TableConfig %r: pooling %r is not one of %s" % (name, pooling, POOLINGS))
+        if not isinstance(dim, int) or dim <= 0 or not isinstance(num_rows, int) or num_rows < 0:
+            raise HbValueError("TableConfig %r: dim must be > 0 and num_rows >= 0 (0: dynamic), got %r, %r"
+                               % (name, dim, num_rows))
+        self.name, self.dim, self.num_rows, self.pooling = name, dim, num_rows, pooling
+        self.features = [name] if features is None else list(features)
+        self.hb_config = dict(
+            num_rows=num_rows, initializer=_code(initializer, _INITIALIZERS, "initializer"),
+            init_a=float(init_a), init_b=float(init_b), seed=int(seed),
+            optimizer=_code(optimizer, _OPTIMIZERS, "optimizer"), learning_rate=float(learning_rate),
+            partition=_code(partition, _PARTITIONS, "partition"),
+            **{k: float(v) for k, v in optimizer_args.items()})
+        if wire_dtype is not None:
+            self.hb_config["wire_dtype"] = int(wire_dtype)
+
+    def __repr__(self):
+        return "TableConfig(%r, dim=%d, num_rows=%d, features=%r, pooling=%r)" % (
+            self.name, self.dim, self.num_rows, self.features, self.pooling)
+
+
+# ---- The embedding module --------------------------------------------------------------
+
+class _SparseRows(torch.autograd.Function):
+    """Rows of every table as tensors; their gradients go back to the
+    tables in backward (one optimizer step per touched row)."""
+
+    @staticmethod
+    def forward(fctx, anchor, module, ids):
+        fctx.module, fctx.ids = module, ids
+        return tuple(torch.from_numpy(r) for r in module._lookup_all(ids))
+
+    @staticmethod
+    def backward(fctx, *grads):
+        fctx.module._apply_all(fctx.ids, grads)
+        return None, None, None
+
+
+class EmbeddingCollection(nn.Module):
+    """Sharded embedding tables as a module: ``forward(features)`` with a
+    :class:`KeyedJaggedTensor` returns ``{feature: tensor}``, float32, with
+    autograd: pooled features give (B, dim), "none" gives (ids, dim) in the
+    order of the feature's values.
+
+    Training: ``loss.backward()`` sends every table its rows' gradients and
+    the table's optimizer steps each touched row once (gradients of
+    duplicate ids, also across ranks, are summed). average_gradients=True
+    (default) scales them by 1/world_size first, matching
+    :class:`DistributedDataParallel`'s averaging: each rank's loss is a mean
+    over its own batch, equal batches per rank. With False they are summed
+    over ranks: normalise the loss by the global batch yourself (uneven
+    batches).
+
+    The tables are not torch parameters (they are sharded and carry their own
+    optimizer): state_dict() has none of them; :func:`save` / :func:`load`
+    checkpoint them. ``tables`` maps names to the :class:`hb.Embedding`.
+    Collective: every rank builds the same collection and runs every forward
+    (empty batches allowed) and backward in the same order.
+    """
+
+    def __init__(self, ctx, tables, average_gradients=True):
+        super().__init__()
+        self._ctx = ctx
+        self._configs = list(tables)
+        self.average_gradients = average_gradients
+        self._feature_table = {}
+        for i, cfg in enumerate(self._configs):
+            if not isinstance(cfg, TableConfig):
+                raise HbTypeError("tables[%d]: expected a TableConfig, got %s" % (i, type(cfg).__name__))
+            for f in cfg.features:
+                if f in self._feature_table:
+                    raise HbValueError("feature %r is read by two tables" % f)
+                self._feature_table[f] = i
+        self._tables = []
+        try:
+            for cfg in self._configs:
+                self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, **cfg.hb_config))
+        except BaseException:
+            for t in self._tables:
+                t.close()
+            raise
+
+    @property
+    def tables(self):
+        """{table name: hb.Embedding}."""
+        return {cfg.name: t for cfg, t in zip(self._configs, self._tables)}
+
+    @property
+    def configs(self):
+        """The TableConfig of every table, in order."""
+        return list(self._configs)
+
+    def feature_names(self):
+        """Every feature this collection reads, in table order."""
+        return [f for cfg in self._configs for f in cfg.features]
+
+    def close(self):
+        """Free the tables (not collective)."""
+        for t in self._tables:
+            t.close()
+
+    # The two calls that talk to hb: one lookup and one update of every
+    # table, in table order on every rank. (An embedding-collection call of
+    # the C API would replace each loop with one exchange for all tables.)
+    def _lookup_all(self, ids):
+        return [t.lookup(i) for t, i in zip(self._tables, ids)]
+
+    def _apply_all(self, ids, grads):
+        scale = 1.0 / self._ctx.world_size if self.average_gradients else 1.0
+        for t, i, g in zip(self._tables, ids, grads):
+            g = g.detach()
+            if scale != 1.0:
+                g = g * scale
+            t.apply_gradients(i, _numpy(g.to(torch.float32)))
+
+    def _table_ids(self, features):
+        """Per table: its ids (numpy int64, its features' values back to
+        back) and, per feature, (name, first, end) within them."""
+        unknown = [k for k in features.keys() if k not in self._feature_table]
+        if unknown:
+            raise HbValueError("features: unknown feature(s) %s (this collection reads %s)"
+                               % (unknown, self.feature_names()))
+        present = set(features.keys())
+        values = features.values().numpy()
+        ids, spans = [], []
+        for cfg in self._configs:
+            parts, mine, n = [], [], 0
+            for f in cfg.features:
+                if f not in present:
+                    continue
+                lo, hi, _ = features._span(f)
+                parts.append(values[lo:hi])
+                mine.append((f, n, n + hi - lo))
+                n += hi - lo
+            table_ids = parts[0] if len(parts) == 1 else (
+                np.concatenate(parts) if parts else np.zeros(0, np.int64))
+            if cfg.num_rows and table_ids.size:
+                bad = (table_ids < 0) | (table_ids >= cfg.num_rows)
+                if bad.any():
+                    j = int(np.argmax(bad))
+                    f = next(name for name, a, b in mine if a <= j < b)
+                    raise HbValueError("features[%r]: id %d is out of range for table %r (num_rows %d)"
+                                       % (f, table_ids[j], cfg.name, cfg.num_rows))
+            ids.append(table_ids)
+            spans.append(mine)
+        return ids, spans
+
+    def forward(self, features):
+        """{feature: float32 tensor} for every feature of ``features``."""
+        if not isinstance(features, KeyedJaggedTensor):
+            raise HbTypeError("features: expected an hb.torch.KeyedJaggedTensor, got %s"
+                              % type(features).__name__)
+        ids, spans = self._table_ids(features)
+        if torch.is_grad_enabled():
+            anchor = torch.empty(0, requires_grad=True)  # makes the rows part of the graph
+            rows = _SparseRows.apply(anchor, self, ids)
+        else:
+            rows = [torch.from_numpy(r) for r in self._lookup_all(ids)]
+        out = {}
+        b = features.stride()
+        for cfg, table_rows, mine in zip(self._configs, rows, spans):
+            for f, lo, hi in mine:
+                out[f] = self._pool(cfg.pooling, table_rows[lo:hi], features, f, b)
+        return out
+
+    @staticmethod
+    def _pool(pooling, rows, features, f, b):
+        if pooling == "none":
+            return rows
+        lo, hi, off = features._span(f)
+        lengths = np.diff(off)
+        w = features.weights()
+        w = None if w is None else w[lo:hi]
+        if (lengths == 1).all():  # one id per bag: no reduction
+            pooled = rows if w is None else rows * w[:, None]
+            if w is not None and pooling != "sum":
+                denom = w if pooling == "mean" else w.abs()
+                pooled = pooled / torch.where(denom != 0, denom, torch.ones_like(denom))[:, None]
+            return pooled
+        seg = torch.from_numpy(np.repeat(np.arange(b, dtype=np.int64), lengths))
+        src = rows if w is None else rows * w[:, None]
+        pooled = torch.zeros(b, rows.shape[1], dtype=rows.dtype).index_add(0, seg, src)
+        if pooling == "sum":
+            return pooled
+        if w is None:
+            denom = torch.from_numpy(lengths.astype(np.float32))
+            if pooling == "sqrtn":
+                denom = denom.sqrt()
+        else:
+            wd = w.double() if pooling == "mean" else w.double() ** 2
+            denom = torch.zeros(b, dtype=torch.float64).index_add(0, seg, wd)
+            denom = (denom if pooling == "mean" else denom.sqrt()).to(torch.float32)
+        denom = torch.where(denom != 0, denom, torch.ones_like(denom))  # empty bags stay 0
+        return pooled / denom[:, None]
+
+
+# ---- Dense data parallelism -----------------------------------------------------------
+
+def _tensors_of(obj, buffers):
+    if isinstance(obj, nn.Module):
+        out = list(obj.parameters())
+        if buffers:
+            out += list(obj.buffers())
+        return out
+    return list(obj)
+
+
+def broadcast_parameters(ctx, module, root=0):
+    """Copy root's parameters and buffers (a module, or an iterable of
+    tensors) to every rank, in place, in one broadcast (collective)."""
+    tensors = [t for t in _tensors_of(module, buffers=True) if t.numel()]
+    for i, t in enumerate(tensors):
+        if t.device.type != "cpu":
+            raise _unsupported_device("parameters[%d]" % i, t)
+    nbytes = [t.numel() * t.element_size() for t in tensors]
+    packed = np.empty(sum(nbytes), np.uint8)
+    pos = 0
+    for t, n in zip(tensors, nbytes):
+        packed[pos:pos + n] = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
+        pos += n
+    ctx.broadcast(packed, root=root)
+    pos = 0
+    with torch.no_grad():
+        for t, n in zip(tensors, nbytes):
+            src = torch.from_numpy(packed[pos:pos + n]).view(t.dtype).reshape(t.shape)
+            t.copy_(src)
+            pos += n
+
+
+def allreduce_gradients(ctx, params, average=True):
+    """Allreduce the .grad of params (a module or an iterable) in place:
+    hb.AVG (average=True) or hb.SUM, fused into buckets with
+    allreduce_many, one call per dtype. A parameter without a gradient gets
+    zeros first, so every rank reduces the same list. Results are bit-equal
+    on every rank (hb's rank-order allreduce). Collective."""
+    params = [p for p in _tensors_of(params, buffers=False) if p.requires_grad]
+    by_dtype = {}
+    for i, p in enumerate(params):
+        if p.device.type != "cpu":
+            raise _unsupported_device("parameters[%d]" % i, p)
+        if p.grad is None:
+            p.grad = torch.zeros_like(p)
+        by_dtype.setdefault(p.grad.dtype, []).append(p.grad)
+    op = hb.AVG if average else hb.SUM
+    for grads in by_dtype.values():
+        views = [g if g.is_contiguous() else g.contiguous() for g in grads]
+        ctx.allreduce_many([v.numpy() for v in views], op=op)
+        for g, v in zip(grads, views):
+            if v is not g:
+                g.copy_(v)
+
+
+class _SyncAfterBackward(torch.autograd.Function):
+    """Identity on the outputs; its backward queues the gradient allreduce
+    to run once the whole backward pass is done (as torch's DDP does)."""
+
+    @staticmethod
+    def forward(fctx, ddp, *outputs):
+        fctx.ddp = ddp
+        return tuple(o.view_as(o) for o in outputs)
+
+    @staticmethod
+    def backward(fctx, *grads):
+        fctx.ddp._queue_sync()
+        return (None,) + grads
+
+
+class DistributedDataParallel(nn.Module):
+    """Data-parallel wrapper of a module whose dense parameters are
+    replicated on every rank (an EmbeddingCollection inside keeps its
+    sharded tables; they have no parameters).
+
+    At construction, rank 0's parameters and buffers are broadcast. After
+    each ``loss.backward()`` through this module's outputs, the gradients
+    are allreduced (averaged, or summed with average_gradients=False) with
+    hb's bucketed allreduce_many, bit-equal on every rank, before your
+    optimizer's step. auto_sync=False: call :meth:`sync_gradients` yourself.
+    Accumulating gradients over several backward passes: run all but the
+    last forward inside :meth:`no_sync`. Every rank must run backward for
+    every training forward.
+    """
+
+    def __init__(self, module, ctx, average_gradients=True, auto_sync=True, broadcast=True):
+        super().__init__()
+        self.module = module
+        self._ctx = ctx
+        self.average_gradients = average_gradients
+        self.auto_sync = auto_sync
+        self._sync_queued = False
+        engine = getattr(torch.autograd.Variable, "_execution_engine", None)
+        self._queue_callback = getattr(engine, "queue_callback", None)
+        if auto_sync and self._queue_callback is None:
+            raise HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
+                          "auto_sync: this torch has no autograd queue_callback; pass auto_sync=False "
+                          "and call sync_gradients() after backward")
+        if broadcast:
+            broadcast_parameters(ctx, module)
+
+    def forward(self, *args, **kwargs):
+        """The module's outputs; in training their backward syncs gradients."""
+        self._sync_queued = False  # a new step (even if the last backward failed midway)
+        out = self.module(*args, **kwargs)
+        if not (self.auto_sync and torch.is_grad_enabled()):
+            return out
+        return _map_tensors(out, lambda ts: _SyncAfterBackward.apply(self, *ts))
+
+    @contextlib.contextmanager
+    def no_sync(self):
+        """Forwards inside this block do not sync their backward (gradient
+        accumulation, as torch's DDP): sync with the last backward outside.
+        EmbeddingCollection tables still step at every backward (their
+        optimizer is fused into it)."""
+        old, self.auto_sync = self.auto_sync, False
+        try:
+            yield
+        finally:
+            self.auto_sync = old
+
+    def sync_gradients(self):
+        """Allreduce the module's gradients now (collective)."""
+        allreduce_gradients(self._ctx, self.module, self.average_gradients)
+
+    def _queue_sync(self):
+        if not self._sync_queued:
+            self._sync_queued = True
+            self._queue_callback(self._sync_now)
+
+    def _sync_now(self):
+        self._sync_queued = False
+        self.sync_gradients()
+
+
+def _map_tensors(out, fn):
+    """out with every tensor that requires grad passed through fn (once, together)."""
+    if isinstance(out, torch.Tensor):
+        return fn([out])[0] if out.requires_grad else out
+    items = list(out.items()) if isinstance(out, dict) else list(enumerate(out)) \
+        if isinstance(out, (list, tuple)) else []
+    keys = [k for k, v in items if isinstance(v, torch.Tensor) and v.requires_grad]
+    if not keys:
+        return out
+    synced = dict(zip(keys, fn([dict(items)[k] for k in keys])))
+    if isinstance(out, dict):
+        return type(out)((k, synced.get(k, v)) for k, v in items)
+    return type(out)(synced.get(k, v) for k, v in items)
+
+
+# ---- Metrics, data sync, collectives on tensors ---------------------------------------
+
+class Metric(hb.Metric):
+    """hb.Metric whose update takes tensors (any float dtype and device:
+    they are detached and converted to float32 / int64 CPU copies where
+    needed; contiguous float32 CPU tensors are not copied)."""
+
+    def update(self, labels, preds, weights=None, groups=None, convert=True):
+        """Add samples (tensors or numpy arrays)."""
+        def arr(x, dtype):
+            return _numpy(x.to(dtype).reshape(-1)) if isinstance(x, torch.Tensor) else x
+        super().update(arr(labels, torch.float32), arr(preds, torch.float32),
+                       arr(weights, torch.float32), arr(groups, torch.int64), convert=convert)
+
+
+def data_sync(ctx, batch, drop_remainder=False):
+    """hb_data_sync for this step: (continue, feed_empty). batch: a tensor
+    (data if it has elements), None (no data), or a bool."""
+    if isinstance(batch, torch.Tensor):
+        has = batch.numel() > 0
+    else:
+        has = bool(batch) if isinstance(batch, bool) else batch is not None
+    return ctx.data_sync(has, drop_remainder)
+
+
+def all_reduce(ctx, tensor, op=None):
+    """Reduce a contiguous CPU tensor in place over every rank (hb.SUM by
+    default); returns it. Collective."""
+    if not isinstance(tensor, torch.Tensor):
+        raise HbTypeError("tensor: expected a torch.Tensor, got %s" % type(tensor).__name__)
+    if tensor.device.type != "cpu":
+        raise _unsupported_device("tensor", tensor)
+    if not tensor.is_contiguous():
+        raise HbValueError("tensor: not contiguous (pass x.contiguous())")
+    a = tensor.detach().numpy()
+    ctx.allreduce(a, recv=a, op=op)
+    return tensor
+
+
+# ---- Checkpoints -------------------------------------------------------------------------
+
+_DENSE = "dense.pt"
+
+
+def _collections(module):
+    if isinstance(module, DistributedDataParallel):
+        module = module.module
+    return module, [m for m in module.modules() if isinstance(m, EmbeddingCollection)]
+
+
+def save(directory, module, ctx, optimizer=None):
+    """Checkpoint module (its dense state_dict, plus optimizer's if given)
+    and every EmbeddingCollection's tables into directory (collective;
+    rank 0 writes the dense part, every rank its shards). A
+    DistributedDataParallel is saved as its inner module."""
+    module, colls = _collections(module)
+    directory = str(directory)
+    if ctx.rank == 0:
+        os.makedirs(os.path.join(directory, "tables"), exist_ok=True)
+        state = {"module": module.state_dict()}
+        if optimizer is not None:
+            state["optimizer"] = optimizer.state_dict()
+        tmp = os.path.join(directory, _DENSE + ".tmp")
+        torch.save(state, tmp)
+        os.replace(tmp, os.path.join(directory, _DENSE))  # atomic
+    ctx.barrier()
+    for coll in colls:
+        for name, table in coll.tables.items():
+            table.save(os.path.join(directory, "tables", name))
+    ctx.barrier()
+
+
+def load(directory, module, ctx, optimizer=None):
+    """Load a :func:`save` checkpoint into module (and optimizer), at any
+    world size: the tables re-shard (collective; every rank reads the
+    dense part)."""
+    module, colls = _collections(module)
+    directory = str(directory)
+    path = os.path.join(directory, _DENSE)
+    if not os.path.exists(path):
+        raise HbError(hb.ERR_IO, "HB_ERR_IO", "%s: no hb.torch checkpoint (missing %s)" % (directory, _DENSE))
+    state = torch.load(path, map_location="cpu")
+    module.load_state_dict(state["module"])
+    if optimizer is not None:
+        if "optimizer" not in state:
+            raise HbValueError("optimizer: the checkpoint in %s holds no optimizer state" % directory)
+        optimizer.load_state_dict(state["optimizer"])
+    for coll in colls:
+        for name, table in coll.tables.items():
+            table.load(os.path.join(directory, "tables", name))

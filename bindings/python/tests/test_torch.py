@@ -1,0 +1,292 @@
+"""Single-process tests of hb.torch (ctest python_binding; skipped without torch).
+Multi-rank training and checkpoints: torch_mp_check.py (ctest python_torch_*)."""
+
+import os
+import sys
+
+import numpy as np
+import pytest
+
+torch = pytest.importorskip("torch")
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hb  # noqa: E402
+import hb.torch as ht  # noqa: E402
+from test_hb import _public_callables  # noqa: E402
+
+torch.set_num_threads(1)
+F = torch.nn.functional
+
+
+def i64(x):
+    return torch.tensor(x, dtype=torch.int64)
+
+
+@pytest.fixture
+def ctx():
+    with hb.Context(rank=0, world_size=1) as c:
+        yield c
+
+
+def table_weights(table, n):
+    return torch.from_numpy(table.lookup(np.arange(n, dtype=np.int64)))
+
+
+# A batch of 4 samples with empty bags, duplicate ids and weights.
+BAGS = [[1, 5, 5], [], [7], [0, 2, 9, 3]]
+WEIGHTS = [[0.5, 2.0, -1.0], [], [3.0], [1.0, 0.25, 2.0, -0.75]]
+
+
+def jagged(key="f", weighted=False):
+    lengths = [len(b) for b in BAGS]
+    w = torch.tensor([x for b in WEIGHTS for x in b], dtype=torch.float32) if weighted else None
+    return ht.KeyedJaggedTensor([key], i64([x for b in BAGS for x in b]), lengths=i64(lengths), weights=w)
+
+
+def reference_pool(weight, pooling, weighted):
+    """Pooling computed from nn.EmbeddingBag where it has the mode, by hand otherwise."""
+    values = i64([x for b in BAGS for x in b])
+    offsets = i64(np.cumsum([0] + [len(b) for b in BAGS])[:-1].tolist())
+    w = torch.tensor([x for b in WEIGHTS for x in b], dtype=torch.float32)
+    if pooling == "sum" or (pooling == "mean" and not weighted):
+        return F.embedding_bag(values, weight, offsets, mode=pooling,
+                               per_sample_weights=w if weighted else None)
+    rows = []
+    for bag, bw in zip(BAGS, WEIGHTS):
+        ww = bw if weighted else [1.0] * len(bag)
+        s = sum((weight[i] * x for i, x in zip(bag, ww)), torch.zeros(weight.shape[1]))
+        d = sum(ww) if pooling == "mean" else sum(x * x for x in ww) ** 0.5
+        rows.append(s / d if bag else s)
+    return torch.stack(rows)
+
+
+@pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
+    rows, dim, lr = 12, 3, 1.0
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
+                                                     initializer="normal", init_b=0.5, seed=7,
+                                                     optimizer="sgd", learning_rate=lr)])
+    weight = table_weights(ec.tables["t"], rows).requires_grad_()
+    out = ec(jagged(weighted=weighted))["f"]
+    want = reference_pool(weight, pooling, weighted)
+    assert out.dtype == torch.float32 and out.shape == (len(BAGS), dim)
+    assert torch.equal(out, want), (out, want)  # bit-equal with Debian's torch 1.13
+    assert not out[1].any()  # the empty bag
+    # The same upstream gradient through both; hb's SGD step (lr 1) must
+    # equal weight - grad of plain torch (duplicate ids summed).
+    upstream = torch.arange(len(BAGS) * dim, dtype=torch.float32).reshape(len(BAGS), dim) - 4
+    (out * upstream).sum().backward()
+    (want * upstream).sum().backward()
+    after = table_weights(ec.tables["t"], rows)
+    assert torch.equal(after, weight.detach() - lr * weight.grad)
+
+
+@pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn"])
+def test_one_id_per_bag_weighted(ctx, pooling):
+    """The no-reduction path (every bag holds one id) pools as the general one."""
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("one", 2, num_rows=5, pooling=pooling,
+                                                     initializer="normal", init_b=1.0)])
+    x = table_weights(ec.tables["one"], 5)[[1, 2, 3]]
+    w = torch.tensor([2.0, -0.5, 0.0])
+    got = ec(ht.KeyedJaggedTensor(["one"], i64([1, 2, 3]), lengths=i64([1, 1, 1]), weights=w))["one"]
+    want = {"sum": x * w[:, None], "mean": x * torch.tensor([1.0, 1.0, 0.0])[:, None],
+            "sqrtn": x * torch.tensor([1.0, -1.0, 0.0])[:, None]}[pooling]
+    assert torch.allclose(got, want, rtol=1e-6, atol=0), (got, want)
+
+
+def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
+    """Two features reading one table (one lookup for both), one unpooled."""
+    rows, dim = 16, 2
+    ec = ht.EmbeddingCollection(ctx, [
+        ht.TableConfig("shared", dim, num_rows=rows, features=["a", "b"], pooling="sum",
+                       initializer="uniform", init_a=-1, init_b=1, optimizer="sgd", learning_rate=0.5),
+        ht.TableConfig("seq", dim, num_rows=rows, pooling="none", initializer="normal", init_b=1.0,
+                       optimizer="adagrad", learning_rate=0.25, initial_accumulator=0.1)])
+    w_shared = table_weights(ec.tables["shared"], rows).requires_grad_()
+    w_seq = table_weights(ec.tables["seq"], rows).requires_grad_()
+    # keys a, seq, b (any order); batch of 2.
+    kjt = ht.KeyedJaggedTensor(["a", "seq", "b"], i64([1, 2, 3, 4, 5, 3, 3, 15]),
+                               offsets=i64([0, 2, 3, 5, 6, 8, 8]))
+    out = ec(kjt)
+    ref_a = F.embedding_bag(i64([1, 2, 3]), w_shared, i64([0, 2]), mode="sum")
+    ref_b = F.embedding_bag(i64([3, 15]), w_shared, i64([0, 2]), mode="sum")
+    ref_seq = F.embedding(i64([4, 5, 3]), w_seq)
+    for got, want in ((out["a"], ref_a), (out["b"], ref_b), (out["seq"], ref_seq)):
+        assert torch.equal(got, want), (got, want)
+    loss = (out["a"] * 2 + out["b"]).pow(2).sum() + (out["seq"] * out["seq"].detach() * 3).sum()
+    loss.backward()
+    (ref_a * 2 + ref_b).pow(2).sum().add((ref_seq * ref_seq.detach() * 3).sum()).backward()
+    opt_shared = torch.optim.SGD([w_shared], lr=0.5)
+    opt_seq = torch.optim.Adagrad([w_seq], lr=0.25, initial_accumulator_value=0.1, eps=1e-8)
+    opt_shared.step()
+    opt_seq.step()
+    assert torch.equal(table_weights(ec.tables["shared"], rows), w_shared.detach())
+    # Adagrad: hb computes lr*g/(sqrt(acc)+eps), torch lr*(g/(sqrt(acc)+eps)).
+    assert torch.allclose(table_weights(ec.tables["seq"], rows), w_seq.detach(), rtol=1e-6, atol=1e-7)
+
+
+def test_no_grad_forward_does_not_update(ctx):
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", 2, num_rows=4, initializer="constant",
+                                                     init_a=1.0, learning_rate=1.0)])
+    kjt = ht.KeyedJaggedTensor(["t"], i64([0, 1]), lengths=i64([1, 1]))
+    with torch.no_grad():
+        out = ec(kjt)["t"]
+    assert not out.requires_grad and out.tolist() == [[1, 1], [1, 1]]
+    assert table_weights(ec.tables["t"], 4).tolist() == [[1, 1]] * 4
+    assert ec.state_dict() == {} and list(ec.parameters()) == []
+
+
+def test_dynamic_table_takes_any_id(ctx):
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("dyn", 2, pooling="mean", initializer="constant",
+                                                     init_a=2.0)])
+    kjt = ht.KeyedJaggedTensor(["dyn"], i64([2 ** 62, -5, 123456789]), lengths=i64([2, 1]))
+    assert ec(kjt)["dyn"].tolist() == [[2, 2], [2, 2]]
+
+
+def test_jagged_input_is_validated(ctx):
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", 2, num_rows=10)])
+    cases = [
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2, 3]), offsets=i64([0, 2, 1, 3])),
+         hb.HbValueError, "offsets: not monotone at entry 2"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2, 3]), offsets=i64([0, 2])),
+         hb.HbValueError, "offsets: must run from 0 to len"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2, 3]), lengths=i64([2, 2])),
+         hb.HbValueError, "lengths: they sum to 4, values has 3"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2]), lengths=i64([3, -1])),
+         hb.HbValueError, "lengths: entry 1 is negative"),
+        (lambda: ht.KeyedJaggedTensor(["t"], torch.tensor([1, 2], dtype=torch.int32), lengths=i64([2])),
+         hb.HbTypeError, r"values: expected dtype torch.int64, got torch.int32 \(pass x.to\(torch.int64\)\)"),
+        (lambda: ht.KeyedJaggedTensor(["t"], [1, 2], lengths=i64([2])), hb.HbTypeError,
+         "values: expected a torch.Tensor"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2, 3, 4])[::2], lengths=i64([2])), hb.HbValueError,
+         "values: the tensor is not contiguous"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1, 2]), lengths=i64([2]), weights=torch.ones(2)[:1]),
+         hb.HbValueError, "weights: 1 entries, values has 2"),
+        (lambda: ht.KeyedJaggedTensor(["t", "u"], i64([1, 2]), lengths=i64([2])), hb.HbValueError,
+         "lengths: 1 entries do not split into 2 features"),
+        (lambda: ht.KeyedJaggedTensor(["t"], i64([1]), lengths=i64([1]), weights=torch.ones(1, dtype=torch.float64)),
+         hb.HbTypeError, "weights: expected dtype torch.float32"),
+        (lambda: ec(ht.KeyedJaggedTensor(["t"], i64([3, 10]), lengths=i64([1, 1]))), hb.HbValueError,
+         r"features\['t'\]: id 10 is out of range for table 't' \(num_rows 10\)"),
+        (lambda: ec(ht.KeyedJaggedTensor(["t"], i64([-1]), lengths=i64([1]))), hb.HbValueError,
+         "id -1 is out of range"),
+        (lambda: ec(ht.KeyedJaggedTensor(["x"], i64([1]), lengths=i64([1]))), hb.HbValueError,
+         r"unknown feature\(s\) \['x'\]"),
+        (lambda: ec({"t": i64([1])}), hb.HbTypeError, "expected an hb.torch.KeyedJaggedTensor"),
+        (lambda: ht.TableConfig("t", 2, pooling="max"), hb.HbValueError, "pooling 'max' is not one of"),
+        (lambda: ht.TableConfig("t", 2, optimizer="rmsprop"), hb.HbValueError, "unknown 'rmsprop'"),
+        (lambda: ht.TableConfig("t", 2, momentum=0.9), hb.HbTypeError, "unknown argument"),
+    ]
+    for call, cls, match in cases:
+        with pytest.raises(cls, match=match) as info:
+            call()
+        assert isinstance(info.value, hb.HbError) and info.value.status == hb.ERR_INVALID_ARGUMENT
+
+
+def test_jagged_accessors():
+    kjt = ht.KeyedJaggedTensor(["a", "b"], i64([1, 2, 3, 4]), lengths=i64([2, 0, 1, 1]),
+                               weights=torch.ones(4))
+    assert kjt.keys() == ["a", "b"] and kjt.stride() == 2
+    assert kjt.offsets().tolist() == [0, 2, 2, 3, 4] and kjt.lengths().tolist() == [2, 0, 1, 1]
+    v, lengths, w = kjt["b"]
+    assert v.tolist() == [3, 4] and lengths.tolist() == [1, 1] and w.tolist() == [1, 1]
+    assert "batch=2" in repr(kjt)
+
+
+def test_cuda_tensors_are_refused_clearly():
+    if not torch.cuda.is_available():
+        pytest.skip("no CUDA device here: hb.torch refuses CUDA tensors (checked on a GPU machine)")
+    with pytest.raises(hb.HbError, match="hb.torch works on CPU tensors") as info:
+        ht.KeyedJaggedTensor(["t"], i64([1]).cuda(), lengths=i64([1]))
+    assert info.value.status == hb.ERR_UNSUPPORTED
+
+
+class Model(torch.nn.Module):
+    def __init__(self, ctx, seed=0, name="m_emb"):
+        super().__init__()
+        torch.manual_seed(seed)
+        self.name = name
+        self.sparse = ht.EmbeddingCollection(ctx, [ht.TableConfig(
+            name, 4, features=["m_emb"], num_rows=8, initializer="normal", init_b=0.3, optimizer="adagrad",
+            learning_rate=0.1)])
+        self.mlp = torch.nn.Sequential(torch.nn.Linear(5, 3), torch.nn.ReLU(), torch.nn.Linear(3, 1))
+
+    def forward(self, kjt, dense):
+        return self.mlp(torch.cat([self.sparse(kjt)["m_emb"], dense], 1)).squeeze(1)
+
+
+def test_ddp_world_of_one_trains_and_checkpoints(ctx, tmp_path):
+    model = Model(ctx)
+    ddp = ht.DistributedDataParallel(model, ctx)
+    opt = torch.optim.SGD(ddp.parameters(), lr=0.1)
+    kjt = ht.KeyedJaggedTensor(["m_emb"], i64([1, 2, 3]), lengths=i64([1, 2]))
+    dense, y = torch.ones(2, 1), torch.tensor([1.0, 0.0])
+    before = [p.detach().clone() for p in model.parameters()]
+    loss = F.binary_cross_entropy_with_logits(ddp(kjt, dense), y)
+    loss.backward()
+    assert all(p.grad is not None for p in model.parameters())
+    opt.step()
+    assert any(not torch.equal(a, b) for a, b in zip(before, model.parameters()))
+    ht.save(tmp_path / "ck", ddp, ctx, opt)
+    want_rows = model.sparse.tables["m_emb"].lookup(np.arange(8, dtype=np.int64))
+    want_state = {k: v.clone() for k, v in model.state_dict().items()}
+    # Train on, then load: back to the checkpoint.
+    for _ in range(2):
+        opt.zero_grad()
+        F.binary_cross_entropy_with_logits(ddp(kjt, dense), y).backward()
+        opt.step()
+    assert not np.array_equal(model.sparse.tables["m_emb"].lookup(np.arange(8, dtype=np.int64)), want_rows)
+    ht.load(tmp_path / "ck", model, ctx, opt)
+    assert np.array_equal(model.sparse.tables["m_emb"].lookup(np.arange(8, dtype=np.int64)), want_rows)
+    assert all(torch.equal(v, want_state[k]) for k, v in model.state_dict().items())
+    with pytest.raises(hb.HbError, match="no hb.torch checkpoint"):
+        ht.load(tmp_path / "nothing", model, ctx)
+
+
+def test_gradients_sync_once_per_backward_and_by_hand(ctx):
+    calls = []
+    model = Model(ctx)
+    ddp = ht.DistributedDataParallel(model, ctx)
+    ddp.sync_gradients = lambda: calls.append(1)  # counts the queued syncs
+    kjt = ht.KeyedJaggedTensor(["m_emb"], i64([1, 2]), lengths=i64([1, 1]))
+    out = ddp(kjt, torch.ones(2, 1))
+    (out.sum() * 2).backward()
+    assert calls == [1]
+    with torch.no_grad():
+        assert not ddp(kjt, torch.ones(2, 1)).requires_grad
+    with ddp.no_sync():
+        ddp(kjt, torch.ones(2, 1)).sum().backward()
+    assert calls == [1]
+    ddp(kjt, torch.ones(2, 1)).sum().backward()
+    assert calls == [1, 1]
+    manual = ht.DistributedDataParallel(Model(ctx, seed=1, name="m2"), ctx, auto_sync=False)
+    manual(kjt, torch.ones(2, 1)).sum().backward()
+    manual.sync_gradients()  # a world of one: averaging changes nothing
+    ht.allreduce_gradients(ctx, [torch.zeros(2, requires_grad=True)])
+
+
+def test_broadcast_parameters_handles_every_dtype(ctx):
+    tensors = [torch.arange(6, dtype=torch.float32).reshape(2, 3).t(), torch.tensor([True, False]),
+               torch.tensor([1.5], dtype=torch.bfloat16), torch.zeros(0), torch.tensor([7], dtype=torch.int64)]
+    before = [t.clone() for t in tensors]
+    ht.broadcast_parameters(ctx, tensors)
+    assert all(torch.equal(a, b) for a, b in zip(tensors, before))
+
+
+def test_metric_data_sync_and_all_reduce_take_tensors(ctx):
+    labels = torch.tensor([1.0, 0.0, 1.0, 0.0], dtype=torch.float64)
+    logits = torch.tensor([[2.0], [-1.0], [-0.5], [0.5]], requires_grad=True)
+    with ht.Metric(hb.METRIC_AUC_EXACT, ctx) as m:
+        m.update(labels, torch.sigmoid(logits))
+        assert m.result() == 0.75
+    assert ht.data_sync(ctx, torch.zeros(3)) == (True, False)
+    assert ht.data_sync(ctx, None, drop_remainder=True)[0] is False
+    t = torch.tensor([1.0, 2.0])
+    assert ht.all_reduce(ctx, t, op=hb.MAX) is t and t.tolist() == [1.0, 2.0]
+    with pytest.raises(hb.HbValueError, match="not contiguous"):
+        ht.all_reduce(ctx, torch.zeros(4)[::2])
+
+
+def test_every_public_callable_of_hb_torch_has_a_docstring():
+    missing = [name for name, obj in _public_callables(ht) if not (getattr(obj, "__doc__", None) or "").strip()]
+    assert not missing, missing
