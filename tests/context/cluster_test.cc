@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "abi/error.h"
@@ -275,4 +276,178 @@ TEST(Cluster, SplitHostPort) {
       << hb_last_error();
 }
 
+// Other launchers: after HB_*, before TF_CONFIG, in the documented order.
+namespace launchers {
+
+using Vars = std::map<std::string, std::string>;
+
+ClusterInfo discover_with(const Vars &vars) {
+  hb_test::EnvGuard env;
+  for (const auto &kv : vars) env.set(kv.first, kv.second);
+  return discover();
+}
+
+TEST(ClusterLaunchers, Torchrun) {
+  ClusterInfo c = discover_with({{"RANK", "3"},
+                                 {"WORLD_SIZE", "4"},
+                                 {"LOCAL_RANK", "1"},
+                                 {"LOCAL_WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", "10.0.0.1"},
+                                 {"MASTER_PORT", "29500"}});
+  EXPECT_EQ(c.source, "torchrun");
+  EXPECT_EQ(c.rank, 3);
+  EXPECT_EQ(c.world_size, 4);
+  EXPECT_EQ(c.local_rank, 1);
+  EXPECT_EQ(c.local_world_size, 2);
+  EXPECT_EQ(c.task_id, 3);
+  EXPECT_EQ(c.rendezvous, "10.0.0.1:29501")
+      << "MASTER_PORT is the framework's store; hb's is the next port";
+  EXPECT_FALSE(c.launcher_serves);
+  // IPv6 MASTER_ADDR gets brackets.
+  c = discover_with({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_ADDR", "fd00::1"},
+                     {"MASTER_PORT", "80"}});
+  EXPECT_EQ(c.rendezvous, "[fd00::1]:81");
+}
+
+TEST(ClusterLaunchers, OpenMpiSlurmPmi) {
+  ClusterInfo c = discover_with({{"OMPI_COMM_WORLD_RANK", "2"},
+                                 {"OMPI_COMM_WORLD_SIZE", "3"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                                 {"HB_RENDEZVOUS", "127.0.0.1:7000"}});
+  EXPECT_EQ(c.source, "openmpi");
+  EXPECT_EQ(c.rank, 2);
+  EXPECT_EQ(c.world_size, 3);
+  EXPECT_EQ(c.local_world_size, 3);
+  EXPECT_EQ(c.rendezvous, "127.0.0.1:7000") << "HB_RENDEZVOUS beats MASTER_*";
+
+  // Slurm: the local size comes from the compressed tasks-per-node list.
+  c = discover_with({{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "7"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
+                     {"SLURM_TASKS_PER_NODE", "9"},
+                     {"MASTER_ADDR", "node01"},
+                     {"MASTER_PORT", "12000"}});
+  EXPECT_EQ(c.source, "slurm");
+  EXPECT_EQ(c.rank, 5);
+  EXPECT_EQ(c.world_size, 7);
+  EXPECT_EQ(c.local_rank, 1);
+  EXPECT_EQ(c.local_world_size, 2);
+  EXPECT_EQ(c.rendezvous, "node01:12001");
+  c = discover_with({{"SLURM_PROCID", "6"},
+                     {"SLURM_NTASKS", "7"},
+                     {"SLURM_LOCALID", "0"},
+                     {"SLURM_NODEID", "3"},
+                     {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                     {"HB_RENDEZVOUS", "node01:12001"}});
+  EXPECT_EQ(c.local_world_size, 1);
+
+  c = discover_with({{"PMI_RANK", "1"},
+                     {"PMI_SIZE", "2"},
+                     {"MPI_LOCALRANKID", "0"},
+                     {"MPI_LOCALNRANKS", "1"},
+                     {"HB_RENDEZVOUS", "h0:1"}});
+  EXPECT_EQ(c.source, "pmi");
+  EXPECT_EQ(c.rank, 1);
+  EXPECT_EQ(c.world_size, 2);
+  EXPECT_EQ(c.local_world_size, 1);
+}
+
+TEST(ClusterLaunchers, Order) {
+  Vars all = {{"HB_RANK", "0"},
+              {"HB_WORLD_SIZE", "6"},
+              {"RANK", "1"},
+              {"WORLD_SIZE", "5"},
+              {"OMPI_COMM_WORLD_RANK", "2"},
+              {"OMPI_COMM_WORLD_SIZE", "4"},
+              {"SLURM_PROCID", "1"},
+              {"SLURM_NTASKS", "3"},
+              {"PMI_RANK", "0"},
+              {"PMI_SIZE", "2"},
+              {"HB_RENDEZVOUS", "h:1"},
+              {"TF_CONFIG",
+               R"({"cluster":{"worker":["a:1"]},"task":{"type":"worker"}})"}};
+  const char *order[][3] = {
+      {"HB_RANK", "HB_WORLD_SIZE", "env"},
+      {"RANK", "WORLD_SIZE", "torchrun"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "openmpi"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "slurm"},
+      {"PMI_RANK", "PMI_SIZE", "pmi"}};
+  int world = 6;
+  for (const auto &step : order) {
+    ClusterInfo c = discover_with(all);
+    EXPECT_EQ(c.source, step[2]);
+    EXPECT_EQ(c.world_size, world--);
+    all.erase(step[0]);
+    all.erase(step[1]);
+  }
+  EXPECT_EQ(discover_with(all).source, "tf_config");
+  all.erase("TF_CONFIG");
+  EXPECT_EQ(discover_with(all).source, "default");
+
+  // Explicit options beat every launcher.
+  hb_test::EnvGuard env;
+  env.set("RANK", "1");
+  env.set("WORLD_SIZE", "3");
+  hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
+  o.rank = 0;
+  o.world_size = 1;
+  ClusterInfo c = discover(&o);
+  EXPECT_EQ(c.source, "options");
+  EXPECT_EQ(c.world_size, 1);
+}
+
+// Never a silent world of one: a larger world without a rendezvous is an
+// error naming what was seen.
+TEST(ClusterLaunchers, NoRendezvousIsAnErrorNamingTheVariables) {
+  hb_test::EnvGuard env;
+  env.set("OMPI_COMM_WORLD_RANK", "1");
+  env.set("OMPI_COMM_WORLD_SIZE", "3");
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+  env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "3");
+  expect_config_error(
+      "OMPI_COMM_WORLD_SIZE is 3 but no rendezvous address is given: set "
+      "HB_RENDEZVOUS=host:port (or hb_context_options.rendezvous, or "
+      "MASTER_ADDR and MASTER_PORT); variables seen: "
+      "OMPI_COMM_WORLD_RANK='1', OMPI_COMM_WORLD_SIZE='3'");
+  env.set("MASTER_ADDR", "h");
+  expect_config_error("MASTER_ADDR is set but MASTER_PORT is not");
+  env.set("MASTER_PORT", "65535");
+  expect_config_error("MASTER_PORT='65535': out of range [1, 65534]");
+  env.unset("MASTER_ADDR");
+  env.unset("MASTER_PORT");
+  // A world of one needs no rendezvous.
+  env.set("OMPI_COMM_WORLD_RANK", "0");
+  env.set("OMPI_COMM_WORLD_SIZE", "1");
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "0");
+  env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "1");
+  EXPECT_EQ(discover().world_size, 1);
+  EXPECT_EQ(discover().source, "openmpi");
+}
+
+TEST(ClusterLaunchers, HalfALauncherIsAnError) {
+  hb_test::EnvGuard env;
+  env.set("WORLD_SIZE", "2");
+  expect_config_error("WORLD_SIZE is set but RANK is not");
+  env.unset("WORLD_SIZE");
+  env.set("SLURM_PROCID", "0");
+  expect_config_error("SLURM_PROCID is set but SLURM_NTASKS is not");
+  env.set("SLURM_NTASKS", "2");
+  env.set("HB_RENDEZVOUS", "h:1");
+  env.set("SLURM_LOCALID", "0");
+  expect_config_error(
+      "SLURM_LOCALID is set but SLURM_STEP_TASKS_PER_NODE is not");
+  env.set("SLURM_NODEID", "4");
+  env.set("SLURM_TASKS_PER_NODE", "1(x2)");
+  expect_config_error(
+      "SLURM_TASKS_PER_NODE='1(x2)' has no count for SLURM_NODEID=4");
+  env.set("RANK", "x");
+  expect_config_error("RANK='x': not an integer");
+}
+
+}  // namespace launchers
 }  // namespace
