@@ -173,8 +173,11 @@ AddressChoice choose_address(const ClusterInfo &c, const Options &o,
     if (!i.loopback)
       return {i.address, "interface " + i.name + " (the rendezvous host " +
                              rv_host + " routes over loopback)"};
-  if (everyone_here(c))
-    return {"127.0.0.1", "no interface but loopback; every rank is local"};
+  // A peer that reaches the store on loopback is on this host, whatever
+  // the local world size says.
+  if (everyone_here(c) || is_loopback_name(rv_host))
+    return {v6_loopback ? "::1" : "127.0.0.1",
+            "no interface but loopback, and every rank is on this host"};
   fail(HB_ERR_CONFIG,
        "rank %d of %d: ranks on other hosts (local world %d) need an address "
        "to reach this one, but the rendezvous host %s routes over loopback and "

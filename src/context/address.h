@@ -54,7 +54,8 @@ struct NetworkView {
 // matches socket_ifname; 127.0.0.1 when the rendezvous is a loopback
 // address and every rank is on this host; the source address of the route
 // to the rendezvous host when that is not loopback; the first
-// non-loopback interface; 127.0.0.1 when every rank is on this host.
+// non-loopback interface; 127.0.0.1 when every rank is on this host (or
+// reaches the store on loopback).
 // Throws HB_ERR_CONFIG when socket_ifname matches nothing, or when peers
 // on other hosts need an address and there is only loopback.
 AddressChoice choose_address(const ClusterInfo &c, const Options &o,
