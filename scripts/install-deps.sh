@@ -7,10 +7,12 @@ pkgs=(build-essential cmake pkgconf git
       libuv1-dev libcjson-dev libgloo-dev libgtest-dev libbenchmark-dev
       swig python3-dev python3-numpy python3-pytest
       default-jdk junit4 golang-go doxygen
-      clang libclang-rt-14-dev clang-format)
+      clang libclang-rt-14-dev clang-format
+      # Tests: mpirun -np 3 forms one hb world; namespaces for the multi-host test.
+      openmpi-bin iproute2)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
-  pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)
+  pkgs+=(libopenmpi-dev python3-sklearn)
 fi
 missing=()
 for p in "${pkgs[@]}"; do
