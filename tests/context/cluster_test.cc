@@ -287,6 +287,17 @@ ClusterInfo discover_with(const Vars &vars) {
   return discover();
 }
 
+void expect_identity(const ClusterInfo &c, const char *source, int rank,
+                     int world, int local_rank, int local_world) {
+  EXPECT_EQ(c.source, source);
+  EXPECT_EQ(c.rank, rank) << source;
+  EXPECT_EQ(c.world_size, world) << source;
+  EXPECT_EQ(c.local_rank, local_rank) << source;
+  EXPECT_EQ(c.local_world_size, local_world) << source;
+  EXPECT_EQ(c.task_id, rank) << source;
+  EXPECT_FALSE(c.launcher_serves) << source << ": rank 0 serves the store";
+}
+
 TEST(ClusterLaunchers, Torchrun) {
   ClusterInfo c = discover_with({{"RANK", "3"},
                                  {"WORLD_SIZE", "4"},
@@ -294,15 +305,9 @@ TEST(ClusterLaunchers, Torchrun) {
                                  {"LOCAL_WORLD_SIZE", "2"},
                                  {"MASTER_ADDR", "10.0.0.1"},
                                  {"MASTER_PORT", "29500"}});
-  EXPECT_EQ(c.source, "torchrun");
-  EXPECT_EQ(c.rank, 3);
-  EXPECT_EQ(c.world_size, 4);
-  EXPECT_EQ(c.local_rank, 1);
-  EXPECT_EQ(c.local_world_size, 2);
-  EXPECT_EQ(c.task_id, 3);
+  expect_identity(c, "torchrun", 3, 4, 1, 2);
   EXPECT_EQ(c.rendezvous, "10.0.0.1:29501")
       << "MASTER_PORT is the framework's store; hb's is the next port";
-  EXPECT_FALSE(c.launcher_serves);
   // IPv6 MASTER_ADDR gets brackets.
   c = discover_with({{"RANK", "0"},
                      {"WORLD_SIZE", "2"},
@@ -317,10 +322,7 @@ TEST(ClusterLaunchers, OpenMpiSlurmPmi) {
                                  {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
                                  {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
                                  {"HB_RENDEZVOUS", "127.0.0.1:7000"}});
-  EXPECT_EQ(c.source, "openmpi");
-  EXPECT_EQ(c.rank, 2);
-  EXPECT_EQ(c.world_size, 3);
-  EXPECT_EQ(c.local_world_size, 3);
+  expect_identity(c, "openmpi", 2, 3, 2, 3);
   EXPECT_EQ(c.rendezvous, "127.0.0.1:7000") << "HB_RENDEZVOUS beats MASTER_*";
 
   // Slurm: the local size comes from the compressed tasks-per-node list.
@@ -332,11 +334,7 @@ TEST(ClusterLaunchers, OpenMpiSlurmPmi) {
                      {"SLURM_TASKS_PER_NODE", "9"},
                      {"MASTER_ADDR", "node01"},
                      {"MASTER_PORT", "12000"}});
-  EXPECT_EQ(c.source, "slurm");
-  EXPECT_EQ(c.rank, 5);
-  EXPECT_EQ(c.world_size, 7);
-  EXPECT_EQ(c.local_rank, 1);
-  EXPECT_EQ(c.local_world_size, 2);
+  expect_identity(c, "slurm", 5, 7, 1, 2);
   EXPECT_EQ(c.rendezvous, "node01:12001");
   c = discover_with({{"SLURM_PROCID", "6"},
                      {"SLURM_NTASKS", "7"},
@@ -344,17 +342,14 @@ TEST(ClusterLaunchers, OpenMpiSlurmPmi) {
                      {"SLURM_NODEID", "3"},
                      {"SLURM_TASKS_PER_NODE", "2(x3),1"},
                      {"HB_RENDEZVOUS", "node01:12001"}});
-  EXPECT_EQ(c.local_world_size, 1);
+  expect_identity(c, "slurm", 6, 7, 0, 1);
 
   c = discover_with({{"PMI_RANK", "1"},
                      {"PMI_SIZE", "2"},
                      {"MPI_LOCALRANKID", "0"},
                      {"MPI_LOCALNRANKS", "1"},
                      {"HB_RENDEZVOUS", "h0:1"}});
-  EXPECT_EQ(c.source, "pmi");
-  EXPECT_EQ(c.rank, 1);
-  EXPECT_EQ(c.world_size, 2);
-  EXPECT_EQ(c.local_world_size, 1);
+  expect_identity(c, "pmi", 1, 2, 0, 1);
 }
 
 TEST(ClusterLaunchers, Order) {
@@ -418,15 +413,12 @@ TEST(ClusterLaunchers, NoRendezvousIsAnErrorNamingTheVariables) {
   expect_config_error("MASTER_ADDR is set but MASTER_PORT is not");
   env.set("MASTER_PORT", "65535");
   expect_config_error("MASTER_PORT='65535': out of range [1, 65534]");
-  env.unset("MASTER_ADDR");
-  env.unset("MASTER_PORT");
-  // A world of one needs no rendezvous.
-  env.set("OMPI_COMM_WORLD_RANK", "0");
-  env.set("OMPI_COMM_WORLD_SIZE", "1");
-  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "0");
-  env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "1");
-  EXPECT_EQ(discover().world_size, 1);
-  EXPECT_EQ(discover().source, "openmpi");
+}
+
+TEST(ClusterLaunchers, AWorldOfOneNeedsNoRendezvous) {
+  expect_identity(discover_with({{"OMPI_COMM_WORLD_RANK", "0"},
+                                 {"OMPI_COMM_WORLD_SIZE", "1"}}),
+                  "openmpi", 0, 1, 0, 1);
 }
 
 TEST(ClusterLaunchers, HalfALauncherIsAnError) {
