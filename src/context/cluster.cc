@@ -125,7 +125,7 @@ int slurm_tasks_on_node(const std::string &list, int node) {
       int tasks = std::stoi(item.substr(0, paren));
       int repeat =
           paren == std::string::npos ? 1 : std::stoi(item.substr(paren + 2));
-      if (tasks < 1 || repeat < 1) return -1;
+      if (tasks < 1 || repeat < 1 || repeat > kMaxWorld) return -1;
       if (node < seen + repeat) return tasks;
       seen += repeat;
     } catch (const std::exception &) {

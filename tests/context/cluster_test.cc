@@ -437,6 +437,10 @@ TEST(ClusterLaunchers, HalfALauncherIsAnError) {
   env.set("SLURM_TASKS_PER_NODE", "1(x2)");
   expect_config_error(
       "SLURM_TASKS_PER_NODE='1(x2)' has no count for SLURM_NODEID=4");
+  env.set("SLURM_TASKS_PER_NODE", "1(x2147483647),1(x2147483647)");
+  expect_config_error("has no count for SLURM_NODEID=4");
+  env.set("SLURM_TASKS_PER_NODE", "x");
+  expect_config_error("SLURM_TASKS_PER_NODE='x' has no count");
   env.set("RANK", "x");
   expect_config_error("RANK='x': not an integer");
 }
