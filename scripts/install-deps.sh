@@ -7,7 +7,9 @@ pkgs=(build-essential cmake pkgconf git
       libuv1-dev libcjson-dev libgloo-dev libgtest-dev libbenchmark-dev
       swig python3-dev python3-numpy python3-pytest
       default-jdk junit4 golang-go doxygen
-      clang libclang-rt-14-dev clang-format)
+      clang libclang-rt-14-dev clang-format
+      # Tests: mpirun -np 3 forms one hb world; namespaces for the multi-host test.
+      openmpi-bin iproute2)
 # Packaging: pip install . (offline, Debian's setuptools) and cpack -G DEB
 # (dpkg-shlibdeps from dpkg-dev, file).
 pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
@@ -15,7 +17,7 @@ pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
 pkgs+=(python3-torch)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
-  pkgs+=(openmpi-bin libopenmpi-dev python3-sklearn)
+  pkgs+=(libopenmpi-dev python3-sklearn)
 fi
 missing=()
 for p in "${pkgs[@]}"; do

@@ -19,19 +19,6 @@ namespace hb {
 namespace comm {
 namespace {
 
-std::string gloo_host(const hb_context &ctx) {
-  std::string host = ctx.options.get_string("cpu_host");
-  if (!host.empty()) return host;
-  const std::string &rv = ctx.cluster.rendezvous;
-  std::string rv_host = rv.substr(0, rv.rfind(':'));
-  if (rv_host.empty() || rv_host == "localhost" ||
-      rv_host.rfind("127.", 0) == 0)
-    return "127.0.0.1";
-  char name[256] = {0};
-  if (gethostname(name, sizeof name - 1) == 0 && name[0]) return name;
-  return "127.0.0.1";
-}
-
 Backend &cpu(hb_context &ctx) {
   if (ctx.cpu_comm) return *ctx.cpu_comm;
   BackendConfig cfg;
@@ -40,7 +27,7 @@ Backend &cpu(hb_context &ctx) {
   cfg.timeout_ms = ctx.timeout_ms();
   cfg.peer_report_grace_ms =
       std::min<int64_t>(ctx.options.get_int("peer_timeout_ms") * 2, 10000);
-  cfg.hostname = gloo_host(ctx);
+  cfg.hostname = ctx.address;
   cfg.allreduce_algorithm = ctx.options.get_string("cpu_allreduce");
   cfg.piece_bytes = ctx.options.get_int("cpu_piece_bytes");
   cfg.one_round_bytes = ctx.options.get_int("cpu_one_round_bytes");

@@ -1,6 +1,8 @@
 #include "context/cluster.h"
 
+#include <algorithm>
 #include <cstdlib>
+#include <vector>
 
 #include "abi/error.h"
 #include "context/options.h"
@@ -72,18 +74,125 @@ std::string explicit_rendezvous(const hb_context_options &o,
   return options.get_string("rendezvous");
 }
 
+// The variables one launcher sets for each process it starts. rank and
+// size go together; the local pair is optional (local_size may be null:
+// then derive_local_size tries, else one host is assumed).
+struct LauncherVars {
+  const char *source;  // ClusterInfo::source
+  const char *rank, *size, *local_rank, *local_size;
+};
+
+const LauncherVars kHbVars = {"env", "HB_RANK", "HB_WORLD_SIZE",
+                              "HB_LOCAL_RANK", "HB_LOCAL_WORLD_SIZE"};
+// Other launchers, in discovery order (docs/multi-host.md).
+const LauncherVars kOtherLaunchers[] = {
+    {"torchrun", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE"},
+    {"openmpi", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+     "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE"},
+    {"slurm", "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", nullptr},
+    {"pmi", "PMI_RANK", "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"},
+};
+
+// Every variable discovery looks at, for the message when it cannot decide.
+std::string variables_seen() {
+  std::vector<const char *> names = {
+      "HB_RENDEZVOUS",        "MASTER_ADDR",
+      "MASTER_PORT",          "SLURM_STEP_TASKS_PER_NODE",
+      "SLURM_TASKS_PER_NODE", "SLURM_NODEID"};
+  for (const LauncherVars &v : kOtherLaunchers)
+    for (const char *n : {v.rank, v.size, v.local_rank, v.local_size})
+      if (n) names.push_back(n);
+  std::string out;
+  for (const char *n : names) {
+    std::string value = env_or_empty(n);
+    if (value.empty()) continue;
+    out +=
+        (out.empty() ? "" : ", ") + std::string(n) + "=" + quote_value(value);
+  }
+  return out.empty() ? "none" : out;
+}
+
+// Slurm's compressed tasks-per-node list, "2(x3),1": the count of node
+// `node` (0-based); -1 if the list is malformed or too short.
+int slurm_tasks_on_node(const std::string &list, int node) {
+  int seen = 0;
+  for (size_t start = 0; start < list.size();) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, comma - start);
+    start = comma + 1;
+    size_t paren = item.find("(x");
+    try {
+      int tasks = std::stoi(item.substr(0, paren));
+      int repeat =
+          paren == std::string::npos ? 1 : std::stoi(item.substr(paren + 2));
+      if (tasks < 1 || repeat < 1 || repeat > kMaxWorld) return -1;
+      if (node < seen + repeat) return tasks;
+      seen += repeat;
+    } catch (const std::exception &) {
+      return -1;
+    }
+  }
+  return -1;
+}
+
+// The local size of a launcher that has no variable for it (Slurm).
+Field derive_local_size(const LauncherVars &v) {
+  Field f;
+  if (std::string(v.source) != "slurm") return f;
+  std::string node = env_or_empty("SLURM_NODEID");
+  for (const char *name :
+       {"SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE"}) {
+    std::string list = env_or_empty(name);
+    if (list.empty() || node.empty()) continue;
+    int n = slurm_tasks_on_node(
+        list, static_cast<int>(parse_int(node, "SLURM_NODEID", 0, kMaxWorld)));
+    if (n < 1)
+      fail(HB_ERR_CONFIG, "%s=%s has no count for SLURM_NODEID=%s", name,
+           quote_value(list).c_str(), node.c_str());
+    f.set = true;
+    f.value = n;
+    f.name = name;
+    return f;
+  }
+  return f;
+}
+
+// HB_RENDEZVOUS (or the option) first; a launcher other than hbrun may
+// instead give MASTER_ADDR and MASTER_PORT, whose port belongs to the
+// framework's own store (torch.distributed): hb's is the next one.
+std::string launcher_rendezvous(const hb_context_options &o,
+                                const Options &options, bool other_launcher,
+                                std::string *name) {
+  std::string rv = explicit_rendezvous(o, options, name);
+  if (!rv.empty() || !other_launcher) return rv;
+  std::string addr = env_or_empty("MASTER_ADDR");
+  std::string port_text = env_or_empty("MASTER_PORT");
+  if (addr.empty() && port_text.empty()) return "";
+  if (addr.empty() || port_text.empty())
+    fail(HB_ERR_CONFIG, "%s is set but %s is not",
+         addr.empty() ? "MASTER_PORT" : "MASTER_ADDR",
+         addr.empty() ? "MASTER_ADDR" : "MASTER_PORT");
+  int port = static_cast<int>(parse_int(port_text, "MASTER_PORT", 1, 65534));
+  bool bare_ipv6 = addr.find(':') != std::string::npos && addr[0] != '[';
+  *name = "MASTER_ADDR:MASTER_PORT+1";
+  return (bare_ipv6 ? "[" + addr + "]" : addr) + ":" + std::to_string(port + 1);
+}
+
 ClusterInfo from_launcher(const hb_context_options &o, const Options &options,
-                          const Field &rank, const Field &world) {
-  require_pair(rank, world, "HB_WORLD_SIZE", "world_size");
-  require_pair(world, rank, "HB_RANK", "rank");
+                          const LauncherVars &v, const Field &rank,
+                          const Field &world) {
+  require_pair(rank, world, v.size, "world_size");
+  require_pair(world, rank, v.rank, "rank");
   check_less(rank, world);
   Field local_rank =
-      pick(o.local_rank, -1, "local_rank", "HB_LOCAL_RANK", 0, kMaxWorld - 1);
+      pick(o.local_rank, -1, "local_rank", v.local_rank, 0, kMaxWorld - 1);
+  const char *local_size_name =
+      v.local_size ? v.local_size : "SLURM_STEP_TASKS_PER_NODE";
   Field local_world = pick(o.local_world_size, 0, "local_world_size",
-                           "HB_LOCAL_WORLD_SIZE", 1, kMaxWorld);
-  require_pair(local_rank, local_world, "HB_LOCAL_WORLD_SIZE",
-               "local_world_size");
-  require_pair(local_world, local_rank, "HB_LOCAL_RANK", "local_rank");
+                           v.local_size ? v.local_size : "", 1, kMaxWorld);
+  if (!local_world.set && local_rank.set) local_world = derive_local_size(v);
+  require_pair(local_rank, local_world, local_size_name, "local_world_size");
+  require_pair(local_world, local_rank, v.local_rank, "local_rank");
 
   ClusterInfo c;
   c.rank = rank.value;
@@ -102,19 +211,23 @@ ClusterInfo from_launcher(const hb_context_options &o, const Options &options,
     c.local_rank = rank.value;
     c.local_world_size = world.value;
   }
+  bool other_launcher = &v != &kHbVars;
   std::string rdv_name;
-  c.rendezvous = explicit_rendezvous(o, options, &rdv_name);
+  c.rendezvous = launcher_rendezvous(o, options, other_launcher, &rdv_name);
   if (c.world_size > 1) {
     if (c.rendezvous.empty())
       fail(HB_ERR_CONFIG,
            "%s is %d but no rendezvous address is given: set HB_RENDEZVOUS="
-           "host:port (or hb_context_options.rendezvous)",
-           world.name.c_str(), world.value);
+           "host:port (or hb_context_options.rendezvous%s); variables seen: "
+           "%s",
+           world.name.c_str(), world.value,
+           other_launcher ? ", or MASTER_ADDR and MASTER_PORT" : "",
+           variables_seen().c_str());
     split_host_port(c.rendezvous, rdv_name.c_str(), nullptr, nullptr);
   }
   bool any_option = rank.from_options || world.from_options ||
                     local_rank.from_options || local_world.from_options;
-  c.source = any_option ? "options" : "env";
+  c.source = any_option ? "options" : v.source;
   return c;
 }
 
@@ -181,8 +294,15 @@ ClusterInfo discover_cluster(const hb_context_options *opts,
   Field world =
       pick(o.world_size, 0, "world_size", "HB_WORLD_SIZE", 1, kMaxWorld);
   std::string tf_config = env_or_empty("TF_CONFIG");
-  if (rank.set || world.set) {
-    c = from_launcher(o, options, rank, world);
+  const LauncherVars *launcher = rank.set || world.set ? &kHbVars : nullptr;
+  for (const LauncherVars &v : kOtherLaunchers) {
+    if (launcher) break;
+    rank = pick(o.rank, -1, "rank", v.rank, 0, kMaxWorld - 1);
+    world = pick(o.world_size, 0, "world_size", v.size, 1, kMaxWorld);
+    if (rank.set || world.set) launcher = &v;
+  }
+  if (launcher) {
+    c = from_launcher(o, options, *launcher, rank, world);
   } else if (!blank(tf_config)) {
     c = from_tf_config(parse_tf_config(tf_config), o, options);
   } else {

@@ -1,6 +1,8 @@
 // Cluster discovery: who am I, how many are we, where is the rendezvous.
-// Order: explicit hb_context_options, the launcher's HB_* variables,
-// TF_CONFIG, then a world of one.
+// Order: explicit hb_context_options, hbrun's HB_* variables, then other
+// launchers' variables (torchrun, Open MPI, Slurm, PMI; their rendezvous is
+// HB_RENDEZVOUS or MASTER_ADDR:MASTER_PORT+1), TF_CONFIG, then a world of
+// one (docs/multi-host.md).
 #pragma once
 
 #include <string>
@@ -19,10 +21,13 @@ struct ClusterInfo {
   int local_world_size = 1;
   std::string task_type = "worker";  // chief | worker | ps | evaluator
   int task_id = 0;
-  bool in_world = true;         // false for ps and evaluator tasks
-  std::string rendezvous;       // "host:port"; empty: none (world of one)
-  bool launcher_serves = false;  // HB_RENDEZVOUS_SERVED=1: hbrun serves the store
-  std::string source;           // "options", "env", "tf_config" or "default"
+  bool in_world = true;    // false for ps and evaluator tasks
+  std::string rendezvous;  // "host:port"; empty: none (world of one)
+  bool launcher_serves =
+      false;  // HB_RENDEZVOUS_SERVED=1: hbrun serves the store
+  // "options", "env" (HB_*), "torchrun", "openmpi", "slurm", "pmi",
+  // "tf_config" or "default"
+  std::string source;
 };
 
 // Parsed TF_CONFIG. Throws HB_ERR_CONFIG with a message naming the problem.

@@ -11,6 +11,7 @@
 
 #include "common/clock.h"
 #include "common/log.h"
+#include "context/address.h"
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
@@ -199,7 +200,15 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
-    if (networked) hb::join_world(*ctx);
+    if (networked) {
+      // Before joining: a bad HB_SOCKET_IFNAME fails here, not mid-job.
+      hb::AddressChoice a = hb::choose_address(cluster, options);
+      ctx->address = a.address;
+      HB_LOG_INFO("rank %d of %d: peers reach this rank at %s (%s)",
+                  cluster.rank, cluster.world_size, a.address.c_str(),
+                  a.reason.c_str());
+      hb::join_world(*ctx);
+    }
     HB_LOG_DEBUG("context formed: rank %d of %d (%s, %s %d), device %s",
                  cluster.rank, cluster.world_size, cluster.source.c_str(),
                  cluster.task_type.c_str(), cluster.task_id,

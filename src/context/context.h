@@ -8,9 +8,9 @@
 #include <string>
 #include <vector>
 
+#include "abi/error.h"
 #include "context/cluster.h"
 #include "context/health.h"
-#include "abi/error.h"
 #include "context/options.h"
 #include "hb.h"
 
@@ -38,6 +38,9 @@ struct hb_context {
   std::unique_ptr<hb::rdv::Server> server;  // when this rank serves the store
   std::unique_ptr<hb::rdv::Client> client;  // null in a world of one
   std::string device = "cpu:0";
+  // The address peers connect to for this rank's direct connections (the
+  // CPU transport), chosen at creation (context/address.h).
+  std::string address = "127.0.0.1";
   // Prefix of this context's keys in the rendezvous store, "hb/ctx/<n>":
   // contexts are created collectively, so the n-th context of every rank
   // has the same prefix, and a store that outlives a context (hbrun's)

@@ -69,8 +69,16 @@ const std::vector<OptionSpec> &option_table() {
        "round, same bits) instead of reduce-scatter + allgather."},
       {"cpu_host", OptionType::kString, "", nullptr, 0, 0,
        "Address this rank's CPU (Gloo TCP) transport listens on and gives "
-       "its peers. Empty: 127.0.0.1 when the rendezvous is on loopback, "
-       "else this machine's hostname."},
+       "its peers. Empty: the first address of an interface matching "
+       "socket_ifname; else 127.0.0.1 when the rendezvous is on loopback "
+       "and every rank is on this host; else the address of the interface "
+       "that routes to the rendezvous host, or the first interface other "
+       "than loopback when that route is loopback (docs/multi-host.md)."},
+      {"socket_ifname", OptionType::kString, "", nullptr, 0, 0,
+       "Interfaces whose address this rank gives its peers, as "
+       "NCCL_SOCKET_IFNAME: name prefixes separated by commas (eth,ens), "
+       "=names for exact names, ^names to exclude; IPv4 first. Empty: "
+       "the interface that routes to the rendezvous host."},
   };
   return table;
 }

@@ -101,6 +101,9 @@ int run(int argc, char **argv) {
     }
     if (port == 0) port = server->port();
   }
+  if (topo.in_world && topo.master_port == 0)
+    topo.master_port =
+        free_port(topo.connect_host, port < 65535 ? port + 1 : 1);
   if (opts.verbose)
     say("%s; rendezvous %s:%d%s; program %s", topo.description.c_str(),
         topo.connect_host.c_str(), port, topo.serve ? " (served here)" : "",

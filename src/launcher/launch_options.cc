@@ -109,7 +109,11 @@ Workers on this machine:
 
 Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
 HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so
-rank 0 does not serve a store of its own), PYTHONUNBUFFERED=1 unless set,
+rank 0 does not serve a store of its own); the same as torchrun's RANK,
+WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (the rendezvous host)
+and MASTER_PORT (a port for the framework's own store: a free one on one
+machine, the rendezvous port + 1 with TF_CONFIG), so torch.distributed's
+env:// works unchanged; PYTHONUNBUFFERED=1 unless set,
 and stdin from /dev/null (local rank 0 keeps hbrun's stdin when that is not
 a terminal). Each worker runs in its own process group; hbrun kills the
 workers if hbrun itself dies (PR_SET_PDEATHSIG).
@@ -133,6 +137,10 @@ Several machines (TF_CONFIG set and non-empty, unless --no-tf-config):
   worker 0's) host:port from TF_CONFIG (--port replaces the port). The
   hbrun at position 0 serves the store there, bound to --host (default
   0.0.0.0); the others serve nothing and point their workers at it.
+  Open that port and the next (MASTER_PORT) on the chief's host, and let
+  the hosts reach each other on any port (the ranks' direct connections).
+  Each rank gives its peers the address of its interface that routes to
+  the rendezvous host (HB_SOCKET_IFNAME or HB_CPU_HOST to choose).
   A ps or evaluator task is not part of the world: hbrun runs the program
   once, without HB_* variables, prefixed "[ps:<index>]" (or evaluator),
   so it reads its role from TF_CONFIG. TF_CONFIG is passed on unchanged.

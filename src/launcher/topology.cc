@@ -1,6 +1,10 @@
 #include "launcher/topology.h"
 
+#include <arpa/inet.h>
 #include <dirent.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <cctype>
 #include <cstring>
@@ -110,6 +114,8 @@ Topology plan_tf_config(const LaunchOptions &opts, const EnvLookup &env,
   split_host_port(tasks[0], "TF_CONFIG rendezvous task", &t.connect_host,
                   &t.connect_port);
   if (opts.port != 0) t.connect_port = opts.port;
+  // Every host must agree on it without talking: the port after hb's.
+  t.master_port = t.connect_port < 65535 ? t.connect_port + 1 : 65534;
   t.serve = pos == 0;
   if (t.serve) {
     t.bind_host = opts.host.empty() ? "0.0.0.0" : opts.host;
@@ -173,18 +179,52 @@ Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
   return plan_single_machine(opts, env, gpu_count);
 }
 
+int free_port(const std::string &host, int fallback) {
+  bool ipv6 = host.find(':') != std::string::npos;
+  sockaddr_storage ss{};
+  socklen_t len = ipv6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
+  auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
+  auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
+  ss.ss_family = ipv6 ? AF_INET6 : AF_INET;
+  bool ok = ipv6 ? inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1
+                 : inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1;
+  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  int port = 0;
+  auto *sa = reinterpret_cast<sockaddr *>(&ss);
+  if (ok && fd >= 0 && bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0)
+    port = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
+  if (fd >= 0) close(fd);
+  return port ? port : fallback;
+}
+
 std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,
     const LocalWorker &w, int rendezvous_port) {
   std::vector<std::pair<std::string, std::string>> set;
   if (topo.in_world) {
     int port = topo.connect_port ? topo.connect_port : rendezvous_port;
+    // An IPv6 address: bracketed in host:port, bare in MASTER_ADDR.
+    std::string host = topo.connect_host;
+    if (host.size() > 2 && host.front() == '[')
+      host = host.substr(1, host.size() - 2);
+    bool ipv6 = host.find(':') != std::string::npos;
+    std::string rendezvous =
+        format(ipv6 ? "[%s]:%d" : "%s:%d", host.c_str(), port);
     set = {{"HB_RANK", std::to_string(w.rank)},
            {"HB_WORLD_SIZE", std::to_string(topo.world_size)},
            {"HB_LOCAL_RANK", std::to_string(w.local_rank)},
            {"HB_LOCAL_WORLD_SIZE", std::to_string(topo.local_world_size)},
-           {"HB_RENDEZVOUS", format("%s:%d", topo.connect_host.c_str(), port)},
+           {"HB_RENDEZVOUS", rendezvous},
            {"HB_RENDEZVOUS_SERVED", "1"}};
+    // torchrun's variables, so framework code under hbrun initialises as
+    // under torchrun (init_process_group's env:// needs RANK and friends).
+    set.insert(set.end(),
+               {{"RANK", std::to_string(w.rank)},
+                {"WORLD_SIZE", std::to_string(topo.world_size)},
+                {"LOCAL_RANK", std::to_string(w.local_rank)},
+                {"LOCAL_WORLD_SIZE", std::to_string(topo.local_world_size)},
+                {"MASTER_ADDR", host},
+                {"MASTER_PORT", std::to_string(topo.master_port)}});
   }
   if (!w.cuda_device.empty())
     set.emplace_back("CUDA_VISIBLE_DEVICES", w.cuda_device);

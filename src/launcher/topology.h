@@ -32,6 +32,9 @@ struct Topology {
   int bind_port = 0;         // 0: ephemeral
   std::string connect_host;  // what the workers' HB_RENDEZVOUS names
   int connect_port = 0;      // 0: the served store's actual port
+  // MASTER_PORT for the workers' own framework store (torch.distributed):
+  // never the rendezvous port. 0: hbrun picks a free one at launch.
+  int master_port = 0;
 
   std::string description;  // one line for hbrun's startup message
 };
@@ -50,8 +53,14 @@ int count_nvidia_device_nodes(const std::string &dev_dir);
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
                        const std::function<int()> &gpu_count);
 
+// A TCP port that was free on host (numeric) a moment ago, for the
+// framework's MASTER_PORT; `fallback` if none can be had.
+int free_port(const std::string &host, int fallback);
+
 // The environment of one worker: `base` ("NAME=value" entries) with the
-// HB_* variables (and CUDA_VISIBLE_DEVICES) of `w` replaced or added.
+// HB_* variables, torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
+// LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and CUDA_VISIBLE_DEVICES of
+// `w` replaced or added.
 // rendezvous_port is the store's actual port.
 std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,

@@ -1,5 +1,6 @@
 #include <gtest/gtest.h>
 
+#include <map>
 #include <string>
 
 #include "abi/error.h"
@@ -275,4 +276,174 @@ TEST(Cluster, SplitHostPort) {
       << hb_last_error();
 }
 
+// Other launchers: after HB_*, before TF_CONFIG, in the documented order.
+namespace launchers {
+
+using Vars = std::map<std::string, std::string>;
+
+ClusterInfo discover_with(const Vars &vars) {
+  hb_test::EnvGuard env;
+  for (const auto &kv : vars) env.set(kv.first, kv.second);
+  return discover();
+}
+
+void expect_identity(const ClusterInfo &c, const char *source, int rank,
+                     int world, int local_rank, int local_world) {
+  EXPECT_EQ(c.source, source);
+  EXPECT_EQ(c.rank, rank) << source;
+  EXPECT_EQ(c.world_size, world) << source;
+  EXPECT_EQ(c.local_rank, local_rank) << source;
+  EXPECT_EQ(c.local_world_size, local_world) << source;
+  EXPECT_EQ(c.task_id, rank) << source;
+  EXPECT_FALSE(c.launcher_serves) << source << ": rank 0 serves the store";
+}
+
+TEST(ClusterLaunchers, Torchrun) {
+  ClusterInfo c = discover_with({{"RANK", "3"},
+                                 {"WORLD_SIZE", "4"},
+                                 {"LOCAL_RANK", "1"},
+                                 {"LOCAL_WORLD_SIZE", "2"},
+                                 {"MASTER_ADDR", "10.0.0.1"},
+                                 {"MASTER_PORT", "29500"}});
+  expect_identity(c, "torchrun", 3, 4, 1, 2);
+  EXPECT_EQ(c.rendezvous, "10.0.0.1:29501")
+      << "MASTER_PORT is the framework's store; hb's is the next port";
+  // IPv6 MASTER_ADDR gets brackets.
+  c = discover_with({{"RANK", "0"},
+                     {"WORLD_SIZE", "2"},
+                     {"MASTER_ADDR", "fd00::1"},
+                     {"MASTER_PORT", "80"}});
+  EXPECT_EQ(c.rendezvous, "[fd00::1]:81");
+}
+
+TEST(ClusterLaunchers, OpenMpiSlurmPmi) {
+  ClusterInfo c = discover_with({{"OMPI_COMM_WORLD_RANK", "2"},
+                                 {"OMPI_COMM_WORLD_SIZE", "3"},
+                                 {"OMPI_COMM_WORLD_LOCAL_RANK", "2"},
+                                 {"OMPI_COMM_WORLD_LOCAL_SIZE", "3"},
+                                 {"HB_RENDEZVOUS", "127.0.0.1:7000"}});
+  expect_identity(c, "openmpi", 2, 3, 2, 3);
+  EXPECT_EQ(c.rendezvous, "127.0.0.1:7000") << "HB_RENDEZVOUS beats MASTER_*";
+
+  // Slurm: the local size comes from the compressed tasks-per-node list.
+  c = discover_with({{"SLURM_PROCID", "5"},
+                     {"SLURM_NTASKS", "7"},
+                     {"SLURM_LOCALID", "1"},
+                     {"SLURM_NODEID", "2"},
+                     {"SLURM_STEP_TASKS_PER_NODE", "2(x3),1"},
+                     {"SLURM_TASKS_PER_NODE", "9"},
+                     {"MASTER_ADDR", "node01"},
+                     {"MASTER_PORT", "12000"}});
+  expect_identity(c, "slurm", 5, 7, 1, 2);
+  EXPECT_EQ(c.rendezvous, "node01:12001");
+  c = discover_with({{"SLURM_PROCID", "6"},
+                     {"SLURM_NTASKS", "7"},
+                     {"SLURM_LOCALID", "0"},
+                     {"SLURM_NODEID", "3"},
+                     {"SLURM_TASKS_PER_NODE", "2(x3),1"},
+                     {"HB_RENDEZVOUS", "node01:12001"}});
+  expect_identity(c, "slurm", 6, 7, 0, 1);
+
+  c = discover_with({{"PMI_RANK", "1"},
+                     {"PMI_SIZE", "2"},
+                     {"MPI_LOCALRANKID", "0"},
+                     {"MPI_LOCALNRANKS", "1"},
+                     {"HB_RENDEZVOUS", "h0:1"}});
+  expect_identity(c, "pmi", 1, 2, 0, 1);
+}
+
+TEST(ClusterLaunchers, Order) {
+  Vars all = {{"HB_RANK", "0"},
+              {"HB_WORLD_SIZE", "6"},
+              {"RANK", "1"},
+              {"WORLD_SIZE", "5"},
+              {"OMPI_COMM_WORLD_RANK", "2"},
+              {"OMPI_COMM_WORLD_SIZE", "4"},
+              {"SLURM_PROCID", "1"},
+              {"SLURM_NTASKS", "3"},
+              {"PMI_RANK", "0"},
+              {"PMI_SIZE", "2"},
+              {"HB_RENDEZVOUS", "h:1"},
+              {"TF_CONFIG",
+               R"({"cluster":{"worker":["a:1"]},"task":{"type":"worker"}})"}};
+  const char *order[][3] = {
+      {"HB_RANK", "HB_WORLD_SIZE", "env"},
+      {"RANK", "WORLD_SIZE", "torchrun"},
+      {"OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE", "openmpi"},
+      {"SLURM_PROCID", "SLURM_NTASKS", "slurm"},
+      {"PMI_RANK", "PMI_SIZE", "pmi"}};
+  int world = 6;
+  for (const auto &step : order) {
+    ClusterInfo c = discover_with(all);
+    EXPECT_EQ(c.source, step[2]);
+    EXPECT_EQ(c.world_size, world--);
+    all.erase(step[0]);
+    all.erase(step[1]);
+  }
+  EXPECT_EQ(discover_with(all).source, "tf_config");
+  all.erase("TF_CONFIG");
+  EXPECT_EQ(discover_with(all).source, "default");
+
+  // Explicit options beat every launcher.
+  hb_test::EnvGuard env;
+  env.set("RANK", "1");
+  env.set("WORLD_SIZE", "3");
+  hb_context_options o = HB_CONTEXT_OPTIONS_INIT;
+  o.rank = 0;
+  o.world_size = 1;
+  ClusterInfo c = discover(&o);
+  EXPECT_EQ(c.source, "options");
+  EXPECT_EQ(c.world_size, 1);
+}
+
+// Never a silent world of one: a larger world without a rendezvous is an
+// error naming what was seen.
+TEST(ClusterLaunchers, NoRendezvousIsAnErrorNamingTheVariables) {
+  hb_test::EnvGuard env;
+  env.set("OMPI_COMM_WORLD_RANK", "1");
+  env.set("OMPI_COMM_WORLD_SIZE", "3");
+  env.set("OMPI_COMM_WORLD_LOCAL_RANK", "1");
+  env.set("OMPI_COMM_WORLD_LOCAL_SIZE", "3");
+  expect_config_error(
+      "OMPI_COMM_WORLD_SIZE is 3 but no rendezvous address is given: set "
+      "HB_RENDEZVOUS=host:port (or hb_context_options.rendezvous, or "
+      "MASTER_ADDR and MASTER_PORT); variables seen: "
+      "OMPI_COMM_WORLD_RANK='1', OMPI_COMM_WORLD_SIZE='3'");
+  env.set("MASTER_ADDR", "h");
+  expect_config_error("MASTER_ADDR is set but MASTER_PORT is not");
+  env.set("MASTER_PORT", "65535");
+  expect_config_error("MASTER_PORT='65535': out of range [1, 65534]");
+}
+
+TEST(ClusterLaunchers, AWorldOfOneNeedsNoRendezvous) {
+  expect_identity(discover_with({{"OMPI_COMM_WORLD_RANK", "0"},
+                                 {"OMPI_COMM_WORLD_SIZE", "1"}}),
+                  "openmpi", 0, 1, 0, 1);
+}
+
+TEST(ClusterLaunchers, HalfALauncherIsAnError) {
+  hb_test::EnvGuard env;
+  env.set("WORLD_SIZE", "2");
+  expect_config_error("WORLD_SIZE is set but RANK is not");
+  env.unset("WORLD_SIZE");
+  env.set("SLURM_PROCID", "0");
+  expect_config_error("SLURM_PROCID is set but SLURM_NTASKS is not");
+  env.set("SLURM_NTASKS", "2");
+  env.set("HB_RENDEZVOUS", "h:1");
+  env.set("SLURM_LOCALID", "0");
+  expect_config_error(
+      "SLURM_LOCALID is set but SLURM_STEP_TASKS_PER_NODE is not");
+  env.set("SLURM_NODEID", "4");
+  env.set("SLURM_TASKS_PER_NODE", "1(x2)");
+  expect_config_error(
+      "SLURM_TASKS_PER_NODE='1(x2)' has no count for SLURM_NODEID=4");
+  env.set("SLURM_TASKS_PER_NODE", "1(x2147483647),1(x2147483647)");
+  expect_config_error("has no count for SLURM_NODEID=4");
+  env.set("SLURM_TASKS_PER_NODE", "x");
+  expect_config_error("SLURM_TASKS_PER_NODE='x' has no count");
+  env.set("RANK", "x");
+  expect_config_error("RANK='x': not an integer");
+}
+
+}  // namespace launchers
 }  // namespace

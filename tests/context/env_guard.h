@@ -15,7 +15,15 @@ class EnvGuard {
     for (const char *v :
          {"HB_RANK", "HB_WORLD_SIZE", "HB_LOCAL_RANK", "HB_LOCAL_WORLD_SIZE",
           "HB_RENDEZVOUS", "HB_RENDEZVOUS_SERVED", "HB_RENDEZVOUS_TOKEN",
-          "TF_CONFIG", "HB_TIMEOUT_MS", "HB_LOG_LEVEL"})
+          "TF_CONFIG", "HB_TIMEOUT_MS", "HB_LOG_LEVEL", "HB_CPU_HOST",
+          "HB_SOCKET_IFNAME",
+          // Other launchers' variables (a CI job may run under one).
+          "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "MASTER_ADDR",
+          "MASTER_PORT", "OMPI_COMM_WORLD_RANK", "OMPI_COMM_WORLD_SIZE",
+          "OMPI_COMM_WORLD_LOCAL_RANK", "OMPI_COMM_WORLD_LOCAL_SIZE",
+          "SLURM_PROCID", "SLURM_NTASKS", "SLURM_LOCALID", "SLURM_NODEID",
+          "SLURM_STEP_TASKS_PER_NODE", "SLURM_TASKS_PER_NODE", "PMI_RANK",
+          "PMI_SIZE", "MPI_LOCALRANKID", "MPI_LOCALNRANKS"})
       unset(v);
   }
   ~EnvGuard() {

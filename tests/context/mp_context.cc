@@ -17,6 +17,11 @@
 //                      checks it stays out of the world)
 //   mp_context bye     rank 0 leaves first; its destroy waits for the others
 //                      (when it serves the store)
+//   mp_context launched  started by another launcher (torchrun-, MPI-,
+//                      Slurm- or PMI-style variables, or mpirun itself):
+//                      HB_TEST_RANK / HB_TEST_WORLD (else Open MPI's own
+//                      variables) give the expected rank; the ranks
+//                      allgather their ranks over the CPU transport
 #include <signal.h>
 #include <unistd.h>
 
@@ -27,6 +32,7 @@
 #include <cstring>
 #include <string>
 #include <thread>
+#include <vector>
 
 #include "common/mp_check.h"
 #include "context/context.h"
@@ -266,18 +272,42 @@ void bye(int world) {
   hb_context_destroy(ctx);
 }
 
+void launched(int world) {
+  hb_context *ctx = create(nullptr);
+  CHECK(hb_context_rank(ctx) == g_mp_rank, "rank %d", hb_context_rank(ctx));
+  CHECK(hb_context_world_size(ctx) == world, "world %d",
+        hb_context_world_size(ctx));
+  if (const char *lr = std::getenv("HB_TEST_LOCAL_RANK"))
+    CHECK(hb_context_local_rank(ctx) == std::atoi(lr), "local rank %d",
+          hb_context_local_rank(ctx));
+  int32_t mine = g_mp_rank;
+  std::vector<int32_t> all(world, -1);
+  CHECK_OK(hb_allgather(ctx, &mine, all.data(), 1, HB_INT32));
+  for (int r = 0; r < world; ++r)
+    CHECK(all[r] == r, "allgather[%d] = %d", r, all[r]);
+  CHECK_OK(hb_context_barrier(ctx, 30000));
+  hb_context_destroy(ctx);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
   if (argc != 2) {
-    std::fprintf(
-        stderr, "usage: mp_context basic|kill|kill0|late|token|abort|bye|tf\n");
+    std::fprintf(stderr,
+                 "usage: mp_context "
+                 "basic|kill|kill0|late|token|abort|bye|tf|launched\n");
     return 2;
   }
   std::string mode = argv[1];
   bool tf_mode = mode == "tf";
-  g_mp_rank = env_int(tf_mode ? "HB_TEST_RANK" : "HB_RANK");
-  int world = env_int(tf_mode ? "HB_TEST_WORLD" : "HB_WORLD_SIZE");
+  bool launched_mode = mode == "launched";
+  bool mpi = launched_mode && !std::getenv("HB_TEST_RANK");
+  g_mp_rank = env_int(mpi                        ? "OMPI_COMM_WORLD_RANK"
+                      : tf_mode || launched_mode ? "HB_TEST_RANK"
+                                                 : "HB_RANK");
+  int world = env_int(mpi                        ? "OMPI_COMM_WORLD_SIZE"
+                      : tf_mode || launched_mode ? "HB_TEST_WORLD"
+                                                 : "HB_WORLD_SIZE");
   if (mode == "basic")
     basic(world);
   else if (mode == "kill")
@@ -294,6 +324,8 @@ int main(int argc, char **argv) {
     late(world);
   else if (tf_mode)
     tf(world);
+  else if (launched_mode)
+    launched(world);
   else
     hb_mp_fail(__LINE__, "unknown mode %s", mode.c_str());
   std::fprintf(stderr, "[mp_context r%d] %s ok\n", g_mp_rank, mode.c_str());

@@ -16,6 +16,8 @@
 #include <thread>
 #include <vector>
 
+#include "env_guard.h"
+
 namespace {
 
 int free_port() {
@@ -46,11 +48,7 @@ std::vector<int> run_processes(const std::string &mode,
   for (size_t i = n; i-- > 0;) {
     pid_t pid = fork();
     if (pid == 0) {
-      for (const char *v :
-           {"HB_RANK", "HB_WORLD_SIZE", "HB_LOCAL_RANK", "HB_LOCAL_WORLD_SIZE",
-            "HB_RENDEZVOUS", "HB_RENDEZVOUS_SERVED", "HB_RENDEZVOUS_TOKEN",
-            "TF_CONFIG"})
-        unsetenv(v);
+      hb_test::EnvGuard clean;  // never restored: the child execs
       for (const auto &kv : envs[i])
         setenv(kv.first.c_str(), kv.second.c_str(), 1);
       execl(HB_MP_CONTEXT_BIN, HB_MP_CONTEXT_BIN, mode.c_str(),
@@ -178,6 +176,59 @@ TEST(MpContext, TfConfigCluster) {
   };
   for (Env &e : envs) e["HB_TEST_WORLD"] = "3";
   expect_all_ok(run_processes("tf", envs), "tf");
+}
+
+// Other launchers, with their variables set by hand as they would set them
+// (mpirun itself: mpirun_test.sh): one world, every rank where it should be.
+Env launcher_env(const std::string &launcher, int rank, int world, int port) {
+  std::string r = std::to_string(rank), w = std::to_string(world);
+  std::string local = std::to_string(rank % 2);
+  std::string local_size = std::to_string(std::min(2, world - rank / 2 * 2));
+  Env e = {
+      {"HB_TEST_RANK", r}, {"HB_TEST_WORLD", w}, {"HB_TEST_LOCAL_RANK", local}};
+  std::string rv = "127.0.0.1:" + std::to_string(port);
+  if (launcher == "torchrun") {
+    e.insert({{"RANK", r},
+              {"WORLD_SIZE", w},
+              {"LOCAL_RANK", local},
+              {"LOCAL_WORLD_SIZE", local_size},
+              {"MASTER_ADDR", "127.0.0.1"},
+              {"MASTER_PORT", std::to_string(port - 1)}});
+  } else if (launcher == "openmpi") {
+    e.insert({{"OMPI_COMM_WORLD_RANK", r},
+              {"OMPI_COMM_WORLD_SIZE", w},
+              {"OMPI_COMM_WORLD_LOCAL_RANK", local},
+              {"OMPI_COMM_WORLD_LOCAL_SIZE", local_size},
+              {"HB_RENDEZVOUS", rv}});
+  } else if (launcher == "slurm") {
+    e.insert({{"SLURM_PROCID", r},
+              {"SLURM_NTASKS", w},
+              {"SLURM_LOCALID", local},
+              {"SLURM_NODEID", std::to_string(rank / 2)},
+              {"SLURM_STEP_TASKS_PER_NODE",
+               world % 2 ? "2(x" + std::to_string(world / 2) + "),1"
+                         : "2(x" + std::to_string(world / 2) + ")"},
+              {"MASTER_ADDR", "127.0.0.1"},
+              {"MASTER_PORT", std::to_string(port - 1)}});
+  } else {
+    e.insert({{"PMI_RANK", r},
+              {"PMI_SIZE", w},
+              {"MPI_LOCALRANKID", local},
+              {"MPI_LOCALNRANKS", local_size},
+              {"HB_RENDEZVOUS", rv}});
+  }
+  return e;
+}
+
+TEST(MpContext, OtherLaunchersFormOneWorld) {
+  for (const char *launcher : {"torchrun", "openmpi", "slurm", "pmi"}) {
+    int port = free_port();
+    ASSERT_GT(port, 1);
+    std::vector<Env> envs;
+    for (int r = 0; r < 3; ++r)
+      envs.push_back(launcher_env(launcher, r, 3, port));
+    expect_all_ok(run_processes("launched", envs), launcher);
+  }
 }
 
 }  // namespace

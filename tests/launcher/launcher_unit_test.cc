@@ -161,6 +161,7 @@ TEST(Topology, TfConfigChiefServesOnItsAddress) {
   EXPECT_EQ(t.bind_port, 7000);
   EXPECT_EQ(t.connect_host, "c");
   EXPECT_EQ(t.connect_port, 7000);
+  EXPECT_EQ(t.master_port, 7001) << "every host derives the same MASTER_PORT";
   o.port = 7100;
   o.host = "10.0.0.1";
   t = plan_topology(o, e.lookup(), no_gpus);
@@ -200,19 +201,29 @@ TEST(WorkerEnvironment, ReplacesAndAddsTheHbVariables) {
   t.world_size = 2;
   t.local_world_size = 2;
   t.connect_host = "127.0.0.1";
+  t.master_port = 4400;
   LocalWorker w;
   w.rank = 1;
   w.local_rank = 1;
   w.cuda_device = "5";
-  std::vector<std::string> env = worker_environment(
-      {"PATH=/bin", "HB_RANK=9", "CUDA_VISIBLE_DEVICES=4,5", "HB_RANKING=keep"},
-      t, w, 4321);
+  std::vector<std::string> env =
+      worker_environment({"PATH=/bin", "HB_RANK=9", "CUDA_VISIBLE_DEVICES=4,5",
+                          "HB_RANKING=keep", "RANK=7", "MASTER_PORT=1"},
+                         t, w, 4321);
   std::sort(env.begin(), env.end());
   EXPECT_EQ(env, (std::vector<std::string>{
                      "CUDA_VISIBLE_DEVICES=5", "HB_LOCAL_RANK=1",
                      "HB_LOCAL_WORLD_SIZE=2", "HB_RANK=1", "HB_RANKING=keep",
                      "HB_RENDEZVOUS=127.0.0.1:4321", "HB_RENDEZVOUS_SERVED=1",
-                     "HB_WORLD_SIZE=2", "PATH=/bin", "PYTHONUNBUFFERED=1"}));
+                     "HB_WORLD_SIZE=2", "LOCAL_RANK=1", "LOCAL_WORLD_SIZE=2",
+                     "MASTER_ADDR=127.0.0.1", "MASTER_PORT=4400", "PATH=/bin",
+                     "PYTHONUNBUFFERED=1", "RANK=1", "WORLD_SIZE=2"}));
+  // An IPv6 host: bracketed in HB_RENDEZVOUS, bare in MASTER_ADDR.
+  t.connect_host = "::1";
+  env = worker_environment({}, t, w, 4321);
+  EXPECT_NE(std::find(env.begin(), env.end(), "HB_RENDEZVOUS=[::1]:4321"),
+            env.end());
+  EXPECT_NE(std::find(env.begin(), env.end(), "MASTER_ADDR=::1"), env.end());
   t.in_world = false;
   w.cuda_device.clear();
   env = worker_environment({"PYTHONUNBUFFERED=0"}, t, w, 4321);
