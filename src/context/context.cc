@@ -14,6 +14,7 @@
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace {
@@ -199,6 +200,9 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
+    const std::string timeline = options.get_string("timeline");
+    if (!timeline.empty())
+      ctx->timeline = hb::timeline::start(timeline, cluster.rank);
     if (networked) hb::join_world(*ctx);
     HB_LOG_DEBUG("context formed: rank %d of %d (%s, %s %d), device %s",
                  cluster.rank, cluster.world_size, cluster.source.c_str(),

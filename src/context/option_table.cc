@@ -71,6 +71,12 @@ const std::vector<OptionSpec> &option_table() {
        "Address this rank's CPU (Gloo TCP) transport listens on and gives "
        "its peers. Empty: 127.0.0.1 when the rendezvous is on loopback, "
        "else this machine's hostname."},
+      {"timeline", OptionType::kString, "", nullptr, 0, 0,
+       "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
+       "collective, metric merge, data sync and embedding phase: each rank "
+       "writes path with its rank inserted before .json (trace.json -> "
+       "trace.0.json; else path.<rank>.json), appended as it fills and "
+       "completed when the context is destroyed. Empty: off (no cost)."},
   };
   return table;
 }
