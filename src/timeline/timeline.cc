@@ -1,6 +1,7 @@
 #include "timeline/timeline.h"
 
 #include <cerrno>
+#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstring>
@@ -61,6 +62,25 @@ void put_string(std::string &out, const char *s) {
     }
   }
   out += '"';
+}
+
+void put_int(std::string &out, int64_t v) {
+  char buf[24];
+  auto r = std::to_chars(buf, buf + sizeof buf, v);
+  out.append(buf, r.ptr);
+}
+
+// ns as microseconds with three decimals (exact: no floating point).
+void put_micros(std::string &out, int64_t ns) {
+  if (ns < 0) {
+    out += '-';
+    ns = -ns;
+  }
+  put_int(out, ns / 1000);
+  char frac[4] = {'.', static_cast<char>('0' + ns / 100 % 10),
+                  static_cast<char>('0' + ns / 10 % 10),
+                  static_cast<char>('0' + ns % 10)};
+  out.append(frac, 4);
 }
 
 }  // namespace
@@ -141,17 +161,25 @@ void Recording::append(const std::vector<Event> &events) {
     out += ",\"cat\":";
     put_string(out, e.category);
     // Microseconds of the monotonic clock: ranks on one host line up.
-    out +=
-        format(",\"ph\":\"X\",\"ts\":%.3f,\"dur\":%.3f,\"pid\":%d,\"tid\":%d",
-               static_cast<double>(e.start_ns) / 1e3,
-               static_cast<double>(e.end_ns - e.start_ns) / 1e3, rank_, e.tid);
+    out += ",\"ph\":\"X\",\"ts\":";
+    put_micros(out, e.start_ns);
+    out += ",\"dur\":";
+    put_micros(out, e.end_ns - e.start_ns);
+    out += ",\"pid\":";
+    put_int(out, rank_);
+    out += ",\"tid\":";
+    put_int(out, e.tid);
     if (e.bytes >= 0 || e.key) {
       out += ",\"args\":{";
-      if (e.bytes >= 0) out += format("\"bytes\":%lld", (long long)e.bytes);
+      if (e.bytes >= 0) {
+        out += "\"bytes\":";
+        put_int(out, e.bytes);
+      }
       if (e.key) {
         if (e.bytes >= 0) out += ',';
         put_string(out, e.key);
-        out += format(":%lld", (long long)e.value);
+        out += ':';
+        put_int(out, e.value);
       }
       out += '}';
     }
