@@ -276,6 +276,7 @@ hb_status hb_context_barrier(hb_context *ctx, int64_t timeout_ms) {
     hb_context &c = ctx_ref(ctx);
     c.check();
     if (!c.client) return;  // a world of one (or a ps / evaluator task)
+    hb::timeline::Span span("barrier", "comm");
     int64_t timeout = timeout_ms > 0 ? timeout_ms : c.timeout_ms();
     uint64_t n = ++c.barriers;
     c.client->barrier(hb::format("%s/barrier/%llu", c.scope.c_str(),

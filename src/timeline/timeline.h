@@ -7,14 +7,22 @@
 // Files: "<path>" with the rank inserted before a ".json" suffix
 // ("trace.json" -> "trace.0.json", "trace.1.json"), else "<path>.<rank>.json"
 // (file_for_rank). Each event is {"name", "cat", "ph":"X", "ts", "dur"
-// (microseconds since the recording started), "pid": rank, "tid": a small
-// per-thread number, "args": {"bytes": ..} when given}.
+// (microseconds of the host's monotonic clock, so ranks of one host line
+// up), "pid": rank, "tid": a small per-thread number, "args": {"bytes": ..}
+// when given}.
+//
+// What is recorded: each collective of the internal communicator ("comm":
+// allreduce, alltoallv, ..., with its bytes), hb_context_barrier, data sync
+// ("data"), metric merges ("metrics"), hb_context_synchronize ("gpu") and
+// whatever modules wrap in a Span. A collective on CUDA buffers returns once
+// NCCL has it enqueued, so its span is the enqueue; the GPU time shows in
+// cuda_synchronize.
 //
 // Recording is process-wide: the first context created with the option
 // starts it (its rank names the file), every later one with the option
 // joins it, and it stops when the last of them is destroyed. Events are
-// buffered in memory and appended to the file when the buffer is large and
-// when the recording stops. The file is a complete JSON array after every
+// buffered in memory and appended to the file every 8192 events (by the
+// thread that ends the 8192nd span) and when the recording stops. The file is a complete JSON array after every
 // append, so a process that ends without destroying its context leaves a
 // valid file holding everything up to the last append.
 //

@@ -43,6 +43,7 @@ int main(int argc, char **argv) {
                         nullptr, HB_FLOAT32));
   CHECK_OK(hb_broadcast(ctx, a.data(), b.data(), 16, HB_FLOAT32, 0));
   CHECK_OK(hb_reduce_scatter(ctx, b.data(), a.data(), 8, HB_FLOAT32, HB_SUM));
+  CHECK_OK(hb_context_barrier(ctx, 0));
   int32_t cont = 0;
   CHECK_OK(hb_data_sync(ctx, 1, 0, &cont, nullptr));
 
