@@ -93,17 +93,27 @@ Backend &cpu_backend(hb_context &ctx) {
   return *ctx.cpu_comm;
 }
 
+namespace {
+
+// Health first, then the call on CUDA buffers (NCCL) or the CPU backend.
+template <class Host>
+void run(hb_context &ctx, Memory mem, const gpu::CollectiveCall &device,
+         Host host) {
+  ctx.check();
+  if (mem == Memory::kCuda) return gpu::run_collective(ctx, device);
+  host(cpu_backend(ctx));
+}
+
+}  // namespace
+
 void allreduce(hb_context &ctx, Memory mem, const void *send, void *recv,
                size_t count, hb_dtype dtype, hb_reduce_op op) {
   timeline::Span span("allreduce", "comm", bytes_of(count, dtype));
-  ctx.check();
-  if (mem == Memory::kCuda) {
-    auto call =
-        device_call(gpu::CollectiveCall::kAllreduce, send, recv, count, dtype);
-    call.op = op;
-    return gpu::run_collective(ctx, call);
-  }
-  cpu_backend(ctx).allreduce(send, recv, count, dtype, op);
+  auto call =
+      device_call(gpu::CollectiveCall::kAllreduce, send, recv, count, dtype);
+  call.op = op;
+  run(ctx, mem, call,
+      [&](Backend &b) { b.allreduce(send, recv, count, dtype, op); });
 }
 
 void allreduce_many(hb_context &ctx, Memory mem, void *const *tensors,
@@ -133,14 +143,13 @@ void allreduce_many(hb_context &ctx, Memory mem, void *const *tensors,
 void allgather(hb_context &ctx, Memory mem, const void *send, void *recv,
                size_t count, hb_dtype dtype) {
   timeline::Span span("allgather", "comm", bytes_of(count, dtype));
-  ctx.check();
-  if (mem == Memory::kCuda)
-    return gpu::run_collective(ctx, device_call(gpu::CollectiveCall::kAllgather,
-                                                send, recv, count, dtype));
-  std::vector<int64_t> counts, offsets;
-  uniform_blocks(count, ctx.cluster.world_size, counts, offsets);
-  cpu_backend(ctx).allgatherv(send, count, recv, counts.data(), offsets.data(),
-                              dtype);
+  auto call =
+      device_call(gpu::CollectiveCall::kAllgather, send, recv, count, dtype);
+  run(ctx, mem, call, [&](Backend &b) {
+    std::vector<int64_t> counts, offsets;
+    uniform_blocks(count, b.world_size(), counts, offsets);
+    b.allgatherv(send, count, recv, counts.data(), offsets.data(), dtype);
+  });
 }
 
 void allgatherv(hb_context &ctx, Memory mem, const void *send,
@@ -151,18 +160,15 @@ void allgatherv(hb_context &ctx, Memory mem, const void *send,
   if (timeline::enabled())
     span.set_bytes(
         bytes_of(static_cast<size_t>(total(recv_counts, world)), dtype));
-  ctx.check();
   std::vector<int64_t> packed;
-  const int64_t *off =
+  auto call = device_call(gpu::CollectiveCall::kAllgatherv, send, recv,
+                          send_count, dtype);
+  call.recv_counts = recv_counts;
+  call.recv_offsets =
       offsets_or_packed(recv_counts, recv_offsets, world, packed);
-  if (mem == Memory::kCuda) {
-    auto call = device_call(gpu::CollectiveCall::kAllgatherv, send, recv,
-                            send_count, dtype);
-    call.recv_counts = recv_counts;
-    call.recv_offsets = off;
-    return gpu::run_collective(ctx, call);
-  }
-  cpu_backend(ctx).allgatherv(send, send_count, recv, recv_counts, off, dtype);
+  run(ctx, mem, call, [&](Backend &b) {
+    b.allgatherv(send, send_count, recv, recv_counts, call.recv_offsets, dtype);
+  });
 }
 
 void alltoall(hb_context &ctx, Memory mem, const void *send, void *recv,
@@ -170,14 +176,14 @@ void alltoall(hb_context &ctx, Memory mem, const void *send, void *recv,
   const int world = ctx.cluster.world_size;
   timeline::Span span("alltoall", "comm",
                       bytes_of(count * static_cast<size_t>(world), dtype));
-  ctx.check();
-  if (mem == Memory::kCuda)
-    return gpu::run_collective(ctx, device_call(gpu::CollectiveCall::kAlltoall,
-                                                send, recv, count, dtype));
-  std::vector<int64_t> counts, offsets;
-  uniform_blocks(count, world, counts, offsets);
-  cpu_backend(ctx).alltoallv(send, counts.data(), offsets.data(), recv,
-                             counts.data(), offsets.data(), dtype);
+  auto call =
+      device_call(gpu::CollectiveCall::kAlltoall, send, recv, count, dtype);
+  run(ctx, mem, call, [&](Backend &b) {
+    std::vector<int64_t> counts, offsets;
+    uniform_blocks(count, world, counts, offsets);
+    b.alltoallv(send, counts.data(), offsets.data(), recv, counts.data(),
+                offsets.data(), dtype);
+  });
 }
 
 void alltoallv(hb_context &ctx, Memory mem, const void *send,
@@ -189,36 +195,29 @@ void alltoallv(hb_context &ctx, Memory mem, const void *send,
   if (timeline::enabled())
     span.set_bytes(
         bytes_of(static_cast<size_t>(total(send_counts, world)), dtype));
-  ctx.check();
   std::vector<int64_t> spacked, rpacked;
-  const int64_t *soff =
+  auto call =
+      device_call(gpu::CollectiveCall::kAlltoallv, send, recv, 0, dtype);
+  call.send_counts = send_counts;
+  call.send_offsets =
       offsets_or_packed(send_counts, send_offsets, world, spacked);
-  const int64_t *roff =
+  call.recv_counts = recv_counts;
+  call.recv_offsets =
       offsets_or_packed(recv_counts, recv_offsets, world, rpacked);
-  if (mem == Memory::kCuda) {
-    auto call =
-        device_call(gpu::CollectiveCall::kAlltoallv, send, recv, 0, dtype);
-    call.send_counts = send_counts;
-    call.send_offsets = soff;
-    call.recv_counts = recv_counts;
-    call.recv_offsets = roff;
-    return gpu::run_collective(ctx, call);
-  }
-  cpu_backend(ctx).alltoallv(send, send_counts, soff, recv, recv_counts, roff,
-                             dtype);
+  run(ctx, mem, call, [&](Backend &b) {
+    b.alltoallv(send, send_counts, call.send_offsets, recv, recv_counts,
+                call.recv_offsets, dtype);
+  });
 }
 
 void broadcast(hb_context &ctx, Memory mem, const void *send, void *recv,
                size_t count, hb_dtype dtype, int root) {
   timeline::Span span("broadcast", "comm", bytes_of(count, dtype));
-  ctx.check();
-  if (mem == Memory::kCuda) {
-    auto call =
-        device_call(gpu::CollectiveCall::kBroadcast, send, recv, count, dtype);
-    call.root = root;
-    return gpu::run_collective(ctx, call);
-  }
-  cpu_backend(ctx).broadcast(send, recv, count, dtype, root);
+  auto call =
+      device_call(gpu::CollectiveCall::kBroadcast, send, recv, count, dtype);
+  call.root = root;
+  run(ctx, mem, call,
+      [&](Backend &b) { b.broadcast(send, recv, count, dtype, root); });
 }
 
 void reduce_scatter(hb_context &ctx, Memory mem, const void *send, void *recv,
@@ -227,14 +226,11 @@ void reduce_scatter(hb_context &ctx, Memory mem, const void *send, void *recv,
       "reduce_scatter", "comm",
       bytes_of(recv_count * static_cast<size_t>(ctx.cluster.world_size),
                dtype));
-  ctx.check();
-  if (mem == Memory::kCuda) {
-    auto call = device_call(gpu::CollectiveCall::kReduceScatter, send, recv,
-                            recv_count, dtype);
-    call.op = op;
-    return gpu::run_collective(ctx, call);
-  }
-  cpu_backend(ctx).reduce_scatter(send, recv, recv_count, dtype, op);
+  auto call = device_call(gpu::CollectiveCall::kReduceScatter, send, recv,
+                          recv_count, dtype);
+  call.op = op;
+  run(ctx, mem, call,
+      [&](Backend &b) { b.reduce_scatter(send, recv, recv_count, dtype, op); });
 }
 
 }  // namespace comm
