@@ -76,7 +76,8 @@ const std::vector<OptionSpec> &option_table() {
        "collective, metric merge, data sync and embedding phase: each rank "
        "writes path with its rank inserted before .json (trace.json -> "
        "trace.0.json; else path.<rank>.json), appended as it fills and "
-       "completed when the context is destroyed. Empty: off (no cost)."},
+       "completed when the context is destroyed; read when the context is "
+       "created. Empty: off (no cost). See the guide's Timeline section."},
   };
   return table;
 }
