@@ -4,6 +4,7 @@
 #include <charconv>
 #include <chrono>
 #include <cstdio>
+#include <cstdlib>
 #include <cstring>
 #include <mutex>
 #include <vector>
@@ -235,6 +236,9 @@ std::shared_ptr<Recording> start(const std::string &path, int rank) {
           running->path().c_str(), file_for_rank(path, rank).c_str());
     return running;
   }
+  // exit() without hb_context_destroy still writes what is buffered.
+  static const bool at_exit = std::atexit([] { flush(); }) == 0;
+  (void)at_exit;
   // A recording whose last holder is going away but whose deleter has not
   // run yet: finish its file before opening the next.
   stop_current();

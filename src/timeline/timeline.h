@@ -22,9 +22,10 @@
 // starts it (its rank names the file), every later one with the option
 // joins it, and it stops when the last of them is destroyed. Events are
 // buffered in memory and appended to the file every 8192 events (by the
-// thread that ends the 8192nd span) and when the recording stops. The file is a complete JSON array after every
-// append, so a process that ends without destroying its context leaves a
-// valid file holding everything up to the last append.
+// thread that ends the 8192nd span), when the recording stops and when the
+// process calls exit(). The file is a complete JSON array after every
+// append, so even a process killed without either leaves a valid file
+// holding everything up to the last append.
 //
 // Instrumenting code (thread-safe; one relaxed atomic load when off):
 //

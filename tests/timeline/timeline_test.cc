@@ -2,6 +2,8 @@
 // collectives, data sync, metric merge and embedding exchange of a context,
 // a file that is valid JSON after every append, and nothing when off.
 #include <gtest/gtest.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <algorithm>
 #include <filesystem>
@@ -161,6 +163,25 @@ TEST(Timeline, ContextsShareOneRecording) {
   Trace t = read_trace(dir + "/a.0.json");
   ASSERT_TRUE(t.valid) << t.error;
   EXPECT_EQ(t.count("allreduce"), 2u);
+}
+
+TEST(Timeline, ExitWithoutDestroyStillWritesTheBuffer) {
+  std::string dir = hbtest::temp_dir("hb_timeline", "exit");
+  pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    hb_context *ctx = make_context("timeline=" + dir + "/t.json");
+    float x = 1;
+    if (!ctx || hb_allreduce(ctx, &x, &x, 1, HB_FLOAT32, HB_SUM) != HB_OK)
+      _exit(2);
+    std::exit(0);  // no hb_context_destroy
+  }
+  int status = 0;
+  ASSERT_EQ(waitpid(child, &status, 0), child);
+  ASSERT_TRUE(WIFEXITED(status) && WEXITSTATUS(status) == 0) << status;
+  Trace t = read_trace(dir + "/t.0.json");
+  ASSERT_TRUE(t.valid) << t.error;
+  EXPECT_EQ(t.count("allreduce"), 1u);
 }
 
 TEST(Timeline, UnwritablePathFailsContextCreation) {
