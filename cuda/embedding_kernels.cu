@@ -2,7 +2,7 @@
 // rows, deterministic segment sums of gradients, the optimizer steps and
 // the wire dtype rounding.
 #include "abi/half_math.h"
-#include "optimizer_math.h"
+#include "embedding/optimizer_math.h"
 #include "plugin_entries.h"
 #include "sort_util.cuh"
 

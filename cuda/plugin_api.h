@@ -67,7 +67,7 @@ typedef struct hb_cuda_collective {
 
 /* Optimizer and hyperparameters for emb_apply, as in hb_embedding_config
  * (the kernels round them to float as the CPU code does: see
- * cuda/optimizer_math.h). */
+ * src/embedding/optimizer_math.h). */
 typedef struct hb_cuda_optimizer {
   int32_t kind; /* hb_optimizer_code */
   double learning_rate;

@@ -1,41 +1,16 @@
 // The collective entry points of hb.h: check the context's health, validate
-// the arguments, then route by buffer location: CUDA buffers to the NCCL
-// path (src/gpu), host buffers to the context's CPU backend.
-#include <unistd.h>
-
-#include <algorithm>
-#include <cstring>
-
+// the arguments, pick the memory (host or CUDA) once, then run the internal
+// communicator (comm/communicator.h), which the library's own modules call
+// directly.
 #include "abi/error.h"
-#include "comm/backend.h"
-#include "comm/fusion.h"
+#include "comm/communicator.h"
 #include "comm/validate.h"
 #include "context/context.h"
 #include "gpu/gpu.h"
-#include "rendezvous/client.h"
-#include "rendezvous/server.h"
 
 namespace hb {
 namespace comm {
 namespace {
-
-Backend &cpu(hb_context &ctx) {
-  if (ctx.cpu_comm) return *ctx.cpu_comm;
-  BackendConfig cfg;
-  cfg.rank = ctx.cluster.rank;
-  cfg.world_size = ctx.cluster.world_size;
-  cfg.timeout_ms = ctx.timeout_ms();
-  cfg.peer_report_grace_ms =
-      std::min<int64_t>(ctx.options.get_int("peer_timeout_ms") * 2, 10000);
-  cfg.hostname = ctx.address;
-  cfg.allreduce_algorithm = ctx.options.get_string("cpu_allreduce");
-  cfg.piece_bytes = ctx.options.get_int("cpu_piece_bytes");
-  cfg.one_round_bytes = ctx.options.get_int("cpu_one_round_bytes");
-  cfg.staged_bytes = ctx.options.get_int("cpu_staged_bytes");
-  rdv::KV *kv = ctx.client.get();
-  ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
-  return *ctx.cpu_comm;
-}
 
 // Validated context whose collectives may run.
 hb_context &use(hb_context *ctx) {
@@ -44,31 +19,15 @@ hb_context &use(hb_context *ctx) {
   return c;
 }
 
-// True when the buffers are CUDA memory; a mix of host and device is an
+// CUDA when the buffers are CUDA memory; a mix of host and device is an
 // argument error.
-bool on_device(const char *fn, const void *send, const void *recv) {
+Memory memory_of(const char *fn, const void *send, const void *recv) {
   bool s = send && gpu::is_device_pointer(send);
   bool r = recv && gpu::is_device_pointer(recv);
   HB_CHECK_ARG(s == r || !send || !recv,
                "%s: send is %s memory but recv is %s memory", fn,
                s ? "CUDA" : "host", r ? "CUDA" : "host");
-  return s || r;
-}
-
-void run_on_device(hb_context &ctx, const gpu::CollectiveCall &call) {
-  gpu::run_collective(ctx, call);
-}
-
-gpu::CollectiveCall device_call(gpu::CollectiveCall::Kind kind,
-                                const void *send, void *recv, size_t count,
-                                hb_dtype dtype) {
-  gpu::CollectiveCall c{};
-  c.kind = kind;
-  c.send = send;
-  c.recv = recv;
-  c.count = count;
-  c.dtype = dtype;
-  return c;
+  return s || r ? Memory::kCuda : Memory::kHost;
 }
 
 }  // namespace
@@ -76,7 +35,8 @@ gpu::CollectiveCall device_call(gpu::CollectiveCall::Kind kind,
 }  // namespace hb
 
 using hb::comm::check_buffer;
-using hb::gpu::CollectiveCall;
+using hb::comm::Memory;
+using hb::comm::memory_of;
 
 extern "C" hb_status hb_allreduce(hb_context *ctx, const void *send, void *recv,
                                   size_t count, hb_dtype dtype,
@@ -87,13 +47,8 @@ extern "C" hb_status hb_allreduce(hb_context *ctx, const void *send, void *recv,
     check_buffer(fn, "send", send, count, dtype);
     check_buffer(fn, "recv", recv, count, dtype);
     hb::comm::check_op(fn, op);
-    if (hb::comm::on_device(fn, send, recv)) {
-      auto call = hb::comm::device_call(CollectiveCall::kAllreduce, send, recv,
-                                        count, dtype);
-      call.op = op;
-      return hb::comm::run_on_device(c, call);
-    }
-    hb::comm::cpu(c).allreduce(send, recv, count, dtype, op);
+    hb::comm::allreduce(c, memory_of(fn, send, recv), send, recv, count, dtype,
+                        op);
   });
 }
 
@@ -115,21 +70,8 @@ extern "C" hb_status hb_allreduce_many(hb_context *ctx, void *const *bufs,
                    i, d ? "CUDA" : "host");
       device = d;
     }
-    if (device) {  // NCCL: one call per tensor (the plugin fuses on its stream)
-      for (size_t i = 0; i < n; ++i) {
-        if (!counts[i]) continue;
-        auto call = hb::comm::device_call(CollectiveCall::kAllreduce, bufs[i],
-                                          bufs[i], counts[i], dtype);
-        call.op = op;
-        hb::comm::run_on_device(c, call);
-      }
-      return;
-    }
-    auto buckets =
-        hb::comm::plan_buckets(bufs, counts, n, hb_dtype_size(dtype),
-                               c.options.get_int("grad_nbuckets"),
-                               c.options.get_int("grad_bucket_bytes"));
-    hb::comm::cpu(c).allreduce_buckets(buckets, dtype, op);
+    hb::comm::allreduce_many(c, device ? Memory::kCuda : Memory::kHost, bufs,
+                             counts, n, dtype, op);
   });
 }
 
@@ -152,15 +94,8 @@ extern "C" hb_status hb_allgatherv(hb_context *ctx, const void *send,
                  "%s: rank %d sends %zu elements but recv_counts[%d] = %lld",
                  fn, me, send_count, me,
                  static_cast<long long>(recv_counts[me]));
-    if (hb::comm::on_device(fn, send, recv)) {
-      auto call = hb::comm::device_call(CollectiveCall::kAllgatherv, send, recv,
-                                        send_count, dtype);
-      call.recv_counts = recv_counts;
-      call.recv_offsets = off.data();
-      return hb::comm::run_on_device(c, call);
-    }
-    hb::comm::cpu(c).allgatherv(send, send_count, recv, recv_counts, off.data(),
-                                dtype);
+    hb::comm::allgatherv(c, memory_of(fn, send, recv), send, send_count, recv,
+                         recv_counts, off.data(), dtype);
   });
 }
 
@@ -172,15 +107,7 @@ extern "C" hb_status hb_allgather(hb_context *ctx, const void *send, void *recv,
     const int world = c.cluster.world_size;
     check_buffer(fn, "send", send, count, dtype);
     check_buffer(fn, "recv", recv, count, dtype, static_cast<size_t>(world));
-    if (hb::comm::on_device(fn, send, recv)) {
-      return hb::comm::run_on_device(
-          c, hb::comm::device_call(CollectiveCall::kAllgather, send, recv,
-                                   count, dtype));
-    }
-    std::vector<int64_t> counts(world, static_cast<int64_t>(count)), off(world);
-    for (int r = 0; r < world; ++r) off[r] = static_cast<int64_t>(count) * r;
-    hb::comm::cpu(c).allgatherv(send, count, recv, counts.data(), off.data(),
-                                dtype);
+    hb::comm::allgather(c, memory_of(fn, send, recv), send, recv, count, dtype);
   });
 }
 
@@ -193,7 +120,7 @@ extern "C" hb_status hb_alltoallv(hb_context *ctx, const void *send,
     const char *fn = "hb_alltoallv";
     hb_context &c = hb::comm::use(ctx);
     const int world = c.cluster.world_size, me = c.cluster.rank;
-    size_t es = hb::comm::check_buffer(fn, "send", send, 0, dtype);
+    size_t es = check_buffer(fn, "send", send, 0, dtype);
     int64_t sspan = 0, rspan = 0;
     auto soff =
         hb::comm::check_vector(fn, "send_counts", send_counts, "send_offsets",
@@ -208,18 +135,9 @@ extern "C" hb_status hb_alltoallv(hb_context *ctx, const void *send,
                  "expects recv_counts[%d] = %lld",
                  fn, me, me, static_cast<long long>(send_counts[me]), me,
                  static_cast<long long>(recv_counts[me]));
-    if (hb::comm::on_device(fn, sspan ? send : nullptr,
-                            rspan ? recv : nullptr)) {
-      auto call = hb::comm::device_call(CollectiveCall::kAlltoallv, send, recv,
-                                        0, dtype);
-      call.send_counts = send_counts;
-      call.send_offsets = soff.data();
-      call.recv_counts = recv_counts;
-      call.recv_offsets = roff.data();
-      return hb::comm::run_on_device(c, call);
-    }
-    hb::comm::cpu(c).alltoallv(send, send_counts, soff.data(), recv,
-                               recv_counts, roff.data(), dtype);
+    Memory mem = memory_of(fn, sspan ? send : nullptr, rspan ? recv : nullptr);
+    hb::comm::alltoallv(c, mem, send, send_counts, soff.data(), recv,
+                        recv_counts, roff.data(), dtype);
   });
 }
 
@@ -231,15 +149,7 @@ extern "C" hb_status hb_alltoall(hb_context *ctx, const void *send, void *recv,
     const int world = c.cluster.world_size;
     check_buffer(fn, "send", send, count, dtype, static_cast<size_t>(world));
     check_buffer(fn, "recv", recv, count, dtype, static_cast<size_t>(world));
-    if (hb::comm::on_device(fn, send, recv)) {
-      return hb::comm::run_on_device(
-          c, hb::comm::device_call(CollectiveCall::kAlltoall, send, recv, count,
-                                   dtype));
-    }
-    std::vector<int64_t> counts(world, static_cast<int64_t>(count)), off(world);
-    for (int r = 0; r < world; ++r) off[r] = static_cast<int64_t>(count) * r;
-    hb::comm::cpu(c).alltoallv(send, counts.data(), off.data(), recv,
-                               counts.data(), off.data(), dtype);
+    hb::comm::alltoall(c, memory_of(fn, send, recv), send, recv, count, dtype);
   });
 }
 
@@ -252,13 +162,8 @@ extern "C" hb_status hb_broadcast(hb_context *ctx, const void *send, void *recv,
     const bool is_root = c.cluster.rank == root;
     if (is_root) check_buffer(fn, "send", send, count, dtype);
     check_buffer(fn, "recv", recv, count, dtype);
-    if (hb::comm::on_device(fn, is_root ? send : nullptr, recv)) {
-      auto call = hb::comm::device_call(CollectiveCall::kBroadcast, send, recv,
-                                        count, dtype);
-      call.root = root;
-      return hb::comm::run_on_device(c, call);
-    }
-    hb::comm::cpu(c).broadcast(send, recv, count, dtype, root);
+    hb::comm::broadcast(c, memory_of(fn, is_root ? send : nullptr, recv), send,
+                        recv, count, dtype, root);
   });
 }
 
@@ -272,12 +177,7 @@ extern "C" hb_status hb_reduce_scatter(hb_context *ctx, const void *send,
                  static_cast<size_t>(c.cluster.world_size));
     check_buffer(fn, "recv", recv, recv_count, dtype);
     hb::comm::check_op(fn, op);
-    if (hb::comm::on_device(fn, send, recv)) {
-      auto call = hb::comm::device_call(CollectiveCall::kReduceScatter, send,
-                                        recv, recv_count, dtype);
-      call.op = op;
-      return hb::comm::run_on_device(c, call);
-    }
-    hb::comm::cpu(c).reduce_scatter(send, recv, recv_count, dtype, op);
+    hb::comm::reduce_scatter(c, memory_of(fn, send, recv), send, recv,
+                             recv_count, dtype, op);
   });
 }

@@ -15,6 +15,7 @@
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace {
@@ -200,6 +201,9 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
+    const std::string timeline = options.get_string("timeline");
+    if (!timeline.empty())
+      ctx->timeline = hb::timeline::start(timeline, cluster.rank);
     if (networked) {
       // Before joining: a bad HB_SOCKET_IFNAME fails here, not mid-job.
       hb::AddressChoice a = hb::choose_address(cluster, options);
@@ -281,6 +285,7 @@ hb_status hb_context_barrier(hb_context *ctx, int64_t timeout_ms) {
     hb_context &c = ctx_ref(ctx);
     c.check();
     if (!c.client) return;  // a world of one (or a ps / evaluator task)
+    hb::timeline::Span span("barrier", "comm");
     int64_t timeout = timeout_ms > 0 ? timeout_ms : c.timeout_ms();
     uint64_t n = ++c.barriers;
     c.client->barrier(hb::format("%s/barrier/%llu", c.scope.c_str(),

@@ -25,6 +25,9 @@ class Backend;
 namespace gpu {
 struct ContextState;
 }  // namespace gpu
+namespace timeline {
+class Recording;
+}  // namespace timeline
 }  // namespace hb
 
 struct hb_context {
@@ -52,6 +55,8 @@ struct hb_context {
   // is bound where the type is complete).
   std::shared_ptr<hb::comm::Backend> cpu_comm;
   std::shared_ptr<hb::gpu::ContextState> gpu;
+  // Option `timeline`: this context's share of the process's recording.
+  std::shared_ptr<hb::timeline::Recording> timeline;
 
   struct Listener {
     int32_t event;

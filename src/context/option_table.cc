@@ -79,6 +79,13 @@ const std::vector<OptionSpec> &option_table() {
        "NCCL_SOCKET_IFNAME: name prefixes separated by commas (eth,ens), "
        "=names for exact names, ^names to exclude; IPv4 first. Empty: "
        "the interface that routes to the rendezvous host."},
+      {"timeline", OptionType::kString, "", nullptr, 0, 0,
+       "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
+       "collective, metric merge, data sync and embedding phase: each rank "
+       "writes path with its rank inserted before .json (trace.json -> "
+       "trace.0.json; else path.<rank>.json), appended as it fills and "
+       "completed when the context is destroyed; read when the context is "
+       "created. Empty: off (no cost). See the guide's Timeline section."},
   };
   return table;
 }

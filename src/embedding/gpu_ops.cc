@@ -2,6 +2,7 @@
 // device, its stream, its communicator): every wait is the state's bounded,
 // health-aware synchronize.
 #include "abi/error.h"
+#include "comm/communicator.h"
 #include "common/log.h"
 #include "context/context.h"
 #include "embedding/device_ops.h"
@@ -73,14 +74,8 @@ class GpuOps : public DeviceOps {
   }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
-    gpu::CollectiveCall c{};
-    c.kind = gpu::CollectiveCall::kAlltoallv;
-    c.send = send;
-    c.recv = recv;
-    c.dtype = HB_UINT8;
-    c.send_counts = send_bytes;
-    c.recv_counts = recv_bytes;
-    gpu::run_collective(ctx_, c);
+    comm::alltoallv(ctx_, comm::Memory::kCuda, send, send_bytes, nullptr, recv,
+                    recv_bytes, nullptr, HB_UINT8);
   }
 
  private:

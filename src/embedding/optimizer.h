@@ -5,11 +5,14 @@
 //
 // All arithmetic is float32 with hyperparameters rounded to float once
 // (Adam's bias-corrected rate is computed in double per row, then rounded);
-// the exact formulas are in docs/embedding-format.md ("Optimizers").
+// the exact formulas are in docs/embedding-format.md ("Optimizers"). The
+// arithmetic itself is embedding/optimizer_math.h, shared with the CUDA
+// kernels.
 #pragma once
 
 #include <cstdint>
 
+#include "embedding/optimizer_math.h"
 #include "embedding/spec.h"
 
 namespace hb {
@@ -30,12 +33,11 @@ class Optimizer {
   static int64_t adam_steps(const float *record, int64_t dim);
 
  private:
-  Spec spec_;
+  int32_t kind_;
   int64_t dim_;
   int slots_;
   int64_t words_;
-  float lr_, eps_, init_acc_, b1_, one_minus_b1_, b2_, one_minus_b2_, l1_,
-      two_l2_, power_;
+  optmath::Hyper h_;
 };
 
 }  // namespace emb

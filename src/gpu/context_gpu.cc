@@ -5,6 +5,7 @@
 #include "gpu/context_state.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace gpu {
@@ -43,6 +44,7 @@ void set_stream(hb_context &ctx, void *stream) {
 
 void synchronize(hb_context &ctx) {
   if (!ctx.gpu) return;  // no CUDA, or nothing was ever enqueued
+  timeline::Span span("cuda_synchronize", "gpu");
   ctx.gpu->synchronize(ctx.timeout_ms());
 }
 

@@ -1,28 +1,37 @@
 #include "metrics/exchange.h"
 
 #include "abi/error.h"
-#include "hb.h"
+#include "comm/communicator.h"
+#include "context/context.h"
 
 namespace hb {
 namespace metrics {
 namespace {
 
-void check(hb_status st, const char *what) {
-  if (st != HB_OK)
-    fail(st, "metric result: %s failed: %s", what, hb_last_error());
+// Runs one collective; its failure names the step of the merge.
+template <class F>
+void run(const char *what, F collective) {
+  try {
+    collective();
+  } catch (const Error &e) {
+    fail(e.status(), "metric result: %s failed: %s", what, e.what());
+  }
 }
 
 }  // namespace
 
 Gathered allgather_bytes(hb_context *ctx, const Bytes &mine) {
-  const int world = hb_context_world_size(ctx);
+  hb_context &c = ctx_ref(ctx);
+  const int world = c.cluster.world_size;
   int64_t my_size = static_cast<int64_t>(mine.size());
   Gathered g;
   std::vector<int64_t> &sizes = g.sizes, &offsets = g.offsets;
   sizes.resize(world);
   offsets.resize(world);
-  check(hb_allgather(ctx, &my_size, sizes.data(), 1, HB_INT64),
-        "hb_allgather of state sizes");
+  run("hb_allgather of state sizes", [&] {
+    comm::allgather(c, comm::Memory::kHost, &my_size, sizes.data(), 1,
+                    HB_INT64);
+  });
   int64_t total = 0;
   for (int r = 0; r < world; ++r) {
     if (sizes[r] < 0)
@@ -32,9 +41,10 @@ Gathered allgather_bytes(hb_context *ctx, const Bytes &mine) {
     total += sizes[r];
   }
   g.bytes.resize(static_cast<size_t>(total));
-  check(hb_allgatherv(ctx, mine.data(), mine.size(), g.bytes.data(),
-                      sizes.data(), offsets.data(), HB_UINT8),
-        "hb_allgatherv of states");
+  run("hb_allgatherv of states", [&] {
+    comm::allgatherv(c, comm::Memory::kHost, mine.data(), mine.size(),
+                     g.bytes.data(), sizes.data(), offsets.data(), HB_UINT8);
+  });
   return g;
 }
 

@@ -1,5 +1,6 @@
-// Gathers every rank's serialized metric state with the public collectives:
-// hb_allgather of the sizes, then hb_allgatherv of the bytes (HB_UINT8).
+// Gathers every rank's serialized metric state with the internal
+// communicator (comm/communicator.h):
+// an allgather of the sizes, then an allgatherv of the bytes (HB_UINT8).
 #pragma once
 
 #include <cstdint>

@@ -5,8 +5,10 @@
 #include <string>
 
 #include "abi/error.h"
+#include "context/context.h"
 #include "metrics/exchange.h"
 #include "metrics/state.h"
+#include "timeline/timeline.h"
 
 struct hb_metric {
   hb_context *ctx = nullptr;
@@ -24,7 +26,10 @@ hb_metric &metric_ref(hb_metric *m) {
 
 double merged_result(hb_metric &m) {
   using namespace hb::metrics;
+  // Serialize, gather every rank's state, merge, compute.
+  hb::timeline::Span span("metric_merge", "metrics");
   Bytes mine = serialize(m.cfg, *m.state);
+  span.set_bytes(static_cast<int64_t>(mine.size()));
   Gathered g = allgather_bytes(m.ctx, mine);
   std::unique_ptr<State> merged = make_state(m.cfg);
   for (size_t r = 0; r < g.sizes.size(); ++r) {
@@ -84,7 +89,7 @@ hb_status hb_metric_result(hb_metric *m, double *out) {
   return hb::guard([&] {
     hb_metric &mm = metric_ref(m);
     HB_CHECK_ARG(out, "out is NULL");
-    if (mm.ctx && hb_context_world_size(mm.ctx) > 1) {
+    if (mm.ctx && mm.ctx->cluster.world_size > 1) {
       *out = merged_result(mm);
     } else {
       *out = mm.state->result(&mm.flags);

@@ -11,7 +11,7 @@
 //   where the real stream would need it; host sources are read at enqueue
 //   time (cudaMemcpyAsync from pageable memory);
 // - kernels: host loops written from cuda/plugin_api.h (gather, segment sum
-//   in input order, optimizer steps with cuda/optimizer_math.h);
+//   in input order, optimizer steps with src/embedding/optimizer_math.h);
 // - alltoallv: over the in-process thread exchange.
 #pragma once
 
@@ -28,7 +28,7 @@
 #include "embedding/device_ops.h"
 #include "embedding/exchange.h"
 #include "embedding/wire.h"
-#include "optimizer_math.h"
+#include "embedding/optimizer_math.h"
 
 namespace hbtest {
 

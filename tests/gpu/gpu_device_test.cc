@@ -13,7 +13,7 @@
 #include "context/health.h"
 #include "gpu/context_state.h"
 #include "gpu_test_util.h"
-#include "optimizer_math.h"
+#include "embedding/optimizer_math.h"
 
 namespace {
 

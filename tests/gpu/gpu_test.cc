@@ -14,7 +14,7 @@
 #include "gpu/plugin_call.h"
 #include "gpu_test_data.h"
 #include "hb.h"
-#include "optimizer_math.h"
+#include "embedding/optimizer_math.h"
 
 namespace {
 

@@ -1,6 +1,8 @@
-// The formulas the CUDA kernels run (cuda/optimizer_math.h) against the CPU
-// embedding optimizer (src/embedding/optimizer.cc), bit for bit, on the
-// same row records: what makes a GPU table train exactly like a CPU one.
+// The kernels' per-element use of src/embedding/optimizer_math.h
+// (step_element, as cuda/embedding_kernels.cu runs it) against the CPU
+// embedding optimizer's per-row loops (src/embedding/optimizer.cc), bit for
+// bit, on the same row records: what makes a GPU table train exactly like a
+// CPU one.
 #include <gtest/gtest.h>
 
 #include <cstring>
@@ -9,7 +11,7 @@
 
 #include "embedding/optimizer.h"
 #include "embedding/spec.h"
-#include "optimizer_math.h"
+#include "embedding/optimizer_math.h"
 
 namespace {
 

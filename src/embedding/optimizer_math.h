@@ -1,10 +1,11 @@
-// One optimizer step on one element, written exactly as the CPU embedding
-// code (src/embedding/optimizer.cc) computes it -- same float operations in
-// the same order, hyperparameters rounded to float the same way -- so the
-// CUDA kernels reproduce CPU training bit for bit. Compile the kernels with
-// -fmad=false (no contraction into FMA): sqrt and division are correctly
-// rounded on both sides. Two residual differences: Adam's bias-corrected
-// rate uses pow() in double (libm and CUDA may differ in the last bit of a
+// One optimizer step on one element, the only definition of the embedding
+// optimizers' arithmetic: the CPU tables (src/embedding/optimizer.cc) and
+// the CUDA kernels (cuda/embedding_kernels.cu) both call these functions,
+// so a GPU table trains bit for bit as a host table does. Compile the
+// kernels with -fmad=false and the host code with -ffp-contract=off (no
+// contraction into FMA): sqrt and division are correctly rounded on both
+// sides. Two residual host/device differences: Adam's bias-corrected rate
+// uses pow() in double (libm and CUDA may differ in the last bit of a
 // double, which changes the float result with probability ~1e-8), and FTRL
 // with lr_power != -0.5 uses powf (last float bit may differ).
 #pragma once
