@@ -170,6 +170,17 @@ inline JBatch make_jbatch(std::mt19937_64 &g, const CollCase &c, int64_t B,
   return b;
 }
 
+// One step's batches of every rank: some ranks empty, sizes differ.
+inline std::vector<JBatch> make_step(std::mt19937_64 &g, const CollCase &c,
+                                     int world) {
+  std::vector<JBatch> step;
+  for (int r = 0; r < world; ++r) {
+    int64_t B = g() % 5 == 0 ? 0 : 1 + static_cast<int64_t>(g() % 7);
+    step.push_back(make_jbatch(g, c, B));
+  }
+  return step;
+}
+
 struct CollRef {
   CollCase c;
   std::vector<RefTable> tables;

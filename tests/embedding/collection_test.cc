@@ -55,16 +55,7 @@ hb::emb::JaggedBatch jb(JBatch &b) {
   return j;
 }
 
-// Per-rank batch sizes: some ranks empty, sizes differ.
-std::vector<JBatch> make_step(std::mt19937_64 &g, const CollCase &c,
-                              int world) {
-  std::vector<JBatch> step;
-  for (int r = 0; r < world; ++r) {
-    int64_t B = g() % 5 == 0 ? 0 : 1 + static_cast<int64_t>(g() % 7);
-    step.push_back(hbtest::make_jbatch(g, c, B));
-  }
-  return step;
-}
+using hbtest::make_step;
 
 bool same_bits(const std::vector<float> &a, const float *b, size_t n) {
   return a.size() == n && (n == 0 || !std::memcmp(a.data(), b, n * 4));
