@@ -371,7 +371,7 @@ void Collection::lookup(const JaggedBatch &in, float *out,
         if (g.w)
           for (int64_t c = 0; c < dim; ++c) o[c] = g.w[k] * r[c];
         else
-          std::memcpy(o, r, dim * 4);
+          for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
       }
       continue;
     }
@@ -387,7 +387,7 @@ void Collection::lookup(const JaggedBatch &in, float *out,
         if (k == lo && g.w)
           for (int64_t c = 0; c < dim; ++c) o[c] = g.w[k] * r[c];
         else if (k == lo)
-          std::memcpy(o, r, dim * 4);
+          for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
         else if (g.w)
           for (int64_t c = 0; c < dim; ++c) o[c] += g.w[k] * r[c];
         else
@@ -433,7 +433,7 @@ void Collection::expand_grads(Slot &s, const float *grad_out,
       for (int64_t k = lo; k < hi; ++k) {
         float *o = G + k * dim;
         if (pooling == HB_POOLING_SUM && !g.w) {
-          std::memcpy(o, src, dim * 4);
+          for (int64_t c = 0; c < dim; ++c) o[c] = src[c];
           continue;
         }
         float sc = g.w ? g.w[k] : 1.0f;
