@@ -494,7 +494,9 @@ class Collection(_Handle):
     def __init__(self, ctx, features):
         tables, pooling = [], []
         for f in features:
-            t, p = (f, POOLING_SUM) if isinstance(f, Embedding) else f  # noqa: F821
+            t, p = (f, POOLING_SUM) if isinstance(f, Embedding) else (None, None)  # noqa: F821
+            if isinstance(f, (tuple, list)) and len(f) == 2:
+                t, p = f
             if not isinstance(t, Embedding):
                 raise TypeError("features: expected Embedding or (Embedding, pooling), got %r" % (f,))
             tables.append(t)
