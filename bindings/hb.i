@@ -189,6 +189,9 @@ static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
 #define HB_EXPERIMENTAL 1
 %}
 %{
+typedef char hbw_pooling_codes_match_hb_h[
+    HB_POOLING_NONE == 0 && HB_POOLING_SUM == 1 && HB_POOLING_MEAN == 2 &&
+            HB_POOLING_SQRTN == 3 ? 1 : -1];
 /* The per-feature pointers of a flat batch (and of the unpooled rows);
  * returns HB_ERR_OUT_OF_MEMORY or HB_OK. */
 typedef struct hbw_flat {
@@ -230,10 +233,12 @@ static void hbw_flat_free(hbw_flat *f) {
   free(f->ids), free(f->offs), free(f->w), free(f->rows);
 }
 %}
-%constant int HB_POOLING_NONE = HB_POOLING_NONE;
-%constant int HB_POOLING_SUM = HB_POOLING_SUM;
-%constant int HB_POOLING_MEAN = HB_POOLING_MEAN;
-%constant int HB_POOLING_SQRTN = HB_POOLING_SQRTN;
+/* hb.h's pooling codes (SWIG does not see the EXPERIMENTAL section; the
+ * wrapper's C checks the values at compile time). */
+%constant int HB_POOLING_NONE = 0;
+%constant int HB_POOLING_SUM = 1;
+%constant int HB_POOLING_MEAN = 2;
+%constant int HB_POOLING_SQRTN = 3;
 %apply void *HB_HANDLE { hb_collection *, const hb_collection * };
 %apply void **HB_HANDLE_OUT { hb_collection **out };
 %apply const int64_t *HB_ARRAY_IN { const int64_t *tables,
