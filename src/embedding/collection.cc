@@ -117,7 +117,9 @@ Collection::Collection(std::vector<Feature> features,
            what, p);
 }
 
-void Collection::read_batch(const JaggedBatch &in, const char *what) {
+void Collection::read_batch(const JaggedBatch &in, const char *what,
+                            const void *pooled, const void *const *rows,
+                            const char *pooled_name, const char *rows_name) {
   const int64_t B = in.batch;
   HB_CHECK_ARG(B >= 0, "%s: batch_size %lld < 0", what, (long long)B);
   HB_CHECK_ARG(B == 0 || in.offsets || in.lengths,
@@ -166,7 +168,14 @@ void Collection::read_batch(const JaggedBatch &in, const char *what) {
     next[s] += g.n;
     HB_CHECK_ARG(next[s] < IdMap::kEmpty, "%s: table '%s': too many ids", what,
                  slots_[s].table->spec().name.c_str());
+    stats_.ids += g.n;
+    if (features_[f].pooling == HB_POOLING_NONE)
+      HB_CHECK_ARG(g.n == 0 || (rows && rows[f]),
+                   "%s: feature '%s' has pooling NONE and %s[%zu] is NULL",
+                   what, name, rows_name, f);
   }
+  HB_CHECK_ARG(B == 0 || pooled_width_ == 0 || pooled, "%s: %s is NULL", what,
+               pooled_name);
 }
 
 template <class Count>
@@ -296,17 +305,8 @@ void Collection::lookup(const JaggedBatch &in, float *out,
   plan_valid_ = false;
   Outcome o;
   try {
-    read_batch(in, what);
-    for (size_t f = 0; f < features_.size(); ++f) {
-      stats_.ids += bags_[f].n;
-      if (features_[f].pooling == HB_POOLING_NONE)
-        HB_CHECK_ARG(bags_[f].n == 0 || (unpooled && unpooled[f]),
-                     "%s: feature '%s' has pooling NONE and no unpooled "
-                     "output",
-                     what, features_[f].name.c_str());
-    }
-    HB_CHECK_ARG(in.batch == 0 || pooled_width_ == 0 || out, "%s: out is NULL",
-                 what);
+    read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
+               "out", "unpooled");
   } catch (...) {
     o.capture();
   }
@@ -523,17 +523,9 @@ void Collection::apply_gradients(const JaggedBatch &in, const float *grad_out,
   Outcome o;
   bool same = false;
   try {
-    read_batch(in, what);
-    for (size_t f = 0; f < features_.size(); ++f) {
-      stats_.ids += bags_[f].n;
-      if (features_[f].pooling == HB_POOLING_NONE)
-        HB_CHECK_ARG(bags_[f].n == 0 || (grad_unpooled && grad_unpooled[f]),
-                     "%s: feature '%s' has pooling NONE and no "
-                     "grad_unpooled",
-                     what, features_[f].name.c_str());
-    }
-    HB_CHECK_ARG(in.batch == 0 || pooled_width_ == 0 || grad_out,
-                 "%s: grad_out is NULL", what);
+    read_batch(in, what, grad_out,
+               reinterpret_cast<const void *const *>(grad_unpooled), "grad_out",
+               "grad_unpooled");
     if (speculate) {
       // Reuse only when this rank's ids equal its lookup's, exactly.
       same = true;

@@ -94,7 +94,12 @@ class Collection {
         : table(t), plan(t->spec(), rank, world) {}
   };
 
-  void read_batch(const JaggedBatch &in, const char *what);
+  // Reads and checks a batch into bags_ and start_, and that the outputs
+  // (or gradients) it needs are there: `pooled` (B x pooled_width) and
+  // rows[f] for the pooling-NONE features with ids.
+  void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
+                  const void *const *rows, const char *pooled_name,
+                  const char *rows_name);
   // Plans every table on the ids in bags_ and exchanges header and ids;
   // op: what the fingerprint says (lookup or update).
   void plan_and_route(Outcome &o, int op, const char *what);

@@ -14,25 +14,14 @@
 #include <string>
 
 #include "collection_ref.h"
+#include "common/mp_check.h"
+
+int g_mp_rank = 0;
+const char *g_mp_name = "mp_collection";
 
 namespace {
 
 int g_rank = 0, g_world = 1;
-
-#define REQUIRE(cond, ...)                                              \
-  do {                                                                  \
-    if (!(cond)) {                                                      \
-      std::fprintf(stderr, "rank %d: FAILED %s:%d: ", g_rank, __FILE__, \
-                   __LINE__);                                           \
-      std::fprintf(stderr, __VA_ARGS__);                                \
-      std::fprintf(stderr, "\n");                                       \
-      std::exit(1);                                                     \
-    }                                                                   \
-  } while (0)
-
-void ok(hb_status st, const char *what) {
-  REQUIRE(st == HB_OK, "%s: %s: %s", what, hb_status_name(st), hb_last_error());
-}
 
 using hbtest::CollCase;
 using hbtest::CollRef;
@@ -44,7 +33,7 @@ struct Model {
   Model(hb_context *ctx, const CollCase &c, bool alt_pooling = false) {
     for (const auto &cfg : c.tables) {
       hb_embedding *e = nullptr;
-      ok(hb_embedding_create(ctx, &cfg, &e), "hb_embedding_create");
+      CHECK_OK(hb_embedding_create(ctx, &cfg, &e));
       tables.push_back(e);
     }
     std::vector<hb_collection_feature> fs;
@@ -57,8 +46,7 @@ struct Model {
         x.pooling = HB_POOLING_MEAN;
       fs.push_back(x);
     }
-    ok(hb_collection_create(ctx, fs.data(), fs.size(), &coll),
-       "hb_collection_create");
+    CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &coll));
   }
   ~Model() {
     hb_collection_destroy(coll);  // before its tables
@@ -72,7 +60,7 @@ void step(Model &m, CollRef &ref, std::vector<JBatch> &all, int s) {
   const CollCase &c = ref.c;
   JBatch &b = all[g_rank];
   const int64_t W = hbtest::coll_width(c);
-  REQUIRE(hb_collection_pooled_width(m.coll) == W, "pooled width");
+  CHECK(hb_collection_pooled_width(m.coll) == W, "pooled width");
   std::vector<float> want;
   std::vector<std::vector<float>> want_unp;
   for (int r = 0; r < g_world; ++r) {
@@ -92,16 +80,16 @@ void step(Model &m, CollRef &ref, std::vector<JBatch> &all, int s) {
     gup[f] = b.grad_unpooled[f].data();
   }
   hb_jagged_batch v = b.view();
-  ok(hb_collection_lookup(m.coll, &v, out.data(), up.data()), "lookup");
-  REQUIRE(out.empty() || !std::memcmp(out.data(), want.data(), out.size() * 4),
-          "step %d: pooled output differs", s);
+  CHECK_OK(hb_collection_lookup(m.coll, &v, out.data(), up.data()));
+  CHECK(out.empty() || !std::memcmp(out.data(), want.data(), out.size() * 4),
+        "step %d: pooled output differs", s);
   for (size_t f = 0; f < c.features.size(); ++f)
-    REQUIRE(
+    CHECK(
         c.features[f].pooling != HB_POOLING_NONE || unp[f].empty() ||
             !std::memcmp(unp[f].data(), want_unp[f].data(), unp[f].size() * 4),
         "step %d: unpooled output of feature %zu differs", s, f);
-  ok(hb_collection_apply_gradients(m.coll, &v, b.grad_out.data(), gup.data()),
-     "apply_gradients");
+  CHECK_OK(
+      hb_collection_apply_gradients(m.coll, &v, b.grad_out.data(), gup.data()));
 }
 
 void mode_train(hb_context *ctx, const std::string &dir) {
@@ -115,21 +103,19 @@ void mode_train(hb_context *ctx, const std::string &dir) {
     step(m, ref, all, s);
   }
   hb_collection_stats st = HB_COLLECTION_STATS_INIT;
-  ok(hb_collection_get_stats(m.coll, &st), "stats");
-  REQUIRE(st.rounds == 4u * s && st.reused_plans == static_cast<uint64_t>(s),
-          "%llu rounds, %llu reused in %d steps", (unsigned long long)st.rounds,
-          (unsigned long long)st.reused_plans, s);
+  CHECK_OK(hb_collection_get_stats(m.coll, &st));
+  CHECK(st.rounds == 4u * s && st.reused_plans == static_cast<uint64_t>(s),
+        "%llu rounds, %llu reused in %d steps", (unsigned long long)st.rounds,
+        (unsigned long long)st.reused_plans, s);
   // Save, train two steps, load back, train the same two steps again.
-  for (hb_embedding *e : m.tables)
-    ok(hb_embedding_save(e, dir.c_str()), "save");
+  for (hb_embedding *e : m.tables) CHECK_OK(hb_embedding_save(e, dir.c_str()));
   CollRef saved = ref;
   std::mt19937_64 g_after = g;
   for (int k = 0; k < 2; ++k, ++s) {
     std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
     step(m, ref, all, s);
   }
-  for (hb_embedding *e : m.tables)
-    ok(hb_embedding_load(e, dir.c_str()), "load");
+  for (hb_embedding *e : m.tables) CHECK_OK(hb_embedding_load(e, dir.c_str()));
   ref = saved;
   g = g_after;
   for (int k = 0; k < 2; ++k, ++s) {
@@ -139,23 +125,23 @@ void mode_train(hb_context *ctx, const std::string &dir) {
   // Export every table and compare the served rows with the reference.
   for (size_t t = 0; t < m.tables.size(); ++t) {
     std::string file = dir + "/" + c.tables[t].name + ".hbe";
-    ok(hb_embedding_export(m.tables[t], file.c_str()), "export");
-    ok(hb_context_barrier(ctx, 0), "barrier");
+    CHECK_OK(hb_embedding_export(m.tables[t], file.c_str()));
+    CHECK_OK(hb_context_barrier(ctx, 0));
     hb_embedding *sv = nullptr;
-    ok(hb_embedding_open(file.c_str(), &sv), "open");
+    CHECK_OK(hb_embedding_open(file.c_str(), &sv));
     const hbtest::RefTable &rt = ref.tables[t];
     for (const auto &kv : rt.rows) {
       std::vector<float> row(rt.c.dim);
-      ok(hb_embedding_lookup(sv, &kv.first, 1, row.data()), "serving lookup");
-      REQUIRE(!std::memcmp(row.data(), kv.second.w.data(), rt.c.dim * 4),
-              "table %s: exported row %lld differs", rt.name.c_str(),
-              (long long)kv.first);
+      CHECK_OK(hb_embedding_lookup(sv, &kv.first, 1, row.data()));
+      CHECK(!std::memcmp(row.data(), kv.second.w.data(), rt.c.dim * 4),
+            "table %s: exported row %lld differs", rt.name.c_str(),
+            (long long)kv.first);
     }
     if (rt.c.num_rows == 0)
-      REQUIRE(
-          hb_embedding_local_rows(sv) == static_cast<int64_t>(rt.rows.size()),
-          "table %s: %lld rows exported, %zu in the reference", rt.name.c_str(),
-          (long long)hb_embedding_local_rows(sv), rt.rows.size());
+      CHECK(hb_embedding_local_rows(sv) == static_cast<int64_t>(rt.rows.size()),
+            "table %s: %lld rows exported, %zu in the reference",
+            rt.name.c_str(), (long long)hb_embedding_local_rows(sv),
+            rt.rows.size());
     hb_embedding_destroy(sv);
   }
 }
@@ -170,21 +156,21 @@ void mode_mismatch(hb_context *ctx) {
   hb_status st = hb_collection_lookup(g_rank == 0 ? a.coll : b.coll, &v,
                                       nullptr, up.data());
   if (g_world == 1) {
-    REQUIRE(st == HB_OK, "world 1: %s", hb_last_error());
+    CHECK(st == HB_OK, "world 1: %s", hb_last_error());
     return;
   }
-  REQUIRE(st == HB_ERR_MISMATCH, "got %s: %s", hb_status_name(st),
-          hb_last_error());
-  REQUIRE(std::strstr(hb_last_error(), "made a different call"), "message: %s",
-          hb_last_error());
+  CHECK(st == HB_ERR_MISMATCH, "got %s: %s", hb_status_name(st),
+        hb_last_error());
+  CHECK(std::strstr(hb_last_error(), "made a different call"), "message: %s",
+        hb_last_error());
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
-  ok(hb_context_create(nullptr, &ctx), "hb_context_create");
-  g_rank = hb_context_rank(ctx);
+  CHECK_OK(hb_context_create(nullptr, &ctx));
+  g_rank = g_mp_rank = hb_context_rank(ctx);
   g_world = hb_context_world_size(ctx);
   std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "train")
@@ -192,7 +178,7 @@ int main(int argc, char **argv) {
   else if (mode == "mismatch")
     mode_mismatch(ctx);
   else
-    REQUIRE(false, "unknown mode '%s'", mode.c_str());
+    CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);
   std::printf("rank %d/%d: mp_collection %s passed\n", g_rank, g_world,
               mode.c_str());
