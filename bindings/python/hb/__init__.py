@@ -521,6 +521,9 @@ class Collection(_Handle):
         return self._dims[f]
 
     def _batch(self, values, offsets, weights):
+        for t in self._tables:  # a closed table would be freed memory in C
+            if t.closed:
+                raise ValueError("Collection: one of its tables is closed")
         values = _array(values, "values", np.int64)
         offsets = _array(offsets, "offsets", np.int64)
         nf = self.num_features
