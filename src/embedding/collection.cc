@@ -273,8 +273,8 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.send_counts()[p];
       if (c)
-        std::memcpy(&sbuf_[sat_[p * (T + 1) + 1 + t]], &pl.send_ids()[from],
-                    c * 8);
+        std::memcpy(sbuf_.data() + (sat_[p * (T + 1) + 1 + t]),
+                    pl.send_ids().data() + from, c * 8);
       from += c;
     }
   }
@@ -286,7 +286,8 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
     for (int p = 0; p < world_; ++p) {
       int64_t c = s.plan.recv_counts()[p];
       if (c)
-        std::memcpy(&s.recv_ids[to], &rbuf_[rat_[p * (T + 1) + 1 + t]], c * 8);
+        std::memcpy(s.recv_ids.data() + to,
+                    rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * 8);
       to += c;
     }
     // timeline: owner dedup
@@ -333,8 +334,8 @@ void Collection::lookup(const JaggedBatch &in, float *out,
     for (int p = 0; p < world_; ++p) {
       int64_t c = s.plan.recv_counts()[p];
       if (c)
-        std::memcpy(&sbuf_[sat_[p * (T + 1) + 1 + t]], &s.wire[from * rbt],
-                    c * rbt);
+        std::memcpy(sbuf_.data() + (sat_[p * (T + 1) + 1 + t]),
+                    s.wire.data() + from * rbt, c * rbt);
       from += c;
     }
     stats_.dedup_bound_bytes += s.plan.remote_sent() * rbt;
@@ -350,8 +351,8 @@ void Collection::lookup(const JaggedBatch &in, float *out,
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = s.plan.send_counts()[p];
-      wire_decode(&rbuf_[rat_[p * (T + 1) + 1 + t]], c * dim,
-                  s.table->spec().wire_dtype, &s.partial[from * dim]);
+      wire_decode(rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * dim,
+                  s.table->spec().wire_dtype, s.partial.data() + from * dim);
       from += c;
     }
   }
@@ -467,7 +468,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   const bool ok = o.status == HB_OK && reuse;
   for (int p = 0; p < world_; ++p) {
     int64_t h[5] = {o.status, ok, me.coll, me.op, me.seq};
-    std::memcpy(&sbuf_[sat_[p * (T + 1)]], h, H);
+    std::memcpy(sbuf_.data() + (sat_[p * (T + 1)]), h, H);
   }
   if (ok)
     for (size_t t = 0; t < T; ++t) {
@@ -476,8 +477,9 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       int64_t from = 0;
       for (int p = 0; p < world_; ++p) {
         int64_t c = s.plan.send_counts()[p];
-        wire_encode(&s.partial[from * dim], c * dim, s.table->spec().wire_dtype,
-                    &sbuf_[sat_[p * (T + 1) + 1 + t]]);
+        wire_encode(s.partial.data() + from * dim, c * dim,
+                    s.table->spec().wire_dtype,
+                    sbuf_.data() + (sat_[p * (T + 1) + 1 + t]));
         from += c;
       }
       stats_.dedup_bound_bytes += s.plan.remote_sent() * row_bytes_[t];
@@ -487,7 +489,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   bool all_ok = true;
   for (int p = 0; p < world_; ++p) {
     int64_t h[5];
-    std::memcpy(h, &rbuf_[rat_[p * (T + 1)]], H);
+    std::memcpy(h, rbuf_.data() + (rat_[p * (T + 1)]), H);
     int64_t st[3] = {h[0], 0, 0};
     check_peer_status(st, p, what);
     check_call(me, h + 2, p, what);
@@ -503,8 +505,8 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     for (int p = 0; p < world_; ++p) {
       int64_t c = s.plan.recv_counts()[p];
       if (c)
-        std::memcpy(&s.wire[to * rbt], &rbuf_[rat_[p * (T + 1) + 1 + t]],
-                    c * rbt);
+        std::memcpy(s.wire.data() + to * rbt,
+                    rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * rbt);
       to += c;
     }
     s.table->apply_received(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,

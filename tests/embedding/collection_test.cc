@@ -308,8 +308,9 @@ TEST(Collection, BadOffsetsFailEveryRank) {
 TEST(Collection, MismatchedCallsFailEveryRank) {
   CollCase c = hbtest::standard_case();
   std::mt19937_64 g(8);
-  JBatch b = hbtest::make_jbatch(g, c, 0);
+  const JBatch empty = hbtest::make_jbatch(g, c, 0);
   Outcomes o = run_failing(2, c, [&](int r, RankSetup &rs) {
+    JBatch b = empty;  // view() writes into the batch: one per rank thread
     std::vector<float *> up(c.features.size(), nullptr);
     std::vector<const float *> gup(c.features.size(), nullptr);
     if (r == 0)
