@@ -178,9 +178,16 @@ void Collection::read_batch(const JaggedBatch &in, const char *what,
                pooled_name);
 }
 
-template <class Count>
+void Collection::layouts(size_t header, const std::vector<size_t> &per_id,
+                         bool back) {
+  // Out along the plans: what this rank sends as a requester (send_counts)
+  // and receives as an owner (recv_counts); back: the other way round.
+  layout(header, per_id, !back, &sb_, &sat_, &sbuf_);
+  layout(header, per_id, back, &rb_, &rat_, &rbuf_);
+}
+
 void Collection::layout(size_t header, const std::vector<size_t> &per_id,
-                        Count count, std::vector<int64_t> *bytes,
+                        bool sent, std::vector<int64_t> *bytes,
                         std::vector<int64_t> *at,
                         std::vector<unsigned char> *buf) const {
   const size_t T = slots_.size();
@@ -192,7 +199,9 @@ void Collection::layout(size_t header, const std::vector<size_t> &per_id,
     int64_t b = static_cast<int64_t>(header);
     for (size_t t = 0; t < T; ++t) {
       (*at)[p * (T + 1) + 1 + t] = off + b;
-      b += count(t, p) * static_cast<int64_t>(per_id[t]);
+      const StepPlan &pl = slots_[t].plan;
+      b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
+           static_cast<int64_t>(per_id[t]);
     }
     (*bytes)[p] = b;
     off += b;
@@ -259,14 +268,7 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
   // The ids, per peer table after table.
   // timeline: ids
   std::vector<size_t> eight(T, 8);
-  layout(
-      0, eight,
-      [&](size_t t, int p) { return slots_[t].plan.send_counts()[p]; }, &sb_,
-      &sat_, &sbuf_);
-  layout(
-      0, eight,
-      [&](size_t t, int p) { return slots_[t].plan.recv_counts()[p]; }, &rb_,
-      &rat_, &rbuf_);
+  layouts(0, eight, /*back=*/false);
   for (size_t t = 0; t < T; ++t) {
     const StepPlan &pl = slots_[t].plan;
     int64_t from = 0;
@@ -316,14 +318,7 @@ void Collection::lookup(const JaggedBatch &in, float *out,
   // Owners: the rows of what they received, back per peer table after
   // table. timeline: rows
   const size_t T = slots_.size();
-  layout(
-      0, row_bytes_,
-      [&](size_t t, int p) { return slots_[t].plan.recv_counts()[p]; }, &sb_,
-      &sat_, &sbuf_);
-  layout(
-      0, row_bytes_,
-      [&](size_t t, int p) { return slots_[t].plan.send_counts()[p]; }, &rb_,
-      &rat_, &rbuf_);
+  layouts(0, row_bytes_, /*back=*/true);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const size_t rbt = row_bytes_[t];
@@ -455,14 +450,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   // table after table. timeline: grads
   const size_t T = slots_.size();
   const size_t H = 5 * 8;
-  layout(
-      H, row_bytes_,
-      [&](size_t t, int p) { return slots_[t].plan.send_counts()[p]; }, &sb_,
-      &sat_, &sbuf_);
-  layout(
-      H, row_bytes_,
-      [&](size_t t, int p) { return slots_[t].plan.recv_counts()[p]; }, &rb_,
-      &rat_, &rbuf_);
+  layouts(H, row_bytes_, /*back=*/false);
   const CallId me{static_cast<int64_t>(id_), kUpdate,
                   static_cast<int64_t>(seq_)};
   const bool ok = o.status == HB_OK && reuse;

@@ -103,14 +103,17 @@ class Collection {
   // Plans every table on the ids in bags_ and exchanges header and ids;
   // op: what the fingerprint says (lookup or update).
   void plan_and_route(Outcome &o, int op, const char *what);
-  // Layout of a payload [peer][header, table 0, table 1, ...] for
-  // `per_id[t]` bytes per id of table t and count(t, p) ids: bytes per
-  // peer, at[p * (T + 1)] = peer p's block, at[p * (T + 1) + 1 + t] = its
-  // table t; buf sized to the whole payload.
-  template <class Count>
-  void layout(size_t header, const std::vector<size_t> &per_id, Count count,
+  // Layout of a payload [peer][header, table 0, table 1, ...] with
+  // `per_id[t]` bytes per id of table t, for the ids this rank sends
+  // (sent: plan send_counts) or receives (recv_counts): bytes per peer,
+  // at[p * (T + 1)] = peer p's block, at[p * (T + 1) + 1 + t] = its table t;
+  // buf sized to the whole payload.
+  void layout(size_t header, const std::vector<size_t> &per_id, bool sent,
               std::vector<int64_t> *bytes, std::vector<int64_t> *at,
               std::vector<unsigned char> *buf) const;
+  // Both layouts of one exchange (sb_/sat_/sbuf_, rb_/rat_/rbuf_): out
+  // along the plans (requesters to owners), or back.
+  void layouts(size_t header, const std::vector<size_t> &per_id, bool back);
   void exchange(const void *send, const std::vector<int64_t> &sb, void *recv,
                 const std::vector<int64_t> &rb);
   uint64_t fingerprint(int op) const;
