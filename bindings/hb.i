@@ -177,5 +177,157 @@ static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
 }
 %}
 
+/* ---- Embedding collections (EXPERIMENTAL in hb.h) ------------------------ */
+/* Flat shapes every language can pass without pointer arrays: features by
+ * table handle (int64) and pooling; a batch as a flat KeyedJaggedTensor:
+ * values (all features' ids), offsets (num_features * B + 1: feature f's
+ * sample b is values[offsets[f*B+b] .. offsets[f*B+b+1])), weights (per id,
+ * or NULL); unpooled rows of the pooling-NONE features concatenated in
+ * feature order. The language layers check the array sizes before calling
+ * (C cannot see them). */
+%begin %{
+#define HB_EXPERIMENTAL 1
+%}
+%{
+typedef char hbw_pooling_codes_match_hb_h[
+    HB_POOLING_NONE == 0 && HB_POOLING_SUM == 1 && HB_POOLING_MEAN == 2 &&
+            HB_POOLING_SQRTN == 3 ? 1 : -1];
+/* The per-feature pointers of a flat batch (and of the unpooled rows);
+ * returns HB_ERR_OUT_OF_MEMORY or HB_OK. */
+typedef struct hbw_flat {
+  hb_jagged_batch b;
+  const int64_t **ids, **offs;
+  const float **w;
+  float **rows;
+} hbw_flat;
+static hb_status hbw_flat_init(hbw_flat *f, const hb_collection *coll,
+                               int64_t batch, const int64_t *values,
+                               const int64_t *offsets, const float *weights,
+                               float *rows) {
+  size_t n = hb_collection_num_features(coll), i;
+  hb_jagged_batch init = HB_JAGGED_BATCH_INIT;
+  f->b = init;
+  f->ids = (const int64_t **)calloc(n + 1, sizeof *f->ids);
+  f->offs = (const int64_t **)calloc(n + 1, sizeof *f->offs);
+  f->w = (const float **)calloc(n + 1, sizeof *f->w);
+  f->rows = (float **)calloc(n + 1, sizeof *f->rows);
+  if (!f->ids || !f->offs || !f->w || !f->rows) return HB_ERR_OUT_OF_MEMORY;
+  for (i = 0; i < n; ++i) {
+    f->ids[i] = values;
+    f->offs[i] = offsets ? offsets + i * batch : NULL;
+    f->w[i] = weights;
+    if (rows && hb_collection_feature_column(coll, i) < 0 && offsets &&
+        batch > 0) {
+      f->rows[i] = rows;
+      rows += (offsets[(i + 1) * batch] - offsets[i * batch]) *
+              hb_collection_feature_dim(coll, i);
+    }
+  }
+  f->b.batch_size = batch;
+  f->b.ids = f->ids;
+  f->b.offsets = f->offs;
+  f->b.weights = weights ? f->w : NULL;
+  return HB_OK;
+}
+static void hbw_flat_free(hbw_flat *f) {
+  free(f->ids), free(f->offs), free(f->w), free(f->rows);
+}
+%}
+/* hb.h's pooling codes (SWIG does not see the EXPERIMENTAL section; the
+ * wrapper's C checks the values at compile time). */
+%constant int HB_POOLING_NONE = 0;
+%constant int HB_POOLING_SUM = 1;
+%constant int HB_POOLING_MEAN = 2;
+%constant int HB_POOLING_SQRTN = 3;
+%apply void *HB_HANDLE { hb_collection *, const hb_collection * };
+%apply void **HB_HANDLE_OUT { hb_collection **out };
+%apply const int64_t *HB_ARRAY_IN { const int64_t *tables,
+                                    const int64_t *pooling,
+                                    const int64_t *values,
+                                    const int64_t *offsets };
+%apply const float *HB_ARRAY_IN { const float *grad_out,
+                                  const float *grad_unpooled };
+%apply void *HB_BUFFER_OUT { void *unpooled, void *stats };
+%rename(hb_collection_create) hbw_collection_create;
+%rename(hb_collection_destroy) hbw_collection_destroy;
+%rename(hb_collection_num_features) hbw_collection_num_features;
+%rename(hb_collection_pooled_width) hbw_collection_pooled_width;
+%rename(hb_collection_feature_column) hbw_collection_feature_column;
+%rename(hb_collection_feature_dim) hbw_collection_feature_dim;
+%rename(hb_collection_lookup) hbw_collection_lookup;
+%rename(hb_collection_apply_gradients) hbw_collection_apply_gradients;
+%rename(hb_collection_get_stats) hbw_collection_get_stats;
+%inline %{
+static hb_status hbw_collection_create(hb_context *ctx, const int64_t *tables,
+                                       const int64_t *pooling, size_t n,
+                                       hb_collection **out) {
+  hb_collection_feature *fs =
+      (hb_collection_feature *)calloc(n ? n : 1, sizeof *fs);
+  hb_status s;
+  size_t i;
+  if (!fs) return HB_ERR_OUT_OF_MEMORY;
+  for (i = 0; i < n; ++i) {
+    hb_collection_feature init = HB_COLLECTION_FEATURE_INIT;
+    fs[i] = init;
+    fs[i].table = (hb_embedding *)(intptr_t)tables[i];
+    fs[i].pooling = (int32_t)pooling[i];
+  }
+  s = hb_collection_create(ctx, fs, n, out);
+  free(fs);
+  return s;
+}
+static void hbw_collection_destroy(hb_collection *coll) {
+  hb_collection_destroy(coll);
+}
+static size_t hbw_collection_num_features(const hb_collection *coll) {
+  return hb_collection_num_features(coll);
+}
+static int64_t hbw_collection_pooled_width(const hb_collection *coll) {
+  return hb_collection_pooled_width(coll);
+}
+static int64_t hbw_collection_feature_column(const hb_collection *coll,
+                                             size_t feature) {
+  return hb_collection_feature_column(coll, feature);
+}
+static int64_t hbw_collection_feature_dim(const hb_collection *coll,
+                                          size_t feature) {
+  return hb_collection_feature_dim(coll, feature);
+}
+
+static hb_status hbw_collection_lookup(hb_collection *coll, int64_t batch,
+                                       const int64_t *values,
+                                       const int64_t *offsets,
+                                       const float *weights, void *out,
+                                       void *unpooled) {
+  hbw_flat f;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights,
+                              (float *)unpooled);
+  if (s == HB_OK) s = hb_collection_lookup(coll, &f.b, (float *)out, f.rows);
+  hbw_flat_free(&f);
+  return s;
+}
+static hb_status hbw_collection_apply_gradients(
+    hb_collection *coll, int64_t batch, const int64_t *values,
+    const int64_t *offsets, const float *weights, const float *grad_out,
+    const float *grad_unpooled) {
+  hbw_flat f;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights,
+                              (float *)grad_unpooled);
+  if (s == HB_OK)
+    s = hb_collection_apply_gradients(coll, &f.b, grad_out,
+                                      (const float *const *)f.rows);
+  hbw_flat_free(&f);
+  return s;
+}
+/* stats: 10 uint64 (hb_collection_stats after struct_size, in order). */
+static hb_status hbw_collection_get_stats(const hb_collection *coll,
+                                          void *stats) {
+  hb_collection_stats st = HB_COLLECTION_STATS_INIT;
+  hb_status s = hb_collection_get_stats(coll, &st);
+  if (s == HB_OK) memcpy(stats, &st.lookups, 10 * sizeof(uint64_t));
+  return s;
+}
+%}
+
 #define HB_API
 %include "hb.h"

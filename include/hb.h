@@ -76,7 +76,8 @@ enum hb_status_code {
   HB_ERR_DEVICE = 9,      /**< CUDA or NCCL error */
   HB_ERR_PERMISSION = 10, /**< rendezvous token mismatch */
   HB_ERR_CORRUPT = 11,    /**< checkpoint, export file or wire frame fails its checks */
-  HB_ERR_INTERNAL = 12    /**< a bug in hb; please report it */
+  HB_ERR_INTERNAL = 12,   /**< a bug in hb; please report it */
+  HB_ERR_MISMATCH = 13 /**< ranks made mismatched collective calls (operation, counts, dtype, op, root, table or step differ) */
 };
 
 /** Constant name of a status, e.g. "HB_ERR_TIMEOUT"; "HB_ERR_UNKNOWN" otherwise. */
@@ -555,7 +556,150 @@ HB_API hb_status hb_placement_round_robin(int32_t num_workers,
 /*                              EXPERIMENTAL                                */
 /* ======================================================================== */
 #ifdef HB_EXPERIMENTAL
-/* Nothing yet. */
+
+/* ---- Embedding collections ---------------------------------------------- */
+/*
+ * A collection groups the tables of a model and runs one collective step for
+ * all of them: a lookup of every feature costs at most three exchanges (one
+ * header with the counts of every table, one of the ids, one of the rows),
+ * and the gradient step after a lookup of the same ids reuses the lookup's
+ * plan (local dedup, owners, what each owner received and its dedup) and
+ * costs one exchange of the gradients. Semantics, summation order and the
+ * round count are in docs/embedding-collections.md.
+ *
+ * A feature reads one table (several features may share a table) with a
+ * pooling mode. The input is jagged per feature, as TorchRec's
+ * KeyedJaggedTensor: per sample a bag of ids (one-hot, multi-hot or empty),
+ * optionally a weight per id. Results are bit-identical for every world size
+ * and partition, and equal to hb_embedding_lookup / _apply_gradients of the
+ * table on the concatenation of its features' ids (feature order, then
+ * sample order) followed by the pooling documented there.
+ *
+ * Tables stay ordinary hb_embedding handles: save, load, export and the
+ * single-table calls work on them unchanged. A collection references its
+ * tables (it does not own them): destroy it before them. Host tables only
+ * (a GPU table, device >= 0, is HB_ERR_UNSUPPORTED). A collection is used
+ * from one thread at a time, like its context.
+ */
+
+typedef struct hb_collection hb_collection;
+
+enum hb_pooling_code {
+  /** One output row per id (a separate output per feature, see below). */
+  HB_POOLING_NONE = 0,
+  HB_POOLING_SUM = 1,  /**< sum of the bag's (weighted) rows */
+  HB_POOLING_MEAN = 2, /**< the sum divided by the bag's id count */
+  HB_POOLING_SQRTN = 3 /**< the sum divided by sqrt(id count) */
+};
+
+/** One feature. Append-only (struct_size). */
+typedef struct hb_collection_feature {
+  size_t struct_size;
+  const char *name;      /**< for messages; NULL: "feature<i>" */
+  hb_embedding *table;   /**< a sharded host table on the collection's ctx */
+  int32_t pooling;       /**< hb_pooling_code */
+} hb_collection_feature;
+
+#define HB_COLLECTION_FEATURE_INIT \
+  { sizeof(hb_collection_feature), NULL, NULL, HB_POOLING_SUM }
+
+/**
+ * Collective: every rank passes the same features in the same order (the
+ * same tables by config, the same pooling); HB_ERR_INVALID_ARGUMENT naming
+ * the first rank that differs otherwise. At least one feature.
+ */
+HB_API hb_status hb_collection_create(hb_context *ctx,
+                                      const hb_collection_feature *features,
+                                      size_t num_features,
+                                      hb_collection **out);
+HB_API void hb_collection_destroy(hb_collection *coll);
+
+HB_API size_t hb_collection_num_features(const hb_collection *coll);
+/** Width of the pooled output: the sum of the dims of the pooled features
+ *  (pooling != NONE); 0 for a NULL coll. */
+HB_API int64_t hb_collection_pooled_width(const hb_collection *coll);
+/** Column of feature f in the pooled output; -1 for a pooling-NONE feature
+ *  or an f out of range. */
+HB_API int64_t hb_collection_feature_column(const hb_collection *coll,
+                                            size_t feature);
+/** Row width (the table's dim) of feature f; 0 when out of range. */
+HB_API int64_t hb_collection_feature_dim(const hb_collection *coll,
+                                         size_t feature);
+
+/**
+ * One batch of this rank, jagged per feature. batch_size (B) may differ per
+ * rank, including 0. For feature f, either
+ *  - offsets[f] has B + 1 non-decreasing entries >= 0: sample b's ids are
+ *    ids[f][offsets[f][b] .. offsets[f][b+1]) (offsets[f][0] need not be
+ *    0, so a flat KeyedJaggedTensor passes ids[f] = values and offsets[f] =
+ *    kjt_offsets + f * B for every f), or
+ *  - offsets is NULL and lengths[f] has B entries >= 0: the bags follow one
+ *    another from ids[f][0].
+ * weights: NULL (every weight 1), or per feature NULL or one float per id,
+ * indexed like ids[f]. With B = 0 a feature's arrays may be NULL.
+ */
+typedef struct hb_jagged_batch {
+  size_t struct_size;
+  int64_t batch_size;
+  const int64_t *const *ids;     /**< [num_features] */
+  const int64_t *const *offsets; /**< [num_features] or NULL */
+  const int64_t *const *lengths; /**< [num_features] or NULL (with offsets) */
+  const float *const *weights;   /**< NULL, or [num_features] each NULL or per id */
+} hb_jagged_batch;
+
+#define HB_JAGGED_BATCH_INIT \
+  { sizeof(hb_jagged_batch), 0, NULL, NULL, NULL, NULL }
+
+/**
+ * Collective. out: B x pooled_width float32, row-major; feature f's pooled
+ * rows at column hb_collection_feature_column(f). unpooled: NULL when no
+ * feature has pooling NONE, else [num_features] where entry f of a NONE
+ * feature receives one row per id (n_f x dim, in the order of its ids,
+ * each multiplied by its weight when weights are given; other entries are
+ * ignored). An empty bag pools to zeros.
+ */
+HB_API hb_status hb_collection_lookup(hb_collection *coll,
+                                      const hb_jagged_batch *batch, float *out,
+                                      float *const *unpooled);
+
+/**
+ * Collective gradient step: grad_out is the gradient of out (B x
+ * pooled_width), grad_unpooled that of unpooled (as in lookup). Each id gets
+ * its (weighted, scaled) share of its bag's gradient; duplicates are summed
+ * and every touched row gets one optimizer step per call. When every rank
+ * passes the ids of its last lookup on this collection (compared exactly,
+ * not trusted), the lookup's plan is reused and the step costs one
+ * exchange; otherwise it plans again (three exchanges, plus the one that
+ * found out).
+ */
+HB_API hb_status hb_collection_apply_gradients(
+    hb_collection *coll, const hb_jagged_batch *batch, const float *grad_out,
+    const float *const *grad_unpooled);
+
+/** This rank's counters since creation (or the last reset). */
+typedef struct hb_collection_stats {
+  size_t struct_size;
+  uint64_t lookups, updates;
+  uint64_t reused_plans;  /**< updates that reused their lookup's plan */
+  uint64_t rounds;        /**< exchanges (collective rounds) issued */
+  uint64_t ids;           /**< ids passed in, all features */
+  uint64_t unique_ids;    /**< after the local dedup, per table */
+  uint64_t owner_unique;  /**< after the owner dedup */
+  uint64_t wire_bytes_sent, wire_bytes_recv; /**< to / from other ranks */
+  /** What this rank's dedup bounds: its unique ids sent to remote owners
+   *  (8 bytes each, once per lookup) plus the rows back and the gradients
+   *  out (wire bytes each). wire_bytes_sent + recv minus headers equals it
+   *  for lookups that reuse their plan. */
+  uint64_t dedup_bound_bytes;
+} hb_collection_stats;
+
+#define HB_COLLECTION_STATS_INIT \
+  { sizeof(hb_collection_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+HB_API hb_status hb_collection_get_stats(const hb_collection *coll,
+                                         hb_collection_stats *out);
+HB_API hb_status hb_collection_reset_stats(hb_collection *coll);
+
 #endif
 
 #ifdef __cplusplus

@@ -7,9 +7,14 @@
 //
 // Run: criteo_synth [--dim 16] [--steps 20] [--batch 8192] [--alpha 1.1]
 //      [--profile mini|full] [--tables 26] [--wire f32|f16|bf16] [--seed 1]
+//      [--collection]
 // under hbrun -n N for several ranks. Reports per rank: ids/s (lookup +
-// apply_gradients, counted once per id), unique-id ratio, wire bytes per
-// step against the dedup bound, peak RSS against the shard's own size.
+// apply_gradients, counted once per id), unique-id ratio, collective rounds
+// per step, wire bytes per step against the dedup bound, peak RSS against
+// the shard's own size. --collection runs every step as one
+// hb_collection_lookup and one hb_collection_apply_gradients over all the
+// tables (one sum-pooled one-hot feature per table) instead of one
+// lookup and one apply per table.
 #include <time.h>
 
 #include <chrono>
@@ -21,6 +26,7 @@
 #include <string>
 #include <vector>
 
+#define HB_EXPERIMENTAL 1
 #include "embedding/handle.h"
 #include "hb.h"
 
@@ -88,6 +94,7 @@ struct Args {
   double alpha = 1.1;
   hb_dtype wire = HB_FLOAT32;
   uint64_t seed = 1;
+  bool collection = false;
 };
 
 Args parse(int argc, char **argv) {
@@ -95,6 +102,10 @@ Args parse(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (k == "--collection") {
+      a.collection = true;
+      continue;
+    }
     if (k == "--dim")
       a.dim = std::atoll(v);
     else if (k == "--steps")
@@ -153,6 +164,126 @@ void check(hb_status st, const char *what) {
   }
 }
 
+struct Timing {
+  double secs = 0, cpu = 0;
+  uint64_t ids = 0;  // ids timed, counted once per lookup + apply
+};
+struct Traffic {
+  uint64_t uniq = 0, ids_in = 0, rounds = 0;
+  double sent = 0, recv = 0;
+  double req = 0;    // bytes this rank causes as a requester
+  double bound = 0;  // what its dedup bounds them by
+};
+
+template <class F>
+void timed(Timing *tm, int64_t s, int warmup, uint64_t n, F &&f) {
+  auto t0 = std::chrono::steady_clock::now();
+  double c0 = cpu_seconds();
+  f();
+  double c1 = cpu_seconds();
+  auto t1 = std::chrono::steady_clock::now();
+  if (s >= warmup) {
+    tm->secs += std::chrono::duration<double>(t1 - t0).count();
+    tm->cpu += c1 - c0;
+    tm->ids += n;
+  }
+}
+
+const int kWarmup = 2;
+
+std::vector<float> make_grads(size_t n) {
+  std::vector<float> g(n);
+  for (size_t i = 0; i < g.size(); ++i)
+    g[i] = ((i * 2654435761u) % 1000) * 1e-5f - 0.005f;
+  return g;
+}
+
+// One lookup and one apply_gradients per table and step.
+template <class Fill>
+Traffic run_tables(const Args &a, std::vector<hb_embedding *> &tabs,
+                   Fill &&fill_ids, Timing *tm) {
+  std::vector<int64_t> ids(a.batch);
+  std::vector<float> out(a.batch * a.dim), grads = make_grads(a.batch * a.dim);
+  for (int64_t s = 0; s < a.steps + kWarmup; ++s) {
+    if (s == kWarmup)
+      for (auto *e : tabs) e->table->reset_stats();
+    for (int t = 0; t < a.tables; ++t) {
+      fill_ids(t, s, ids.data());
+      timed(tm, s, kWarmup, a.batch, [&] {
+        check(hb_embedding_lookup(tabs[t], ids.data(), a.batch, out.data()),
+              "lookup");
+        check(hb_embedding_apply_gradients(tabs[t], ids.data(), a.batch,
+                                           grads.data()),
+              "apply");
+      });
+    }
+  }
+  Traffic tr;
+  for (auto *e : tabs) {
+    const hb::emb::Stats &st = e->table->stats();
+    tr.uniq += st.unique_ids;
+    tr.ids_in += st.ids;
+    tr.sent += st.wire_bytes_sent;
+    tr.recv += st.wire_bytes_recv;
+    tr.req += st.request_bytes;
+    tr.rounds += 3 * (st.lookups + st.applies);  // header, ids, payload
+  }
+  // Dedup bound for this rank's requests: each locally unique id at most
+  // once per lookup and apply (id out twice, row in, gradient out).
+  const double row_bytes = a.dim * (a.wire == HB_FLOAT32 ? 4.0 : 2.0);
+  tr.bound = tr.uniq / 2.0 * (16.0 + 2.0 * row_bytes);
+  return tr;
+}
+
+// One collection over all the tables: one lookup and one apply per step.
+template <class Fill>
+Traffic run_collection(const Args &a, hb_context *ctx,
+                       std::vector<hb_embedding *> &tabs, Fill &&fill_ids,
+                       Timing *tm) {
+  std::vector<hb_collection_feature> fs(a.tables);
+  for (int t = 0; t < a.tables; ++t) {
+    fs[t] = HB_COLLECTION_FEATURE_INIT;
+    fs[t].table = tabs[t];
+    fs[t].pooling = HB_POOLING_SUM;
+  }
+  hb_collection *coll = nullptr;
+  check(hb_collection_create(ctx, fs.data(), fs.size(), &coll),
+        "hb_collection_create");
+  std::vector<int64_t> ids(a.tables * a.batch), offsets(a.batch + 1);
+  for (int64_t i = 0; i <= a.batch; ++i) offsets[i] = i;  // one-hot
+  std::vector<const int64_t *> pid(a.tables), poff(a.tables, offsets.data());
+  for (int t = 0; t < a.tables; ++t) pid[t] = &ids[t * a.batch];
+  hb_jagged_batch jb = HB_JAGGED_BATCH_INIT;
+  jb.batch_size = a.batch;
+  jb.ids = pid.data();
+  jb.offsets = poff.data();
+  std::vector<float> out(a.batch * a.tables * a.dim),
+      grads = make_grads(out.size());
+  for (int64_t s = 0; s < a.steps + kWarmup; ++s) {
+    if (s == kWarmup) check(hb_collection_reset_stats(coll), "reset");
+    for (int t = 0; t < a.tables; ++t) fill_ids(t, s, &ids[t * a.batch]);
+    timed(tm, s, kWarmup, a.batch * a.tables, [&] {
+      check(hb_collection_lookup(coll, &jb, out.data(), nullptr), "lookup");
+      check(hb_collection_apply_gradients(coll, &jb, grads.data(), nullptr),
+            "apply");
+    });
+  }
+  hb_collection_stats st = HB_COLLECTION_STATS_INIT;
+  check(hb_collection_get_stats(coll, &st), "stats");
+  hb_collection_destroy(coll);
+  Traffic tr;
+  tr.uniq = st.unique_ids;
+  tr.ids_in = st.ids / 2;  // each id is passed to lookup and apply
+  tr.sent = st.wire_bytes_sent;
+  tr.recv = st.wire_bytes_recv;
+  tr.rounds = st.rounds;
+  tr.bound = st.dedup_bound_bytes;
+  // Requester traffic: its payload sent plus the rows it receives; the
+  // collection counts every byte to other ranks, headers included.
+  tr.req = st.wire_bytes_sent;
+  return tr;
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -190,70 +321,40 @@ int main(int argc, char **argv) {
   for (int t = 0; t < a.tables; ++t)
     shard_bytes += tabs[t]->table->shard().memory_bytes();
 
-  std::vector<int64_t> ids(a.batch);
-  std::vector<float> out(a.batch * a.dim), grads(a.batch * a.dim);
-  for (size_t i = 0; i < grads.size(); ++i)
-    grads[i] = ((i * 2654435761u) % 1000) * 1e-5f - 0.005f;
-  double secs = 0, cpu = 0;
-  const int warmup = 2;
-  uint64_t ids_timed = 0;
-  for (int64_t s = 0; s < a.steps + warmup; ++s) {
-    if (s == warmup)
-      for (auto *e : tabs) e->table->reset_stats();
-    for (int t = 0; t < a.tables; ++t) {
-      uint64_t st = a.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 40) ^
-                    (uint64_t(s) << 20) ^ t;
-      for (int64_t i = 0; i < a.batch; ++i) {
-        int64_t k = zipf[t](st) - 1;
-        ids[i] = static_cast<int64_t>(
-            (static_cast<unsigned __int128>(mult[t]) * k + add[t]) % rows[t]);
-      }
-      auto t0 = std::chrono::steady_clock::now();
-      double c0 = cpu_seconds();
-      check(hb_embedding_lookup(tabs[t], ids.data(), a.batch, out.data()),
-            "lookup");
-      check(hb_embedding_apply_gradients(tabs[t], ids.data(), a.batch,
-                                         grads.data()),
-            "apply");
-      double c1 = cpu_seconds();
-      auto t1 = std::chrono::steady_clock::now();
-      if (s >= warmup) {
-        secs += std::chrono::duration<double>(t1 - t0).count();
-        cpu += c1 - c0;
-        ids_timed += a.batch;
-      }
+  // The ids of table t at step s on this rank (the same in both modes).
+  auto fill_ids = [&](int t, int64_t s, int64_t *ids) {
+    uint64_t st = a.seed * 0x9E3779B97F4A7C15ull ^ (uint64_t(rank) << 40) ^
+                  (uint64_t(s) << 20) ^ t;
+    for (int64_t i = 0; i < a.batch; ++i) {
+      int64_t k = zipf[t](st) - 1;
+      ids[i] = static_cast<int64_t>(
+          (static_cast<unsigned __int128>(mult[t]) * k + add[t]) % rows[t]);
     }
-  }
-  uint64_t uniq = 0, ids_in = 0, sent = 0, recv = 0, req = 0;
-  for (auto *e : tabs) {
-    const hb::emb::Stats &st = e->table->stats();
-    uniq += st.unique_ids;
-    ids_in += st.ids;
-    sent += st.wire_bytes_sent;
-    recv += st.wire_bytes_recv;
-    req += st.request_bytes;
-  }
+  };
+  Timing tm;
+  Traffic tr;
+  if (a.collection)
+    tr = run_collection(a, ctx, tabs, fill_ids, &tm);
+  else
+    tr = run_tables(a, tabs, fill_ids, &tm);
   const double steps = static_cast<double>(a.steps);
-  const double row_bytes = a.dim * (a.wire == HB_FLOAT32 ? 4.0 : 2.0);
-  // Dedup bound for this rank's requests: each locally unique id at most
-  // once per lookup and apply (id out twice, row in, gradient out).
-  const double bound = uniq / 2.0 * (16.0 + 2.0 * row_bytes) / steps;
   const double peak = peak_rss_kib() * 1024.0;
   std::printf(
-      "criteo_synth rank %d/%d dim %lld batch %lld tables %lld alpha %.2f wire "
-      "%s: "
-      "%.2f M ids/s (%.2f M per CPU-second) | unique ratio %.3f | request "
-      "bytes/step %.0f (dedup bound %.0f, %.2f) | "
+      "criteo_synth rank %d/%d %s dim %lld batch %lld tables %lld alpha %.2f "
+      "wire %s: "
+      "%.2f M ids/s (%.2f M per CPU-second) | unique ratio %.3f | rounds/step "
+      "%.1f | request bytes/step %.0f (dedup bound %.0f, %.2f) | "
       "wire sent %.0f recv %.0f bytes/step | peak RSS %.1f MiB, shard %.1f MiB "
       "(%.2fx)\n",
-      rank, world, (long long)a.dim, (long long)a.batch, (long long)a.tables,
-      a.alpha,
+      rank, world, a.collection ? "collection" : "tables", (long long)a.dim,
+      (long long)a.batch, (long long)a.tables, a.alpha,
       a.wire == HB_FLOAT32   ? "f32"
       : a.wire == HB_FLOAT16 ? "f16"
                              : "bf16",
-      ids_timed / secs / 1e6, ids_timed / cpu / 1e6,
-      static_cast<double>(uniq) / ids_in, req / steps, bound,
-      bound > 0 ? req / steps / bound : 0.0, sent / steps, recv / steps,
+      tm.ids / tm.secs / 1e6, tm.ids / tm.cpu / 1e6,
+      static_cast<double>(tr.uniq) / tr.ids_in, tr.rounds / steps,
+      tr.req / steps, tr.bound / steps,
+      tr.bound > 0 ? tr.req / tr.bound : 0.0, tr.sent / steps, tr.recv / steps,
       peak / 1048576.0, shard_bytes / 1048576.0, peak / shard_bytes);
   for (auto *e : tabs) hb_embedding_destroy(e);
   hb_context_destroy(ctx);

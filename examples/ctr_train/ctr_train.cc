@@ -4,9 +4,12 @@
 //   hbrun -n 4 -- ctr_train [--train-samples N] [--batch B] [--out DIR] ...
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
-// lookup per sparse table (dedup + alltoallv inside hb), a forward/backward
-// pass of the MLP written by hand, dense gradients through
-// hb_allreduce_many, sparse gradients through hb_embedding_apply_gradients.
+// hb_collection_lookup for all 27 features (26 one-hot categorical tables
+// and the wide table's 26 ids per sample, sum-pooled: at most three
+// exchanges whatever the number of tables), a forward/backward pass of the
+// MLP written by hand, dense gradients through hb_allreduce_many, sparse
+// gradients through one hb_collection_apply_gradients (it reuses the
+// lookup's plan: one exchange).
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -21,6 +24,7 @@
 #include <sys/stat.h>
 #include <time.h>
 
+#define HB_EXPERIMENTAL 1  // embedding collections
 #include "hb.h"
 #include "synth_data.h"
 
@@ -156,9 +160,15 @@ struct Dense {
 struct Batch {
   std::vector<synth::Sample> samples;
   std::vector<std::vector<int64_t>> ids;  // [table][n]
-  std::vector<std::vector<float>> emb;    // [table][n * dim]
   std::vector<int64_t> wide_ids;          // n * tables
-  std::vector<float> wide;                // n * tables
+  // The collection's jagged input: feature t < tables reads ids[t] (one id
+  // per sample), feature `tables` reads wide_ids (tables ids per sample).
+  std::vector<int64_t> one_hot, wide_bags;  // offsets, n + 1 each
+  std::vector<const int64_t *> feat_ids, feat_offsets;
+  hb_jagged_batch jagged = HB_JAGGED_BATCH_INIT;
+  // Pooled output: n x (tables * dim + 1), the wide sum in the last column;
+  // and its gradient.
+  std::vector<float> pooled, grad_pooled;
   std::vector<float> x, z1, logit, prob, label;
 };
 
@@ -179,11 +189,19 @@ class Trainer {
     }
     wide_ = make_table("wide", f.vocab * synth::kTables, 1, HB_INIT_ZEROS, 0.0,
                        0.0);
+    // One collection: the 26 categorical features and the wide feature.
+    std::vector<hb_collection_feature> feats(synth::kTables + 1);
+    for (int t = 0; t <= synth::kTables; ++t) {
+      feats[t] = HB_COLLECTION_FEATURE_INIT;
+      feats[t].table = t < synth::kTables ? tables_[t] : wide_;
+      feats[t].pooling = HB_POOLING_SUM;
+    }
+    CHECK_HB(hb_collection_create(ctx_, feats.data(), feats.size(), &coll_));
     b_.ids.resize(synth::kTables);
-    b_.emb.resize(synth::kTables);
     plan_train_shard();
   }
   ~Trainer() {
+    hb_collection_destroy(coll_);  // before its tables
     for (auto *t : tables_) hb_embedding_destroy(t);
     hb_embedding_destroy(wide_);
   }
@@ -244,6 +262,7 @@ class Trainer {
   Dense dense_;
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
+  hb_collection *coll_ = nullptr;
   int rank_ = 0, world_ = 1;
   int64_t shard_begin_ = 0, shard_end_ = 0;
   Batch b_;
@@ -262,20 +281,25 @@ void Trainer::forward(int split, int64_t begin, int64_t end) {
       b_.ids[t][i] = b_.samples[i].ids[t];
       b_.wide_ids[i * T + t] = t * f_.vocab + b_.samples[i].ids[t];
     }
-    b_.emb[t].resize(n * D);
-    CHECK_HB(
-        hb_embedding_lookup(tables_[t], b_.ids[t].data(), n, b_.emb[t].data()));
   }
-  b_.wide.resize(n * T);
-  CHECK_HB(
-      hb_embedding_lookup(wide_, b_.wide_ids.data(), n * T, b_.wide.data()));
+  b_.one_hot.resize(n + 1), b_.wide_bags.resize(n + 1);
+  for (int64_t i = 0; i <= n; ++i) b_.one_hot[i] = i, b_.wide_bags[i] = i * T;
+  b_.feat_ids.resize(T + 1), b_.feat_offsets.resize(T + 1);
+  for (int t = 0; t < T; ++t)
+    b_.feat_ids[t] = b_.ids[t].data(), b_.feat_offsets[t] = b_.one_hot.data();
+  b_.feat_ids[T] = b_.wide_ids.data(), b_.feat_offsets[T] = b_.wide_bags.data();
+  b_.jagged.batch_size = n;
+  b_.jagged.ids = b_.feat_ids.data();
+  b_.jagged.offsets = b_.feat_offsets.data();
+  const int64_t P = T * D + 1;  // pooled width
+  b_.pooled.resize(n * P);
+  CHECK_HB(hb_collection_lookup(coll_, &b_.jagged, b_.pooled.data(), nullptr));
 
   b_.x.resize(n * in), b_.z1.resize(n * H), b_.logit.resize(n),
       b_.prob.resize(n), b_.label.resize(n);
   for (int64_t i = 0; i < n; ++i) {
     float *x = &b_.x[i * in];
-    for (int t = 0; t < T; ++t)
-      std::memcpy(x + t * D, &b_.emb[t][i * D], D * sizeof(float));
+    std::memcpy(x, &b_.pooled[i * P], T * D * sizeof(float));
     std::memcpy(x + T * D, b_.samples[i].dense, synth::kDense * sizeof(float));
     float *z = &b_.z1[i * H];
     double logit = dense_.b2[0];
@@ -286,7 +310,7 @@ void Trainer::forward(int split, int64_t begin, int64_t end) {
       z[h] = acc;
       if (acc > 0) logit += dense_.w2[h] * acc;
     }
-    for (int t = 0; t < T; ++t) logit += b_.wide[i * T + t];
+    logit += b_.pooled[i * P + T * D];  // the wide part: its pooled sum
     b_.logit[i] = static_cast<float>(logit);
     b_.prob[i] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
     b_.label[i] = b_.samples[i].label;
@@ -301,7 +325,8 @@ void Trainer::backward(int64_t global_n) {
   dense_.zero_grads();
   dx_.assign(n * in, 0.0f);
   dz1_.resize(H);
-  std::vector<float> dwide(n * T);
+  const int64_t P = T * D + 1;
+  b_.grad_pooled.resize(n * P);
   for (int64_t i = 0; i < n; ++i) {
     // d(mean logistic loss)/d(logit) = (p - y) / N
     float dl = (b_.prob[i] - b_.label[i]) * inv;
@@ -328,7 +353,8 @@ void Trainer::backward(int64_t global_n) {
         dx[k] += g * w[k];
       }
     }
-    for (int t = 0; t < T; ++t) dwide[i * T + t] = dl;
+    std::memcpy(&b_.grad_pooled[i * P], dx, T * D * sizeof(float));
+    b_.grad_pooled[i * P + T * D] = dl;  // each wide id gets dl
   }
   // Dense gradients: one fused allreduce over the four tensors.
   void *bufs[4] = {dense_.gw1.data(), dense_.gb1.data(), dense_.gw2.data(),
@@ -337,16 +363,10 @@ void Trainer::backward(int64_t global_n) {
                       dense_.gb2.size()};
   CHECK_HB(hb_allreduce_many(ctx_, bufs, counts, 4, HB_FLOAT32, HB_SUM));
   dense_.step(static_cast<float>(f_.lr));
-  // Sparse gradients go to the ranks that own the rows.
-  std::vector<float> g(n * D);
-  for (int t = 0; t < T; ++t) {
-    for (int64_t i = 0; i < n; ++i)
-      std::memcpy(&g[i * D], &dx_[i * in + t * D], D * sizeof(float));
-    CHECK_HB(hb_embedding_apply_gradients(tables_[t], b_.ids[t].data(), n,
-                                          g.data()));
-  }
-  CHECK_HB(hb_embedding_apply_gradients(wide_, b_.wide_ids.data(), n * T,
-                                        dwide.data()));
+  // Sparse gradients go to the ranks that own the rows: one call, which
+  // reuses the plan of this batch's lookup.
+  CHECK_HB(hb_collection_apply_gradients(coll_, &b_.jagged,
+                                         b_.grad_pooled.data(), nullptr));
 }
 
 double Trainer::current_loss_sum() const {

@@ -7,8 +7,10 @@ The same model and data as the C++ demo: criteo-synth samples (synth_data.py,
 the same samples as synth_data.h) with a planted logistic model, 26 sharded
 embedding tables plus a wide table, and an MLP whose backward pass is
 written by hand. Per step: hb data_sync (ranks hold uneven shards), one
-lookup per table, dense gradients through allreduce_many, sparse gradients
-through apply_gradients. Every --eval-every steps the held-out split is
+collection lookup for all 27 features (hb.Collection: the 26 one-hot
+categorical features and the wide feature's 26 ids per sample, sum-pooled),
+dense gradients through allreduce_many, sparse gradients through one
+collection apply_gradients (it reuses the lookup's plan). Every --eval-every steps the held-out split is
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 """
@@ -102,8 +104,12 @@ class Trainer:
                        for t in range(T)]
         self.wide = hb.Embedding(ctx, "wide", 1, num_rows=f.vocab * T, initializer=hb.INIT_ZEROS,
                                  **common)
+        # One collection: feature t < T reads table t (one id per sample),
+        # feature T the wide table (T ids per sample); all sum-pooled.
+        self.coll = hb.Collection(ctx, self.tables + [self.wide])
         self.shard_begin, self.shard_end = self.plan_train_shard()
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
+        self._offsets = {}
 
     def plan_train_shard(self):
         return plan_train_shard(self.f, self.world, self.rank)
@@ -114,16 +120,22 @@ class Trainer:
         f, d = self.f, self.dense
         s = self.gen.sample(split, begin, end)
         n = s.ids.shape[0]
-        ids = [np.ascontiguousarray(s.ids[:, t]) for t in range(T)]
-        emb = [tab.lookup(i) for tab, i in zip(self.tables, ids)]
-        wide_ids = np.ascontiguousarray((s.ids + self.table_offsets).reshape(-1))
-        wide = self.wide.lookup(wide_ids).reshape(n, T)
-        x = np.concatenate(emb + [s.dense], axis=1) if n else np.zeros((0, d.n_in), np.float32)
+        # The batch as a flat KeyedJaggedTensor: the T categorical features'
+        # ids feature by feature, then the wide feature's T ids per sample.
+        values = np.concatenate([s.ids.T.reshape(-1), (s.ids + self.table_offsets).reshape(-1)])
+        offsets = self._offsets.get(n)
+        if offsets is None:
+            offsets = np.concatenate([np.arange(T * n, dtype=np.int64),
+                                      T * n + np.arange(n + 1, dtype=np.int64) * T])
+            self._offsets[n] = offsets
+        pooled = self.coll.lookup(values, offsets)  # n x (T * dim + 1)
+        x = np.concatenate([pooled[:, :T * f.dim], s.dense], axis=1)
         z1 = x @ d.w1.T + d.b1
         a1 = np.maximum(z1, 0)
-        logit = d.b2[0].astype(np.float64) + a1.astype(np.float64) @ d.w2 + wide.sum(axis=1, dtype=np.float64)
+        # The wide part: its pooled sum, the last column.
+        logit = d.b2[0].astype(np.float64) + a1.astype(np.float64) @ d.w2 + pooled[:, T * f.dim]
         prob = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
-        return dict(s=s, ids=ids, wide_ids=wide_ids, x=x, z1=z1, a1=a1, prob=prob, label=s.label)
+        return dict(s=s, values=values, offsets=offsets, x=x, z1=z1, a1=a1, prob=prob, label=s.label)
 
     def backward(self, b, global_n):
         """Gradients of the mean logistic loss over the global batch."""
@@ -140,10 +152,13 @@ class Trainer:
         # Dense gradients: one fused allreduce over the four tensors.
         self.ctx.allreduce_many(d.grads)
         d.step(f.lr)
-        # Sparse gradients go to the ranks that own the rows.
-        for t, tab in enumerate(self.tables):
-            tab.apply_gradients(b["ids"][t], np.ascontiguousarray(dx[:, t * f.dim:(t + 1) * f.dim]))
-        self.wide.apply_gradients(b["wide_ids"], np.repeat(dl, T))
+        # Sparse gradients go to the ranks that own the rows: one call, which
+        # reuses the plan of this batch's lookup. The wide feature's pooled
+        # gradient is dl (each of its ids gets it).
+        grad = np.empty((dl.shape[0], T * f.dim + 1), np.float32)
+        grad[:, :T * f.dim] = dx[:, :T * f.dim]
+        grad[:, T * f.dim] = dl
+        self.coll.apply_gradients(b["values"], b["offsets"], grad)
 
     @staticmethod
     def loss_sum(b):

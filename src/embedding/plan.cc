@@ -83,6 +83,21 @@ int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 
+void sum_rows(const float *src, size_t n, const uint32_t *inv,
+              const uint32_t *map, int64_t dim, float *dst) {
+  uint32_t next_new = 0;
+  for (size_t i = 0; i < n; ++i) {
+    float *d = dst + (map ? map[inv[i]] : inv[i]) * dim;
+    const float *g = src + i * dim;
+    if (inv[i] == next_new) {
+      std::memcpy(d, g, dim * 4);
+      ++next_new;
+    } else {
+      for (int64_t c = 0; c < dim; ++c) d[c] += g[c];
+    }
+  }
+}
+
 void group_by_slot(const uint32_t *inv, size_t n, const uint32_t *map,
                    size_t nslots, std::vector<int64_t> *order,
                    std::vector<int64_t> *seg) {

@@ -49,6 +49,12 @@ class StepPlan {
   const std::vector<int64_t> &send_counts() const { return send_counts_; }
   const std::vector<int64_t> &recv_counts() const { return recv_counts_; }
   int64_t recv_total() const;
+  // A collection agrees on the counts of all its tables in one header
+  // (collection.cc) and hands each plan its share.
+  void set_recv_counts(std::vector<int64_t> counts) {
+    recv_counts_ = std::move(counts);
+  }
+  const std::optional<int64_t> &bad_id() const { return bad_id_; }
   uint64_t remote_sent() const;  // ids this rank sends to other ranks
 
  private:
@@ -60,6 +66,12 @@ class StepPlan {
   std::vector<uint32_t> pos_;
   std::vector<int64_t> send_ids_, send_counts_, recv_counts_;
 };
+
+// dst[slot] = sum of the src rows i with inv[i] == u, slot = map ? map[u]
+// : u, in increasing i: the first row is copied, later ones are added.
+// inv numbers the ids in first-occurrence order (a Dedup's inverse).
+void sum_rows(const float *src, size_t n, const uint32_t *inv,
+              const uint32_t *map, int64_t dim, float *dst);
 
 // Groups positions [0, n) by slot: slot(i) = map ? map[inv[i]] : inv[i],
 // in [0, nslots), every slot non-empty. order gets the positions slot by

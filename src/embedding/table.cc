@@ -8,24 +8,6 @@
 namespace hb {
 namespace emb {
 
-// dst[slot] = sum of the src rows i with inv[i] == u, slot = map ? map[u]
-// : u, in increasing i: the first row is copied, later ones are added.
-// inv numbers the ids in first-occurrence order (a Dedup's inverse).
-static void sum_rows(const float *src, size_t n, const uint32_t *inv,
-                     const uint32_t *map, int64_t dim, float *dst) {
-  uint32_t next_new = 0;
-  for (size_t i = 0; i < n; ++i) {
-    float *d = dst + (map ? map[inv[i]] : inv[i]) * dim;
-    const float *g = src + i * dim;
-    if (inv[i] == next_new) {
-      std::memcpy(d, g, dim * 4);
-      ++next_new;
-    } else {
-      for (int64_t c = 0; c < dim; ++c) d[c] += g[c];
-    }
-  }
-}
-
 Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
     : spec_(spec),
       x_(std::move(exchange)),
@@ -93,6 +75,43 @@ void Table::count_step(size_t n) {
   stats_.unique_ids += plan_.local().unique().size();
 }
 
+void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                        const Dedup &owner, unsigned char *dst) {
+  const int64_t dim = spec_.dim;
+  const hb_dtype wd = spec_.wire_dtype;
+  if (nu < 0) {
+    for (size_t j = 0; j < nrecv; ++j)
+      wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
+    return;
+  }
+  rows_.resize(nu);
+  for (int64_t k = 0; k < nu; ++k) rows_[k] = shard_->get(owner.unique()[k]);
+  const std::vector<uint32_t> &inv = owner.inverse();
+  for (size_t j = 0; j < nrecv; ++j)
+    wire_encode(rows_[inv[j]], dim, wd, dst + j * wire_row_bytes_);
+}
+
+void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
+                           const Dedup &owner, const unsigned char *partials) {
+  const int64_t dim = spec_.dim;
+  fbuf2_.resize(nrecv * dim);
+  wire_decode(partials, nrecv * dim, spec_.wire_dtype, fbuf2_.data());
+  const Optimizer &opt = shard_->optimizer();
+  if (nu < 0) {
+    for (size_t j = 0; j < nrecv; ++j)
+      opt.step(shard_->get(recv[j]), fbuf2_.data() + j * dim);
+    return;
+  }
+  // Sum the ranks' partial sums of each id in rank order: received data is
+  // packed by source rank and each rank sent an id at most once.
+  fbuf_.resize(nu * dim);
+  sum_rows(fbuf2_.data(), nrecv, owner.inverse().data(), nullptr, dim,
+           fbuf_.data());
+  const std::vector<int64_t> &u = owner.unique();
+  for (int64_t k = 0; k < nu; ++k)
+    opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);
+}
+
 void Table::lookup(const int64_t *ids, size_t n, float *out) {
   Outcome o;
   try {
@@ -105,27 +124,15 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
   count_step(n);
 
   // Owner: the rows of every received id, in received order, wire dtype.
-  const int64_t dim = spec_.dim;
-  const hb_dtype wd = spec_.wire_dtype;
-  const size_t nrecv = recv_ids_.size();
-  wbuf_.resize(nrecv * wire_row_bytes_);
-  int64_t nu = owner_dedup();
-  if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
-      wire_encode(shard_->get(recv_ids_[j]), dim, wd,
-                  wbuf_.data() + j * wire_row_bytes_);
-  } else {
-    std::vector<const float *> rows(nu);
-    for (int64_t k = 0; k < nu; ++k)
-      rows[k] = shard_->get(plan_.owner().unique()[k]);
-    const std::vector<uint32_t> &inv = plan_.owner().inverse();
-    for (size_t j = 0; j < nrecv; ++j)
-      wire_encode(rows[inv[j]], dim, wd, wbuf_.data() + j * wire_row_bytes_);
-  }
+  wbuf_.resize(recv_ids_.size() * wire_row_bytes_);
+  encode_rows(recv_ids_.data(), recv_ids_.size(), owner_dedup(), plan_.owner(),
+              wbuf_.data());
   // Back to the requesters, in the order they sent the ids.
   wbuf2_.resize(plan_.send_ids().size() * wire_row_bytes_);
   exchange_payload(wbuf_.data(), plan_.recv_counts(), wbuf2_.data(),
                    plan_.send_counts(), wire_row_bytes_);
+  const int64_t dim = spec_.dim;
+  const hb_dtype wd = spec_.wire_dtype;
   const std::vector<uint32_t> &inv = plan_.local().inverse();
   const std::vector<uint32_t> &pos = plan_.pos();
   for (size_t i = 0; i < n; ++i)
@@ -157,24 +164,8 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   wbuf2_.resize(nrecv * wire_row_bytes_);
   exchange_payload(wbuf_.data(), plan_.send_counts(), wbuf2_.data(),
                    plan_.recv_counts(), wire_row_bytes_);
-  fbuf2_.resize(nrecv * dim);
-  wire_decode(wbuf2_.data(), nrecv * dim, wd, fbuf2_.data());
-
-  const Optimizer &opt = shard_->optimizer();
-  int64_t nu = owner_dedup();
-  if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
-      opt.step(shard_->get(recv_ids_[j]), fbuf2_.data() + j * dim);
-    return;
-  }
-  // Sum the ranks' partial sums of each id in rank order: received data is
-  // packed by source rank and each rank sent an id at most once.
-  fbuf_.resize(nu * dim);
-  sum_rows(fbuf2_.data(), nrecv, plan_.owner().inverse().data(), nullptr, dim,
-           fbuf_.data());
-  const std::vector<int64_t> &u = plan_.owner().unique();
-  for (int64_t k = 0; k < nu; ++k)
-    opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);
+  apply_received(recv_ids_.data(), nrecv, owner_dedup(), plan_.owner(),
+                 wbuf2_.data());
 }
 
 }  // namespace emb

@@ -60,6 +60,19 @@ class Table {
   void lookup(const int64_t *ids, size_t n, float *out);
   void apply_gradients(const int64_t *ids, size_t n, const float *grads);
 
+  // The owner halves of a step, shared with collections (collection.h).
+  // recv: the nrecv ids received, packed by source rank; nu: the result of
+  // StepPlan::owner_dedup on them (-1: already unique) and owner its dedup.
+  // encode_rows writes their rows in the wire dtype (nrecv x wire_row_bytes,
+  // dynamic rows created on first touch); apply_received sums the partial
+  // sums (wire dtype, received order) of each id in rank order and makes
+  // one optimizer step per unique id.
+  void encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                   const Dedup &owner, unsigned char *dst);
+  void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
+                      const Dedup &owner, const unsigned char *partials);
+  size_t wire_row_bytes() const { return wire_row_bytes_; }
+
  private:
   // Header + id exchange after plan_.prepare; fills recv_ids_.
   void route_ids(Outcome &o, const char *what);
@@ -82,6 +95,7 @@ class Table {
   std::vector<int64_t> recv_ids_;
   std::vector<float> fbuf_, fbuf2_;
   std::vector<unsigned char> wbuf_, wbuf2_;
+  std::vector<const float *> rows_;
 };
 
 }  // namespace emb

@@ -262,6 +262,55 @@ func TestEmbeddingAndServing(t *testing.T) {
 	}
 }
 
+func TestCollectionMatchesSingleTableCalls(t *testing.T) {
+	ctx := worldOfOne(t)
+	defer ctx.Close()
+	mk := func(name string, dim int64) *Embedding {
+		cfg := DefaultEmbeddingConfig(name, dim)
+		cfg.LearningRate = 0.5
+		e, err := NewEmbedding(ctx, cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return e
+	}
+	a, b := mk("ga", 2), mk("gb", 1)
+	defer a.Close()
+	defer b.Close()
+	c, err := NewCollection(ctx, []*Embedding{a, b, a}, []int32{PoolingSum, PoolingMean, PoolingNone})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer c.Close()
+	// B = 2: feature 0 bags {4, 2}, {}; feature 1 {7}, {7, 8}; feature 2 {4}, {5}.
+	values := []int64{4, 2, 7, 7, 8, 4, 5}
+	offsets := []int64{0, 2, 2, 3, 5, 6, 7}
+	out, unpooled := make([]float32, 6), make([]float32, c.UnpooledSize(offsets))
+	if err := c.Lookup(values, offsets, nil, out, unpooled); err != nil {
+		t.Fatal(err)
+	}
+	if err := c.ApplyGradients(values, offsets, nil, []float32{1, 2, 4, 0, 0, 8}, []float32{1, 1, 1, 1}); err != nil {
+		t.Fatal(err)
+	}
+	rows := make([]float32, 6)
+	if err := a.Lookup([]int64{4, 2, 5}, rows); err != nil {
+		t.Fatal(err)
+	}
+	want := []float32{-1, -1.5, -0.5, -1, -0.5, -0.5}
+	for i := range want {
+		if rows[i] != want[i] {
+			t.Fatalf("table a rows %v, want %v", rows, want)
+		}
+	}
+	st, err := c.Stats()
+	if err != nil || st.ReusedPlans != 1 || st.Rounds != 4 {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	if err := c.Lookup(values, []int64{0, 1}, nil, out, unpooled); err == nil {
+		t.Fatal("bad offsets accepted")
+	}
+}
+
 func TestListenersAroundSaveAndLoad(t *testing.T) {
 	ckpt := filepath.Join(t.TempDir(), "ckpt")
 	c := worldOfOne(t)

@@ -16,7 +16,8 @@ hb.HbError`` catches all of them): a failing libhb call carries its status
 and hb_last_error(); an argument refused here is an :class:`HbTypeError` /
 :class:`HbValueError` (status ``ERR_INVALID_ARGUMENT``) that is also a
 ``TypeError`` / ``ValueError``. Handles (:class:`Context`,
-:class:`Embedding`, :class:`Metric`) are context managers.
+:class:`Embedding`, :class:`Collection`,
+:class:`Metric`) are context managers.
 
 PyTorch: ``import hb.torch`` (only then is torch imported) for an embedding
 module with autograd, data-parallel gradients and checkpoints.
@@ -561,6 +562,154 @@ class Embedding(_Handle):
     def export(self, path):
         """Write one serving file that Embedding.open reads (collective)."""
         _c.hb_embedding_export(self._handle, str(path))
+
+
+class Collection(_Handle):
+    """An embedding collection (hb_collection, EXPERIMENTAL in hb.h): the
+    features of a model over several :class:`Embedding` tables, looked up
+    and updated with one collective call each (at most three exchanges per
+    lookup, one per update that follows a lookup of the same ids). See
+    docs/embedding-collections.md for the exact semantics.
+
+    features: a list of ``(table, pooling)`` pairs or bare tables (pooling
+    ``hb.POOLING_SUM``); pooling is ``hb.POOLING_NONE``, ``POOLING_SUM``,
+    ``POOLING_MEAN`` or ``POOLING_SQRTN``. Several features may share a
+    table. The collection keeps its tables alive; close it before them.
+
+    A batch is a flat KeyedJaggedTensor, zero-copy:
+
+    - ``values``: int64, every feature's ids, feature after feature;
+    - ``offsets``: int64, ``num_features * B + 1`` entries: sample b of
+      feature f has ``values[offsets[f*B+b]:offsets[f*B+b+1]]`` (B may be
+      0, and may differ per rank);
+    - ``weights``: None, or float32 with one weight per entry of values.
+
+    Pooled features go to one ``(B, pooled_width)`` float32 matrix, feature
+    f at columns ``column(f) : column(f) + dim(f)``. Pooling-NONE features
+    produce one row per id: their rows, concatenated in feature order, go
+    to the ``unpooled`` float32 array (``unpooled_size(offsets)`` elements;
+    ``unpooled_views`` splits it per feature).
+    """
+
+    _destroy = staticmethod(_c.hb_collection_destroy)
+
+    def __init__(self, ctx, features):
+        tables, pooling = [], []
+        for f in features:
+            t, p = (f, POOLING_SUM) if isinstance(f, Embedding) else (None, None)  # noqa: F821
+            if isinstance(f, (tuple, list)) and len(f) == 2:
+                t, p = f
+            if not isinstance(t, Embedding):
+                raise HbTypeError("features: expected Embedding or (Embedding, pooling), got %r" % (f,))
+            tables.append(t)
+            pooling.append(int(p))
+        handles = np.array([t._handle for t in tables], dtype=np.int64)
+        super().__init__(_c.hb_collection_create(ctx._handle, handles,
+                                                 np.array(pooling, dtype=np.int64), len(tables)))
+        self._tables = tables  # keep them alive
+        self._ctx = ctx
+        ctx._children.add(self)
+        self.num_features = len(tables)
+        self.pooled_width = _c.hb_collection_pooled_width(self._h)
+        self._cols = [_c.hb_collection_feature_column(self._h, f) for f in range(len(tables))]
+        self._dims = [_c.hb_collection_feature_dim(self._h, f) for f in range(len(tables))]
+        self._none = [f for f in range(len(tables)) if self._cols[f] < 0]
+
+    def column(self, f):
+        """Column of feature f in the pooled output (-1: pooling NONE)."""
+        return self._cols[f]
+
+    def dim(self, f):
+        return self._dims[f]
+
+    def _batch(self, values, offsets, weights):
+        for t in self._tables:  # a closed table would be freed memory in C
+            if t.closed:
+                raise HbValueError("Collection: one of its tables is closed")
+        values = _array(values, "values", np.int64)
+        offsets = _array(offsets, "offsets", np.int64)
+        nf = self.num_features
+        if offsets.ndim != 1 or offsets.size < 1 or (offsets.size - 1) % nf:
+            raise HbValueError("offsets: expected num_features * B + 1 = %d * B + 1 entries, got %d"
+                             % (nf, offsets.size))
+        b = (offsets.size - 1) // nf
+        if int(offsets[-1]) > values.size:
+            raise HbValueError("values: offsets end at %d, values has %d" % (offsets[-1], values.size))
+        if weights is not None:
+            weights = _array(weights, "weights", np.float32)
+            if weights.size < int(offsets[-1]):
+                raise HbValueError("weights: needs %d elements, the array has %d"
+                                 % (offsets[-1], weights.size))
+        return values, offsets, weights, b
+
+    def unpooled_size(self, offsets):
+        """Elements of the unpooled rows of a batch with these offsets."""
+        if not self._none:
+            return 0
+        b = (len(offsets) - 1) // self.num_features
+        return sum(int(offsets[(f + 1) * b] - offsets[f * b]) * self._dims[f] for f in self._none)
+
+    def unpooled_views(self, buf, offsets):
+        """Per feature, an (n_f, dim) view of buf for pooling-NONE features
+        (None for pooled ones)."""
+        b = (len(offsets) - 1) // self.num_features
+        views, at = [None] * self.num_features, 0
+        for f in self._none:
+            n = int(offsets[(f + 1) * b] - offsets[f * b]) * self._dims[f]
+            views[f] = buf[at:at + n].reshape(-1, self._dims[f])
+            at += n
+        return views
+
+    def _rows(self, arr, offsets, param, writable):
+        want = self.unpooled_size(offsets)
+        if arr is None:
+            if want and not writable:
+                raise HbValueError("%s: the collection has pooling-NONE features; pass their rows" % param)
+            return np.empty(want, dtype=np.float32) if want else None
+        arr = _array(arr, param, np.float32, writable=writable)
+        if arr.size != want:
+            raise HbValueError("%s: needs %d elements, the array has %d" % (param, want, arr.size))
+        return arr
+
+    def lookup(self, values, offsets, weights=None, out=None, unpooled=None):
+        """Collective. Returns the pooled (B, pooled_width) float32 matrix
+        (``out`` when given); pooling-NONE rows go to ``unpooled`` (allocated
+        when None and kept as ``self.last_unpooled``)."""
+        values, offsets, weights, b = self._batch(values, offsets, weights)
+        want = b * self.pooled_width
+        if out is None:
+            out = np.empty((b, self.pooled_width), dtype=np.float32)
+        else:
+            out = _array(out, "out", np.float32, writable=True)
+            if out.size != want:
+                raise HbValueError("out: needs %d x %d elements, the array has %d"
+                                 % (b, self.pooled_width, out.size))
+        unpooled = self._rows(unpooled, offsets, "unpooled", True)
+        _c.hb_collection_lookup(self._handle, b, values, offsets, weights, out, unpooled)
+        self.last_unpooled = unpooled
+        return out
+
+    def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None):
+        """Collective: grad_out is the gradient of the pooled output (B x
+        pooled_width float32), grad_unpooled that of the unpooled rows. Reuses
+        the last lookup's plan when every rank passes the same ids."""
+        values, offsets, weights, b = self._batch(values, offsets, weights)
+        grad_out = _array(grad_out, "grad_out", np.float32)
+        if grad_out.size != b * self.pooled_width:
+            raise HbValueError("grad_out: needs %d x %d elements, the array has %d"
+                             % (b, self.pooled_width, grad_out.size))
+        grad_unpooled = self._rows(grad_unpooled, offsets, "grad_unpooled", False)
+        _c.hb_collection_apply_gradients(self._handle, b, values, offsets, weights, grad_out,
+                                         grad_unpooled)
+
+    _STATS = ("lookups", "updates", "reused_plans", "rounds", "ids", "unique_ids",
+              "owner_unique", "wire_bytes_sent", "wire_bytes_recv", "dedup_bound_bytes")
+
+    def stats(self):
+        """This rank's counters (hb_collection_stats) as a dict."""
+        a = np.zeros(len(self._STATS), dtype=np.uint64)
+        _c.hb_collection_get_stats(self._handle, a)
+        return {k: int(v) for k, v in zip(self._STATS, a)}
 
 
 class Metric(_Handle):

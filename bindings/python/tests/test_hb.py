@@ -370,3 +370,104 @@ def test_import_hb_does_not_import_torch():
     import subprocess
     code = "import sys, hb, hb.run, hb.train; sys.exit(1 if 'torch' in sys.modules else 0)"
     assert subprocess.run([sys.executable, "-c", code]).returncode == 0
+
+
+# ---- Embedding collections -------------------------------------------------------
+
+def _pool_reference(rows, weights, pooling):
+    """The documented forward of one bag: (weighted) rows summed in order in
+    float32, then / n (mean) or / sqrt(n) (sqrtn); zeros when empty."""
+    if len(rows) == 0:
+        return np.zeros(rows.shape[1], dtype=np.float32)
+    acc = None
+    for i in range(len(rows)):
+        v = rows[i] if weights is None else np.float32(weights[i]) * rows[i]
+        acc = v.copy() if acc is None else (acc + v).astype(np.float32)
+    n = np.float32(len(rows))
+    if pooling == hb.POOLING_MEAN:
+        acc = acc / n
+    elif pooling == hb.POOLING_SQRTN:
+        acc = acc / np.sqrt(n)
+    return acc.astype(np.float32)
+
+
+def test_collection_matches_single_table_calls(ctx):
+    """A collection step equals hb_embedding_lookup + pooling and
+    hb_embedding_apply_gradients of the per-id gradients (twin tables)."""
+    cfg = dict(num_rows=64, initializer=hb.INIT_NORMAL, init_b=0.3, optimizer=hb.OPT_ADAGRAD,
+               learning_rate=0.1)
+    a = hb.Embedding(ctx, "ca", 3, **cfg)
+    b = hb.Embedding(ctx, "cb", 2, **dict(cfg, num_rows=0))
+    twin_a = hb.Embedding(ctx, "ca", 3, **cfg)
+    twin_b = hb.Embedding(ctx, "cb", 2, **dict(cfg, num_rows=0))
+    feats = [(a, hb.POOLING_SUM), (b, hb.POOLING_MEAN), (a, hb.POOLING_SQRTN), (b, hb.POOLING_NONE)]
+    coll = hb.Collection(ctx, feats)
+    assert coll.pooled_width == 3 + 2 + 3 and [coll.column(f) for f in range(4)] == [0, 3, 5, -1]
+    rng = np.random.default_rng(3)
+    for step in range(3):
+        B = 4
+        lengths = rng.integers(0, 4, size=4 * B)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        values = rng.integers(0, 10, size=int(offsets[-1])).astype(np.int64)
+        weights = (rng.integers(1, 8, size=values.size) * 0.25).astype(np.float32)
+        out = coll.lookup(values, offsets, weights=weights)
+        unpooled = coll.unpooled_views(coll.last_unpooled, offsets)
+        grad = rng.uniform(-1, 1, size=out.shape).astype(np.float32)
+        grad_unp = rng.uniform(-1, 1, size=coll.unpooled_size(offsets)).astype(np.float32)
+        # The reference: single-table lookups, pooled here; per-id gradients.
+        per_table = {id(a): ([], []), id(b): ([], [])}
+        gu = coll.unpooled_views(grad_unp, offsets)
+        for f, (t, pooling) in enumerate(feats):
+            twin = twin_a if t is a else twin_b
+            lo, hi = int(offsets[f * B]), int(offsets[(f + 1) * B])
+            rows = twin.lookup(values[lo:hi].copy())
+            w = weights[lo:hi]
+            if pooling == hb.POOLING_NONE:
+                assert np.array_equal(unpooled[f], w[:, None] * rows)
+                per_table[id(t)][0].append(values[lo:hi])
+                per_table[id(t)][1].append(gu[f] * w[:, None])
+                continue
+            col = coll.column(f)
+            for s in range(B):
+                bl, bh = int(offsets[f * B + s]) - lo, int(offsets[f * B + s + 1]) - lo
+                want = _pool_reference(rows[bl:bh], w[bl:bh], pooling)
+                assert np.array_equal(out[s, col:col + t.dim], want), (step, f, s)
+                n = np.float32(bh - bl)
+                for k in range(bl, bh):
+                    sc = np.float32(w[k])
+                    if pooling == hb.POOLING_MEAN:
+                        sc = np.float32(sc / n)
+                    elif pooling == hb.POOLING_SQRTN:
+                        sc = np.float32(sc / np.sqrt(n))
+                    per_table[id(t)][0].append(values[lo + k:lo + k + 1])
+                    per_table[id(t)][1].append((grad[s, col:col + t.dim] * sc)[None, :])
+        coll.apply_gradients(values, offsets, grad, weights=weights, grad_unpooled=grad_unp)
+        for t, twin in ((a, twin_a), (b, twin_b)):
+            ids, gs = per_table[id(t)]
+            if ids:
+                twin.apply_gradients(np.concatenate(ids), np.concatenate(gs).astype(np.float32))
+    every = np.arange(10, dtype=np.int64)
+    assert np.array_equal(a.lookup(every), twin_a.lookup(every))
+    assert np.array_equal(b.lookup(every), twin_b.lookup(every))
+    st = coll.stats()
+    assert st["lookups"] == 3 and st["reused_plans"] == 3 and st["rounds"] == 12, st
+
+
+def test_collection_argument_errors(ctx):
+    a = hb.Embedding(ctx, "ce", 2, num_rows=8)
+    coll = hb.Collection(ctx, [a, a])
+    with pytest.raises(ValueError):  # not num_features * B + 1 offsets
+        coll.lookup(np.zeros(3, dtype=np.int64), np.array([0, 1, 2, 3], dtype=np.int64))
+    with pytest.raises(TypeError):
+        coll.lookup(np.zeros(3, dtype=np.int32), np.array([0, 1, 3], dtype=np.int64))
+    with pytest.raises(ValueError):
+        coll.lookup(np.zeros(2, dtype=np.int64), np.array([0, 1, 3], dtype=np.int64))
+    with pytest.raises(hb.HbError) as info:  # id 9 outside [0, 8)
+        coll.lookup(np.array([1, 9, 2], dtype=np.int64), np.array([0, 1, 3], dtype=np.int64))
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT and "9" in info.value.message
+    with pytest.raises(hb.HbError):  # offsets decrease
+        coll.lookup(np.array([1, 2, 3], dtype=np.int64), np.array([0, 2, 1], dtype=np.int64))
+    with pytest.raises(TypeError):
+        hb.Collection(ctx, ["not a table"])
+    out = coll.lookup(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))  # B = 0
+    assert out.shape == (0, 4)

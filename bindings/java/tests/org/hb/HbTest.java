@@ -216,6 +216,39 @@ public class HbTest {
   }
 
   @Test
+  public void collectionMatchesSingleTableCalls() throws Exception {
+    try (Context ctx = worldOfOne();
+         Embedding a = Embedding.create(ctx, new EmbeddingConfig("ja", 2).optimizer(Hb.HB_OPT_SGD, 0.5));
+         Embedding b = Embedding.create(ctx, new EmbeddingConfig("jb", 1).optimizer(Hb.HB_OPT_SGD, 0.5));
+         Collection c = Collection.create(ctx, new Embedding[] {a, b, a},
+             new int[] {Hb.HB_POOLING_SUM, Hb.HB_POOLING_MEAN, Hb.HB_POOLING_NONE})) {
+      assertEquals(3, c.pooledWidth());
+      // B = 2: feature 0 bags {4, 2}, {}; feature 1 {7}, {7, 8}; feature 2 {4}, {5}.
+      long[] values = {4, 2, 7, 7, 8, 4, 5};
+      long[] offsets = {0, 2, 2, 3, 5, 6, 7};
+      float[] out = new float[6];
+      float[] unpooled = new float[4];
+      c.lookup(values, offsets, null, out, unpooled);
+      assertArrayEquals(new float[6], out, 0f);
+      float[] grad = {1, 2, 4, 0, 0, 8};
+      c.applyGradients(values, offsets, null, grad, new float[] {1, 1, 1, 1});
+      // a: id 4 gets (1, 2) + (1, 1), id 2 (1, 2), id 5 (1, 1); b: id 7 gets 4 + 8 / 2, id 8 8 / 2.
+      assertArrayEquals(new float[] {-1, -1.5f, -0.5f, -1, -0.5f, -0.5f},
+                        a.lookup(new long[] {4, 2, 5}), 0f);
+      assertArrayEquals(new float[] {-4, -2}, b.lookup(new long[] {7, 8}), 0f);
+      long[] st = c.stats();
+      assertEquals(1, st[2]);  // the update reused the lookup's plan
+      assertEquals(4, st[3]);  // rounds
+      try {
+        c.lookup(values, new long[] {0, 1}, null);
+        fail("bad offsets accepted");
+      } catch (IllegalArgumentException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("offsets"));
+      }
+    }
+  }
+
+  @Test
   public void listenersAroundSaveAndLoad() throws Exception {
     String ckpt = new File(Files.createTempDirectory("hbjava").toFile(), "ckpt").getPath();
     java.util.List<String> events = new java.util.ArrayList<>();

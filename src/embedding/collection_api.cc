@@ -1,0 +1,153 @@
+// The hb_collection_* entry points (EXPERIMENTAL section of hb.h).
+#include "embedding/collection.h"  // first: it turns on HB_EXPERIMENTAL
+
+#include <algorithm>
+#include <cstring>
+#include <memory>
+
+#include "abi/error.h"
+#include "context/context.h"
+#include "embedding/handle.h"
+
+struct hb_collection {
+  hb_context *ctx = nullptr;
+  std::unique_ptr<hb::emb::Collection> coll;
+};
+
+namespace {
+
+hb::emb::Collection &coll_ref(hb_collection *c, const char *fn) {
+  if (!c) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: collection is NULL", fn);
+  c->ctx->check();
+  return *c->coll;
+}
+
+hb::emb::JaggedBatch jagged(const hb_jagged_batch *in, const char *fn) {
+  HB_CHECK_ARG(in, "%s: batch is NULL", fn);
+  hb_jagged_batch b = HB_JAGGED_BATCH_INIT;
+  HB_CHECK_ARG(in->struct_size >= offsetof(hb_jagged_batch, weights),
+               "%s: batch->struct_size %zu is too small", fn, in->struct_size);
+  std::memcpy(&b, in, std::min(in->struct_size, sizeof b));
+  hb::emb::JaggedBatch j;
+  j.batch = b.batch_size;
+  j.ids = b.ids;
+  j.offsets = b.offsets;
+  j.lengths = b.lengths;
+  j.weights = b.weights;
+  return j;
+}
+
+}  // namespace
+
+extern "C" {
+
+hb_status hb_collection_create(hb_context *ctx,
+                               const hb_collection_feature *features,
+                               size_t num_features, hb_collection **out) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_create";
+    HB_CHECK_ARG(out, "%s: out is NULL", fn);
+    *out = nullptr;
+    hb_context &c = hb::ctx_ref(ctx);
+    c.check();
+    HB_CHECK_ARG(features || num_features == 0, "%s: features is NULL", fn);
+    std::vector<hb::emb::Feature> fs(num_features);
+    for (size_t f = 0; f < num_features; ++f) {
+      hb_collection_feature in = HB_COLLECTION_FEATURE_INIT;
+      HB_CHECK_ARG(
+          features[f].struct_size >=
+              offsetof(hb_collection_feature, pooling) + sizeof(int32_t),
+          "%s: features[%zu].struct_size %zu is too small", fn, f,
+          features[f].struct_size);
+      std::memcpy(&in, &features[f],
+                  std::min(features[f].struct_size, sizeof in));
+      if (in.name) fs[f].name = in.name;
+      fs[f].pooling = in.pooling;
+      hb_embedding *e = in.table;
+      HB_CHECK_ARG(e, "%s: features[%zu].table is NULL", fn, f);
+      HB_CHECK_ARG(e->table, "%s: features[%zu]: a serving table is read-only",
+                   fn, f);
+      HB_CHECK_ARG(e->ctx == ctx,
+                   "%s: features[%zu]: table '%s' belongs to another context",
+                   fn, f, e->table->spec().name.c_str());
+      fs[f].table = e->table.get();
+    }
+    std::unique_ptr<hb_collection> h(new hb_collection);
+    h->ctx = ctx;
+    h->coll.reset(new hb::emb::Collection(std::move(fs),
+                                          hb::emb::make_context_exchange(ctx)));
+    *out = h.release();
+  });
+}
+
+void hb_collection_destroy(hb_collection *coll) { delete coll; }
+
+size_t hb_collection_num_features(const hb_collection *coll) {
+  return coll ? coll->coll->num_features() : 0;
+}
+
+int64_t hb_collection_pooled_width(const hb_collection *coll) {
+  return coll ? coll->coll->pooled_width() : 0;
+}
+
+int64_t hb_collection_feature_column(const hb_collection *coll,
+                                     size_t feature) {
+  if (!coll || feature >= coll->coll->num_features()) return -1;
+  return coll->coll->column(feature);
+}
+
+int64_t hb_collection_feature_dim(const hb_collection *coll, size_t feature) {
+  if (!coll || feature >= coll->coll->num_features()) return 0;
+  return coll->coll->dim(feature);
+}
+
+hb_status hb_collection_lookup(hb_collection *coll,
+                               const hb_jagged_batch *batch, float *out,
+                               float *const *unpooled) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_lookup";
+    hb::emb::Collection &c = coll_ref(coll, fn);
+    c.lookup(jagged(batch, fn), out, unpooled);
+  });
+}
+
+hb_status hb_collection_apply_gradients(hb_collection *coll,
+                                        const hb_jagged_batch *batch,
+                                        const float *grad_out,
+                                        const float *const *grad_unpooled) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_apply_gradients";
+    hb::emb::Collection &c = coll_ref(coll, fn);
+    c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled);
+  });
+}
+
+hb_status hb_collection_get_stats(const hb_collection *coll,
+                                  hb_collection_stats *out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(coll && out, "hb_collection_get_stats: NULL argument");
+    HB_CHECK_ARG(out->struct_size >= sizeof(size_t),
+                 "hb_collection_get_stats: struct_size %zu is too small",
+                 out->struct_size);
+    const hb::emb::CollectionStats &s = coll->coll->stats();
+    hb_collection_stats r = HB_COLLECTION_STATS_INIT;
+    r.lookups = s.lookups, r.updates = s.updates,
+    r.reused_plans = s.reused_plans, r.rounds = s.rounds, r.ids = s.ids,
+    r.unique_ids = s.unique_ids, r.owner_unique = s.owner_unique,
+    r.wire_bytes_sent = s.wire_bytes_sent,
+    r.wire_bytes_recv = s.wire_bytes_recv,
+    r.dedup_bound_bytes = s.dedup_bound_bytes;
+    size_t n = std::min(out->struct_size, sizeof r);
+    std::memcpy(out, &r, n);
+    out->struct_size = n;
+  });
+}
+
+hb_status hb_collection_reset_stats(hb_collection *coll) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(coll, "hb_collection_reset_stats: collection is NULL");
+    coll->coll->reset_stats();
+  });
+}
+
+}  // extern "C"

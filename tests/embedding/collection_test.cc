@@ -1,0 +1,375 @@
+// Embedding collections with k ranks simulated by threads: bit-equal to an
+// independent reference and to the single-table calls at world sizes 1-4,
+// plan reuse (and re-planning when the update's ids differ), the round
+// count, and errors that fail every rank.
+#include "embedding/collection.h"  // first: it turns on HB_EXPERIMENTAL
+
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <mutex>
+#include <string>
+
+#include "abi/error.h"
+#include "collection_ref.h"
+#include "thread_exchange.h"
+
+using hb::emb::Collection;
+using hb::emb::Table;
+using hbtest::CollCase;
+using hbtest::CollRef;
+using hbtest::JBatch;
+
+namespace {
+
+struct Errors {
+  std::mutex mu;
+  std::string first;
+  void report(const std::string &e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (first.empty()) first = e;
+  }
+};
+
+// One rank's tables and collection over a thread world.
+struct RankSetup {
+  std::vector<std::unique_ptr<Table>> tables;
+  std::unique_ptr<Collection> coll;
+  RankSetup(hbtest::ThreadWorld &tw, int r, const CollCase &c) {
+    for (const auto &cfg : c.tables)
+      tables.emplace_back(
+          new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
+    std::vector<hb::emb::Feature> fs;
+    for (size_t f = 0; f < c.features.size(); ++f)
+      fs.push_back({c.names[f], tables[c.features[f].table].get(),
+                    c.features[f].pooling});
+    coll.reset(new Collection(fs, tw.endpoint(r)));
+  }
+};
+
+hb::emb::JaggedBatch jb(JBatch &b) {
+  hb_jagged_batch v = b.view();
+  hb::emb::JaggedBatch j;
+  j.batch = v.batch_size, j.ids = v.ids, j.offsets = v.offsets,
+  j.lengths = v.lengths, j.weights = v.weights;
+  return j;
+}
+
+using hbtest::make_step;
+
+bool same_bits(const std::vector<float> &a, const float *b, size_t n) {
+  return a.size() == n && (n == 0 || !std::memcmp(a.data(), b, n * 4));
+}
+
+// Trains `steps` steps through a collection and, on twin tables, through
+// the single-table calls; checks every lookup against the reference and,
+// at the end, every row of both against the reference.
+void check_world(int world, int steps, uint64_t seed, int partition = -1) {
+  CollCase c = hbtest::standard_case();
+  if (partition >= 0)
+    for (auto &t : c.tables)
+      if (t.num_rows > 0) t.partition = partition;
+  const int64_t W = hbtest::coll_width(c);
+  CollRef ref(c);
+  std::mt19937_64 g(seed);
+  std::vector<std::vector<JBatch>> plan;
+  for (int s = 0; s < steps; ++s) plan.push_back(make_step(g, c, world));
+  // Expected outputs, step by step (lookups create dynamic rows first).
+  std::vector<std::vector<std::vector<float>>> want_out(steps);
+  std::vector<std::vector<std::vector<std::vector<float>>>> want_unp(steps);
+  for (int s = 0; s < steps; ++s) {
+    for (int r = 0; r < world; ++r) {
+      std::vector<float> o;
+      std::vector<std::vector<float>> u;
+      ref.lookup(plan[s][r], &o, &u);
+      want_out[s].push_back(o);
+      want_unp[s].push_back(u);
+    }
+    ref.apply(plan[s]);
+  }
+  for (auto &t : ref.tables)  // untouched static rows: their initial value
+    for (int64_t id = 0; id < t.c.num_rows; ++id) t.row(id);
+
+  Errors err;
+  hbtest::ThreadWorld tw(world);
+  hbtest::ThreadWorld::run(world, [&](int r) {
+    RankSetup rs(tw, r, c);
+    std::vector<std::unique_ptr<Table>> twins;
+    for (const auto &cfg : c.tables)
+      twins.emplace_back(
+          new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
+    for (int s = 0; s < steps; ++s) {
+      JBatch &b = plan[s][r];
+      std::vector<float> out(b.B * W, -7.0f);
+      std::vector<std::vector<float>> unp(c.features.size());
+      std::vector<float *> up(c.features.size(), nullptr);
+      for (size_t f = 0; f < c.features.size(); ++f)
+        if (c.features[f].pooling == HB_POOLING_NONE) {
+          unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
+          up[f] = unp[f].data();
+        }
+      rs.coll->lookup(jb(b), out.data(), up.data());
+      if (!same_bits(want_out[s][r], out.data(), out.size()))
+        err.report("step " + std::to_string(s) + " rank " + std::to_string(r) +
+                   ": pooled output differs");
+      for (size_t f = 0; f < c.features.size(); ++f)
+        if (up[f] && !same_bits(want_unp[s][r][f], up[f], unp[f].size()))
+          err.report("step " + std::to_string(s) + " rank " +
+                     std::to_string(r) + ": unpooled output of feature " +
+                     std::to_string(f) + " differs");
+      std::vector<const float *> gup(c.features.size());
+      for (size_t f = 0; f < c.features.size(); ++f)
+        gup[f] = b.grad_unpooled[f].data();
+      rs.coll->apply_gradients(jb(b), b.grad_out.data(), gup.data());
+      // The single-table calls on the concatenated ids and per-id grads.
+      for (size_t t = 0; t < twins.size(); ++t) {
+        std::vector<int64_t> ids;
+        std::vector<float> grads, rows;
+        ref.expand(b, static_cast<int>(t), &ids, &grads);
+        rows.resize(grads.size());
+        twins[t]->lookup(ids.data(), ids.size(), rows.data());
+        twins[t]->apply_gradients(ids.data(), ids.size(), grads.data());
+      }
+    }
+    // Exactly one plan per step, reused by its update: 4 rounds per step.
+    const hb::emb::CollectionStats &st = rs.coll->stats();
+    if (st.reused_plans != static_cast<uint64_t>(steps) ||
+        st.rounds != 4u * steps)
+      err.report("rank " + std::to_string(r) + ": " +
+                 std::to_string(st.reused_plans) + " plans reused, " +
+                 std::to_string(st.rounds) + " rounds in " +
+                 std::to_string(steps) + " steps");
+    for (size_t t = 0; t < c.tables.size(); ++t) {
+      for (Table *tb : {rs.tables[t].get(), twins[t].get()})
+        tb->shard().for_each([&](int64_t id, const float *rec) {
+          std::string e = hbtest::compare_record(ref.tables[t], id, rec);
+          if (!e.empty()) err.report("rank " + std::to_string(r) + ": " + e);
+        });
+    }
+  });
+  EXPECT_EQ(err.first, "");
+}
+
+TEST(Collection, BitEqualWorld1) { check_world(1, 6, 11); }
+TEST(Collection, BitEqualWorld2) { check_world(2, 6, 12); }
+TEST(Collection, BitEqualWorld3) { check_world(3, 6, 13); }
+TEST(Collection, BitEqualWorld4) { check_world(4, 6, 14); }
+
+// Every partition gives the reference's bits (the reference has none).
+TEST(Collection, BitEqualPartitionDiv) {
+  check_world(3, 4, 21, HB_PARTITION_DIV);
+}
+TEST(Collection, BitEqualPartitionMod) {
+  check_world(2, 4, 22, HB_PARTITION_MOD);
+}
+
+// The update's ids differ from the lookup's on one rank only: every rank
+// must plan again (and the result must follow the update's ids).
+TEST(Collection, ReplansWhenUpdateIdsDiffer) {
+  const int world = 3;
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  std::mt19937_64 g(5);
+  std::vector<JBatch> look = make_step(g, c, world);
+  std::vector<JBatch> upd = look;
+  // Rank 1 updates other ids than it looked up (same shape), others equal.
+  for (size_t f = 0; f < c.features.size(); ++f)
+    for (size_t k = upd[1].base[f]; k < upd[1].ids[f].size(); ++k) {
+      const auto &tc = c.tables[c.features[f].table];
+      upd[1].ids[f][k] = tc.num_rows > 0 ? (upd[1].ids[f][k] + 1) % tc.num_rows
+                                         : upd[1].ids[f][k] + 1;
+    }
+  upd[1].B = look[1].B;
+  std::vector<float> o;
+  std::vector<std::vector<float>> u;
+  for (int r = 0; r < world; ++r) ref.lookup(look[r], &o, &u);
+  ref.apply(upd);
+  std::vector<JBatch> look2 = make_step(g, c, world);
+  for (int r = 0; r < world; ++r) ref.lookup(look2[r], &o, &u);
+  ref.apply(look2);
+  for (auto &t : ref.tables)
+    for (int64_t id = 0; id < t.c.num_rows; ++id) t.row(id);
+
+  Errors err;
+  hbtest::ThreadWorld tw(world);
+  hbtest::ThreadWorld::run(world, [&](int r) {
+    RankSetup rs(tw, r, c);
+    auto step = [&](JBatch &lb, JBatch &ub) {
+      std::vector<float> out(lb.B * hbtest::coll_width(c));
+      std::vector<std::vector<float>> unp(c.features.size());
+      std::vector<float *> up(c.features.size());
+      std::vector<const float *> gup(c.features.size());
+      for (size_t f = 0; f < c.features.size(); ++f) {
+        unp[f].resize(lb.n(f) * c.tables[c.features[f].table].dim);
+        up[f] = unp[f].data();
+        gup[f] = ub.grad_unpooled[f].data();
+      }
+      rs.coll->lookup(jb(lb), out.data(), up.data());
+      rs.coll->apply_gradients(jb(ub), ub.grad_out.data(), gup.data());
+    };
+    step(look[r], upd[r]);
+    const hb::emb::CollectionStats st = rs.coll->stats();
+    // lookup 3, the speculative exchange 1, then header, ids, grads 3.
+    if (st.reused_plans != 0 || st.rounds != 7)
+      err.report("rank " + std::to_string(r) + ": reused " +
+                 std::to_string(st.reused_plans) + ", rounds " +
+                 std::to_string(st.rounds));
+    step(look2[r], look2[r]);
+    if (rs.coll->stats().reused_plans != 1)
+      err.report("rank " + std::to_string(r) + ": second step not reused");
+    // An update without a lookup before it plans directly (3 rounds).
+    uint64_t before = rs.coll->stats().rounds;
+    JBatch empty = hbtest::make_jbatch(g, c, 0);
+    std::vector<const float *> gup(c.features.size(), nullptr);
+    rs.coll->apply_gradients(jb(empty), nullptr, gup.data());
+    if (rs.coll->stats().rounds - before != 3)
+      err.report("update without lookup: " +
+                 std::to_string(rs.coll->stats().rounds - before) + " rounds");
+    for (size_t t = 0; t < c.tables.size(); ++t)
+      rs.tables[t]->shard().for_each([&](int64_t id, const float *rec) {
+        std::string e = hbtest::compare_record(ref.tables[t], id, rec);
+        if (!e.empty()) err.report("rank " + std::to_string(r) + ": " + e);
+      });
+  });
+  EXPECT_EQ(err.first, "");
+}
+
+// Runs fn(rank, setup) and collects each rank's status and message.
+struct Outcomes {
+  std::vector<hb_status> st;
+  std::vector<std::string> msg;
+};
+Outcomes run_failing(int world, const CollCase &c,
+                     const std::function<void(int, RankSetup &)> &fn) {
+  Outcomes o;
+  o.st.assign(world, HB_OK);
+  o.msg.resize(world);
+  hbtest::ThreadWorld tw(world);
+  hbtest::ThreadWorld::run(world, [&](int r) {
+    RankSetup rs(tw, r, c);
+    try {
+      fn(r, rs);
+    } catch (const hb::Error &e) {
+      o.st[r] = e.status();
+      o.msg[r] = e.what();
+    }
+  });
+  return o;
+}
+
+TEST(Collection, BadIdFailsEveryRank) {
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(3);
+  std::vector<JBatch> step = make_step(g, c, 3);
+  step[2] = hbtest::make_jbatch(g, c, 2);
+  step[2].ids[0].back() = 1000;  // table ta has 50 rows
+  Outcomes o = run_failing(3, c, [&](int r, RankSetup &rs) {
+    std::vector<float> out(step[r].B * hbtest::coll_width(c));
+    std::vector<std::vector<float>> unp(c.features.size());
+    std::vector<float *> up(c.features.size());
+    for (size_t f = 0; f < c.features.size(); ++f) {
+      unp[f].resize(step[r].n(f) * 8);
+      up[f] = unp[f].data();
+    }
+    rs.coll->lookup(jb(step[r]), out.data(), up.data());
+  });
+  for (int r = 0; r < 3; ++r) {
+    EXPECT_EQ(o.st[r], HB_ERR_INVALID_ARGUMENT) << r;
+    EXPECT_NE(o.msg[r].find("1000"), std::string::npos) << o.msg[r];
+  }
+  EXPECT_NE(o.msg[0].find("rank 2"), std::string::npos) << o.msg[0];
+}
+
+TEST(Collection, BadOffsetsFailEveryRank) {
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(4);
+  std::vector<JBatch> step;
+  for (int r = 0; r < 2; ++r) step.push_back(hbtest::make_jbatch(g, c, 3));
+  step[0].use_lengths = false;
+  step[0].offsets[2][2] = step[0].offsets[2][1] - 1;
+  Outcomes o = run_failing(2, c, [&](int r, RankSetup &rs) {
+    std::vector<float> out(step[r].B * hbtest::coll_width(c));
+    std::vector<std::vector<float>> unp(c.features.size());
+    std::vector<float *> up(c.features.size());
+    for (size_t f = 0; f < c.features.size(); ++f) {
+      unp[f].resize(step[r].n(f) * 8 + 64);
+      up[f] = unp[f].data();
+    }
+    rs.coll->lookup(jb(step[r]), out.data(), up.data());
+  });
+  EXPECT_EQ(o.st[0], HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(o.msg[0].find("decrease"), std::string::npos) << o.msg[0];
+  EXPECT_EQ(o.st[1], HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(o.msg[1].find("rank 0"), std::string::npos) << o.msg[1];
+}
+
+// Rank 0 updates while rank 1 looks up (same header size): both get
+// HB_ERR_MISMATCH instead of exchanging garbage.
+TEST(Collection, MismatchedCallsFailEveryRank) {
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(8);
+  const JBatch empty = hbtest::make_jbatch(g, c, 0);
+  Outcomes o = run_failing(2, c, [&](int r, RankSetup &rs) {
+    JBatch b = empty;  // view() writes into the batch: one per rank thread
+    std::vector<float *> up(c.features.size(), nullptr);
+    std::vector<const float *> gup(c.features.size(), nullptr);
+    if (r == 0)
+      rs.coll->apply_gradients(jb(b), nullptr, gup.data());
+    else
+      rs.coll->lookup(jb(b), nullptr, up.data());
+  });
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(o.st[r], HB_ERR_MISMATCH) << o.msg[r];
+    EXPECT_NE(o.msg[r].find(r == 0 ? "rank 1" : "rank 0"), std::string::npos)
+        << o.msg[r];
+  }
+}
+
+TEST(Collection, RejectsGpuTablesAndBadFeatures) {
+  hb_embedding_config cfg =
+      hbtest::coll_table("g", 4, 10, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT32);
+  hbtest::ThreadWorld tw(1);
+  hb::emb::Spec spec = hb::emb::spec_from_config(&cfg);
+  Table host(spec, tw.endpoint(0));
+  spec.device = 0;
+  spec.name = "g2";
+  Table gpu(spec, tw.endpoint(0));  // the host side of a GPU table
+  auto make = [&](std::vector<hb::emb::Feature> fs) -> hb_status {
+    try {
+      Collection c(fs, tw.endpoint(0));
+      return HB_OK;
+    } catch (const hb::Error &e) {
+      return e.status();
+    }
+  };
+  EXPECT_EQ(make({{"a", &gpu, HB_POOLING_SUM}}), HB_ERR_UNSUPPORTED);
+  EXPECT_EQ(make({{"a", &host, 9}}), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make({{"a", nullptr, HB_POOLING_SUM}}), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make({}), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(make({{"a", &host, HB_POOLING_SUM}, {"b", &host, HB_POOLING_NONE}}),
+            HB_OK);
+}
+
+// Ranks that build different collections fail at creation.
+TEST(Collection, DifferentFeaturesFailCreation) {
+  CollCase c = hbtest::standard_case();
+  std::vector<hb_status> st(2, HB_OK);
+  hbtest::ThreadWorld tw(2);
+  hbtest::ThreadWorld::run(2, [&](int r) {
+    std::vector<std::unique_ptr<Table>> ts;
+    for (const auto &cfg : c.tables)
+      ts.emplace_back(
+          new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
+    std::vector<hb::emb::Feature> fs = {
+        {"x", ts[0].get(), r == 0 ? HB_POOLING_SUM : HB_POOLING_MEAN}};
+    try {
+      Collection coll(fs, tw.endpoint(r));
+    } catch (const hb::Error &e) {
+      st[r] = e.status();
+    }
+  });
+  EXPECT_EQ(st[0], HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(st[1], HB_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
