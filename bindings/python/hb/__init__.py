@@ -620,6 +620,7 @@ class Collection(_Handle):
         return self._cols[f]
 
     def dim(self, f):
+        """Row width of feature f's table."""
         return self._dims[f]
 
     def _batch(self, values, offsets, weights):
