@@ -26,7 +26,8 @@ static void sum_rows(const float *src, size_t n, const uint32_t *inv,
   }
 }
 
-Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
+Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
+             const std::function<void()> &local_check)
     : spec_(spec),
       x_(std::move(exchange)),
       rank_(x_->rank()),
@@ -35,7 +36,9 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
       plan_(spec, rank_, world_) {
   std::string what = "hb_embedding_create('" + spec.name + "')";
   Outcome o;
+  o.sig.op = kCallCreate;  // the config itself is compared below
   try {
+    if (local_check) local_check();
     shard_.reset(new Shard(spec_, rank_, world_));
   } catch (...) {
     o.capture();
@@ -45,6 +48,7 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
   // the two paths exchange differently.
   int64_t fp = static_cast<int64_t>(spec_fingerprint(spec_) ^
                                     (spec_.device >= 0 ? 0x5a5aull : 0));
+  id_ = fp;
   std::vector<int64_t> got =
       agree(*x_, o, std::vector<int64_t>(world_, fp), what.c_str(), nullptr);
   for (int p = 0; p < world_; ++p)
@@ -95,6 +99,7 @@ void Table::count_step(size_t n) {
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {
   Outcome o;
+  o.sig = call(kCallLookup);
   try {
     plan_.prepare(ids, n, out, "hb_embedding_lookup");
   } catch (...) {
@@ -137,6 +142,7 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
   Outcome o;
+  o.sig = call(kCallApply);
   try {
     plan_.prepare(ids, n, grads, "hb_embedding_apply_gradients");
     // Local partial sums, in send order.

@@ -1,6 +1,7 @@
 #include "metrics/exchange.h"
 
 #include "abi/error.h"
+#include "common/mismatch.h"
 #include "hb.h"
 
 namespace hb {
@@ -14,15 +15,30 @@ void check(hb_status st, const char *what) {
 
 }  // namespace
 
-Gathered allgather_bytes(hb_context *ctx, const Bytes &mine) {
+Gathered allgather_bytes(hb_context *ctx, const Bytes &mine,
+                         const MergeSig &sig) {
   const int world = hb_context_world_size(ctx);
-  int64_t my_size = static_cast<int64_t>(mine.size());
+  const int kHeader = 4;  // size, kind, config, seq
+  int64_t header[kHeader] = {static_cast<int64_t>(mine.size()), sig.kind,
+                             sig.config, sig.seq};
+  std::vector<int64_t> all(static_cast<size_t>(kHeader) * world);
+  check(hb_allgather(ctx, header, all.data(), kHeader, HB_INT64),
+        "hb_allgather of state sizes");
+  check_same_calls(all.data(), world, kHeader, 1, 3, "hb_metric_result",
+                   [](const int64_t *h) {
+                     return format(
+                         "metric kind %lld, config %016llx, merge "
+                         "%lld",
+                         (long long)h[1], (unsigned long long)h[2],
+                         (long long)h[3]);
+                   });
+  if (sig.counter) ++*sig.counter;
   Gathered g;
   std::vector<int64_t> &sizes = g.sizes, &offsets = g.offsets;
   sizes.resize(world);
   offsets.resize(world);
-  check(hb_allgather(ctx, &my_size, sizes.data(), 1, HB_INT64),
-        "hb_allgather of state sizes");
+  for (int r = 0; r < world; ++r)
+    sizes[r] = all[static_cast<size_t>(r) * kHeader];
   int64_t total = 0;
   for (int r = 0; r < world; ++r) {
     if (sizes[r] < 0)

@@ -13,6 +13,7 @@ struct hb_metric {
   hb::metrics::Config cfg;
   std::unique_ptr<hb::metrics::State> state;
   int32_t flags = 0;
+  int64_t merges = 0;  // matched hb_metric_result merges (a fingerprint part)
 };
 
 namespace {
@@ -25,7 +26,9 @@ hb_metric &metric_ref(hb_metric *m) {
 double merged_result(hb_metric &m) {
   using namespace hb::metrics;
   Bytes mine = serialize(m.cfg, *m.state);
-  Gathered g = allgather_bytes(m.ctx, mine);
+  MergeSig sig{m.cfg.kind, static_cast<int64_t>(config_fingerprint(m.cfg)),
+               m.merges, &m.merges};
+  Gathered g = allgather_bytes(m.ctx, mine, sig);
   std::unique_ptr<State> merged = make_state(m.cfg);
   for (size_t r = 0; r < g.sizes.size(); ++r) {
     std::string source = hb::format("rank %zu", r);
