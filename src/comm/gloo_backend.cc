@@ -24,6 +24,7 @@
 #include "comm/gloo_p2p.h"
 #include "comm/kv_store.h"
 #include "comm/links.h"
+#include "comm/mesh_connect.h"
 #include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
 #include "comm/staged_allreduce.h"
@@ -191,33 +192,49 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
          "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
          world_size());
 
+  // Subscribed before the mesh connects: a rank lost (or an abort) while it
+  // forms breaks the connect at once instead of after Gloo's own timeout.
+  auto algo = std::make_shared<MeshContext>(cfg.rank, cfg.world_size);
+  auto coll = std::make_shared<MeshContext>(cfg.rank, cfg.world_size);
+  std::shared_ptr<Links> links = links_;
+  std::shared_ptr<WaitBreaker> breaker = breaker_;
+  health_sub_ = health_.subscribe(
+      [links, breaker, algo, coll](hb_status, const std::string &why) {
+        algo->break_connect(why);
+        coll->break_connect(why);
+        links->break_all();
+        breaker->trip();
+      });
+  try {
+    connect_mesh(cfg, kv, algo, coll);
+  } catch (...) {
+    health_.unsubscribe(health_sub_);  // the destructor will not run
+    throw;
+  }
+}
+
+void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
+                               const std::shared_ptr<MeshContext> &algo,
+                               const std::shared_ptr<MeshContext> &coll) {
   guarded("connecting the Gloo full mesh", [&] {
     gloo::transport::tcp::attr attr;
     attr.hostname = cfg.hostname;
     dev_ = gloo::transport::tcp::CreateDevice(attr);
     KVStore store(kv, cfg.key_prefix, cfg.timeout_ms);
-    auto connect = [&](const char *name) {
-      auto ctx =
-          std::make_shared<gloo::rendezvous::Context>(cfg.rank, cfg.world_size);
+    auto connect = [&](const char *name,
+                       const std::shared_ptr<MeshContext> &ctx) {
       ctx->setTimeout(std::chrono::milliseconds(cfg.timeout_ms));
       gloo::rendezvous::PrefixStore prefixed(name, store);
-      ctx->connectFullMesh(prefixed, dev_);
+      ctx->connect_mesh(prefixed, dev_);
       links_->add_context(*ctx);
       return std::shared_ptr<gloo::Context>(ctx);
     };
-    algo_ctx_ = connect("algo");
-    coll_ctx_ = connect("coll");
+    algo_ctx_ = connect("algo", algo);
+    coll_ctx_ = connect("coll", coll);
     if (algo_kind_ == Algo::kRankOrder)
       staged_ = std::make_unique<StagedAllreduce>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
-  std::shared_ptr<Links> links = links_;
-  std::shared_ptr<WaitBreaker> breaker = breaker_;
-  health_sub_ =
-      health_.subscribe([links, breaker](hb_status, const std::string &) {
-        links->break_all();
-        breaker->trip();
-      });
 }
 
 GlooBackend::~GlooBackend() {
