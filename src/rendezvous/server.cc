@@ -3,6 +3,9 @@
 // the loop thread except start(), the destructor, port() and on_peer_lost().
 #include "rendezvous/server.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <netdb.h>
 #include <uv.h>
 
@@ -195,7 +198,17 @@ void ServerImpl::open() {
   // large frame still hears from the server.
   uint64_t beat = static_cast<uint64_t>(cfg_.heartbeat_interval_ms);
   uv_timer_start(&heartbeat_, on_heartbeat, beat, beat);
-  thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
+  thread_ = std::thread([this] {
+    // libuv writes with write(2), not send(MSG_NOSIGNAL): a client that went
+    // away would raise SIGPIPE and kill the host process. Blocked on this
+    // thread (a synchronous SIGPIPE is delivered to the writing thread), the
+    // write fails with EPIPE instead, which closes that connection only.
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  });
   HB_LOG_INFO("rendezvous server listening on %s:%d (world size %d)",
               cfg_.host.c_str(), port_, cfg_.world_size);
 }
