@@ -9,6 +9,7 @@
 #include <netdb.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -26,6 +27,10 @@ namespace hb {
 namespace rdv {
 namespace {
 
+// The largest frame an unauthenticated connection may send: a HELLO with a
+// token of up to a few KiB.
+const size_t kHandshakeMaxBytes = 8 << 10;
+
 class ServerImpl;
 
 struct Conn {
@@ -38,6 +43,7 @@ struct Conn {
   bool bye = false;
   bool closing = false;
   int64_t last_seen_ms = 0;
+  int64_t accepted_ms = 0;
 
   explicit Conn(size_t max_frame_bytes) : decoder(max_frame_bytes) {}
   std::string who() const {
@@ -261,7 +267,10 @@ void ServerImpl::on_connection(uv_stream_t *listener, int status) {
     HB_LOG_WARN("rendezvous server: accept failed: %s", uv_strerror(status));
     return;
   }
-  auto *c = new Conn(self->cfg_.max_frame_bytes);
+  // Until its HELLO is accepted a connection may send only a small frame
+  // (the handshake), and only for a short while: an unauthenticated client
+  // cannot make the store hold more than a read buffer for it.
+  auto *c = new Conn(std::min(self->cfg_.max_frame_bytes, kHandshakeMaxBytes));
   c->srv = self;
   uv_tcp_init(&self->loop_, &c->tcp);
   c->tcp.data = c;
@@ -275,7 +284,7 @@ void ServerImpl::on_connection(uv_stream_t *listener, int status) {
   uv_tcp_getpeername(&c->tcp, reinterpret_cast<sockaddr *>(&peer), &len);
   c->peer = sockaddr_name(peer);
   c->serial = self->next_serial_++;
-  c->last_seen_ms = now_ms();
+  c->last_seen_ms = c->accepted_ms = now_ms();
   self->conns_[c->serial] = c;
   uv_read_start(reinterpret_cast<uv_stream_t *>(&c->tcp), on_alloc, on_read);
 }
@@ -409,6 +418,7 @@ void ServerImpl::hello(Conn *c, const Frame &f) {
     return;
   }
   c->rank = static_cast<int>(rank);
+  c->decoder.set_max(cfg_.max_frame_bytes);
   ranks_[c->rank] = c;
   live_ranks_ = static_cast<int>(ranks_.size());
   HB_LOG_INFO("rendezvous server: rank %d joined from %s", c->rank,
@@ -534,10 +544,23 @@ void ServerImpl::close_conn(Conn *c, bool flush) {
 void ServerImpl::on_sweep(uv_timer_t *t) {
   auto *self = static_cast<ServerImpl *>(t->loop->data);
   int64_t now = now_ms();
-  std::vector<Conn *> silent;
-  for (auto &kv : self->conns_)
-    if (now - kv.second->last_seen_ms > self->cfg_.peer_timeout_ms)
-      silent.push_back(kv.second);
+  std::vector<Conn *> silent, unauthenticated;
+  for (auto &kv : self->conns_) {
+    Conn *c = kv.second;
+    if (c->closing) continue;
+    if (c->rank < 0 && now - c->accepted_ms > self->cfg_.peer_timeout_ms)
+      unauthenticated.push_back(c);
+    else if (now - c->last_seen_ms > self->cfg_.peer_timeout_ms)
+      silent.push_back(c);
+  }
+  for (Conn *c : unauthenticated) {
+    HB_LOG_WARN("rendezvous server: closing %s: no HELLO within %lld ms",
+                c->who().c_str(),
+                static_cast<long long>(self->cfg_.peer_timeout_ms));
+    self->refuse(c, 0, HB_ERR_TIMEOUT,
+                 format("no HELLO within %lld ms of connecting",
+                        static_cast<long long>(self->cfg_.peer_timeout_ms)));
+  }
   for (Conn *c : silent)
     self->conn_lost(c,
                     format("no heartbeat for %lld ms (peer_timeout_ms %lld)",
