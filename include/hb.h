@@ -157,7 +157,9 @@ typedef struct hb_context_options {
 HB_API hb_status hb_context_create(const hb_context_options *opts,
                                    hb_context **out);
 
-/** Leave the cluster and free everything; NULL is fine. Not collective. */
+/** Leave the cluster and free everything; NULL is fine. Not collective.
+ *  Returns promptly whatever the peers do (rank 0, when it serves the
+ *  store, waits at most peer_timeout_ms for the others to leave). */
 HB_API void hb_context_destroy(hb_context *ctx);
 
 /** Accessors: never fail for a valid ctx; -1 / NULL for a NULL ctx. */

@@ -75,10 +75,11 @@ std::unique_ptr<rdv::Server> serve(const rdv::ClientConfig &cc,
   sc.heartbeat_interval_ms = cc.heartbeat_interval_ms;
   sc.peer_timeout_ms = cc.peer_timeout_ms;
   sc.max_frame_bytes = cc.max_frame_bytes;
-  // Rank 0 may finish first: its server then waits (bounded) for the
-  // others' BYE, so that a rank still finishing its last calls does not see
-  // the store vanish and report a failure.
-  sc.linger_ms = o.get_int("timeout_ms");
+  // Rank 0 may finish first: its server then waits for the others' BYE,
+  // so that a rank still finishing its last calls does not see the store
+  // vanish and report a failure. Bounded by peer_timeout_ms (not
+  // timeout_ms): hb_context_destroy returns promptly whatever the peers do.
+  sc.linger_ms = std::min(o.get_int("timeout_ms"), cc.peer_timeout_ms);
   return rdv::Server::start(sc);
 }
 

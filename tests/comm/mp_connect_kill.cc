@@ -40,7 +40,17 @@ int main() {
   CHECK_OK(created);
   g_mp_rank = hb_context_rank(ctx);
   const int victim = hb_context_world_size(ctx) - 1;
-  if (g_mp_rank == victim) {
+  // HB_LEAVE_AFTER=n: the victim leaves cleanly instead (n allreduces, then
+  // hb_context_destroy and exit 0) while the others go on calling.
+  const char *leave = std::getenv("HB_LEAVE_AFTER");
+  float x = 1;
+  if (leave && g_mp_rank == victim) {
+    for (int i = 0; i < std::atoi(leave); ++i)
+      CHECK_OK(hb_allreduce(ctx, &x, &x, 1, HB_FLOAT32, HB_MAX));
+    hb_context_destroy(ctx);
+    return 0;
+  }
+  if (!leave && g_mp_rank == victim) {
     const char *us = std::getenv("HB_KILL_AFTER_US");
     const long delay = us ? std::atol(us) : 0;
     std::thread([delay] {
@@ -52,7 +62,6 @@ int main() {
   CHECK_OK(
       hb_context_get_option(ctx, "peer_timeout_ms", buf, sizeof buf, nullptr));
   const int64_t bound = std::atoll(buf) + 3000;
-  float x = 1;
   hb_status st = HB_OK;
   int64_t took = 0;
   for (int i = 0; i < 1000000 && st == HB_OK; ++i) {
@@ -61,6 +70,9 @@ int main() {
     took = ms_since(t0);
   }
   CHECK(g_mp_rank != victim, "the victim outlived its kill");
+  if (std::getenv("HB_SHOW"))
+    std::fprintf(stderr, "r%d: %lld ms: %s\n", g_mp_rank, (long long)took,
+                 hb_last_error());
   CHECK(st == HB_ERR_PEER_FAILED, "allreduce after rank %d died: %s: %s",
         victim, hb_status_name(st), hb_last_error());
   CHECK(

@@ -2,6 +2,9 @@
 // option) learns it at once, with the store's reason, instead of retrying
 // until connect_timeout_ms. Rank 0 runs in a thread of the same process.
 #include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
 
 #include <chrono>
 #include <string>
@@ -63,6 +66,44 @@ TEST(Refusal, BadHeartbeatIsImmediate) {
                          "connect_timeout_ms=60000,heartbeat_interval_ms="
                          "10000,peer_timeout_ms=5000",
                          "heartbeat");
+}
+
+// Rank 0 serves the store; rank 1 (another process) is still busy when
+// rank 0 destroys its context. The store waits for rank 1's BYE only up to
+// peer_timeout_ms, not timeout_ms (300 s by default).
+TEST(Destroy, PromptWhileAPeerIsBusy) {
+  const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
+  auto options = [&](int rank, hb_context_options *o) {
+    *o = HB_CONTEXT_OPTIONS_INIT;
+    o->rank = o->local_rank = rank;
+    o->world_size = o->local_world_size = 2;
+    o->rendezvous = rv.c_str();
+    o->options = "peer_timeout_ms=1000,heartbeat_interval_ms=100";
+  };
+  pid_t child = fork();
+  if (child == 0) {  // rank 1: joins, then stays busy for 20 s
+    hb_context_options o;
+    options(1, &o);
+    hb_context *c1 = nullptr;
+    if (hb_context_create(&o, &c1) != HB_OK) _exit(1);
+    std::this_thread::sleep_for(std::chrono::seconds(20));
+    _exit(0);
+  }
+  ASSERT_GT(child, 0);
+  hb_context_options o;
+  options(0, &o);
+  hb_context *c0 = nullptr;
+  hb_status st = hb_context_create(&o, &c0);
+  EXPECT_EQ(st, HB_OK) << hb_last_error();
+  auto t0 = std::chrono::steady_clock::now();
+  hb_context_destroy(c0);
+  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(
+                std::chrono::steady_clock::now() - t0)
+                .count();
+  EXPECT_LT(ms, 1000 + 1500);
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
 }
 
 }  // namespace
