@@ -172,6 +172,7 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
     : Backend(cfg.rank, cfg.world_size),
       cfg_(cfg),
       health_(health),
+      kv_(kv),
       links_(std::make_shared<Links>()) {
   const std::string &a = cfg.allreduce_algorithm;
   if (a == "auto" || a == "rank_order")
@@ -269,16 +270,24 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
                what, static_cast<long long>(cfg_.timeout_ms), msg.c_str());
   } else {
     // A broken connection: give the rendezvous a moment to name the lost
-    // rank (or deliver an abort), which is the more useful report.
+    // rank (or deliver an abort), which is the more useful report. A peer
+    // that left on purpose (said BYE) is reported at once.
+    int peer = links_->rank_in_message(msg);
     Deadline grace(cfg_.peer_report_grace_ms);
-    while (health_.ok() && !grace.expired())
+    while (health_.ok() && !grace.expired() && !kv_.peer_left(peer))
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (!health_.ok())
       throw Error(health_.status(),
                   format("%s: %s", what, health_.message().c_str()));
-    int peer = links_->rank_in_message(msg);
     status = HB_ERR_PEER_FAILED;
-    if (peer >= 0)
+    for (int r = 0; peer < 0 && r < world_size(); ++r)
+      if (kv_.peer_left(r)) peer = r;  // the socket could not be mapped
+    if (peer >= 0 && kv_.peer_left(peer))
+      text = format(
+          "rank %d: %s: rank %d left the job (it destroyed its "
+          "context) during the call",
+          rank(), what, peer);
+    else if (peer >= 0)
       text = format("rank %d: %s: connection to rank %d lost (%s)", rank(),
                     what, peer, msg.c_str());
     else

@@ -120,6 +120,7 @@ class GlooBackend final : public Backend {
 
   BackendConfig cfg_;
   Health &health_;
+  rdv::KV &kv_;  // the rendezvous client: outlives the backend
   Algo algo_kind_;
   std::shared_ptr<gloo::transport::Device> dev_;
   std::shared_ptr<gloo::Context> algo_ctx_;  // cached legacy algorithms

@@ -41,6 +41,7 @@ struct Conn {
   std::string peer;  // "ip:port" of the client
   int rank = -1;     // set by HELLO
   bool bye = false;
+  bool in_context = false;  // passed a barrier (a probe never does)
   bool closing = false;
   int64_t last_seen_ms = 0;
   int64_t accepted_ms = 0;
@@ -356,6 +357,7 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
       store_.wait(c->serial, f.id, f.strs, f.ints[0], now, &out);
       break;
     case kBarrier:
+      c->in_context = true;
       store_.barrier(c->serial, f.id, c->rank, f.strs[0], f.ints[0], now, &out);
       break;
     case kHeartbeat:  // reading it refreshed last_seen_ms
@@ -373,6 +375,12 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
       store_.drop(c->serial);
       send(c, make_reply(f.id, HB_OK, ""));
       close_conn(c, true);
+      if (c->in_context) {
+        Frame left;
+        left.type = kPeerLeft;
+        left.ints = {c->rank};
+        broadcast(left, nullptr);
+      }
       return;
     default:
       fail(HB_ERR_CORRUPT, "rendezvous protocol: a client may not send %s",

@@ -37,4 +37,22 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
   EXPECT_EQ(hangs, 0);
 }
 
+// A rank that leaves cleanly (hb_context_destroy, exit 0) while the others
+// go on calling allreduce: they fail at once, told that it left (before,
+// they waited 10 s for the rendezvous to name a failure that never came).
+TEST(ConnectKill, CleanLeaveIsReportedAtOnce) {
+  for (int trial = 0; trial < 5; ++trial) {
+    RankRun t = run_rank_processes(
+        3, {HB_MP_CONNECT_KILL_BIN},
+        {{"HB_LEAVE_AFTER", std::to_string(5 + 7 * trial)},
+         {"HB_PEER_TIMEOUT_MS", "2000"}},  // bound: 5 s, below the old 10 s
+        20);
+    EXPECT_FALSE(t.hung) << "trial " << trial;
+    for (int r = 0; r < 3; ++r)
+      EXPECT_TRUE(WIFEXITED(t.status[r]) && WEXITSTATUS(t.status[r]) == 0)
+          << "trial " << trial << ": rank " << r << " status " << t.status[r]
+          << " (see its stderr)";
+  }
+}
+
 }  // namespace

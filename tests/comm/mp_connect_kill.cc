@@ -70,14 +70,15 @@ int main() {
     took = ms_since(t0);
   }
   CHECK(g_mp_rank != victim, "the victim outlived its kill");
-  if (std::getenv("HB_SHOW"))
-    std::fprintf(stderr, "r%d: %lld ms: %s\n", g_mp_rank, (long long)took,
-                 hb_last_error());
+  std::fprintf(stderr, "r%d: %lld ms: %s\n", g_mp_rank, (long long)took,
+               hb_last_error());
   CHECK(st == HB_ERR_PEER_FAILED, "allreduce after rank %d died: %s: %s",
         victim, hb_status_name(st), hb_last_error());
   CHECK(
       std::strstr(hb_last_error(), ("rank " + std::to_string(victim)).c_str()),
       "message does not name rank %d: %s", victim, hb_last_error());
+  CHECK(!leave || std::strstr(hb_last_error(), "left the job"),
+        "a clean leave not reported as one: %s", hb_last_error());
   CHECK(took < bound, "the failing call took %lld ms, bound %lld ms",
         (long long)took, (long long)bound);
   auto t0 = std::chrono::steady_clock::now();
