@@ -4,6 +4,7 @@
 // the survivors itself.
 #pragma once
 
+#include <fcntl.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <sys/wait.h>
@@ -22,11 +23,12 @@ struct RankRun {
   bool hung = false;        // some rank outlived the deadline (SIGKILLed)
 };
 
-// argv: the program and its arguments; env: extra NAME=value pairs.
+// argv: the program and its arguments; env: extra NAME=value pairs;
+// stderr_prefix: if not empty, rank r's stderr goes to <prefix><r>.
 inline RankRun run_rank_processes(
     int world, const std::vector<std::string> &argv,
-    const std::vector<std::pair<std::string, std::string>> &env,
-    int deadline_s) {
+    const std::vector<std::pair<std::string, std::string>> &env, int deadline_s,
+    const std::string &stderr_prefix = "") {
   const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
   std::vector<char *> args;
   for (const std::string &a : argv)
@@ -42,6 +44,11 @@ inline RankRun run_rank_processes(
       unsetenv("HB_RENDEZVOUS_SERVED");
       unsetenv("TF_CONFIG");
       for (const auto &kv : env) setenv(kv.first.c_str(), kv.second.c_str(), 1);
+      if (!stderr_prefix.empty()) {
+        std::string path = stderr_prefix + std::to_string(r);
+        int fd = open(path.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0644);
+        if (fd >= 0) dup2(fd, 2);
+      }
       execv(args[0], args.data());
       _exit(127);
     }
