@@ -65,6 +65,31 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
                 gloo_aborts);
 }
 
+// The victim stops (SIGSTOP) 0-6 ms into its first allreduce: alive but
+// silent, it never connects. The others must fail within peer_timeout_ms
+// (1 s here) plus the detection bound, not wait in Gloo's connect for five
+// times timeout_ms.
+TEST(ConnectKill, StoppedDuringConnectIsSeenWithinPeerTimeout) {
+  std::mt19937 rng(5);
+  for (int trial = 0; trial < 6; ++trial) {
+    const int world = 3;
+    const long after_us = std::uniform_int_distribution<long>(0, 6000)(rng);
+    RankRun t =
+        run_rank_processes(world, {HB_MP_CONNECT_KILL_BIN},
+                           {{"HB_TIMEOUT_MS", "60000"},
+                            {"HB_PEER_TIMEOUT_MS", "1000"},
+                            {"HB_HEARTBEAT_INTERVAL_MS", "100"},
+                            {"HB_STOP", "1"},
+                            {"HB_KILL_AFTER_US", std::to_string(after_us)}},
+                           20, "", world - 1);
+    EXPECT_FALSE(t.hung) << "trial " << trial;
+    for (int r = 0; r < world - 1; ++r)
+      EXPECT_TRUE(WIFEXITED(t.status[r]) && WEXITSTATUS(t.status[r]) == 0)
+          << "trial " << trial << " (stop after " << after_us << " us): rank "
+          << r << " status " << t.status[r];
+  }
+}
+
 // A rank that leaves cleanly (hb_context_destroy, exit 0) while the others
 // go on calling allreduce: they fail at once, told that it left (before,
 // they waited 10 s for the rendezvous to name a failure that never came).

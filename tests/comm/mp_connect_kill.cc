@@ -51,11 +51,14 @@ int main() {
     return 0;
   }
   if (!leave && g_mp_rank == victim) {
+    // HB_STOP=1: SIGSTOP instead (the process stays, silent, until the
+    // test kills it): the others must notice within peer_timeout_ms.
     const char *us = std::getenv("HB_KILL_AFTER_US");
     const long delay = us ? std::atol(us) : 0;
-    std::thread([delay] {
+    const int sig = std::getenv("HB_STOP") ? SIGSTOP : SIGKILL;
+    std::thread([delay, sig] {
       std::this_thread::sleep_for(std::chrono::microseconds(delay));
-      raise(SIGKILL);
+      raise(sig);
     }).detach();
   }
   char buf[32];

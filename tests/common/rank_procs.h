@@ -24,11 +24,13 @@ struct RankRun {
 };
 
 // argv: the program and its arguments; env: extra NAME=value pairs;
-// stderr_prefix: if not empty, rank r's stderr goes to <prefix><r>.
+// stderr_prefix: if not empty, rank r's stderr goes to <prefix><r>;
+// stopped_rank: a rank expected to stop itself (SIGSTOP), SIGKILLed once
+// every other rank has exited.
 inline RankRun run_rank_processes(
     int world, const std::vector<std::string> &argv,
     const std::vector<std::pair<std::string, std::string>> &env, int deadline_s,
-    const std::string &stderr_prefix = "") {
+    const std::string &stderr_prefix = "", int stopped_rank = -1) {
   const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
   std::vector<char *> args;
   for (const std::string &a : argv)
@@ -65,6 +67,8 @@ inline RankRun run_rank_processes(
         --left;
       }
     }
+    if (left == 1 && stopped_rank >= 0 && run.status[stopped_rank] == -1)
+      kill(pid[stopped_rank], SIGKILL);
     if (left && std::chrono::steady_clock::now() > deadline) {
       run.hung = true;
       for (int r = 0; r < world; ++r)
