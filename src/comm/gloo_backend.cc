@@ -274,20 +274,23 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
     // that left on purpose (said BYE) is reported at once.
     int peer = links_->rank_in_message(msg);
     Deadline grace(cfg_.peer_report_grace_ms);
-    while (health_.ok() && !grace.expired() && !kv_.peer_left(peer))
+    while (health_.ok() && !grace.expired() && kv_.ranks_left().empty())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (!health_.ok())
       throw Error(health_.status(),
                   format("%s: %s", what, health_.message().c_str()));
     status = HB_ERR_PEER_FAILED;
-    for (int r = 0; peer < 0 && r < world_size(); ++r)
-      if (kv_.peer_left(r)) peer = r;  // the socket could not be mapped
-    if (peer >= 0 && kv_.peer_left(peer))
+    std::vector<int> left = kv_.ranks_left();
+    if (!left.empty()) {  // the first to leave broke the call
+      std::string others;
+      for (size_t i = 1; i < left.size(); ++i)
+        others += format("%s%d", i > 1 ? "," : "", left[i]);
       text = format(
           "rank %d: %s: rank %d left the job (it destroyed its "
-          "context) during the call",
-          rank(), what, peer);
-    else if (peer >= 0)
+          "context) during the call%s%s",
+          rank(), what, left[0], others.empty() ? "" : "; then left: rank ",
+          others.c_str());
+    } else if (peer >= 0)
       text = format("rank %d: %s: connection to rank %d lost (%s)", rank(),
                     what, peer, msg.c_str());
     else

@@ -15,7 +15,6 @@
 #include <cstring>
 #include <map>
 #include <mutex>
-#include <set>
 #include <thread>
 
 #include "abi/error.h"
@@ -44,7 +43,7 @@ struct Shared {
   hb_status conn_status = HB_OK;  // connection failure before registration
   std::string conn_error;
   std::map<uint64_t, std::unique_ptr<Frame>> replies;  // id -> reply
-  std::set<int> left;  // ranks that said BYE (kPeerLeft)
+  std::vector<int> left;  // ranks that said BYE (kPeerLeft), in order
 };
 
 class ClientImpl final : public Client {
@@ -60,9 +59,9 @@ class ClientImpl final : public Client {
   void barrier(const std::string &name, int64_t timeout_ms) override;
   void abort(const std::string &reason) override;
   void close() override;
-  bool peer_left(int rank) const override {
+  std::vector<int> ranks_left() const override {
     std::lock_guard<std::mutex> lock(sh_->mu);
-    return rank < 0 ? !sh_->left.empty() : sh_->left.count(rank) > 0;
+    return sh_->left;
   }
 
  private:
@@ -391,7 +390,7 @@ void ClientImpl::on_frame(const Frame &f) {
                   static_cast<long long>(f.ints[0]));
       {
         std::lock_guard<std::mutex> lock(sh_->mu);
-        sh_->left.insert(static_cast<int>(f.ints[0]));
+        sh_->left.push_back(static_cast<int>(f.ints[0]));
       }
       return;
     case kAborted:
