@@ -157,7 +157,9 @@ typedef struct hb_context_options {
 HB_API hb_status hb_context_create(const hb_context_options *opts,
                                    hb_context **out);
 
-/** Leave the cluster and free everything; NULL is fine. Not collective. */
+/** Leave the cluster and free everything; NULL is fine. Not collective.
+ *  Returns promptly whatever the peers do (rank 0, when it serves the
+ *  store, waits at most peer_timeout_ms for the others to leave). */
 HB_API void hb_context_destroy(hb_context *ctx);
 
 /** Accessors: never fail for a valid ctx; -1 / NULL for a NULL ctx. */
@@ -374,7 +376,13 @@ typedef struct hb_embedding_config {
         0.0, 0.0, -0.5, HB_FLOAT32, -1                                       \
   }
 
-/** Collective: every rank creates its shard of the table. */
+/** Collective: every rank creates its shard of the table. Names are unique
+ *  per context: a second live table with a name is HB_ERR_INVALID_ARGUMENT
+ *  on every rank. Every collective call on a table (lookup, apply, save,
+ *  load, export) checks across ranks that all ranks made the same call on
+ *  the same table at the same point of its call sequence; otherwise it is
+ *  HB_ERR_MISMATCH on every rank, naming each rank's call, before any row
+ *  moves (the table is unchanged and the next matched call works). */
 HB_API hb_status hb_embedding_create(hb_context *ctx,
                                      const hb_embedding_config *cfg,
                                      hb_embedding **out);
@@ -395,11 +403,13 @@ HB_API hb_status hb_embedding_apply_gradients(hb_embedding *emb,
                                               const int64_t *ids, size_t n,
                                               const void *grads);
 
-/** Collective checkpoint of rows and slots into directory dir (atomic). */
+/** Collective checkpoint of rows and slots into directory dir (atomic);
+ *  dir and its missing parents are created. */
 HB_API hb_status hb_embedding_save(hb_embedding *emb, const char *dir);
 /** Collective load; re-shards when saved at another world size. A bad
- *  checkpoint is HB_ERR_CORRUPT / HB_ERR_INVALID_ARGUMENT and changes
- *  nothing. */
+ *  checkpoint (including a shard file the manifest names that is missing
+ *  or unreadable) is HB_ERR_CORRUPT / HB_ERR_INVALID_ARGUMENT, names the
+ *  table and the file, and changes nothing. */
 HB_API hb_status hb_embedding_load(hb_embedding *emb, const char *dir);
 
 /** Collective: write one self-describing serving file (rank 0 writes). */
@@ -500,8 +510,9 @@ HB_API hb_status hb_metric_update_grouped(hb_metric *m, const float *labels,
                                           const int64_t *groups, size_t n);
 /**
  * Collective when the metric has a context: merges every rank's state (the
- * local state is unchanged, so updates may go on). Ranks whose configs
- * differ all get HB_ERR_INVALID_ARGUMENT naming the field.
+ * local state is unchanged, so updates may go on). Ranks merging metrics
+ * of different kinds or configs, or at different points of the metric's
+ * merge sequence, all get HB_ERR_MISMATCH naming each rank's call.
  */
 HB_API hb_status hb_metric_result(hb_metric *m, double *out);
 /** hb_metric_flag_code bits of the last result. */
@@ -514,7 +525,9 @@ HB_API hb_status hb_metric_reset(hb_metric *m);
  * Call once per step on every rank. With drop_remainder, *out_continue is 0
  * on every rank as soon as any rank has no data. Without it, ranks out of
  * data get *out_continue = 1 and *out_feed_empty = 1 (run the step with an
- * empty batch) until every rank is out.
+ * empty batch) until every rank is out. Ranks that pass different
+ * drop_remainder values (or are at different points of the hb_data_sync
+ * sequence) all get HB_ERR_MISMATCH naming the ranks that differ.
  */
 HB_API hb_status hb_data_sync(hb_context *ctx, int32_t local_has_data,
                               int32_t drop_remainder, int32_t *out_continue,

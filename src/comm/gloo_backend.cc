@@ -24,6 +24,7 @@
 #include "comm/gloo_p2p.h"
 #include "comm/kv_store.h"
 #include "comm/links.h"
+#include "comm/mesh_connect.h"
 #include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
 #include "comm/staged_allreduce.h"
@@ -171,6 +172,7 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
     : Backend(cfg.rank, cfg.world_size),
       cfg_(cfg),
       health_(health),
+      kv_(kv),
       links_(std::make_shared<Links>()) {
   const std::string &a = cfg.allreduce_algorithm;
   if (a == "auto" || a == "rank_order")
@@ -191,33 +193,49 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
          "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
          world_size());
 
+  // Subscribed before the mesh connects: a rank lost (or an abort) while it
+  // forms breaks the connect at once instead of after Gloo's own timeout.
+  auto algo = std::make_shared<MeshContext>(cfg.rank, cfg.world_size);
+  auto coll = std::make_shared<MeshContext>(cfg.rank, cfg.world_size);
+  std::shared_ptr<Links> links = links_;
+  std::shared_ptr<WaitBreaker> breaker = breaker_;
+  health_sub_ = health_.subscribe(
+      [links, breaker, algo, coll](hb_status, const std::string &why) {
+        algo->break_connect(why);
+        coll->break_connect(why);
+        links->break_all();
+        breaker->trip();
+      });
+  try {
+    connect_mesh(cfg, kv, algo, coll);
+  } catch (...) {
+    health_.unsubscribe(health_sub_);  // the destructor will not run
+    throw;
+  }
+}
+
+void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
+                               const std::shared_ptr<MeshContext> &algo,
+                               const std::shared_ptr<MeshContext> &coll) {
   guarded("connecting the Gloo full mesh", [&] {
     gloo::transport::tcp::attr attr;
     attr.hostname = cfg.hostname;
     dev_ = gloo::transport::tcp::CreateDevice(attr);
     KVStore store(kv, cfg.key_prefix, cfg.timeout_ms);
-    auto connect = [&](const char *name) {
-      auto ctx =
-          std::make_shared<gloo::rendezvous::Context>(cfg.rank, cfg.world_size);
+    auto connect = [&](const char *name,
+                       const std::shared_ptr<MeshContext> &ctx) {
       ctx->setTimeout(std::chrono::milliseconds(cfg.timeout_ms));
       gloo::rendezvous::PrefixStore prefixed(name, store);
-      ctx->connectFullMesh(prefixed, dev_);
+      ctx->connect_mesh(prefixed, dev_);
       links_->add_context(*ctx);
       return std::shared_ptr<gloo::Context>(ctx);
     };
-    algo_ctx_ = connect("algo");
-    coll_ctx_ = connect("coll");
+    algo_ctx_ = connect("algo", algo);
+    coll_ctx_ = connect("coll", coll);
     if (algo_kind_ == Algo::kRankOrder)
       staged_ = std::make_unique<StagedAllreduce>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
-  std::shared_ptr<Links> links = links_;
-  std::shared_ptr<WaitBreaker> breaker = breaker_;
-  health_sub_ =
-      health_.subscribe([links, breaker](hb_status, const std::string &) {
-        links->break_all();
-        breaker->trip();
-      });
 }
 
 GlooBackend::~GlooBackend() {
@@ -252,16 +270,27 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
                what, static_cast<long long>(cfg_.timeout_ms), msg.c_str());
   } else {
     // A broken connection: give the rendezvous a moment to name the lost
-    // rank (or deliver an abort), which is the more useful report.
+    // rank (or deliver an abort), which is the more useful report. A peer
+    // that left on purpose (said BYE) is reported at once.
+    int peer = links_->rank_in_message(msg);
     Deadline grace(cfg_.peer_report_grace_ms);
-    while (health_.ok() && !grace.expired())
+    while (health_.ok() && !grace.expired() && kv_.ranks_left().empty())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
     if (!health_.ok())
       throw Error(health_.status(),
                   format("%s: %s", what, health_.message().c_str()));
-    int peer = links_->rank_in_message(msg);
     status = HB_ERR_PEER_FAILED;
-    if (peer >= 0)
+    std::vector<int> left = kv_.ranks_left();
+    if (!left.empty()) {  // the first to leave broke the call
+      std::string others;
+      for (size_t i = 1; i < left.size(); ++i)
+        others += format("%s%d", i > 1 ? "," : "", left[i]);
+      text = format(
+          "rank %d: %s: rank %d left the job (it destroyed its "
+          "context) during the call%s%s",
+          rank(), what, left[0], others.empty() ? "" : "; then left: rank ",
+          others.c_str());
+    } else if (peer >= 0)
       text = format("rank %d: %s: connection to rank %d lost (%s)", rank(),
                     what, peer, msg.c_str());
     else

@@ -41,6 +41,7 @@ namespace hb {
 namespace comm {
 
 class Links;
+class MeshContext;
 class StagedAllreduce;
 
 class GlooBackend final : public Backend {
@@ -112,9 +113,14 @@ class GlooBackend final : public Backend {
                                  hb_reduce_op op);
   void evict_if_full(size_t incoming_bytes);
   uint32_t next_tag() { return tag_++; }
+  // The constructor's connect (comm/mesh_connect.h).
+  void connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
+                    const std::shared_ptr<MeshContext> &algo,
+                    const std::shared_ptr<MeshContext> &coll);
 
   BackendConfig cfg_;
   Health &health_;
+  rdv::KV &kv_;  // the rendezvous client: outlives the backend
   Algo algo_kind_;
   std::shared_ptr<gloo::transport::Device> dev_;
   std::shared_ptr<gloo::Context> algo_ctx_;  // cached legacy algorithms

@@ -77,11 +77,27 @@ std::unique_ptr<rdv::Server> serve(const rdv::ClientConfig &cc,
   sc.heartbeat_interval_ms = cc.heartbeat_interval_ms;
   sc.peer_timeout_ms = cc.peer_timeout_ms;
   sc.max_frame_bytes = cc.max_frame_bytes;
-  // Rank 0 may finish first: its server then waits (bounded) for the
-  // others' BYE, so that a rank still finishing its last calls does not see
-  // the store vanish and report a failure.
-  sc.linger_ms = o.get_int("timeout_ms");
+  // Rank 0 may finish first: its server then waits for the others' BYE,
+  // so that a rank still finishing its last calls does not see the store
+  // vanish and report a failure. Bounded by peer_timeout_ms (not
+  // timeout_ms): hb_context_destroy returns promptly whatever the peers do.
+  sc.linger_ms = std::min(o.get_int("timeout_ms"), cc.peer_timeout_ms);
   return rdv::Server::start(sc);
+}
+
+// Errors of a rendezvous connect that retrying cannot fix. A second
+// connection for a rank is not one of them: the previous context's
+// connection of this process may not have been dropped yet.
+bool refused_for_good(const Error &e) {
+  switch (e.status()) {
+    case HB_ERR_PERMISSION:
+    case HB_ERR_INVALID_ARGUMENT:
+      return true;
+    case HB_ERR_CONFIG:
+      return std::strstr(e.what(), "is already connected") == nullptr;
+    default:
+      return false;
+  }
 }
 
 // Ranks other than 0, when rank 0 serves: returns once the server at the
@@ -111,11 +127,16 @@ void wait_for_fresh_server(const rdv::ClientConfig &cc) {
       }
       why = "only the server of the previous context answered";
     } catch (const Error &e) {
-      if (e.status() == HB_ERR_PERMISSION || deadline.expired()) throw;
-      why = e.what();  // e.g. the old server refusing while it shuts down
+      // A refusal with a reason (token, world size, a bad option) will not
+      // change by retrying: it reaches the caller at once.
+      if (refused_for_good(e)) throw;
+      // At the deadline the last probe's timeout is only the time that was
+      // left: report the figure in force and the last real reason.
+      if (!deadline.expired() || why.empty()) why = e.what();
     }
     if (deadline.expired())
-      fail(HB_ERR_TIMEOUT, "no new rendezvous server at %s within %lld ms: %s",
+      fail(HB_ERR_TIMEOUT,
+           "no new rendezvous server at %s within connect_timeout_ms=%lld: %s",
            addr.c_str(), static_cast<long long>(cc.connect_timeout_ms),
            why.c_str());
     std::this_thread::sleep_for(std::chrono::milliseconds(50));

@@ -5,6 +5,7 @@
 #include <atomic>
 #include <memory>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -28,6 +29,22 @@ struct ContextState;
 namespace timeline {
 class Recording;
 }  // namespace timeline
+
+// The names of a context's live embedding tables (unique per context).
+// Shared with the tables, so a table destroyed after its context is fine.
+struct TableNames {
+  std::mutex mu;
+  std::set<std::string> names;
+  // False when the name is taken already.
+  bool reserve(const std::string &name) {
+    std::lock_guard<std::mutex> lock(mu);
+    return names.insert(name).second;
+  }
+  void release(const std::string &name) {
+    std::lock_guard<std::mutex> lock(mu);
+    names.erase(name);
+  }
+};
 }  // namespace hb
 
 struct hb_context {
@@ -50,6 +67,10 @@ struct hb_context {
   // never mixes two contexts' keys.
   std::string scope;
   std::atomic<uint64_t> barriers{0};
+  std::shared_ptr<hb::TableNames> table_names =
+      std::make_shared<hb::TableNames>();
+  // hb_data_sync calls so far (part of its cross-rank fingerprint).
+  std::atomic<int64_t> data_syncs{0};
 
   // Created on first use by src/comm and src/gpu (shared_ptr: the deleter
   // is bound where the type is complete).

@@ -40,7 +40,15 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
     std::unique_ptr<hb_embedding> e(new hb_embedding);
     e->ctx = ctx;
     e->table.reset(
-        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx)));
+        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx), [&] {
+          if (!c.table_names->reserve(spec.name))
+            hb::fail(HB_ERR_INVALID_ARGUMENT,
+                     "hb_embedding_create('%s'): this context already has a "
+                     "table named '%s' (names are unique per context)",
+                     spec.name.c_str(), spec.name.c_str());
+          e->names = c.table_names;
+          e->name = spec.name;
+        }));
     if (spec.device >= 0)
       e->gpu.reset(new hb::emb::DeviceTable(*e->table, [&] {
         return hb::emb::make_gpu_ops(c, spec.device, spec.wire_dtype,

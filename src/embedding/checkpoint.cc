@@ -166,6 +166,20 @@ bool stale_shard_file(const std::string &file, const std::string &name,
          (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
 }
 
+// mkdir -p: the directory and any missing parent.
+void make_dirs(const std::string &what, const std::string &dir) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(),
+           part.c_str(), std::strerror(errno));
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
+}
+
 void write_shard(const Shard &shard, const std::string &path, int rank,
                  int world, ShardEntry *entry) {
   AtomicFile f(path);
@@ -195,7 +209,17 @@ void write_shard(const Shard &shard, const std::string &path, int rank,
 void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
                 const Partitioner &part, int rank, Shard *into, IdMap *seen) {
   std::string path = join(dir, e.file);
-  std::string data = read_whole_file(path);
+  std::string data;
+  try {
+    data = read_whole_file(path);
+  } catch (const Error &err) {
+    // The manifest names it: a missing or unreadable shard is a broken
+    // checkpoint, not a plain I/O error.
+    fail(HB_ERR_CORRUPT,
+         "checkpoint shard '%s' named by the manifest is missing or "
+         "unreadable: %s",
+         path.c_str(), err.what());
+  }
   if (data.size() != e.bytes)
     fail(HB_ERR_CORRUPT,
          "checkpoint shard '%s' has %zu bytes, manifest says %" PRIu64,
@@ -245,15 +269,14 @@ void save_checkpoint(Table &t, const char *dir_c) {
 
   // 1. Rank 0 prepares the directory and picks the nonce of this save.
   Outcome o;
+  o.sig = t.call(kCallSave);
   uint64_t nonce = 0;
   std::string dir;
   try {
     HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
     dir = dir_c;
     if (rank == 0) {
-      if (::mkdir(dir_c, 0755) != 0 && errno != EEXIST)
-        fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(),
-             dir_c, std::strerror(errno));
+      make_dirs(what, dir);
       nonce = fresh_nonce();
     }
   } catch (...) {
@@ -325,6 +348,7 @@ void load_checkpoint(Table &t, const char *dir_c) {
   const Spec &spec = t.spec();
   const std::string what = "hb_embedding_load('" + spec.name + "')";
   Outcome o;
+  o.sig = t.call(kCallLoad);
   std::unique_ptr<Shard> staging;
   try {
     HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
@@ -366,6 +390,12 @@ void load_checkpoint(Table &t, const char *dir_c) {
     IdMap seen;
     for (const ShardEntry &e : m.shards)
       read_shard(dir, e, m, part, rank, staging.get(), &seen);
+  } catch (const Error &e) {
+    // Every load error names the table.
+    o.status = e.status();
+    o.message = e.what();
+    if (o.message.compare(0, what.size(), what) != 0)
+      o.message = what + ": " + o.message;
   } catch (...) {
     o.capture();
   }

@@ -183,6 +183,7 @@ void DeviceTable::route_ids() {
 void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
                              const char *what, bool sum_locally) {
   Outcome o;
+  o.sig = host_.call(sum_locally ? kCallApply : kCallLookup);
   try {
     ops_->make_current();
     plan_.prepare(download_ids(ids, n, data, what), n, data, what);

@@ -1,6 +1,7 @@
 #include "embedding/exchange.h"
 
 #include "abi/error.h"
+#include "common/mismatch.h"
 
 namespace hb {
 namespace emb {
@@ -17,32 +18,69 @@ void Outcome::capture() {
   } catch (const std::exception &e) {
     status = HB_ERR_INTERNAL;
     message = e.what();
+  } catch (...) {
+    status = HB_ERR_INTERNAL;
+    message = "unknown exception";
   }
 }
+
+const char *call_op_name(int64_t op) {
+  switch (op) {
+    case kCallNone:
+      return "an unchecked step";
+    case kCallCreate:
+      return "hb_embedding_create";
+    case kCallLookup:
+      return "hb_embedding_lookup";
+    case kCallApply:
+      return "hb_embedding_apply_gradients";
+    case kCallSave:
+      return "hb_embedding_save";
+    case kCallLoad:
+      return "hb_embedding_load";
+    case kCallExport:
+      return "hb_embedding_export";
+  }
+  return "an unknown operation";
+}
+
+namespace {
+const int kHeader = 7;  // status, has_detail, detail, value, op, table, seq
+}  // namespace
 
 std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
                            const std::vector<int64_t> &value_to,
                            const char *what, const char *detail_name) {
   const int w = x.world();
-  std::vector<int64_t> send(4 * w), recv(4 * w);
+  std::vector<int64_t> send(kHeader * w), recv(kHeader * w);
   for (int p = 0; p < w; ++p) {
-    send[4 * p] = mine.status;
-    send[4 * p + 1] = mine.has_detail;
-    send[4 * p + 2] = mine.detail;
-    send[4 * p + 3] = mine.status == HB_OK ? value_to[p] : 0;
+    int64_t *h = &send[kHeader * p];
+    h[0] = mine.status;
+    h[1] = mine.has_detail;
+    h[2] = mine.detail;
+    h[3] = mine.status == HB_OK ? value_to[p] : 0;
+    h[4] = mine.sig.op;
+    h[5] = mine.sig.table;
+    h[6] = mine.sig.seq;
   }
-  x.alltoall(send.data(), recv.data(), 4);
+  x.alltoall(send.data(), recv.data(), kHeader);
+  check_same_calls(recv.data(), w, kHeader, 4, 3, what, [](const int64_t *h) {
+    return format("%s, table %016llx, call %lld", call_op_name(h[4]),
+                  (unsigned long long)h[5], (long long)h[6]);
+  });
+  if (mine.sig.counter) ++*mine.sig.counter;
   if (mine.status != HB_OK) throw Error(mine.status, mine.message);
   std::vector<int64_t> values(w);
   for (int p = 0; p < w; ++p) {
-    if (recv[4 * p] != HB_OK) {
-      hb_status st = static_cast<hb_status>(recv[4 * p]);
-      if (detail_name && recv[4 * p + 1])
+    const int64_t *h = &recv[kHeader * p];
+    if (h[0] != HB_OK) {
+      hb_status st = static_cast<hb_status>(h[0]);
+      if (detail_name && h[1])
         fail(st, "%s: rank %d failed with %s (%s %lld)", what, p,
-             hb_status_name(st), detail_name, (long long)recv[4 * p + 2]);
+             hb_status_name(st), detail_name, (long long)h[2]);
       fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
     }
-    values[p] = recv[4 * p + 3];
+    values[p] = h[3];
   }
   return values;
 }

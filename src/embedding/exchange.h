@@ -31,6 +31,30 @@ class Exchange {
 // The exchange of a context (hb_alltoall / hb_alltoallv).
 std::unique_ptr<Exchange> make_context_exchange(hb_context *ctx);
 
+// Which collective a rank is making, checked across ranks by the first
+// agreement of every table collective: ranks that call different operations,
+// on different tables, or that are at different points of a table's call
+// sequence all fail that call with HB_ERR_MISMATCH, before any row moves
+// (so the tables stay consistent and the next matched call works).
+enum CallOp : int64_t {
+  kCallNone = 0,  // not checked (later agreements within one call)
+  kCallCreate = 1,
+  kCallLookup,
+  kCallApply,
+  kCallSave,
+  kCallLoad,
+  kCallExport,
+};
+const char *call_op_name(int64_t op);
+
+struct CallSig {
+  int64_t op = kCallNone;
+  int64_t table = 0;  // the table's spec fingerprint
+  int64_t seq = 0;    // the table's matched collective calls so far
+  // Advanced by agree() once every rank made the same call.
+  int64_t *counter = nullptr;
+};
+
 // What one rank's local preparation of a collective step produced: OK, or
 // the status and message of its failure. Every collective step first
 // agrees on outcomes so a failure on one rank fails the step on all ranks
@@ -40,13 +64,15 @@ struct Outcome {
   bool has_detail = false;
   int64_t detail = 0;  // e.g. the offending id
   std::string message;
+  CallSig sig;     // checked across ranks when sig.op != kCallNone
   void capture();  // call inside a catch block
 };
 
-// Exchanges one header per peer {status, has_detail, detail, value}:
+// Exchanges one header per peer {status, has_detail, detail, value, sig}:
 // value_to[p] goes to p; returns the values received from every peer. Throws
-// when any rank failed: this rank's own error, or `what` naming the first
-// failing rank and `detail_name` = detail.
+// HB_ERR_MISMATCH on every rank when the ranks' call signatures differ
+// (naming each rank's call); otherwise, when any rank failed, this rank's own
+// error, or `what` naming the first failing rank and `detail_name` = detail.
 std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
                            const std::vector<int64_t> &value_to,
                            const char *what, const char *detail_name);

@@ -4,14 +4,22 @@
 #pragma once
 
 #include <memory>
+#include <string>
 
+#include "context/context.h"
 #include "embedding/device_table.h"
 #include "embedding/serving.h"
 #include "embedding/table.h"
 #include "hb.h"
 
 struct hb_embedding {
+  ~hb_embedding() {
+    if (names) names->release(name);
+  }
   hb_context *ctx = nullptr;
+  // The name this table holds in its context's registry (sharded tables).
+  std::shared_ptr<hb::TableNames> names;
+  std::string name;
   std::unique_ptr<hb::emb::Table> table;  // sharded (a GPU table's host side)
   // device >= 0: the rows on the GPU; declared after `table`, which it uses,
   // so it is destroyed first.

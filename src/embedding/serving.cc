@@ -25,6 +25,7 @@ void export_table(Table &t, const char *path) {
   const std::string what = "hb_embedding_export('" + spec.name + "')";
   // Records {id, dim weights} to rank 0.
   Outcome o;
+  o.sig = t.call(kCallExport);
   std::vector<unsigned char> mine;
   const size_t rec_bytes = 8 + 4 * static_cast<size_t>(dim);
   try {

@@ -8,16 +8,6 @@
 namespace hb {
 namespace emb {
 
-uint64_t fnv1a64(const void *data, size_t n) {
-  const unsigned char *p = static_cast<const unsigned char *>(data);
-  uint64_t h = 0xcbf29ce484222325ull;
-  for (size_t i = 0; i < n; ++i) {
-    h ^= p[i];
-    h *= 0x100000001b3ull;
-  }
-  return h;
-}
-
 static void check_name(const char *name) {
   HB_CHECK_ARG(name && name[0], "embedding config: name is NULL or empty");
   size_t len = std::strlen(name);

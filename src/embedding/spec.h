@@ -5,6 +5,7 @@
 #include <cstdint>
 #include <string>
 
+#include "common/fnv.h"
 #include "hb.h"
 
 namespace hb {
@@ -36,9 +37,6 @@ Spec spec_from_config(const hb_embedding_config *cfg);
 
 // A hash of the fields that must agree on every rank (and in a checkpoint).
 uint64_t spec_fingerprint(const Spec &s);
-
-// 64-bit FNV-1a of a byte string (table names in the initializer's key).
-uint64_t fnv1a64(const void *data, size_t n);
 
 }  // namespace emb
 }  // namespace hb

@@ -8,7 +8,8 @@
 namespace hb {
 namespace emb {
 
-Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
+Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
+             const std::function<void()> &local_check)
     : spec_(spec),
       x_(std::move(exchange)),
       rank_(x_->rank()),
@@ -17,7 +18,9 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
       plan_(spec, rank_, world_) {
   std::string what = "hb_embedding_create('" + spec.name + "')";
   Outcome o;
+  o.sig.op = kCallCreate;  // the config itself is compared below
   try {
+    if (local_check) local_check();
     shard_.reset(new Shard(spec_, rank_, world_));
   } catch (...) {
     o.capture();
@@ -27,6 +30,7 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange)
   // the two paths exchange differently.
   int64_t fp = static_cast<int64_t>(spec_fingerprint(spec_) ^
                                     (spec_.device >= 0 ? 0x5a5aull : 0));
+  id_ = fp;
   std::vector<int64_t> got =
       agree(*x_, o, std::vector<int64_t>(world_, fp), what.c_str(), nullptr);
   for (int p = 0; p < world_; ++p)
@@ -114,6 +118,7 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {
   Outcome o;
+  o.sig = call(kCallLookup);
   try {
     plan_.prepare(ids, n, out, "hb_embedding_lookup");
   } catch (...) {
@@ -144,6 +149,7 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
   Outcome o;
+  o.sig = call(kCallApply);
   try {
     plan_.prepare(ids, n, grads, "hb_embedding_apply_gradients");
     // Local partial sums, in send order.

@@ -16,6 +16,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <vector>
@@ -47,7 +48,10 @@ class Table {
  public:
   // Collective: checks that every rank passed the same config (and that
   // either every rank's table lives on a GPU, spec.device >= 0, or none).
-  Table(const Spec &spec, std::unique_ptr<Exchange> exchange);
+  // `local_check` (may be empty) runs first; what it throws fails the
+  // create on every rank.
+  Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
+        const std::function<void()> &local_check = {});
 
   const Spec &spec() const { return spec_; }
   Exchange &exchange() { return *x_; }
@@ -56,6 +60,10 @@ class Table {
   void replace_shard(std::unique_ptr<Shard> s) { shard_ = std::move(s); }
   const Stats &stats() const { return stats_; }
   void reset_stats() { stats_ = Stats(); }
+
+  // The signature of this rank's next collective call on the table (the
+  // first agreement of the call checks it across ranks).
+  CallSig call(CallOp op) { return CallSig{op, id_, calls_, &calls_}; }
 
   void lookup(const int64_t *ids, size_t n, float *out);
   void apply_gradients(const int64_t *ids, size_t n, const float *grads);
@@ -90,6 +98,8 @@ class Table {
   size_t wire_row_bytes_;
   Stats stats_;
   StepPlan plan_;
+  int64_t id_ = 0;     // spec fingerprint (and host/GPU placement)
+  int64_t calls_ = 0;  // matched collective calls since create
 
   // Reused per-call buffers.
   std::vector<int64_t> recv_ids_;

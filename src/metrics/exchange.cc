@@ -2,6 +2,7 @@
 
 #include "abi/error.h"
 #include "comm/communicator.h"
+#include "common/mismatch.h"
 #include "context/context.h"
 
 namespace hb {
@@ -20,18 +21,33 @@ void run(const char *what, F collective) {
 
 }  // namespace
 
-Gathered allgather_bytes(hb_context *ctx, const Bytes &mine) {
+Gathered allgather_bytes(hb_context *ctx, const Bytes &mine,
+                         const MergeSig &sig) {
   hb_context &c = ctx_ref(ctx);
   const int world = c.cluster.world_size;
-  int64_t my_size = static_cast<int64_t>(mine.size());
+  const int kHeader = 4;  // size, kind, config, seq
+  int64_t header[kHeader] = {static_cast<int64_t>(mine.size()), sig.kind,
+                             sig.config, sig.seq};
+  std::vector<int64_t> all(static_cast<size_t>(kHeader) * world);
+  run("hb_allgather of state sizes", [&] {
+    comm::allgather(c, comm::Memory::kHost, header, all.data(), kHeader,
+                    HB_INT64);
+  });
+  check_same_calls(all.data(), world, kHeader, 1, 3, "hb_metric_result",
+                   [](const int64_t *h) {
+                     return format(
+                         "metric kind %lld, config %016llx, merge "
+                         "%lld",
+                         (long long)h[1], (unsigned long long)h[2],
+                         (long long)h[3]);
+                   });
+  if (sig.counter) ++*sig.counter;
   Gathered g;
   std::vector<int64_t> &sizes = g.sizes, &offsets = g.offsets;
   sizes.resize(world);
   offsets.resize(world);
-  run("hb_allgather of state sizes", [&] {
-    comm::allgather(c, comm::Memory::kHost, &my_size, sizes.data(), 1,
-                    HB_INT64);
-  });
+  for (int r = 0; r < world; ++r)
+    sizes[r] = all[static_cast<size_t>(r) * kHeader];
   int64_t total = 0;
   for (int r = 0; r < world; ++r) {
     if (sizes[r] < 0)

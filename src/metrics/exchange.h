@@ -17,8 +17,20 @@ struct Gathered {
   std::vector<int64_t> sizes, offsets;
 };
 
+// What a rank's hb_metric_result is merging: checked across ranks in the
+// size exchange, so ranks merging different metrics (kind or config) or at
+// different points of a metric's merge sequence all fail with
+// HB_ERR_MISMATCH.
+struct MergeSig {
+  int64_t kind = 0;
+  int64_t config = 0;          // config_fingerprint
+  int64_t seq = 0;             // matched merges of this metric so far
+  int64_t *counter = nullptr;  // advanced once the ranks' signatures match
+};
+
 // Collective over ctx.
-Gathered allgather_bytes(hb_context *ctx, const Bytes &mine);
+Gathered allgather_bytes(hb_context *ctx, const Bytes &mine,
+                         const MergeSig &sig);
 
 }  // namespace metrics
 }  // namespace hb

@@ -15,6 +15,7 @@ struct hb_metric {
   hb::metrics::Config cfg;
   std::unique_ptr<hb::metrics::State> state;
   int32_t flags = 0;
+  int64_t merges = 0;  // matched hb_metric_result merges (a fingerprint part)
 };
 
 namespace {
@@ -30,7 +31,9 @@ double merged_result(hb_metric &m) {
   hb::timeline::Span span("metric_merge", "metrics");
   Bytes mine = serialize(m.cfg, *m.state);
   span.set_bytes(static_cast<int64_t>(mine.size()));
-  Gathered g = allgather_bytes(m.ctx, mine);
+  MergeSig sig{m.cfg.kind, static_cast<int64_t>(config_fingerprint(m.cfg)),
+               m.merges, &m.merges};
+  Gathered g = allgather_bytes(m.ctx, mine, sig);
   std::unique_ptr<State> merged = make_state(m.cfg);
   for (size_t r = 0; r < g.sizes.size(); ++r) {
     std::string source = hb::format("rank %zu", r);

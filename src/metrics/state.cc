@@ -6,6 +6,7 @@
 #include <cstring>
 
 #include "abi/error.h"
+#include "common/fnv.h"
 #include "metrics/auc_state.h"
 #include "metrics/ratio_state.h"
 
@@ -18,6 +19,20 @@ constexpr int32_t kMaxThresholds = 1 << 24;
 constexpr int64_t kMaxBins = int64_t(1) << 28;
 
 }  // namespace
+
+uint64_t config_fingerprint(const Config &c) {
+  // Field by field (no padding bytes).
+  uint64_t h = kFnvBasis;
+  auto mix = [&h](const void *p, size_t n) { h = fnv1a64(p, n, h); };
+  mix(&c.kind, 4);
+  mix(&c.num_thresholds, 4);
+  mix(&c.curve, 4);
+  mix(&c.summation, 4);
+  mix(&c.gauc_weighting, 4);
+  mix(&c.threshold, 8);
+  mix(&c.bins, 8);
+  return h;
+}
 
 Config config_from_public(const hb_metric_config *cfg) {
   Config c;

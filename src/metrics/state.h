@@ -34,6 +34,9 @@ struct Config {
 // every field, naming the bad one.
 Config config_from_public(const hb_metric_config *cfg);
 
+// A hash of every field of cfg: ranks merging a metric must agree on it.
+uint64_t config_fingerprint(const Config &cfg);
+
 struct Batch {
   const float *labels;  // NULL only for HB_METRIC_MEAN
   const float *preds;

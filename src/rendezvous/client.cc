@@ -43,6 +43,7 @@ struct Shared {
   hb_status conn_status = HB_OK;  // connection failure before registration
   std::string conn_error;
   std::map<uint64_t, std::unique_ptr<Frame>> replies;  // id -> reply
+  std::vector<int> left;  // ranks that said BYE (kPeerLeft), in order
 };
 
 class ClientImpl final : public Client {
@@ -58,6 +59,10 @@ class ClientImpl final : public Client {
   void barrier(const std::string &name, int64_t timeout_ms) override;
   void abort(const std::string &reason) override;
   void close() override;
+  std::vector<int> ranks_left() const override {
+    std::lock_guard<std::mutex> lock(sh_->mu);
+    return sh_->left;
+  }
 
  private:
   enum class Mode { kNormal, kHandshake, kBye };
@@ -379,6 +384,14 @@ void ClientImpl::on_frame(const Frame &f) {
           HB_ERR_PEER_FAILED,
           format("rank %lld lost: %s", static_cast<long long>(f.ints[0]),
                  f.strs[0].c_str()));
+      return;
+    case kPeerLeft:
+      HB_LOG_INFO("rendezvous: rank %lld left",
+                  static_cast<long long>(f.ints[0]));
+      {
+        std::lock_guard<std::mutex> lock(sh_->mu);
+        sh_->left.push_back(static_cast<int>(f.ints[0]));
+      }
       return;
     case kAborted:
       health_->fail(HB_ERR_ABORTED, format("aborted by rank %lld: %s",

@@ -41,6 +41,9 @@ std::string encode_frame(const Frame &frame, size_t max_frame_bytes);
 class FrameDecoder {
  public:
   explicit FrameDecoder(size_t max_frame_bytes) : max_(max_frame_bytes) {}
+  // Changes the cap for the frames not yet decoded (the server raises it
+  // once a connection has authenticated).
+  void set_max(size_t max_frame_bytes) { max_ = max_frame_bytes; }
 
   void feed(const char *data, size_t n);
   // Pops the next complete frame into *out; false if more bytes are needed.

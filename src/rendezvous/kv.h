@@ -21,6 +21,10 @@ class KV {
   // Blocks until every key exists; HB_ERR_TIMEOUT naming the missing ones.
   virtual void wait(const std::vector<std::string> &keys,
                     int64_t timeout_ms) = 0;
+  // The ranks that left on purpose (destroyed their context) while this
+  // end was connected, first leaver first: a broken link is then a clean
+  // leave, reported at once instead of waited on.
+  virtual std::vector<int> ranks_left() const { return {}; }
 };
 
 }  // namespace rdv

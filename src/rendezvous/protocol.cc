@@ -21,8 +21,9 @@ const Shape *shape_of(uint8_t type) {
       {"HEARTBEAT", 0, 0, false}, {"ABORT", 0, 1, false},
       {"BYE", 0, 0, false},       {"REPLY", 2, 1, false},
       {"PEER_LOST", 1, 1, false}, {"ABORTED", 1, 1, false},
+      {"PEER_LEFT", 1, 0, false},
   };
-  if (type < kHello || type > kAborted) return nullptr;
+  if (type < kHello || type > kPeerLeft) return nullptr;
   return &kShapes[type - kHello];
 }
 

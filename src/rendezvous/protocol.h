@@ -18,7 +18,11 @@
 //   kReply      status, int value       text (value, or error message)
 //   kPeerLost   rank                    why
 //   kAborted    rank                    reason
+//   kPeerLeft   rank                    -
 //
+// kPeerLeft tells the others that a rank which had taken part in a context
+// (passed a barrier) said BYE: it left on purpose, and a broken connection
+// to it is a clean leave, not a failure to wait for.
 // A kReply with id 0 and an error status is the server's last word before
 // it closes the connection (malformed frame, protocol violation).
 #pragma once
@@ -45,6 +49,7 @@ enum MsgType : uint8_t {
   kReply,
   kPeerLost,
   kAborted,
+  kPeerLeft,
 };
 
 const char *msg_type_name(uint8_t type);

@@ -3,9 +3,13 @@
 // the loop thread except start(), the destructor, port() and on_peer_lost().
 #include "rendezvous/server.h"
 
+#include <pthread.h>
+#include <signal.h>
+
 #include <netdb.h>
 #include <uv.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstring>
@@ -23,6 +27,10 @@ namespace hb {
 namespace rdv {
 namespace {
 
+// The largest frame an unauthenticated connection may send: a HELLO with a
+// token of up to a few KiB.
+const size_t kHandshakeMaxBytes = 8 << 10;
+
 class ServerImpl;
 
 struct Conn {
@@ -33,8 +41,10 @@ struct Conn {
   std::string peer;  // "ip:port" of the client
   int rank = -1;     // set by HELLO
   bool bye = false;
+  bool in_context = false;  // passed a barrier (a probe never does)
   bool closing = false;
   int64_t last_seen_ms = 0;
+  int64_t accepted_ms = 0;
 
   explicit Conn(size_t max_frame_bytes) : decoder(max_frame_bytes) {}
   std::string who() const {
@@ -195,7 +205,17 @@ void ServerImpl::open() {
   // large frame still hears from the server.
   uint64_t beat = static_cast<uint64_t>(cfg_.heartbeat_interval_ms);
   uv_timer_start(&heartbeat_, on_heartbeat, beat, beat);
-  thread_ = std::thread([this] { uv_run(&loop_, UV_RUN_DEFAULT); });
+  thread_ = std::thread([this] {
+    // libuv writes with write(2), not send(MSG_NOSIGNAL): a client that went
+    // away would raise SIGPIPE and kill the host process. Blocked on this
+    // thread (a synchronous SIGPIPE is delivered to the writing thread), the
+    // write fails with EPIPE instead, which closes that connection only.
+    sigset_t s;
+    sigemptyset(&s);
+    sigaddset(&s, SIGPIPE);
+    pthread_sigmask(SIG_BLOCK, &s, nullptr);
+    uv_run(&loop_, UV_RUN_DEFAULT);
+  });
   HB_LOG_INFO("rendezvous server listening on %s:%d (world size %d)",
               cfg_.host.c_str(), port_, cfg_.world_size);
 }
@@ -248,7 +268,10 @@ void ServerImpl::on_connection(uv_stream_t *listener, int status) {
     HB_LOG_WARN("rendezvous server: accept failed: %s", uv_strerror(status));
     return;
   }
-  auto *c = new Conn(self->cfg_.max_frame_bytes);
+  // Until its HELLO is accepted a connection may send only a small frame
+  // (the handshake), and only for a short while: an unauthenticated client
+  // cannot make the store hold more than a read buffer for it.
+  auto *c = new Conn(std::min(self->cfg_.max_frame_bytes, kHandshakeMaxBytes));
   c->srv = self;
   uv_tcp_init(&self->loop_, &c->tcp);
   c->tcp.data = c;
@@ -262,7 +285,7 @@ void ServerImpl::on_connection(uv_stream_t *listener, int status) {
   uv_tcp_getpeername(&c->tcp, reinterpret_cast<sockaddr *>(&peer), &len);
   c->peer = sockaddr_name(peer);
   c->serial = self->next_serial_++;
-  c->last_seen_ms = now_ms();
+  c->last_seen_ms = c->accepted_ms = now_ms();
   self->conns_[c->serial] = c;
   uv_read_start(reinterpret_cast<uv_stream_t *>(&c->tcp), on_alloc, on_read);
 }
@@ -334,6 +357,7 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
       store_.wait(c->serial, f.id, f.strs, f.ints[0], now, &out);
       break;
     case kBarrier:
+      c->in_context = true;
       store_.barrier(c->serial, f.id, c->rank, f.strs[0], f.ints[0], now, &out);
       break;
     case kHeartbeat:  // reading it refreshed last_seen_ms
@@ -351,6 +375,12 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
       store_.drop(c->serial);
       send(c, make_reply(f.id, HB_OK, ""));
       close_conn(c, true);
+      if (c->in_context) {
+        Frame left;
+        left.type = kPeerLeft;
+        left.ints = {c->rank};
+        broadcast(left, nullptr);
+      }
       return;
     default:
       fail(HB_ERR_CORRUPT, "rendezvous protocol: a client may not send %s",
@@ -396,6 +426,7 @@ void ServerImpl::hello(Conn *c, const Frame &f) {
     return;
   }
   c->rank = static_cast<int>(rank);
+  c->decoder.set_max(cfg_.max_frame_bytes);
   ranks_[c->rank] = c;
   live_ranks_ = static_cast<int>(ranks_.size());
   HB_LOG_INFO("rendezvous server: rank %d joined from %s", c->rank,
@@ -521,10 +552,23 @@ void ServerImpl::close_conn(Conn *c, bool flush) {
 void ServerImpl::on_sweep(uv_timer_t *t) {
   auto *self = static_cast<ServerImpl *>(t->loop->data);
   int64_t now = now_ms();
-  std::vector<Conn *> silent;
-  for (auto &kv : self->conns_)
-    if (now - kv.second->last_seen_ms > self->cfg_.peer_timeout_ms)
-      silent.push_back(kv.second);
+  std::vector<Conn *> silent, unauthenticated;
+  for (auto &kv : self->conns_) {
+    Conn *c = kv.second;
+    if (c->closing) continue;
+    if (c->rank < 0 && now - c->accepted_ms > self->cfg_.peer_timeout_ms)
+      unauthenticated.push_back(c);
+    else if (now - c->last_seen_ms > self->cfg_.peer_timeout_ms)
+      silent.push_back(c);
+  }
+  for (Conn *c : unauthenticated) {
+    HB_LOG_WARN("rendezvous server: closing %s: no HELLO within %lld ms",
+                c->who().c_str(),
+                static_cast<long long>(self->cfg_.peer_timeout_ms));
+    self->refuse(c, 0, HB_ERR_TIMEOUT,
+                 format("no HELLO within %lld ms of connecting",
+                        static_cast<long long>(self->cfg_.peer_timeout_ms)));
+  }
   for (Conn *c : silent)
     self->conn_lost(c,
                     format("no heartbeat for %lld ms (peer_timeout_ms %lld)",

@@ -8,10 +8,11 @@
 #include <algorithm>
 #include <cstdio>
 #include <cstdlib>
+#include <cstring>
 #include <vector>
 
-#include "hb.h"
 #include "common/mp_check.h"
+#include "hb.h"
 
 int g_mp_rank = -1;
 const char *g_mp_name = "mp_data_sync";
@@ -60,6 +61,17 @@ int main() {
           g_mp_rank, batches[0], batches[1], batches[2], drop, steps,
           empty_steps);
     }
+  // Ranks that pass different drop_remainder values would decide
+  // differently: every rank fails with HB_ERR_MISMATCH naming rank 2, and
+  // the next matched call works.
+  int32_t cont = -1;
+  hb_status st = hb_data_sync(ctx, 1, g_mp_rank == 2, &cont, nullptr);
+  CHECK(st == HB_ERR_MISMATCH, "drop_remainder mismatch gave %s: %s",
+        hb_status_name(st), hb_last_error());
+  CHECK(std::strstr(hb_last_error(), "rank 2 differs"), "message: %s",
+        hb_last_error());
+  CHECK_OK(hb_data_sync(ctx, 1, 1, &cont, nullptr));
+  CHECK(cont == 1, "matched call after a mismatch: cont %d", cont);
   CHECK_OK(hb_context_barrier(ctx, 0));
   hb_context_destroy(ctx);
   return 0;

@@ -175,9 +175,12 @@ void expect_rejected(const hb_embedding_config &c, const std::string &dir,
     }
     collect(t, mu, &after);
   });
+  const std::string table = "hb_embedding_load('" + std::string(c.name) + "')";
   for (int r = 0; r < 2; ++r) {
     EXPECT_EQ(st[r], status) << "rank " << r << ": " << msg[r];
     EXPECT_NE(msg[r].find(needle), std::string::npos) << msg[r];
+    EXPECT_NE(msg[r].find(table), std::string::npos)  // names the table
+        << msg[r];
   }
   EXPECT_TRUE(before == after);
 }
@@ -235,8 +238,19 @@ TEST(BadCheckpoint, MissingShardFile) {
   hb_embedding_config c = config(HB_OPT_SGD, 0, HB_PARTITION_MOD);
   std::string dir = temp_dir("missing");
   save_reference(c, dir);
-  ASSERT_EQ(::unlink(shard_path(dir, 1).c_str()), 0);
-  expect_rejected(c, dir, HB_ERR_IO, "cannot open");
+  std::string gone = shard_path(dir, 1);
+  ASSERT_EQ(::unlink(gone.c_str()), 0);
+  // A shard the manifest names is part of the checkpoint: corrupt, not I/O.
+  expect_rejected(c, dir, HB_ERR_CORRUPT, "named by the manifest");
+  expect_rejected(c, dir, HB_ERR_CORRUPT, gone.c_str());
+}
+
+TEST(Save, CreatesMissingParentDirectories) {
+  hb_embedding_config c = config(HB_OPT_SGD, 40, HB_PARTITION_MOD);
+  std::string dir = temp_dir("parents") + "/a/b/c";
+  save_reference(c, dir);
+  EXPECT_FALSE(shard_path(dir, 0).empty());
+  EXPECT_FALSE(shard_path(dir, 1).empty());
 }
 
 TEST(BadCheckpoint, WrongDimNameOptimizer) {

@@ -4,10 +4,13 @@
 //   mp_embedding save DIR     train at this world size, save (listeners)
 //   mp_embedding load DIR     load a save made at 4 ranks, continue, compare
 //   mp_embedding export FILE  export, open read-only, compare
+//   mp_embedding mismatch DIR mismatched calls fail on every rank with
+//                             HB_ERR_MISMATCH; the tables stay intact
 // Every rank computes the whole reference itself from the shared seeds.
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <initializer_list>
 #include <string>
 
 #include "embedding/handle.h"
@@ -194,7 +197,9 @@ void mode_load(hb_context *ctx, const char *dir) {
   hbtest::ref_replay(ref, make_plan(5, 4, 12, c));
   run_plan(e, ref, make_plan(99, g_world, 10, c), "after load");
   check_shard(e, ref, "after load");
-  // A wrong-dim table refuses the checkpoint and stays as it was.
+  // A wrong-dim table refuses the checkpoint and stays as it was (names are
+  // unique per context: the first table goes first).
+  hb_embedding_destroy(e);
   hb_embedding_config wrong = c;
   wrong.dim = 4;
   hb_embedding *w = nullptr;
@@ -205,7 +210,6 @@ void mode_load(hb_context *ctx, const char *dir) {
           hb_status_name(st));
   REQUIRE(hb_embedding_local_rows(w) == rows_before, "rows changed");
   hb_embedding_destroy(w);
-  hb_embedding_destroy(e);
 }
 
 void mode_export(hb_context *ctx, const char *file) {
@@ -235,6 +239,73 @@ void mode_export(hb_context *ctx, const char *file) {
   hb_embedding_destroy(e);
 }
 
+// A call that must fail on this rank with `want`, its message naming every
+// fragment in `names`.
+void expect_status(hb_status st, hb_status want, const char *what,
+                   std::initializer_list<const char *> names) {
+  std::string msg = hb_last_error();
+  REQUIRE(st == want, "%s: got %s (%s), want %s", what, hb_status_name(st),
+          msg.c_str(), hb_status_name(want));
+  for (const char *n : names)
+    REQUIRE(msg.find(n) != std::string::npos, "%s: '%s' does not name '%s'",
+            what, msg.c_str(), n);
+}
+
+void mode_mismatch(hb_context *ctx, const char *dir) {
+  hb_embedding_config ca =
+      config("mm_a", HB_OPT_ADAGRAD, 0, HB_PARTITION_MOD, HB_FLOAT32);
+  hb_embedding_config cb = ca;
+  cb.name = "mm_b";
+  hb_embedding *a = nullptr, *b = nullptr;
+  ok(hb_embedding_create(ctx, &ca, &a), "create a");
+  ok(hb_embedding_create(ctx, &cb, &b), "create b");
+  // Names are unique per context: a second "mm_a" fails on every rank.
+  hb_embedding *dup = nullptr;
+  expect_status(hb_embedding_create(ctx, &ca, &dup), HB_ERR_INVALID_ARGUMENT,
+                "duplicate name", {"mm_a", "unique"});
+  REQUIRE(dup == nullptr, "duplicate handle");
+
+  std::vector<int64_t> ids;
+  for (int64_t i = 0; i < 40; ++i) ids.push_back(i * 7 + g_rank);
+  std::vector<float> before_a(ids.size() * 8), before_b(ids.size() * 8),
+      after(ids.size() * 8), grads(ids.size() * 8, 0.5f);
+  ok(hb_embedding_lookup(a, ids.data(), ids.size(), before_a.data()), "a");
+  ok(hb_embedding_lookup(b, ids.data(), ids.size(), before_b.data()), "b");
+  // Rank 1 differs, the others agree: every rank fails, naming rank 1.
+  const bool odd = g_rank == 1;
+  // lookup against apply_gradients on one table.
+  hb_status st =
+      odd ? hb_embedding_apply_gradients(a, ids.data(), ids.size(),
+                                         grads.data())
+          : hb_embedding_lookup(a, ids.data(), ids.size(), after.data());
+  expect_status(st, HB_ERR_MISMATCH, "lookup vs apply",
+                {"rank 1 differs", "hb_embedding_lookup",
+                 "hb_embedding_apply_gradients"});
+  // apply_gradients on two different tables.
+  st = hb_embedding_apply_gradients(odd ? b : a, ids.data(), ids.size(),
+                                    grads.data());
+  expect_status(st, HB_ERR_MISMATCH, "a vs b", {"rank 1 differs", "table"});
+  // save against load.
+  st = odd ? hb_embedding_load(a, dir) : hb_embedding_save(a, dir);
+  expect_status(st, HB_ERR_MISMATCH, "save vs load",
+                {"hb_embedding_save", "hb_embedding_load"});
+  // Nothing moved: both tables are as they were, and matched calls work.
+  ok(hb_embedding_lookup(a, ids.data(), ids.size(), after.data()), "a again");
+  REQUIRE(std::memcmp(after.data(), before_a.data(), after.size() * 4) == 0,
+          "table a changed by a mismatched call");
+  ok(hb_embedding_lookup(b, ids.data(), ids.size(), after.data()), "b again");
+  REQUIRE(std::memcmp(after.data(), before_b.data(), after.size() * 4) == 0,
+          "table b changed by a mismatched call");
+  ok(hb_embedding_apply_gradients(a, ids.data(), ids.size(), grads.data()),
+     "matched apply");
+  ok(hb_embedding_save(a, dir), "matched save");
+  // The name is free again once its table is gone.
+  hb_embedding_destroy(b);
+  ok(hb_embedding_create(ctx, &cb, &b), "re-create b");
+  hb_embedding_destroy(b);
+  hb_embedding_destroy(a);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -252,6 +323,8 @@ int main(int argc, char **argv) {
     mode_load(ctx, arg);
   else if (mode == "export")
     mode_export(ctx, arg);
+  else if (mode == "mismatch")
+    mode_mismatch(ctx, arg);
   else
     REQUIRE(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);

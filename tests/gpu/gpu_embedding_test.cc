@@ -123,9 +123,12 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   hb_embedding_config cc = config(opt, rows, -1), gc = config(opt, rows, 0);
   cc.wire_dtype = gc.wire_dtype = std::get<2>(GetParam());
   const int64_t dim = cc.dim;
+  // One name, so the same initial rows; table names are unique per
+  // context, so each table of that name has a context (a world of one).
+  Ctx g, c2, g2;
   hb_embedding *cpu = nullptr, *gpu = nullptr;
   ASSERT_EQ(hb_embedding_create(c.ctx, &cc, &cpu), HB_OK) << hb_last_error();
-  ASSERT_EQ(hb_embedding_create(c.ctx, &gc, &gpu), HB_OK) << hb_last_error();
+  ASSERT_EQ(hb_embedding_create(g.ctx, &gc, &gpu), HB_OK) << hb_last_error();
 
   std::mt19937_64 g(opt * 31 + rows);
   std::vector<int64_t> touched;
@@ -141,7 +144,7 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
     touched.insert(touched.end(), ids.begin(), ids.end());
     std::vector<float> grads(n * dim);
     for (float &v : grads) v = std::uniform_real_distribution<float>(-1, 1)(g);
-    ASSERT_TRUE(same_lookup(c.ctx, cpu, gpu, ids, dim)) << "step " << step;
+    ASSERT_TRUE(same_lookup(g.ctx, cpu, gpu, ids, dim)) << "step " << step;
     ASSERT_EQ(hb_embedding_apply_gradients(cpu, ids.data(), n, grads.data()),
               HB_OK)
         << hb_last_error();
@@ -149,9 +152,9 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
     Dev<float> d_grads(grads);
     ASSERT_EQ(hb_embedding_apply_gradients(gpu, d_ids.p, n, d_grads.p), HB_OK)
         << hb_last_error();
-    ASSERT_EQ(hb_context_synchronize(c.ctx), HB_OK) << hb_last_error();
+    ASSERT_EQ(hb_context_synchronize(g.ctx), HB_OK) << hb_last_error();
   }
-  ASSERT_TRUE(same_lookup(c.ctx, cpu, gpu, touched, dim));
+  ASSERT_TRUE(same_lookup(g.ctx, cpu, gpu, touched, dim));
   EXPECT_EQ(hb_embedding_local_rows(gpu), hb_embedding_local_rows(cpu));
 
   // GPU save -> host load, host save -> GPU load.
@@ -160,12 +163,12 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   ASSERT_EQ(hb_embedding_save(gpu, gdir.c_str()), HB_OK) << hb_last_error();
   ASSERT_EQ(hb_embedding_save(cpu, cdir.c_str()), HB_OK) << hb_last_error();
   hb_embedding *cpu2 = nullptr, *gpu2 = nullptr;
-  ASSERT_EQ(hb_embedding_create(c.ctx, &cc, &cpu2), HB_OK);
-  ASSERT_EQ(hb_embedding_create(c.ctx, &gc, &gpu2), HB_OK);
+  ASSERT_EQ(hb_embedding_create(c2.ctx, &cc, &cpu2), HB_OK);
+  ASSERT_EQ(hb_embedding_create(g2.ctx, &gc, &gpu2), HB_OK);
   ASSERT_EQ(hb_embedding_load(cpu2, gdir.c_str()), HB_OK) << hb_last_error();
   ASSERT_EQ(hb_embedding_load(gpu2, cdir.c_str()), HB_OK) << hb_last_error();
-  EXPECT_TRUE(same_lookup(c.ctx, cpu2, gpu, touched, dim));
-  EXPECT_TRUE(same_lookup(c.ctx, cpu, gpu2, touched, dim));
+  EXPECT_TRUE(same_lookup(g.ctx, cpu2, gpu, touched, dim));
+  EXPECT_TRUE(same_lookup(g2.ctx, cpu, gpu2, touched, dim));
   // Both continue identically after the load.
   std::vector<int64_t> ids(touched.begin(), touched.begin() + 50);
   std::vector<float> grads(ids.size() * dim, 0.25f);
@@ -177,7 +180,7 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   ASSERT_EQ(hb_embedding_apply_gradients(gpu2, d_ids.p, ids.size(), d_grads.p),
             HB_OK)
       << hb_last_error();
-  EXPECT_TRUE(same_lookup(c.ctx, cpu2, gpu2, touched, dim));
+  EXPECT_TRUE(same_lookup(g2.ctx, cpu2, gpu2, touched, dim));
 
   // Export from the GPU table: the serving file holds the trained rows.
   std::string path = gdir + "/t.hbe";

@@ -10,8 +10,8 @@
 #include <string>
 #include <vector>
 
-#include "hb.h"
 #include "common/mp_check.h"
+#include "hb.h"
 #include "metrics/reference.h"
 
 int g_mp_rank = -1;
@@ -110,19 +110,42 @@ int main() {
     }
   }
 
-  // Ranks that disagree on the config all get an error naming a rank, and
-  // nobody hangs.
+  // Ranks that disagree on the config all get HB_ERR_MISMATCH naming the
+  // odd rank, and nobody hangs.
   hb_metric_config c = HB_METRIC_CONFIG_INIT;
   c.num_thresholds = g_mp_rank == world - 1 ? 100 : 200;
   hb_metric *m = nullptr;
   CHECK_OK(hb_metric_create(ctx, &c, &m));
   double out;
-  hb_status st = hb_metric_result(m, &out);
-  CHECK(st == HB_ERR_INVALID_ARGUMENT, "config mismatch gave %s",
-        hb_status_name(st));
-  CHECK(std::strstr(hb_last_error(), "num_thresholds") != nullptr,
-        "message: %s", hb_last_error());
+  std::string odd = "rank " + std::to_string(world - 1) + " differs";
+  auto expect_mismatch = [&](hb_status st, const char *what) {
+    CHECK(st == HB_ERR_MISMATCH, "%s gave %s: %s", what, hb_status_name(st),
+          hb_last_error());
+    CHECK(std::strstr(hb_last_error(), odd.c_str()) &&
+              std::strstr(hb_last_error(), "hb_metric_result"),
+          "%s: message: %s", what, hb_last_error());
+  };
+  expect_mismatch(hb_metric_result(m, &out), "config mismatch");
   hb_metric_destroy(m);
+  // Two metrics with one config: merging different ones is caught by their
+  // merge sequence; a kind mismatch by the kind. Matched merges then work.
+  hb_metric_config auc = HB_METRIC_CONFIG_INIT, acc = HB_METRIC_CONFIG_INIT;
+  acc.kind = HB_METRIC_ACCURACY;
+  hb_metric *x = nullptr, *y = nullptr, *z = nullptr;
+  CHECK_OK(hb_metric_create(ctx, &auc, &x));
+  CHECK_OK(hb_metric_create(ctx, &auc, &y));
+  CHECK_OK(hb_metric_create(ctx, &acc, &z));
+  float label = 1, pred = 0.75f;
+  CHECK_OK(hb_metric_update(x, &label, &pred, nullptr, 1));
+  CHECK_OK(hb_metric_result(x, &out));
+  const bool last = g_mp_rank == world - 1;
+  expect_mismatch(hb_metric_result(last ? y : x, &out), "sequence mismatch");
+  expect_mismatch(hb_metric_result(last ? z : x, &out), "kind mismatch");
+  CHECK_OK(hb_metric_result(x, &out));
+  CHECK_OK(hb_metric_result(z, &out));
+  hb_metric_destroy(x);
+  hb_metric_destroy(y);
+  hb_metric_destroy(z);
 
   CHECK_OK(hb_context_barrier(ctx, 0));
   hb_context_destroy(ctx);

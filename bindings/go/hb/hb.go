@@ -35,6 +35,7 @@ const (
 	ErrPermission      = 10
 	ErrCorrupt         = 11
 	ErrInternal        = 12
+	ErrMismatch        = 13
 )
 
 // DType is an element type (hb.h's HB_FLOAT32 ...).

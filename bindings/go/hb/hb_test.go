@@ -26,7 +26,7 @@ func TestConstantsMatchTheLibrary(t *testing.T) {
 		{ErrIO, int(capi.HB_ERR_IO)}, {ErrOutOfMemory, int(capi.HB_ERR_OUT_OF_MEMORY)},
 		{ErrUnsupported, int(capi.HB_ERR_UNSUPPORTED)}, {ErrDevice, int(capi.HB_ERR_DEVICE)},
 		{ErrPermission, int(capi.HB_ERR_PERMISSION)}, {ErrCorrupt, int(capi.HB_ERR_CORRUPT)},
-		{ErrInternal, int(capi.HB_ERR_INTERNAL)},
+		{ErrInternal, int(capi.HB_ERR_INTERNAL)}, {ErrMismatch, int(capi.HB_ERR_MISMATCH)},
 		{int(Float32DType), int(capi.HB_FLOAT32)}, {int(Float64DType), int(capi.HB_FLOAT64)},
 		{int(Float16DType), int(capi.HB_FLOAT16)}, {int(BFloat16DType), int(capi.HB_BFLOAT16)},
 		{int(Int32DType), int(capi.HB_INT32)}, {int(Int64DType), int(capi.HB_INT64)},
