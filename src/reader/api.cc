@@ -72,20 +72,25 @@ extern "C" hb_status hb_reader_parse_line(const hb_reader_config *cfg,
     HB_CHECK_ARG(line || len == 0, "hb_reader_parse_line: line is NULL");
     HB_CHECK_ARG(label, "hb_reader_parse_line: label is NULL");
     Settings s = hb::reader::settings_from_config(cfg);
-    HB_CHECK_ARG(dense || s.num_dense == 0, "hb_reader_parse_line: dense is NULL");
+    HB_CHECK_ARG(dense || s.num_dense == 0,
+                 "hb_reader_parse_line: dense is NULL");
     HB_CHECK_ARG((ids && present) || s.num_sparse == 0,
                  "hb_reader_parse_line: ids or present is NULL");
     std::vector<uint8_t> got(static_cast<size_t>(s.num_sparse));
     if (len > 0 && line[len - 1] == '\r') --len;
     hb::reader::ParseError err;
     if (static_cast<int64_t>(len) > s.max_line_bytes)
-      hb::fail(HB_ERR_CORRUPT, "hb_reader_parse_line: line of %zu bytes is longer than max_line_bytes = %lld", len, static_cast<long long>(s.max_line_bytes));
+      hb::fail(HB_ERR_CORRUPT,
+               "hb_reader_parse_line: line of %zu bytes is longer than "
+               "max_line_bytes = %lld",
+               len, static_cast<long long>(s.max_line_bytes));
     if (!hb::reader::parse_line(s, line ? line : "", len, label, dense, ids,
                                 got.data(), &err)) {
       std::string extra;
       if (err.fields > 0)
-        extra = hb::format(" (%lld columns, expected %zu)",
-                           static_cast<long long>(err.fields), s.columns.size());
+        extra =
+            hb::format(" (%lld columns, expected %zu)",
+                       static_cast<long long>(err.fields), s.columns.size());
       hb::fail(HB_ERR_CORRUPT, "hb_reader_parse_line: column %d: %s%s",
                err.column, err.what, extra.c_str());
     }

@@ -73,8 +73,9 @@ class GzipSource : public ByteSource {
       if (err == Z_ERRNO)
         fail(HB_ERR_IO, "hb_reader: cannot read '%s': %s", path_.c_str(),
              std::strerror(errno));
-      fail(HB_ERR_CORRUPT, "hb_reader: '%s': %s gzip stream (%s)", path_.c_str(),
-           err == Z_BUF_ERROR ? "truncated" : "damaged", msg ? msg : "");
+      fail(HB_ERR_CORRUPT, "hb_reader: '%s': %s gzip stream (%s)",
+           path_.c_str(), err == Z_BUF_ERROR ? "truncated" : "damaged",
+           msg ? msg : "");
     }
     return static_cast<size_t>(n);
   }
@@ -86,7 +87,8 @@ class GzipSource : public ByteSource {
 
 }  // namespace
 
-std::unique_ptr<ByteSource> open_plain(const std::string &path, int64_t offset) {
+std::unique_ptr<ByteSource> open_plain(const std::string &path,
+                                       int64_t offset) {
   return std::make_unique<PlainSource>(path, offset);
 }
 

@@ -38,8 +38,8 @@ class ChunkCursor {
   void load(int epoch) {
     epoch_ = epoch;
     plan_ = plan_epoch(*files_,
-                       epoch_order(static_cast<int>(files_->size()), s_->shuffle,
-                                   s_->seed, epoch),
+                       epoch_order(static_cast<int>(files_->size()),
+                                   s_->shuffle, s_->seed, epoch),
                        shard_, num_shards_, s_->chunk_bytes);
   }
 

@@ -68,7 +68,8 @@ std::vector<FileInfo> expand_files(const char *const *paths, size_t n) {
            rc == GLOB_NOMATCH ? "matches no file" : "cannot be read");
     }
     try {
-      for (size_t k = 0; k < g.gl_pathc; ++k) files.push_back(probe(g.gl_pathv[k]));
+      for (size_t k = 0; k < g.gl_pathc; ++k)
+        files.push_back(probe(g.gl_pathv[k]));
     } catch (...) {
       ::globfree(&g);
       throw;

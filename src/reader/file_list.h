@@ -12,7 +12,7 @@ namespace reader {
 
 struct FileInfo {
   std::string path;
-  int64_t size = 0;   // bytes on disk (compressed size for gzip)
+  int64_t size = 0;  // bytes on disk (compressed size for gzip)
   bool gzip = false;
 };
 

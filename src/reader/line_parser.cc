@@ -43,14 +43,15 @@ bool parse_number(const char *p, const char *end, double *out) {
   if (q < end && end - q <= 15) {
     int64_t v = 0;
     const char *d = q;
-    while (d < end && static_cast<unsigned>(*d - '0') < 10) v = v * 10 + (*d++ - '0');
+    while (d < end && static_cast<unsigned>(*d - '0') < 10)
+      v = v * 10 + (*d++ - '0');
     if (d == end) {
       *out = neg ? -static_cast<double>(v) : static_cast<double>(v);
       return true;
     }
   }
   if (p < end && *p == '+') ++p;  // from_chars refuses a leading '+'
-  float f;  // straight to float: no double rounding
+  float f;                        // straight to float: no double rounding
   auto r = std::from_chars(p, end, f);
   *out = f;
   return r.ec == std::errc() && r.ptr == end && std::isfinite(f);
@@ -134,8 +135,9 @@ bool parse_line(const Settings &s, const char *line, size_t len, float *label,
   }
   if (p != nullptr) {  // fields left over: count them for the message
     int64_t fields = static_cast<int64_t>(ncols) + 1;
-    for (const char *q = p; (q = static_cast<const char *>(std::memchr(
-                                 q, s.separator, static_cast<size_t>(end - q))));
+    for (const char *q = p;
+         (q = static_cast<const char *>(
+              std::memchr(q, s.separator, static_cast<size_t>(end - q))));
          ++q)
       ++fields;
     err->fields = fields;

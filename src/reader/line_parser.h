@@ -12,9 +12,9 @@ namespace hb {
 namespace reader {
 
 struct ParseError {
-  int column = 0;           // 1-based column that is wrong
-  const char *what = "";    // static text: why
-  int64_t fields = 0;       // for a wrong column count: fields found
+  int column = 0;         // 1-based column that is wrong
+  const char *what = "";  // static text: why
+  int64_t fields = 0;     // for a wrong column count: fields found
 };
 
 // The id of a categorical value v under the settings (raw, or hashed into

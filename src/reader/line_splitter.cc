@@ -10,8 +10,8 @@ LineSplitter::LineSplitter(ByteSource *src, int64_t offset, bool skip_first,
     : src_(src),
       last_start_(last_start),
       max_line_(max_line_bytes),
-      buf_(static_cast<size_t>(
-          std::min<int64_t>(std::max<int64_t>(max_line_bytes + 2, 4096), 256 << 10))),
+      buf_(static_cast<size_t>(std::min<int64_t>(
+          std::max<int64_t>(max_line_bytes + 2, 4096), 256 << 10))),
       head_offset_(offset),
       skipping_first_(skip_first) {}
 
@@ -80,8 +80,8 @@ bool LineSplitter::next(Line *out) {
   head_offset_ += static_cast<int64_t>(len);
   head_ = scan_ = tail_;
   if (len > 0 && data[len - 1] == '\r') --len;
-  *out = Line{too_long ? "" : data, too_long ? 0 : len, start, index_++,
-              too_long};
+  *out =
+      Line{too_long ? "" : data, too_long ? 0 : len, start, index_++, too_long};
   return true;
 }
 

@@ -18,9 +18,9 @@ namespace reader {
 struct Line {
   const char *data;  // without "\n" and a final "\r"
   size_t size;
-  int64_t offset;    // of its first byte, in the file (plain) or stream
-  int64_t index;     // 0-based, counted from the source's first line
-  bool too_long;     // longer than the cap: data/size are empty
+  int64_t offset;  // of its first byte, in the file (plain) or stream
+  int64_t index;   // 0-based, counted from the source's first line
+  bool too_long;   // longer than the cap: data/size are empty
 };
 
 class LineSplitter {
@@ -40,7 +40,7 @@ class LineSplitter {
   int64_t max_line_;
   std::vector<char> buf_;
   size_t head_ = 0, tail_ = 0, scan_ = 0;
-  int64_t head_offset_;      // file offset of buf_[head_]
+  int64_t head_offset_;  // file offset of buf_[head_]
   int64_t index_ = 0;
   bool skipping_first_;
   bool eof_ = false;

@@ -80,15 +80,17 @@ class ChunkParser {
 
   [[noreturn]] void fail_line(const FileInfo &f, const Line &line,
                               const ParseError &err) {
-    int64_t number = f.gzip ? line.index + 1
-                            : count_newlines(f.path, line.offset) + 1;
+    int64_t number =
+        f.gzip ? line.index + 1 : count_newlines(f.path, line.offset) + 1;
     std::string extra;
     if (err.fields > 0)
       extra = format(" (%lld columns, expected %zu)",
                      static_cast<long long>(err.fields), s_.columns.size());
     if (line.too_long)
-      extra = format(" (cap %lld bytes)", static_cast<long long>(s_.max_line_bytes));
-    std::string column = err.column > 0 ? format(", column %d", err.column) : "";
+      extra = format(" (cap %lld bytes)",
+                     static_cast<long long>(s_.max_line_bytes));
+    std::string column =
+        err.column > 0 ? format(", column %d", err.column) : "";
     fail(HB_ERR_CORRUPT, "hb_reader: %s: line %lld%s: %s%s", f.path.c_str(),
          static_cast<long long>(number), column.c_str(), err.what,
          extra.c_str());

@@ -15,7 +15,8 @@ Reader::Reader(std::vector<FileInfo> files, Settings s, int shard,
     queues_.push_back(std::make_unique<BlockQueue>(s_.queue_depth));
   try {
     for (int t = 0; t < s_.num_threads; ++t) {
-      WorkerArgs a{&files_, &s_,  shard, num_shards, t, s_.num_threads,
+      WorkerArgs a{&files_,          &s_,   shard,
+                   num_shards,       t,     s_.num_threads,
                    queues_[t].get(), &stop_};
       threads_.emplace_back([a] { run_parse_worker(a); });
     }
@@ -60,8 +61,8 @@ hb_reader_batch *Reader::next() {
     }
     int64_t left = block_->rows - block_row_;
     if (left > 0) {
-      block_row_ += builder_.append(*block_, block_row_,
-                                    std::min(left, builder_.room()));
+      block_row_ +=
+          builder_.append(*block_, block_row_, std::min(left, builder_.room()));
       continue;
     }
     // Block used up: its bookkeeping, then the next one.

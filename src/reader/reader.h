@@ -47,7 +47,7 @@ class Reader {
   BatchBuilder builder_;
   std::unique_ptr<RowBlock> block_;  // being consumed
   int64_t block_row_ = 0;
-  int64_t chunk_ = 0;                // chunk number being consumed
+  int64_t chunk_ = 0;  // chunk number being consumed
   bool done_ = false;
   hb_status error_ = HB_OK;
   std::string error_message_;

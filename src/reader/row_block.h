@@ -24,10 +24,10 @@ struct RowBlock {
   std::vector<float> dense;      // rows x num_dense
   std::vector<int64_t> ids;      // rows x num_sparse
   std::vector<uint8_t> present;  // rows x num_sparse
-  uint64_t skipped = 0;          // malformed lines skipped before these rows' end
-  bool chunk_end = false;        // the last block of its chunk
-  bool stream_end = false;       // no more chunks for this thread
-  hb_status error = HB_OK;       // after the rows: the thread stopped here
+  uint64_t skipped = 0;     // malformed lines skipped before these rows' end
+  bool chunk_end = false;   // the last block of its chunk
+  bool stream_end = false;  // no more chunks for this thread
+  hb_status error = HB_OK;  // after the rows: the thread stopped here
   std::string message;
 };
 

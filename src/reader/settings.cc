@@ -26,10 +26,17 @@ Settings settings_from_config(const hb_reader_config *user) {
   int labels = 0;
   for (const char *p = cols; *p; ++p) {
     switch (*p) {
-      case 'L': ++labels; break;
-      case 'I': ++s.num_dense; break;
-      case 'C': ++s.num_sparse; break;
-      case 'S': break;
+      case 'L':
+        ++labels;
+        break;
+      case 'I':
+        ++s.num_dense;
+        break;
+      case 'C':
+        ++s.num_sparse;
+        break;
+      case 'S':
+        break;
       default:
         fail(HB_ERR_INVALID_ARGUMENT,
              "hb_reader_config.columns \"%s\": '%c' at %td is not one of "
@@ -39,9 +46,10 @@ Settings settings_from_config(const hb_reader_config *user) {
     s.columns.push_back(static_cast<Column>(*p));
   }
   HB_CHECK_ARG(!s.columns.empty(), "hb_reader_config.columns is empty");
-  HB_CHECK_ARG(labels <= 1,
-               "hb_reader_config.columns \"%s\" has %d label columns (at most 1)",
-               cols, labels);
+  HB_CHECK_ARG(
+      labels <= 1,
+      "hb_reader_config.columns \"%s\" has %d label columns (at most 1)", cols,
+      labels);
   HB_CHECK_ARG(c.separator > 0 && c.separator < 256 && c.separator != '\n' &&
                    c.separator != '\r',
                "hb_reader_config.separator = %d is not a byte other than NUL, "
@@ -77,8 +85,8 @@ Settings settings_from_config(const hb_reader_config *user) {
   HB_CHECK_ARG(c.chunk_bytes >= 1, "hb_reader_config.chunk_bytes = %lld < 1",
                static_cast<long long>(c.chunk_bytes));
   s.chunk_bytes = c.chunk_bytes;
-  HB_CHECK_ARG(c.num_epochs >= 0, "hb_reader_config.num_epochs = %d is negative",
-               c.num_epochs);
+  HB_CHECK_ARG(c.num_epochs >= 0,
+               "hb_reader_config.num_epochs = %d is negative", c.num_epochs);
   s.num_epochs = c.num_epochs;
   s.shuffle = c.shuffle != 0;
   s.seed = c.seed;

@@ -12,7 +12,12 @@
 namespace hb {
 namespace reader {
 
-enum class Column : char { kLabel = 'L', kDense = 'I', kSparse = 'C', kSkip = 'S' };
+enum class Column : char {
+  kLabel = 'L',
+  kDense = 'I',
+  kSparse = 'C',
+  kSkip = 'S'
+};
 
 struct Settings {
   std::vector<Column> columns;  // one per field of a line
