@@ -177,5 +177,74 @@ static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
 }
 %}
 
+/* ---- Reader (hb.h EXPERIMENTAL section) ----------------------------------- */
+/* The wrappers cover the reader: the C side and SWIG's own parse both see
+ * the EXPERIMENTAL section. */
+%begin %{
+#ifndef HB_EXPERIMENTAL
+#define HB_EXPERIMENTAL
+#endif
+%}
+#define HB_EXPERIMENTAL
+%apply void *HB_HANDLE { hb_reader *, const hb_reader *, hb_reader_batch *,
+                         const hb_reader_batch * };
+%apply void **HB_HANDLE_OUT { hb_reader **out, hb_reader_batch **out };
+%apply (const char *const *HB_STRINGS, size_t HB_N) {
+  (const char *const *paths, size_t num_paths) };
+%apply void *HB_BUFFER_OUT { void *labels_out, void *dense_out,
+                             void *offsets_out, void *ids_out };
+/* A batch is a handle; its fields come through the calls below (Python
+ * reads them in place, see hb/reader.py). */
+%ignore hb_reader_batch;
+%ignore hb_reader_parse_line;
+%typemap(memberin) const char *columns {
+  free((char *)$1);
+  $1 = $input ? hbw_strdup($input) : NULL;
+}
+%extend hb_reader_config {
+  hb_reader_config() {
+    hb_reader_config init = HB_READER_CONFIG_INIT;
+    hb_reader_config *c = (hb_reader_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_reader_config() {
+    free((char *)$self->columns);
+    free($self);
+  }
+}
+%inline %{
+/* Sizes of a batch: [size, num_dense, num_sparse, num_ids, epoch]. */
+static int64_t hbw_reader_batch_info(const hb_reader_batch *b, int32_t field) {
+  if (!b) return -1;
+  switch (field) {
+    case 0: return b->size;
+    case 1: return b->num_dense;
+    case 2: return b->num_sparse;
+    case 3: return b->num_ids;
+    case 4: return b->epoch;
+    default: return -1;
+  }
+}
+/* Copies a batch out (Java, Go): labels_out float[size], dense_out
+ * float[size * num_dense], offsets_out int64[num_sparse * size + 1],
+ * ids_out int64[num_ids]; any may be NULL. The caller sizes them from
+ * hbw_reader_batch_info. */
+static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
+                                       void *labels_out, void *dense_out,
+                                       void *offsets_out, void *ids_out) {
+  if (!b) return HB_ERR_INVALID_ARGUMENT;
+  if (labels_out) memcpy(labels_out, b->labels, (size_t)b->size * sizeof(float));
+  if (dense_out)
+    memcpy(dense_out, b->dense,
+           (size_t)(b->size * b->num_dense) * sizeof(float));
+  if (offsets_out)
+    memcpy(offsets_out, b->offsets,
+           (size_t)(b->num_sparse * b->size + 1) * sizeof(int64_t));
+  if (ids_out) memcpy(ids_out, b->ids, (size_t)b->num_ids * sizeof(int64_t));
+  return HB_OK;
+}
+%}
+
 #define HB_API
 %include "hb.h"

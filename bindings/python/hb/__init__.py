@@ -506,3 +506,7 @@ class Metric(_Handle):
 
     def reset(self):
         _c.hb_metric_reset(self._handle)
+
+
+# ---- Reader (EXPERIMENTAL: hb/reader.py) --------------------------------------
+from .reader import Batch, Reader  # noqa: E402,F401
