@@ -29,44 +29,57 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// A decimal number. Criteo's integer columns take the fast path (optional
-// '-', at most 15 digits: exact in a double); anything else goes through
-// from_chars (locale-independent, rounded once to float), and must be
-// finite and use the whole field.
-bool parse_number(const char *p, const char *end, double *out) {
+// A decimal number in [p, end of field), the field ending at the separator
+// or the end of the line; *next gets the field's end. Criteo's integer
+// columns take the fast path (optional '-', at most 15 digits: exact in a
+// double, one pass, no search for the separator); anything else goes
+// through from_chars (locale-independent, rounded once to float), and must
+// be finite and fill the field.
+bool parse_number(const char *p, const char *end, char sep, double *out,
+                  const char **next) {
   const char *q = p;
   bool neg = false;
   if (q < end && *q == '-') {
     neg = true;
     ++q;
   }
-  if (q < end && end - q <= 15) {
-    int64_t v = 0;
-    const char *d = q;
-    while (d < end && static_cast<unsigned>(*d - '0') < 10)
-      v = v * 10 + (*d++ - '0');
-    if (d == end) {
-      *out = neg ? -static_cast<double>(v) : static_cast<double>(v);
-      return true;
-    }
+  const char *digits = q;
+  int64_t v = 0;
+  unsigned d;
+  while (q < end && (d = static_cast<unsigned>(*q - '0')) < 10 &&
+         q - digits < 15) {
+    v = v * 10 + d;
+    ++q;
   }
-  if (p < end && *p == '+') ++p;  // from_chars refuses a leading '+'
-  float f;                        // straight to float: no double rounding
-  auto r = std::from_chars(p, end, f);
+  if (q > digits && (q == end || *q == sep)) {
+    *out = neg ? -static_cast<double>(v) : static_cast<double>(v);
+    *next = q;
+    return true;
+  }
+  const char *fend = static_cast<const char *>(
+      std::memchr(q, sep, static_cast<size_t>(end - q)));
+  if (!fend) fend = end;
+  *next = fend;
+  if (p < fend && *p == '+') ++p;  // from_chars refuses a leading '+'
+  float f;
+  auto r = std::from_chars(p, fend, f);
   *out = f;
-  return r.ec == std::errc() && r.ptr == end && std::isfinite(f);
+  return r.ec == std::errc() && r.ptr == fend && std::isfinite(f);
 }
 
-bool parse_hex(const char *p, const char *end, uint64_t *out) {
-  if (end - p > 16) return false;
+// 1 to 16 hex digits up to the separator or the end; *next: where it stopped.
+bool parse_hex(const char *p, const char *end, char sep, uint64_t *out,
+               const char **next) {
+  const char *q = p;
   uint64_t v = 0;
-  for (; p < end; ++p) {
-    uint8_t d = kHex.v[static_cast<unsigned char>(*p)];
-    if (d == 0xff) return false;
+  uint8_t d;
+  while (q < end && (d = kHex.v[static_cast<unsigned char>(*q)]) != 0xff) {
     v = v << 4 | d;
+    ++q;
   }
+  *next = q;
   *out = v;
-  return true;
+  return q > p && q - p <= 16 && (q == end || *q == sep);
 }
 
 bool bad(ParseError *err, int column, const char *what) {
@@ -86,29 +99,30 @@ int64_t categorical_id(const Settings &s, uint64_t v) {
 bool parse_line(const Settings &s, const char *line, size_t len, float *label,
                 float *dense, int64_t *ids, uint8_t *present, ParseError *err) {
   const char *p = line, *end = line + len;
+  const char sep = s.separator;
   const size_t ncols = s.columns.size();
   *label = 0.0f;
   int d = 0, c = 0;
+  bool more = true;  // a field starts at p
   for (size_t col = 0; col < ncols; ++col) {
-    if (p == nullptr) {  // ran out of fields
-      err->fields = static_cast<int64_t>(col);
-      return bad(err, static_cast<int>(col) + 1, "too few columns");
-    }
-    const char *sep = static_cast<const char *>(
-        std::memchr(p, s.separator, static_cast<size_t>(end - p)));
-    const char *fend = sep ? sep : end;
     const int column = static_cast<int>(col) + 1;
+    if (!more) {
+      err->fields = static_cast<int64_t>(col);
+      return bad(err, column, "too few columns");
+    }
+    const bool empty = p == end || *p == sep;
+    const char *q = p;  // end of the field
     switch (s.columns[col]) {
       case Column::kLabel: {
         double v;
-        if (!parse_number(p, fend, &v))
+        if (empty || !parse_number(p, end, sep, &v, &q))
           return bad(err, column, "label is not a number");
         *label = static_cast<float>(v);
         break;
       }
       case Column::kDense: {
         double v = s.dense_missing;
-        if (p != fend && !parse_number(p, fend, &v))
+        if (!empty && !parse_number(p, end, sep, &v, &q))
           return bad(err, column, "integer feature is not a number");
         if (s.log_dense) v = std::log1p(v > 0 ? v : 0.0);
         dense[d++] = static_cast<float>(v);
@@ -116,12 +130,12 @@ bool parse_line(const Settings &s, const char *line, size_t len, float *label,
       }
       case Column::kSparse: {
         uint64_t v = 0;
-        if (p == fend) {
+        if (empty) {
           ids[c] = 0;
           present[c++] = 0;
           break;
         }
-        if (!parse_hex(p, fend, &v))
+        if (!parse_hex(p, end, sep, &v, &q))
           return bad(err, column,
                      "categorical feature is not hexadecimal (1-16 digits)");
         ids[c] = categorical_id(s, v);
@@ -129,15 +143,18 @@ bool parse_line(const Settings &s, const char *line, size_t len, float *label,
         break;
       }
       case Column::kSkip:
+        q = static_cast<const char *>(
+            std::memchr(p, sep, static_cast<size_t>(end - p)));
+        if (!q) q = end;
         break;
     }
-    p = sep ? sep + 1 : nullptr;
+    more = q < end;  // else *q == sep
+    p = q + (more ? 1 : 0);
   }
-  if (p != nullptr) {  // fields left over: count them for the message
+  if (more) {  // fields left over: count them for the message
     int64_t fields = static_cast<int64_t>(ncols) + 1;
-    for (const char *q = p;
-         (q = static_cast<const char *>(
-              std::memchr(q, s.separator, static_cast<size_t>(end - q))));
+    for (const char *q = p; (q = static_cast<const char *>(std::memchr(
+                                 q, sep, static_cast<size_t>(end - q))));
          ++q)
       ++fields;
     err->fields = fields;
