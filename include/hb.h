@@ -610,20 +610,24 @@ HB_API hb_status hb_placement_round_robin(int32_t num_workers,
  * reader and of each other (free them from any thread, before or after the
  * reader is destroyed).
  */
+/** A reader of one rank's share of the files. Opaque. */
 typedef struct hb_reader hb_reader;
 
+/** How categorical values are hashed into [0, num_rows). */
 enum hb_reader_hash_code {
   HB_READER_HASH_MOD = 0, /**< id = v mod num_rows */
   HB_READER_HASH_MIX = 1  /**< id = splitmix64(v) mod num_rows */
 };
 
+/** Reader settings. Append-only: the library reads min(struct_size,
+ *  sizeof) bytes. */
 typedef struct hb_reader_config {
   size_t struct_size;    /**< sizeof(hb_reader_config) */
   int64_t batch_size;    /**< samples per batch (default 1024) */
   /** One letter per column: 'L' label (at most one), 'I' dense/integer,
    *  'C' categorical, 'S' skipped. NULL: Criteo, "L" + 13 'I' + 26 'C'. */
   const char *columns;
-  int32_t separator;     /**< column separator byte (default '\t') */
+  int32_t separator;     /**< column separator byte (default a tab) */
   int32_t log_dense;     /**< 1: dense x -> log(1 + max(x, 0)) (default 0) */
   float dense_missing;   /**< value of an empty dense field (default 0) */
   int64_t num_rows;      /**< > 0: ids hashed into [0, num_rows); 0: raw */
@@ -656,11 +660,11 @@ typedef struct hb_reader_batch {
   int32_t num_dense;   /**< D */
   int32_t num_sparse;  /**< F */
   int32_t epoch;       /**< the epoch its samples come from (0-based) */
-  int32_t reserved;
-  float *labels;
-  float *dense;
-  int64_t *offsets;
-  int64_t *ids;
+  int32_t reserved;    /**< 0 */
+  float *labels;       /**< n labels (0 without a label column) */
+  float *dense;        /**< n x D dense values, row-major */
+  int64_t *offsets;    /**< F * n + 1 offsets into ids, feature-major */
+  int64_t *ids;        /**< num_ids categorical ids, feature-major */
   int64_t num_ids;     /**< offsets[F * n] */
 } hb_reader_batch;
 
@@ -683,9 +687,12 @@ HB_API void hb_reader_destroy(hb_reader *r);
  * rank is done). Blocks while the parser threads catch up.
  */
 HB_API hb_status hb_reader_next(hb_reader *r, hb_reader_batch **out);
+/** Frees a batch (NULL is fine); any thread, before or after the reader
+ *  is destroyed. */
 HB_API void hb_reader_batch_free(hb_reader_batch *b);
-/** Lines delivered in batches so far, and malformed lines skipped. */
+/** Lines delivered in batches so far. */
 HB_API uint64_t hb_reader_lines(const hb_reader *r);
+/** Malformed lines skipped (skip_bad_lines), in the batches so far. */
 HB_API uint64_t hb_reader_skipped_lines(const hb_reader *r);
 /** Files after glob expansion (all ranks' files). */
 HB_API int64_t hb_reader_num_files(const hb_reader *r);
