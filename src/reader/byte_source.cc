@@ -13,8 +13,6 @@
 
 namespace hb {
 namespace reader {
-namespace {
-
 int open_or_fail(const std::string &path) {
   int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -22,6 +20,8 @@ int open_or_fail(const std::string &path) {
          std::strerror(errno));
   return fd;
 }
+
+namespace {
 
 class PlainSource : public ByteSource {
  public:

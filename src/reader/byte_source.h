@@ -19,6 +19,9 @@ class ByteSource {
   virtual size_t read(char *buf, size_t cap) = 0;
 };
 
+// open(2) for reading, or HB_ERR_IO naming the file.
+int open_or_fail(const std::string &path);
+
 std::unique_ptr<ByteSource> open_plain(const std::string &path, int64_t offset);
 std::unique_ptr<ByteSource> open_gzip(const std::string &path);
 

@@ -9,16 +9,14 @@
 #include <cstring>
 
 #include "abi/error.h"
+#include "reader/byte_source.h"
 
 namespace hb {
 namespace reader {
 namespace {
 
 FileInfo probe(const std::string &path) {
-  int fd = ::open(path.c_str(), O_RDONLY | O_CLOEXEC);
-  if (fd < 0)
-    fail(HB_ERR_IO, "hb_reader: cannot open '%s': %s", path.c_str(),
-         std::strerror(errno));
+  int fd = open_or_fail(path);
   struct stat st;
   if (::fstat(fd, &st) != 0) {
     int e = errno;

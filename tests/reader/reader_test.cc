@@ -298,14 +298,7 @@ TEST(Reader, MalformedLinesAreCorruptNamingFileLineColumn) {
   std::mt19937_64 rng(9);
   std::string good = rt::criteo_line(0, rng);
   auto replace_field = [&](int col, const std::string &v) {
-    std::vector<std::string> f;
-    size_t b = 0;
-    for (;;) {
-      size_t e = good.find('\t', b);
-      f.push_back(good.substr(b, e == std::string::npos ? e : e - b));
-      if (e == std::string::npos) break;
-      b = e + 1;
-    }
+    std::vector<std::string> f = rt::split_fields(good);
     f[col - 1] = v;
     std::string out;
     for (size_t i = 0; i < f.size(); ++i) out += (i ? "\t" : "") + f[i];

@@ -80,8 +80,7 @@ struct RefRow {
   std::vector<int64_t> ids;  // -1: empty
 };
 
-// The reference: split on tabs, strtof for numbers, strtoull(16) for hex.
-inline RefRow ref_parse(const std::string &line, bool log_dense = false) {
+inline std::vector<std::string> split_fields(const std::string &line) {
   std::vector<std::string> f;
   size_t b = 0;
   for (;;) {
@@ -90,6 +89,12 @@ inline RefRow ref_parse(const std::string &line, bool log_dense = false) {
     if (e == std::string::npos) break;
     b = e + 1;
   }
+  return f;
+}
+
+// The reference: split on tabs, strtof for numbers, strtoull(16) for hex.
+inline RefRow ref_parse(const std::string &line, bool log_dense = false) {
+  std::vector<std::string> f = split_fields(line);
   EXPECT_EQ(f.size(), 1u + kDense + kSparse);
   RefRow r;
   r.label = std::strtof(f[0].c_str(), nullptr);
