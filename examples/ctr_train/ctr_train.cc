@@ -414,11 +414,11 @@ double Trainer::evaluate(double *planted_auc) {
 int Trainer::run() {
   const bool chief = hb_context_is_chief(ctx_) != 0;
   if (chief && files_)
-    std::printf("ctr_train: world %d, train samples from files '%s', batch "
-                "%" PRId64 "/rank, %d tables x dim %" PRId64
-                " + wide, MLP %d-%d-1\n",
-                world_, f_.data.c_str(), f_.batch, synth::kTables, f_.dim,
-                dense_.in, dense_.hidden);
+    std::printf(
+        "ctr_train: world %d, train samples from files '%s', batch "
+        "%" PRId64 "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
+        world_, f_.data.c_str(), f_.batch, synth::kTables, f_.dim, dense_.in,
+        dense_.hidden);
   else if (chief)
     std::printf("ctr_train: world %d, %" PRId64 " train samples in %" PRId64
                 " files (this rank: %" PRId64 "), batch %" PRId64
@@ -438,10 +438,9 @@ int Trainer::run() {
     bool has_data = files_ ? files_->fetch() : pos < shard_end_;
     CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
     if (!cont) break;
-    int64_t lo = pos,
-            hi = empty ? pos
-                 : files_ ? pos + files_->size()
-                          : std::min(shard_end_, pos + f_.batch);
+    int64_t lo = pos, hi = empty    ? pos
+                           : files_ ? pos + files_->size()
+                                    : std::min(shard_end_, pos + f_.batch);
     forward(/*split=*/0, lo, hi);
     pos = hi;
     // Step statistics: global sample count and loss sum.
@@ -483,7 +482,8 @@ int Trainer::run() {
     double w[2] = {files_->wait_s(), step_s};
     CHECK_HB(hb_allreduce(ctx_, w, w, 2, HB_FLOAT64, HB_MAX));
     if (chief)
-      std::printf("input: %" PRIu64 " lines on rank 0; steps waited %.3f s for "
+      std::printf("input: %" PRIu64
+                  " lines on rank 0; steps waited %.3f s for "
                   "input out of %.3f s (%.2f%%, worst rank)\n",
                   files_->lines(), w[0], w[1], 100.0 * w[0] / w[1]);
   }
