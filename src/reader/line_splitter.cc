@@ -10,8 +10,11 @@ LineSplitter::LineSplitter(ByteSource *src, int64_t offset, bool skip_first,
     : src_(src),
       last_start_(last_start),
       max_line_(max_line_bytes),
-      buf_(static_cast<size_t>(std::min<int64_t>(
-          std::max<int64_t>(max_line_bytes + 2, 4096), 256 << 10))),
+      // Sized for the range (a small chunk reads a little past its end, not
+      // 256 KiB); it grows for longer lines, up to about twice the cap.
+      buf_(static_cast<size_t>(std::clamp<int64_t>(
+          std::min(last_start - offset, int64_t{1} << 30) + 1024, 4096,
+          256 << 10))),
       head_offset_(offset),
       skipping_first_(skip_first) {}
 
