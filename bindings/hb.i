@@ -177,6 +177,75 @@ static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
 }
 %}
 
+/* ---- Reader (hb.h EXPERIMENTAL section) ----------------------------------- */
+/* The wrappers cover the reader: the C side and SWIG's own parse both see
+ * the EXPERIMENTAL section. */
+%begin %{
+#ifndef HB_EXPERIMENTAL
+#define HB_EXPERIMENTAL
+#endif
+%}
+#define HB_EXPERIMENTAL
+%apply void *HB_HANDLE { hb_reader *, const hb_reader *, hb_reader_batch *,
+                         const hb_reader_batch * };
+%apply void **HB_HANDLE_OUT { hb_reader **out, hb_reader_batch **out };
+%apply (const char *const *HB_STRINGS, size_t HB_N) {
+  (const char *const *paths, size_t num_paths) };
+%apply void *HB_BUFFER_OUT { void *labels_out, void *dense_out,
+                             void *offsets_out, void *ids_out };
+/* A batch is a handle; its fields come through the calls below (Python
+ * reads them in place, see hb/reader.py). */
+%ignore hb_reader_batch;
+%ignore hb_reader_parse_line;
+%typemap(memberin) const char *columns {
+  free((char *)$1);
+  $1 = $input ? hbw_strdup($input) : NULL;
+}
+%extend hb_reader_config {
+  hb_reader_config() {
+    hb_reader_config init = HB_READER_CONFIG_INIT;
+    hb_reader_config *c = (hb_reader_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_reader_config() {
+    free((char *)$self->columns);
+    free($self);
+  }
+}
+%inline %{
+/* Sizes of a batch: [size, num_dense, num_sparse, num_ids, epoch]. */
+static int64_t hbw_reader_batch_info(const hb_reader_batch *b, int32_t field) {
+  if (!b) return -1;
+  switch (field) {
+    case 0: return b->size;
+    case 1: return b->num_dense;
+    case 2: return b->num_sparse;
+    case 3: return b->num_ids;
+    case 4: return b->epoch;
+    default: return -1;
+  }
+}
+/* Copies a batch out (Java, Go): labels_out float[size], dense_out
+ * float[size * num_dense], offsets_out int64[num_sparse * size + 1],
+ * ids_out int64[num_ids]; any may be NULL. The caller sizes them from
+ * hbw_reader_batch_info. */
+static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
+                                       void *labels_out, void *dense_out,
+                                       void *offsets_out, void *ids_out) {
+  if (!b) return HB_ERR_INVALID_ARGUMENT;
+  if (labels_out) memcpy(labels_out, b->labels, (size_t)b->size * sizeof(float));
+  if (dense_out)
+    memcpy(dense_out, b->dense,
+           (size_t)(b->size * b->num_dense) * sizeof(float));
+  if (offsets_out)
+    memcpy(offsets_out, b->offsets,
+           (size_t)(b->num_sparse * b->size + 1) * sizeof(int64_t));
+  if (ids_out) memcpy(ids_out, b->ids, (size_t)b->num_ids * sizeof(int64_t));
+  return HB_OK;
+}
+%}
+
 /* ---- Embedding collections (EXPERIMENTAL in hb.h) ------------------------ */
 /* Flat shapes every language can pass without pointer arrays: features by
  * table handle (int64) and pooling; a batch as a flat KeyedJaggedTensor:
@@ -185,9 +254,6 @@ static hb_status hbw_tf_config_build(const char *task_type, int32_t task_id,
  * or NULL); unpooled rows of the pooling-NONE features concatenated in
  * feature order. The language layers check the array sizes before calling
  * (C cannot see them). */
-%begin %{
-#define HB_EXPERIMENTAL 1
-%}
 %{
 typedef char hbw_pooling_codes_match_hb_h[
     HB_POOLING_NONE == 0 && HB_POOLING_SUM == 1 && HB_POOLING_MEAN == 2 &&
@@ -233,12 +299,21 @@ static void hbw_flat_free(hbw_flat *f) {
   free(f->ids), free(f->offs), free(f->w), free(f->rows);
 }
 %}
-/* hb.h's pooling codes (SWIG does not see the EXPERIMENTAL section; the
- * wrapper's C checks the values at compile time). */
-%constant int HB_POOLING_NONE = 0;
-%constant int HB_POOLING_SUM = 1;
-%constant int HB_POOLING_MEAN = 2;
-%constant int HB_POOLING_SQRTN = 3;
+/* The flat wrappers below replace the pointer-array C calls and structs
+ * (SWIG sees the EXPERIMENTAL section for the reader; hb.h's pooling enum
+ * comes through as constants). */
+%ignore hb_collection_create;
+%ignore hb_collection_destroy;
+%ignore hb_collection_num_features;
+%ignore hb_collection_pooled_width;
+%ignore hb_collection_feature_column;
+%ignore hb_collection_feature_dim;
+%ignore hb_collection_lookup;
+%ignore hb_collection_apply_gradients;
+%ignore hb_collection_get_stats;
+%ignore hb_collection_feature;
+%ignore hb_jagged_batch;
+%ignore hb_collection_stats;
 %apply void *HB_HANDLE { hb_collection *, const hb_collection * };
 %apply void **HB_HANDLE_OUT { hb_collection **out };
 %apply const int64_t *HB_ARRAY_IN { const int64_t *tables,

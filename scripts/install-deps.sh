@@ -5,6 +5,7 @@
 set -euo pipefail
 pkgs=(build-essential cmake pkgconf git
       libuv1-dev libcjson-dev libgloo-dev libgtest-dev libbenchmark-dev
+      zlib1g-dev
       swig python3-dev python3-numpy python3-pytest
       default-jdk junit4 golang-go doxygen
       clang libclang-rt-14-dev clang-format

@@ -2,6 +2,8 @@
 // criteo-synth data, data-parallel dense layers and sharded embeddings.
 //
 //   hbrun -n 4 -- ctr_train [--train-samples N] [--batch B] [--out DIR] ...
+//   hbrun -n 2 -- ctr_train --data 'dir/part-*' ...   (files from
+//                                 criteo_synth_tsv, read by hb_reader)
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
@@ -18,6 +20,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <memory>
 #include <string>
 #include <vector>
 
@@ -25,6 +28,7 @@
 #include <time.h>
 
 #define HB_EXPERIMENTAL 1  // embedding collections
+#include "file_source.h"
 #include "hb.h"
 #include "synth_data.h"
 
@@ -62,6 +66,7 @@ struct Flags {
       0.10;  // fail if the final AUC trails the planted one by more
   uint64_t seed = 2026;
   std::string out = "ctr_out";
+  std::string data;  // --data 'glob': train from Criteo-format files
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -97,6 +102,8 @@ Flags parse_flags(int argc, char **argv) {
       f.max_gap = std::atof(next());
     else if (a == "--seed")
       f.seed = std::strtoull(next(), nullptr, 10);
+    else if (a == "--data")
+      f.data = next();
     else if (a == "--out")
       f.out = next();
     else {
@@ -104,7 +111,7 @@ Flags parse_flags(int argc, char **argv) {
           stderr,
           "usage: ctr_train [--train-samples N] [--eval-samples N] [--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
-          "[--lr LR] [--max-gap G] [--seed S] [--out DIR]\n");
+          "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB']\n");
       std::exit(2);
     }
   }
@@ -198,7 +205,10 @@ class Trainer {
     }
     CHECK_HB(hb_collection_create(ctx_, feats.data(), feats.size(), &coll_));
     b_.ids.resize(synth::kTables);
-    plan_train_shard();
+    if (!f.data.empty())
+      files_ = std::make_unique<FileSource>(ctx, f.data, f.batch);
+    else
+      plan_train_shard();
   }
   ~Trainer() {
     hb_collection_destroy(coll_);  // before its tables
@@ -256,9 +266,19 @@ class Trainer {
   double evaluate(double *planted_auc);
   double current_loss_sum() const;
 
+  // Samples [begin, end) of split into b_.samples: from the generator, or
+  // the batch fetched from the files (train split with --data).
+  void fill_samples(int split, int64_t begin, int64_t end) {
+    if (split == 0 && files_) return files_->samples(&b_.samples);
+    b_.samples.resize(end - begin);
+    for (int64_t i = begin; i < end; ++i)
+      gen_.sample(split, i, &b_.samples[i - begin]);
+  }
+
   hb_context *ctx_;
   Flags f_;
   synth::Generator gen_;
+  std::unique_ptr<FileSource> files_;  // --data
   Dense dense_;
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
@@ -272,8 +292,7 @@ class Trainer {
 void Trainer::forward(int split, int64_t begin, int64_t end) {
   const int64_t n = end - begin, D = f_.dim, T = synth::kTables, in = dense_.in,
                 H = dense_.hidden;
-  b_.samples.resize(n);
-  for (int64_t i = 0; i < n; ++i) gen_.sample(split, begin + i, &b_.samples[i]);
+  fill_samples(split, begin, end);
   b_.wide_ids.resize(n * T);
   for (int t = 0; t < T; ++t) {
     b_.ids[t].resize(n);
@@ -414,7 +433,13 @@ double Trainer::evaluate(double *planted_auc) {
 
 int Trainer::run() {
   const bool chief = hb_context_is_chief(ctx_) != 0;
-  if (chief)
+  if (chief && files_)
+    std::printf(
+        "ctr_train: world %d, train samples from files '%s', batch "
+        "%" PRId64 "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
+        world_, f_.data.c_str(), f_.batch, synth::kTables, f_.dim, dense_.in,
+        dense_.hidden);
+  else if (chief)
     std::printf("ctr_train: world %d, %" PRId64 " train samples in %" PRId64
                 " files (this rank: %" PRId64 "), batch %" PRId64
                 "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
@@ -426,12 +451,16 @@ int Trainer::run() {
 
   int64_t pos = shard_begin_, step = 0, interval_samples = 0;
   double interval_loss = 0, t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
+  double step_s = 0;
   for (;;) {
+    double t_step = now_s();
     int32_t cont = 0, empty = 0;
-    CHECK_HB(hb_data_sync(ctx_, pos < shard_end_, /*drop_remainder=*/0, &cont,
-                          &empty));
+    bool has_data = files_ ? files_->fetch() : pos < shard_end_;
+    CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
     if (!cont) break;
-    int64_t lo = pos, hi = empty ? pos : std::min(shard_end_, pos + f_.batch);
+    int64_t lo = pos, hi = empty    ? pos
+                           : files_ ? pos + files_->size()
+                                    : std::min(shard_end_, pos + f_.batch);
     forward(/*split=*/0, lo, hi);
     pos = hi;
     // Step statistics: global sample count and loss sum.
@@ -456,6 +485,7 @@ int Trainer::run() {
       std::fflush(stdout);
       t_interval = now, interval_samples = 0, interval_loss = 0;
     }
+    step_s += now_s() - t_step;
     if (step % f_.eval_every == 0) {
       auc = evaluate(&planted);
       if (chief)
@@ -466,6 +496,17 @@ int Trainer::run() {
   }
   hb_metric_destroy(running_auc);
   double train_s = now_s() - t0;
+  if (files_) {
+    // Input wait: time in hb_reader_next, against the training steps' time
+    // (evaluation excluded), worst rank.
+    double w[2] = {files_->wait_s(), step_s};
+    CHECK_HB(hb_allreduce(ctx_, w, w, 2, HB_FLOAT64, HB_MAX));
+    if (chief)
+      std::printf("input: %" PRIu64
+                  " lines on rank 0; steps waited %.3f s for "
+                  "input out of %.3f s (%.2f%%, worst rank)\n",
+                  files_->lines(), w[0], w[1], 100.0 * w[0] / w[1]);
+  }
   auc = evaluate(&planted);
 
   // Checkpoint and serving export: one directory / file per table.

@@ -44,6 +44,9 @@ def parse_flags(argv):
                    help="fail if the final AUC trails the planted one by more")
     p.add_argument("--seed", type=int, default=2026)
     p.add_argument("--out", default="ctr_out")
+    p.add_argument("--data", default=None,
+                   help="train from Criteo-format files matching this glob (hb.Reader), "
+                        "e.g. as written by criteo_synth_tsv")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files <= 0 or f.eval_every <= 0 or f.log_every <= 0):
@@ -107,7 +110,13 @@ class Trainer:
         # One collection: feature t < T reads table t (one id per sample),
         # feature T the wide table (T ids per sample); all sum-pooled.
         self.coll = hb.Collection(ctx, self.tables + [self.wide])
-        self.shard_begin, self.shard_end = self.plan_train_shard()
+        self.reader, self.input_wait = None, 0.0
+        if f.data:
+            self.reader = hb.Reader([f.data], ctx, batch_size=f.batch, num_threads=2)
+            self.batch = None
+            self.shard_begin = self.shard_end = 0
+        else:
+            self.shard_begin, self.shard_end = self.plan_train_shard()
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
         self._offsets = {}
 
@@ -118,7 +127,7 @@ class Trainer:
         """Samples [begin, end) of split through the model. Lookups are
         collective: ranks without data call this with an empty range."""
         f, d = self.f, self.dense
-        s = self.gen.sample(split, begin, end)
+        s = self.samples(split, begin, end)
         n = s.ids.shape[0]
         # The batch as a flat KeyedJaggedTensor: the T categorical features'
         # ids feature by feature, then the wide feature's T ids per sample.
@@ -136,6 +145,30 @@ class Trainer:
         logit = d.b2[0].astype(np.float64) + a1.astype(np.float64) @ d.w2 + pooled[:, T * f.dim]
         prob = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
         return dict(s=s, values=values, offsets=offsets, x=x, z1=z1, a1=a1, prob=prob, label=s.label)
+
+    def fetch(self):
+        """--data: the next batch of this rank's files (False: out of data);
+        the time spent waiting for it goes to self.input_wait."""
+        t = time.monotonic()
+        self.batch = self.reader.next()
+        self.input_wait += time.monotonic() - t
+        return self.batch is not None
+
+    def samples(self, split, begin, end):
+        """Samples [begin, end) of split: the generator's, or with --data the
+        fetched batch (one id per table; an empty field reads as id 0)."""
+        if split != 0 or self.reader is None:
+            return self.gen.sample(split, begin, end)
+        b = self.batch
+        if b is None or end == begin:
+            return synth.Samples(np.zeros((0, T), np.int64), np.zeros((0, DENSE), np.float32),
+                                 np.zeros(0, np.float32), np.zeros(0, np.float32))
+        n = b.size
+        ids = np.zeros((T, n), np.int64)
+        lengths = b.lengths()
+        starts = b.offsets[:-1].reshape(T, n)
+        ids[lengths > 0] = b.ids[starts[lengths > 0]]
+        return synth.Samples(np.ascontiguousarray(ids.T), b.dense, b.labels, np.zeros(n, np.float32))
 
     def backward(self, b, global_n):
         """Gradients of the mean logistic loss over the global batch."""
@@ -204,6 +237,11 @@ class Trainer:
 
     def banner(self):
         f = self.f
+        if self.reader is not None:
+            return ("%s: world %d, train samples from files '%s', batch %d/rank, "
+                    "%d tables x dim %d + wide, MLP %d-%d-1"
+                    % (os.path.basename(sys.argv[0]), self.world, f.data, f.batch, T, f.dim,
+                       T * f.dim + DENSE, f.hidden))
         return ("%s: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
                 "%d tables x dim %d + wide, MLP %d-%d-1"
                 % (os.path.basename(sys.argv[0]), self.world, f.train_samples, f.files,
@@ -219,12 +257,18 @@ class Trainer:
         running_auc = hb.Metric(hb.METRIC_AUC, ctx)  # TF-compatible thresholded AUC
         pos, step, interval_samples, interval_loss = self.shard_begin, 0, 0, 0.0
         t0 = t_interval = time.monotonic()
+        step_s = 0.0
         while True:
-            cont, empty = ctx.data_sync(pos < self.shard_end)
+            t_step = time.monotonic()
+            has_data = self.fetch() if self.reader is not None else pos < self.shard_end
+            cont, empty = ctx.data_sync(has_data)
             if not cont:
                 break
             lo = pos
-            hi = pos if empty else min(self.shard_end, pos + f.batch)
+            if self.reader is not None:
+                hi = pos if empty else pos + self.batch.size
+            else:
+                hi = pos if empty else min(self.shard_end, pos + f.batch)
             pos = hi
             n, loss, label, prob = self.train_step(lo, hi)
             running_auc.update(label, prob)
@@ -240,6 +284,7 @@ class Trainer:
                           % (step, interval_samples / (now - t_interval), interval_loss / interval_samples, r),
                           flush=True)
                 t_interval, interval_samples, interval_loss = now, 0, 0.0
+            step_s += time.monotonic() - t_step
             if step % f.eval_every == 0:
                 auc, planted = self.evaluate()
                 if chief:
@@ -247,6 +292,15 @@ class Trainer:
                           flush=True)
         running_auc.close()
         train_s = time.monotonic() - t0
+        if self.reader is not None:
+            # Time in Reader.next against the training steps' (evaluation
+            # excluded); the maximum of each over the ranks.
+            w = ctx.allreduce(np.array([self.input_wait, step_s]), op=hb.MAX)
+            if chief:
+                print("input: %d lines on rank 0; steps waited %.3f s for input out of %.3f s "
+                      "(%.2f%%, worst rank)" % (self.reader.lines, w[0], w[1], 100.0 * w[0] / w[1]),
+                      flush=True)
+            self.reader.close()
         auc, planted = self.evaluate()
 
         ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")

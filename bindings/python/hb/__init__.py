@@ -762,3 +762,7 @@ class Metric(_Handle):
     def reset(self):
         """Forget every sample (local; not collective)."""
         _c.hb_metric_reset(self._handle)
+
+
+# ---- Reader (EXPERIMENTAL: hb/reader.py) --------------------------------------
+from .reader import Batch, Reader  # noqa: E402,F401

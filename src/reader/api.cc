@@ -1,0 +1,99 @@
+// The C entry points of the reader (hb.h, EXPERIMENTAL section).
+#include <cstdlib>
+
+#include "abi/error.h"
+#include "context/context.h"
+#include "reader/line_parser.h"
+#include "reader/reader.h"
+
+struct hb_reader {
+  std::unique_ptr<hb::reader::Reader> impl;
+};
+
+using hb::reader::Settings;
+
+extern "C" hb_status hb_reader_create(hb_context *ctx, const char *const *paths,
+                                      size_t num_paths,
+                                      const hb_reader_config *cfg,
+                                      hb_reader **out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(out, "hb_reader_create: out is NULL");
+    *out = nullptr;
+    Settings s = hb::reader::settings_from_config(cfg);
+    int shard = 0, shards = 1;
+    if (s.num_shards > 0) {
+      HB_CHECK_ARG(s.shard_index >= 0 && s.shard_index < s.num_shards,
+                   "hb_reader_config.shard_index = %d is outside [0, %d)",
+                   s.shard_index, s.num_shards);
+      shard = s.shard_index;
+      shards = s.num_shards;
+    } else if (ctx) {
+      shard = ctx->cluster.rank;
+      shards = ctx->cluster.world_size;
+    }
+    auto files = hb::reader::expand_files(paths, num_paths);
+    auto r = std::make_unique<hb_reader>();
+    r->impl = std::make_unique<hb::reader::Reader>(std::move(files),
+                                                   std::move(s), shard, shards);
+    *out = r.release();
+  });
+}
+
+extern "C" void hb_reader_destroy(hb_reader *r) { delete r; }
+
+extern "C" hb_status hb_reader_next(hb_reader *r, hb_reader_batch **out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(out, "hb_reader_next: out is NULL");
+    *out = nullptr;
+    HB_CHECK_ARG(r, "hb_reader_next: reader is NULL");
+    *out = r->impl->next();
+  });
+}
+
+extern "C" void hb_reader_batch_free(hb_reader_batch *b) { std::free(b); }
+
+extern "C" uint64_t hb_reader_lines(const hb_reader *r) {
+  return r ? r->impl->lines() : 0;
+}
+
+extern "C" uint64_t hb_reader_skipped_lines(const hb_reader *r) {
+  return r ? r->impl->skipped() : 0;
+}
+
+extern "C" int64_t hb_reader_num_files(const hb_reader *r) {
+  return r ? r->impl->num_files() : 0;
+}
+
+extern "C" hb_status hb_reader_parse_line(const hb_reader_config *cfg,
+                                          const char *line, size_t len,
+                                          float *label, float *dense,
+                                          int64_t *ids, int32_t *present) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(line || len == 0, "hb_reader_parse_line: line is NULL");
+    HB_CHECK_ARG(label, "hb_reader_parse_line: label is NULL");
+    Settings s = hb::reader::settings_from_config(cfg);
+    HB_CHECK_ARG(dense || s.num_dense == 0,
+                 "hb_reader_parse_line: dense is NULL");
+    HB_CHECK_ARG((ids && present) || s.num_sparse == 0,
+                 "hb_reader_parse_line: ids or present is NULL");
+    std::vector<uint8_t> got(static_cast<size_t>(s.num_sparse));
+    if (len > 0 && line[len - 1] == '\r') --len;
+    hb::reader::ParseError err;
+    if (static_cast<int64_t>(len) > s.max_line_bytes)
+      hb::fail(HB_ERR_CORRUPT,
+               "hb_reader_parse_line: line of %zu bytes is longer than "
+               "max_line_bytes = %lld",
+               len, static_cast<long long>(s.max_line_bytes));
+    if (!hb::reader::parse_line(s, line ? line : "", len, label, dense, ids,
+                                got.data(), &err)) {
+      std::string extra;
+      if (err.fields > 0)
+        extra =
+            hb::format(" (%lld columns, expected %zu)",
+                       static_cast<long long>(err.fields), s.columns.size());
+      hb::fail(HB_ERR_CORRUPT, "hb_reader_parse_line: column %d: %s%s",
+               err.column, err.what, extra.c_str());
+    }
+    for (int f = 0; f < s.num_sparse; ++f) present[f] = got[f];
+  });
+}
