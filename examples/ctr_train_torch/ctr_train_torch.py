@@ -86,14 +86,14 @@ class Trainer(numpy_demo.Trainer):
 
     def forward(self, split, begin, end):
         """Evaluation: samples [begin, end) of split, no gradients."""
-        s = self.gen.sample(split, begin, end)
+        s = self.samples(split, begin, end)
         with torch.no_grad():
             prob = torch.sigmoid(self.model(torch.from_numpy(s.ids), torch.from_numpy(s.dense)))
         return dict(s=s, label=s.label, prob=prob.numpy())
 
     def train_step(self, lo, hi):
         """One training step on samples [lo, hi) (maybe empty)."""
-        s = self.gen.sample(0, lo, hi)
+        s = self.samples(0, lo, hi)
         label = torch.from_numpy(s.label)
         logits = self.ddp(torch.from_numpy(s.ids), torch.from_numpy(s.dense))
         loss_sum = nn.functional.binary_cross_entropy_with_logits(logits, label, reduction="sum")
