@@ -125,10 +125,10 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   const int64_t dim = cc.dim;
   // One name, so the same initial rows; table names are unique per
   // context, so each table of that name has a context (a world of one).
-  Ctx g, c2, g2;
+  Ctx gx, c2, g2;
   hb_embedding *cpu = nullptr, *gpu = nullptr;
   ASSERT_EQ(hb_embedding_create(c.ctx, &cc, &cpu), HB_OK) << hb_last_error();
-  ASSERT_EQ(hb_embedding_create(g.ctx, &gc, &gpu), HB_OK) << hb_last_error();
+  ASSERT_EQ(hb_embedding_create(gx.ctx, &gc, &gpu), HB_OK) << hb_last_error();
 
   std::mt19937_64 g(opt * 31 + rows);
   std::vector<int64_t> touched;
@@ -144,7 +144,7 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
     touched.insert(touched.end(), ids.begin(), ids.end());
     std::vector<float> grads(n * dim);
     for (float &v : grads) v = std::uniform_real_distribution<float>(-1, 1)(g);
-    ASSERT_TRUE(same_lookup(g.ctx, cpu, gpu, ids, dim)) << "step " << step;
+    ASSERT_TRUE(same_lookup(gx.ctx, cpu, gpu, ids, dim)) << "step " << step;
     ASSERT_EQ(hb_embedding_apply_gradients(cpu, ids.data(), n, grads.data()),
               HB_OK)
         << hb_last_error();
@@ -152,9 +152,9 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
     Dev<float> d_grads(grads);
     ASSERT_EQ(hb_embedding_apply_gradients(gpu, d_ids.p, n, d_grads.p), HB_OK)
         << hb_last_error();
-    ASSERT_EQ(hb_context_synchronize(g.ctx), HB_OK) << hb_last_error();
+    ASSERT_EQ(hb_context_synchronize(gx.ctx), HB_OK) << hb_last_error();
   }
-  ASSERT_TRUE(same_lookup(g.ctx, cpu, gpu, touched, dim));
+  ASSERT_TRUE(same_lookup(gx.ctx, cpu, gpu, touched, dim));
   EXPECT_EQ(hb_embedding_local_rows(gpu), hb_embedding_local_rows(cpu));
 
   // GPU save -> host load, host save -> GPU load.
@@ -167,7 +167,7 @@ TEST_P(GpuVsCpu, BitEqualTrainingAndCheckpointsBothWays) {
   ASSERT_EQ(hb_embedding_create(g2.ctx, &gc, &gpu2), HB_OK);
   ASSERT_EQ(hb_embedding_load(cpu2, gdir.c_str()), HB_OK) << hb_last_error();
   ASSERT_EQ(hb_embedding_load(gpu2, cdir.c_str()), HB_OK) << hb_last_error();
-  EXPECT_TRUE(same_lookup(g.ctx, cpu2, gpu, touched, dim));
+  EXPECT_TRUE(same_lookup(gx.ctx, cpu2, gpu, touched, dim));
   EXPECT_TRUE(same_lookup(g2.ctx, cpu, gpu2, touched, dim));
   // Both continue identically after the load.
   std::vector<int64_t> ids(touched.begin(), touched.begin() + 50);

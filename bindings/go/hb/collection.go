@@ -2,12 +2,13 @@ package hb
 
 import "hb.dev/hb/internal/capi"
 
-// Pooling modes of a collection feature (hb.h's HB_POOLING_*).
+// Pooling modes of a collection feature (hb.h's HB_POOLING_*; the values
+// are checked against hb.h when the wrapper compiles, bindings/hb.i).
 const (
-	PoolingNone  = int32(capi.HB_POOLING_NONE)
-	PoolingSum   = int32(capi.HB_POOLING_SUM)
-	PoolingMean  = int32(capi.HB_POOLING_MEAN)
-	PoolingSqrtN = int32(capi.HB_POOLING_SQRTN)
+	PoolingNone  int32 = 0
+	PoolingSum   int32 = 1
+	PoolingMean  int32 = 2
+	PoolingSqrtN int32 = 3
 )
 
 // Collection is an embedding collection (hb_collection, EXPERIMENTAL in
