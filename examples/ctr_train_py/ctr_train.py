@@ -237,7 +237,7 @@ class Trainer:
 
     def banner(self):
         f = self.f
-        if self.reader is not None:
+        if getattr(self, "reader", None) is not None:
             return ("%s: world %d, train samples from files '%s', batch %d/rank, "
                     "%d tables x dim %d + wide, MLP %d-%d-1"
                     % (os.path.basename(sys.argv[0]), self.world, f.data, f.batch, T, f.dim,

@@ -83,7 +83,7 @@ const std::vector<OptionSpec> &option_table() {
        "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
        "collective, metric merge, data sync and embedding phase: each rank "
        "writes path with its rank inserted before .json (trace.json -> "
-       "trace.0.json; else path.<rank>.json), appended as it fills and "
+       "trace.0.json; else path.RANK.json), appended as it fills and "
        "completed when the context is destroyed; read when the context is "
        "created. Empty: off (no cost). See the guide's Timeline section."},
   };

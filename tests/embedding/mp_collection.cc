@@ -148,7 +148,13 @@ void mode_train(hb_context *ctx, const std::string &dir) {
 
 void mode_mismatch(hb_context *ctx) {
   CollCase c = hbtest::standard_case();
-  Model a(ctx, c), b(ctx, c, /*alt_pooling=*/true);
+  // b: other tables (names are unique per context) and other pooling.
+  CollCase cb = c;
+  std::vector<std::string> names;
+  for (const auto &t : cb.tables) names.push_back(std::string(t.name) + "_b");
+  for (size_t t = 0; t < cb.tables.size(); ++t)
+    cb.tables[t].name = names[t].c_str();
+  Model a(ctx, c), b(ctx, cb, /*alt_pooling=*/true);
   std::mt19937_64 g(5);
   JBatch batch = hbtest::make_jbatch(g, c, 0);
   hb_jagged_batch v = batch.view();
