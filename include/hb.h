@@ -76,7 +76,8 @@ enum hb_status_code {
   HB_ERR_DEVICE = 9,      /**< CUDA or NCCL error */
   HB_ERR_PERMISSION = 10, /**< rendezvous token mismatch */
   HB_ERR_CORRUPT = 11,    /**< checkpoint, export file or wire frame fails its checks */
-  HB_ERR_INTERNAL = 12    /**< a bug in hb; please report it */
+  HB_ERR_INTERNAL = 12,   /**< a bug in hb; please report it */
+  HB_ERR_MISMATCH = 13 /**< ranks made mismatched collective calls (operation, counts, dtype, op, root, table or step differ) */
 };
 
 /** Constant name of a status, e.g. "HB_ERR_TIMEOUT"; "HB_ERR_UNKNOWN" otherwise. */

@@ -15,6 +15,7 @@ extern "C" const char *hb_status_name(hb_status status) {
     case HB_ERR_PERMISSION: return "HB_ERR_PERMISSION";
     case HB_ERR_CORRUPT: return "HB_ERR_CORRUPT";
     case HB_ERR_INTERNAL: return "HB_ERR_INTERNAL";
+    case HB_ERR_MISMATCH: return "HB_ERR_MISMATCH";
   }
   return "HB_ERR_UNKNOWN";
 }

@@ -25,6 +25,7 @@
 #include <memory>
 
 #include "comm/backend.h"
+#include "comm/fingerprint.h"
 #include "comm/gloo_p2p.h"
 #include "comm/rank_order.h"
 #include "comm/scratch.h"
@@ -41,6 +42,7 @@ namespace hb {
 namespace comm {
 
 class Links;
+class ShmTransport;
 class StagedAllreduce;
 
 class GlooBackend final : public Backend {
@@ -91,7 +93,9 @@ class GlooBackend final : public Backend {
   // Runs fn; turns Gloo's exceptions into hb errors and fails the health.
   template <class F>
   void guarded(const char *what, F &&fn);
-  [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg);
+  // peer: the rank known to be lost, else -1 (found from the message).
+  [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg,
+                                   int peer = -1);
 
   // comm/rank_order.h over this call's P2P on coll_ctx_.
   void reduce_rank_order(const char *x, const Blocks &b, char *own_out,
@@ -112,6 +116,16 @@ class GlooBackend final : public Backend {
                                  hb_reduce_op op);
   void evict_if_full(size_t incoming_bytes);
   uint32_t next_tag() { return tag_++; }
+  // True when the world's collectives run over P2P (some pair shares
+  // memory): then every call of every rank does, whatever its own peers.
+  bool p2p_world() const;
+  // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
+  // per peer. Takes one tag on every rank.
+  template <class F>
+  void over_p2p(F &&fn);
+  // The call's fingerprint, checked across ranks (comm/fingerprint.h)
+  // before anything of a size that depends on it is posted.
+  void check(CallPrint print);
 
   BackendConfig cfg_;
   Health &health_;
@@ -128,6 +142,8 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
+  std::shared_ptr<ShmTransport> shm_;       // same-host peers, if any
+  uint64_t seq_ = 0;                        // collective calls so far
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs
