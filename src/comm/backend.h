@@ -41,6 +41,10 @@ struct BackendConfig {
   // Option cpu_transport: auto (shared memory between the ranks that share
   // a host, TCP otherwise), shm (every pair must share memory) or tcp.
   std::string transport = "auto";
+  // Tests only: > 0 splits the ranks into this many pretend hosts (rank r
+  // on host r * hosts / world) that cannot share memory, as the mixed
+  // topology of several machines would.
+  int test_hosts = 0;
   // Rank-order allreduce (comm/rank_order.h): blocks travel in pieces of
   // this many bytes; below one_round_bytes of traffic per rank
   // (bytes x (world - 1)) it takes one round instead of two.

@@ -230,7 +230,11 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   // Same-host peers (comm/shm_transport.h), found through the KV.
   shm_ = std::make_shared<ShmTransport>(cfg.rank, cfg.world_size, kv,
                                         cfg.key_prefix, cfg.transport,
-                                        cfg.timeout_ms);
+                                        cfg.timeout_ms,
+                                        cfg.test_hosts > 0
+                                            ? cfg.rank * cfg.test_hosts /
+                                                  cfg.world_size
+                                            : -1);
   HB_LOG_DEBUG("cpu transport, rank %d to each peer: %s", cfg.rank,
                shm_->describe().c_str());
   if (!shm_->world_uses_shm()) shm_.reset();

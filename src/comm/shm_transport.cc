@@ -162,7 +162,7 @@ std::unique_ptr<ShmSegment> open_segment(const std::string &name,
 
 ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
                            const std::string &prefix, const std::string &mode,
-                           int64_t timeout_ms)
+                           int64_t timeout_ms, int test_host)
     : rank_(rank),
       world_(world),
       timeout_ms_(timeout_ms),
@@ -177,8 +177,8 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
   if (mode != "tcp") mine_ = create_segment(rank, world, &why);
   char entry[160] = "-";
   if (mine_)
-    snprintf(entry, sizeof entry, "%s %016llx", mine_->name.c_str(),
-             static_cast<unsigned long long>(mine_->hdr()->nonce));
+    snprintf(entry, sizeof entry, "%s %016llx %d", mine_->name.c_str(),
+             static_cast<unsigned long long>(mine_->hdr()->nonce), test_host);
   const std::string seg_key = prefix + "shm/seg/", ok_key = prefix + "shm/ok/";
   kv.set(seg_key + std::to_string(rank), entry);
   std::string ok(size_t(world), '0');
@@ -187,7 +187,10 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
     std::string v = kv.get(seg_key + std::to_string(q), timeout_ms);
     char name[128];
     unsigned long long nonce = 0;
-    if (sscanf(v.c_str(), "%127s %llx", name, &nonce) != 2) continue;
+    int host = -1;
+    if (sscanf(v.c_str(), "%127s %llx %d", name, &nonce, &host) != 3 ||
+        host != test_host)
+      continue;
     peer_[size_t(q)] = open_segment(name, nonce, q, world);
     if (peer_[size_t(q)]) ok[size_t(q)] = '1';
   }

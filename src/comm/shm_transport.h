@@ -61,8 +61,11 @@ class ShmTransport {
   // memory where both sides can open each other's segment), "shm" (every
   // pair must, else HB_ERR_CONFIG on every rank) or "tcp" (none; no
   // segment is made).
+  // test_host >= 0 names a pretend host (tests): ranks of different ones
+  // never share memory.
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
-               const std::string &mode, int64_t timeout_ms);
+               const std::string &mode, int64_t timeout_ms,
+               int test_host = -1);
   ~ShmTransport();
 
   int rank() const { return rank_; }
