@@ -41,6 +41,8 @@ struct BackendConfig {
   // Option cpu_transport: auto (shared memory between the ranks that share
   // a host, TCP otherwise), shm (every pair must share memory) or tcp.
   std::string transport = "auto";
+  // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls.
+  bool check_calls = true;
   // Tests only: > 0 splits the ranks into this many pretend hosts (rank r
   // on host r * hosts / world) that cannot share memory, as the mixed
   // topology of several machines would.

@@ -46,6 +46,7 @@ Backend &cpu(hb_context &ctx) {
   cfg.one_round_bytes = ctx.options.get_int("cpu_one_round_bytes");
   cfg.staged_bytes = ctx.options.get_int("cpu_staged_bytes");
   cfg.transport = ctx.options.get_string("cpu_transport");
+  cfg.check_calls = ctx.options.get_int("cpu_check_calls") != 0;
   rdv::KV *kv = ctx.client.get();
   ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
   return *ctx.cpu_comm;

@@ -160,14 +160,22 @@ void check_prints(const std::vector<CallPrint> &prints) {
 
 void check_call(P2P &p2p, int channel, const CallPrint &mine) {
   const int n = p2p.world_size(), r = p2p.rank();
+  check_call(r, n, [&](char *wire) {
+    const size_t w = CallPrint::wire_bytes(n);
+    for (int q = 0; q < n; ++q)
+      if (q != r) p2p.recv(q, channel, wire + size_t(q) * w, w);
+    for (int j = 1; j < n; ++j)
+      p2p.send((r + j) % n, channel, wire + size_t(r) * w, w);
+    p2p.finish();
+  }, mine);
+}
+
+void check_call(int r, int n, const std::function<void(char *)> &exchange,
+                const CallPrint &mine) {
   const size_t w = CallPrint::wire_bytes(n);
   std::vector<char> wire(size_t(n) * w);
   mine.to_wire(n, wire.data() + size_t(r) * w);
-  for (int q = 0; q < n; ++q)
-    if (q != r) p2p.recv(q, channel, wire.data() + size_t(q) * w, w);
-  for (int j = 1; j < n; ++j)
-    p2p.send((r + j) % n, channel, wire.data() + size_t(r) * w, w);
-  p2p.finish();
+  exchange(wire.data());
   std::vector<CallPrint> prints;
   prints.reserve(size_t(n));
   for (int q = 0; q < n; ++q)

@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -52,6 +53,10 @@ void check_prints(const std::vector<CallPrint> &prints);
 // Exchanges mine with every peer over p2p on `channel` (a small message
 // each way), then check_prints.
 void check_call(P2P &p2p, int channel, const CallPrint &mine);
+// The same over a fixed-size all-to-all: exchange(all) gets this rank's
+// wire form at rank x CallPrint::wire_bytes(world) and fills the others'.
+void check_call(int rank, int world, const std::function<void(char *)> &exchange,
+                const CallPrint &mine);
 
 // Hash of the tensor counts of an allreduce_many call.
 uint64_t hash_counts(const size_t *counts, size_t n);

@@ -25,6 +25,7 @@
 #include "comm/kv_store.h"
 #include "comm/links.h"
 #include "comm/p2p_collectives.h"
+#include "comm/pair_exchange.h"
 #include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
 #include "comm/routed_p2p.h"
@@ -223,6 +224,8 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
     };
     algo_ctx_ = connect("algo");
     coll_ctx_ = connect("coll");
+    prints_ = std::make_unique<PairExchange>(
+        *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
     if (algo_kind_ == Algo::kRankOrder)
       staged_ = std::make_unique<StagedAllreduce>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
@@ -253,6 +256,7 @@ GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
   // Buffers unregister from the pairs before they close.
   staged_.reset();
+  prints_.reset();
   algos_.clear();
 }
 
@@ -294,6 +298,10 @@ void GlooBackend::over_p2p(F &&fn) {
 
 void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
+  if (!cfg_.check_calls) return;
+  if (!p2p_world())  // registered pair buffers: one hop
+    return check_call(rank(), world_size(),
+                      [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
 }
 

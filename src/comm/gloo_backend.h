@@ -42,6 +42,7 @@ namespace hb {
 namespace comm {
 
 class Links;
+class PairExchange;
 class ShmTransport;
 class StagedAllreduce;
 
@@ -142,6 +143,7 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
+  std::unique_ptr<PairExchange> prints_;     // fingerprints over TCP
   std::shared_ptr<ShmTransport> shm_;       // same-host peers, if any
   uint64_t seq_ = 0;                        // collective calls so far
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
