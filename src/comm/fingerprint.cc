@@ -62,7 +62,8 @@ std::string describe(const CallPrint &p, int world) {
   if (p.kind == CallPrint::kAllgatherv && int(p.counts.size()) >= world) {
     s += " recv_counts=[";
     for (int q = 0; q < world && q < 16; ++q)
-      s += format("%s%lld", q ? "," : "", static_cast<long long>(p.counts[size_t(q)]));
+      s += format("%s%lld", q ? "," : "",
+                  static_cast<long long>(p.counts[size_t(q)]));
     s += world > 16 ? ",...]" : "]";
   }
   return s;
@@ -85,7 +86,8 @@ size_t CallPrint::wire_bytes(int world) {
 
 void CallPrint::to_wire(int world, char *out) const {
   std::memset(out, 0, wire_bytes(world));
-  const uint32_t head[4] = {kind, uint32_t(dtype), uint32_t(op), uint32_t(root)};
+  const uint32_t head[4] = {kind, uint32_t(dtype), uint32_t(op),
+                            uint32_t(root)};
   std::memcpy(out, head, 16);
   std::memcpy(out + 16, &seq, 8);
   std::memcpy(out + 24, &count, 8);
@@ -134,8 +136,10 @@ void check_prints(const std::vector<CallPrint> &prints) {
       for (int r = 0; r < n; ++r)
         if (group[size_t(r)] == int(g))
           ranks += format("%s%d", ranks.empty() ? "" : ",", r);
-      msg += format(" rank%s %s called %s;", ranks.find(',') == std::string::npos ? "" : "s",
-                    ranks.c_str(), describe(prints[size_t(first[g])], n).c_str());
+      msg +=
+          format(" rank%s %s called %s;",
+                 ranks.find(',') == std::string::npos ? "" : "s", ranks.c_str(),
+                 describe(prints[size_t(first[g])], n).c_str());
     }
     msg.pop_back();
     fail(HB_ERR_MISMATCH, "%s", msg.c_str());
@@ -160,14 +164,17 @@ void check_prints(const std::vector<CallPrint> &prints) {
 
 void check_call(P2P &p2p, int channel, const CallPrint &mine) {
   const int n = p2p.world_size(), r = p2p.rank();
-  check_call(r, n, [&](char *wire) {
-    const size_t w = CallPrint::wire_bytes(n);
-    for (int q = 0; q < n; ++q)
-      if (q != r) p2p.recv(q, channel, wire + size_t(q) * w, w);
-    for (int j = 1; j < n; ++j)
-      p2p.send((r + j) % n, channel, wire + size_t(r) * w, w);
-    p2p.finish();
-  }, mine);
+  check_call(
+      r, n,
+      [&](char *wire) {
+        const size_t w = CallPrint::wire_bytes(n);
+        for (int q = 0; q < n; ++q)
+          if (q != r) p2p.recv(q, channel, wire + size_t(q) * w, w);
+        for (int j = 1; j < n; ++j)
+          p2p.send((r + j) % n, channel, wire + size_t(r) * w, w);
+        p2p.finish();
+      },
+      mine);
 }
 
 void check_call(int r, int n, const std::function<void(char *)> &exchange,

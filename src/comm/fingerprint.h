@@ -55,7 +55,8 @@ void check_prints(const std::vector<CallPrint> &prints);
 void check_call(P2P &p2p, int channel, const CallPrint &mine);
 // The same over a fixed-size all-to-all: exchange(all) gets this rank's
 // wire form at rank x CallPrint::wire_bytes(world) and fills the others'.
-void check_call(int rank, int world, const std::function<void(char *)> &exchange,
+void check_call(int rank, int world,
+                const std::function<void(char *)> &exchange,
                 const CallPrint &mine);
 
 // Hash of the tensor counts of an allreduce_many call.

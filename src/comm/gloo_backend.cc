@@ -231,13 +231,10 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
   // Same-host peers (comm/shm_transport.h), found through the KV.
-  shm_ = std::make_shared<ShmTransport>(cfg.rank, cfg.world_size, kv,
-                                        cfg.key_prefix, cfg.transport,
-                                        cfg.timeout_ms,
-                                        cfg.test_hosts > 0
-                                            ? cfg.rank * cfg.test_hosts /
-                                                  cfg.world_size
-                                            : -1);
+  shm_ = std::make_shared<ShmTransport>(
+      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
+      cfg.timeout_ms,
+      cfg.test_hosts > 0 ? cfg.rank * cfg.test_hosts / cfg.world_size : -1);
   HB_LOG_DEBUG("cpu transport, rank %d to each peer: %s", cfg.rank,
                shm_->describe().c_str());
   if (!shm_->world_uses_shm()) shm_.reset();
@@ -300,8 +297,8 @@ void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
   if (!cfg_.check_calls) return;
   if (!p2p_world())  // registered pair buffers: one hop
-    return check_call(rank(), world_size(),
-                      [&](char *all) { prints_->run(all); }, print);
+    return check_call(
+        rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
 }
 
@@ -632,7 +629,8 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
       const char *in = static_cast<const char *>(send);
       const int64_t *in_off = send_offsets;
       std::vector<int64_t> staged_off;
-      if (stotal && overlaps(send, size_t(send_span), recv, size_t(recv_span))) {
+      if (stotal &&
+          overlaps(send, size_t(send_span), recv, size_t(recv_span))) {
         char *s = in_stage_.ensure(size_t(stotal));
         pack_blocks(s, in, send_offsets, size_t(es), sb);
         staged_off.resize(size_t(n));

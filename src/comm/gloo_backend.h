@@ -144,8 +144,8 @@ class GlooBackend final : public Backend {
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
   std::unique_ptr<PairExchange> prints_;     // fingerprints over TCP
-  std::shared_ptr<ShmTransport> shm_;       // same-host peers, if any
-  uint64_t seq_ = 0;                        // collective calls so far
+  std::shared_ptr<ShmTransport> shm_;        // same-host peers, if any
+  uint64_t seq_ = 0;                         // collective calls so far
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs

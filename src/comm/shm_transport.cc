@@ -1,8 +1,10 @@
 #include "comm/shm_transport.h"
 
+#include <dirent.h>
 #include <fcntl.h>
 #include <linux/futex.h>
 #include <sched.h>
+#include <signal.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -28,8 +30,8 @@ constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kRingHeader = 128;  // head and tail, a cache line each
 constexpr size_t kRingBytes = size_t(256) << 10;
 constexpr size_t kChunk = size_t(64) << 10;  // published as it is copied
-constexpr int kSpins = 256;   // progress attempts before yielding
-constexpr int kYields = 16;   // then yields before sleeping
+constexpr int kSpins = 256;       // progress attempts before yielding
+constexpr int kYields = 16;       // then yields before sleeping
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -94,6 +96,26 @@ size_t segment_bytes(int world) {
          size_t(world) * ShmTransport::kChannels * (kRingHeader + kRingBytes);
 }
 
+// Segments are unlinked once every rank attached; one is only left behind
+// when its rank died during the bootstrap. Such names, of processes gone
+// for a while, are removed at the next start (the age keeps us off the
+// bootstrap of a job in another PID namespace that shares /dev/shm).
+void remove_stale_segments() {
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  const time_t now = time(nullptr);
+  while (dirent *e = readdir(d)) {
+    int pid = 0;
+    if (sscanf(e->d_name, "hb-%d-", &pid) != 1 || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    const std::string path = std::string("/dev/shm/") + e->d_name;
+    if (stat(path.c_str(), &st) == 0 && now - st.st_mtime > 600)
+      shm_unlink((std::string("/") + e->d_name).c_str());
+  }
+  closedir(d);
+}
+
 // Our segment, memory reserved up front (a tmpfs page first touched past
 // the size limit would be a SIGBUS); null when it cannot be made.
 std::unique_ptr<ShmSegment> create_segment(int rank, int world,
@@ -112,9 +134,12 @@ std::unique_ptr<ShmSegment> create_segment(int rank, int world,
   s->linked = true;
   int err = posix_fallocate(fd, 0, off_t(s->bytes));
   if (err == 0) {
-    void *p = mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
-    if (p != MAP_FAILED) s->base = static_cast<char *>(p);
-    else err = errno;
+    void *p =
+        mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED)
+      s->base = static_cast<char *>(p);
+    else
+      err = errno;
   }
   close(fd);
   if (!s->base) {
@@ -146,7 +171,8 @@ std::unique_ptr<ShmSegment> open_segment(const std::string &name,
   s->bytes = segment_bytes(world);
   struct stat st;
   if (fstat(fd, &st) == 0 && size_t(st.st_size) == s->bytes) {
-    void *p = mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    void *p =
+        mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
     if (p != MAP_FAILED) s->base = static_cast<char *>(p);
   }
   close(fd);
@@ -174,7 +200,10 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
   // Every rank publishes (even with tcp) so that ranks with different
   // settings still agree on every pair.
   std::string why = "cpu_transport=tcp";
-  if (mode != "tcp") mine_ = create_segment(rank, world, &why);
+  if (mode != "tcp") {
+    remove_stale_segments();
+    mine_ = create_segment(rank, world, &why);
+  }
   char entry[160] = "-";
   if (mine_)
     snprintf(entry, sizeof entry, "%s %016llx %d", mine_->name.c_str(),
@@ -259,15 +288,15 @@ void ShmTransport::wake_self() {
 }
 
 ShmTransport::Ring *ShmTransport::ring_from(int peer, int channel) const {
-  return reinterpret_cast<Ring *>(
-      mine_->base + kHeaderBytes +
-      size_t(peer * kChannels + channel) * (kRingHeader + ring_bytes_));
+  return reinterpret_cast<Ring *>(mine_->base + kHeaderBytes +
+                                  size_t(peer * kChannels + channel) *
+                                      (kRingHeader + ring_bytes_));
 }
 
 ShmTransport::Ring *ShmTransport::ring_to(int peer, int channel) const {
-  return reinterpret_cast<Ring *>(
-      peer_[size_t(peer)]->base + kHeaderBytes +
-      size_t(rank_ * kChannels + channel) * (kRingHeader + ring_bytes_));
+  return reinterpret_cast<Ring *>(peer_[size_t(peer)]->base + kHeaderBytes +
+                                  size_t(rank_ * kChannels + channel) *
+                                      (kRingHeader + ring_bytes_));
 }
 
 void ShmTransport::ring(int peer) {
@@ -317,8 +346,9 @@ int ShmP2P::post(int peer, int channel, char *data, size_t bytes,
                  bool is_send) {
   if (bytes == 0 || peer == t_.rank_ || peer < 0 || peer >= t_.world_ ||
       !t_.reaches(peer) || channel < 0 || channel >= ShmTransport::kChannels)
-    fail(HB_ERR_INTERNAL, "shm p2p: bad operation (peer %d, channel %d, %zu bytes)",
-         peer, channel, bytes);
+    fail(HB_ERR_INTERNAL,
+         "shm p2p: bad operation (peer %d, channel %d, %zu bytes)", peer,
+         channel, bytes);
   Op op;
   op.peer = peer;
   op.channel = channel;
@@ -327,16 +357,18 @@ int ShmP2P::post(int peer, int channel, char *data, size_t bytes,
   op.is_send = is_send;
   const int id = int(ops_.size());
   ops_.push_back(op);
-  const size_t q = (size_t(peer) * ShmTransport::kChannels + size_t(channel)) * 2 +
-                   (is_send ? 1 : 0);
+  const size_t q =
+      (size_t(peer) * ShmTransport::kChannels + size_t(channel)) * 2 +
+      (is_send ? 1 : 0);
   if (head_[q] == queue_[q].size()) active_.push_back(int(q));
   queue_[q].push_back(id);
   return id;
 }
 
 int ShmP2P::send(int peer, int channel, const void *data, size_t bytes) {
-  const int id = post(peer, channel, const_cast<char *>(static_cast<const char *>(data)),
-                      bytes, true);
+  const int id =
+      post(peer, channel, const_cast<char *>(static_cast<const char *>(data)),
+           bytes, true);
   advance(ops_[size_t(id)]);  // start at once: the peer may be waiting
   return id;
 }
@@ -367,7 +399,8 @@ bool ShmP2P::advance(Op &op) {
         op.header = true;
       } else {
         if (op.done == total || free == 0) break;
-        size_t n = std::min({size_t(free), total - op.done, cap - size_t(h % cap), kChunk});
+        size_t n = std::min(
+            {size_t(free), total - op.done, cap - size_t(h % cap), kChunk});
         if (op.done < op.bytes)
           std::memcpy(r->data() + h % cap, op.data + op.done,
                       std::min(n, op.bytes - op.done));
@@ -397,7 +430,8 @@ bool ShmP2P::advance(Op &op) {
         op.header = true;
       } else {
         if (op.done == total || avail == 0) break;
-        size_t n = std::min({size_t(avail), total - op.done, cap - size_t(tl % cap), kChunk});
+        size_t n = std::min(
+            {size_t(avail), total - op.done, cap - size_t(tl % cap), kChunk});
         if (op.done < op.bytes)
           std::memcpy(op.data + op.done, r->data() + tl % cap,
                       std::min(n, op.bytes - op.done));

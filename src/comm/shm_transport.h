@@ -64,8 +64,7 @@ class ShmTransport {
   // test_host >= 0 names a pretend host (tests): ranks of different ones
   // never share memory.
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
-               const std::string &mode, int64_t timeout_ms,
-               int test_host = -1);
+               const std::string &mode, int64_t timeout_ms, int test_host = -1);
   ~ShmTransport();
 
   int rank() const { return rank_; }

@@ -394,8 +394,7 @@ INSTANTIATE_TEST_SUITE_P(
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
                        ::testing::Values(Path::kDefault, Path::kPieces,
                                          Path::kOneRound, Path::kLegacy),
-                       ::testing::Values(std::string("tcp"),
-                                         std::string("shm"),
+                       ::testing::Values(std::string("tcp"), std::string("shm"),
                                          std::string("mixed"))),
     [](const ::testing::TestParamInfo<Param> &p) {
       return "np" + std::to_string(std::get<0>(p.param)) + "_" +

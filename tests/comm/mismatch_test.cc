@@ -36,7 +36,8 @@ class Mismatch : public ::testing::TestWithParam<std::string> {
   }
   // A correct call afterwards: the transports are still in step.
   static void expect_usable(ThreadWorld &w) {
-    std::vector<std::vector<float>> b(size_t(w.size()), std::vector<float>(1000, 1.f));
+    std::vector<std::vector<float>> b(size_t(w.size()),
+                                      std::vector<float>(1000, 1.f));
     w.run([&](int r) {
       w.at(r).allreduce(b[r].data(), b[r].data(), 1000, HB_FLOAT32, HB_SUM);
       for (float x : b[r]) ASSERT_EQ(x, float(w.size()));
@@ -55,7 +56,8 @@ TEST_P(Mismatch, AllreduceCounts) {
         w.at(r).allreduce(b[r].data(), b[r].data(), n, HB_FLOAT32, HB_SUM);
       },
       &msg);
-  expect_mismatch(st, msg, {"allreduce", "ranks 0,1,3", "rank 2", "count=524288"});
+  expect_mismatch(st, msg,
+                  {"allreduce", "ranks 0,1,3", "rank 2", "count=524288"});
   expect_usable(w);
 }
 
@@ -75,7 +77,8 @@ TEST_P(Mismatch, DifferentOperations) {
   // Root and op differences too.
   st = w.try_run(
       [&](int r) {
-        w.at(r).broadcast(b[r].data(), b[r].data(), 300, HB_INT32, r == 0 ? 1 : 0);
+        w.at(r).broadcast(b[r].data(), b[r].data(), 300, HB_INT32,
+                          r == 0 ? 1 : 0);
       },
       &msg);
   expect_mismatch(st, msg, {"root=1", "root=0"});
@@ -95,7 +98,8 @@ TEST_P(Mismatch, AlltoallvPairCounts) {
   std::vector<std::string> msg;
   auto st = w.try_run(
       [&](int r) {
-        int64_t sc[3] = {10, 10, 10}, rc[3] = {10, 10, 10}, off[3] = {0, 10, 20};
+        int64_t sc[3] = {10, 10, 10}, rc[3] = {10, 10, 10},
+                off[3] = {0, 10, 20};
         if (r == 0) sc[2] = 9;  // rank 2 expects 10 from rank 0
         w.at(r).alltoallv(s[r].data(), sc, off, d[r].data(), rc, off,
                           HB_FLOAT32);
