@@ -28,8 +28,16 @@ namespace {
 constexpr uint64_t kMagic = 0x68622d73686d3031ull;  // "hb-shm01"
 constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kRingHeader = 128;  // head and tail, a cache line each
-constexpr size_t kRingBytes = size_t(256) << 10;
-constexpr size_t kChunk = size_t(64) << 10;  // published as it is copied
+// Rings: world^2 x kChannels of them on a host, kept within ~48 MiB (a
+// container's default /dev/shm is 64 MiB): 1 MiB up to 4 ranks, 256 KiB
+// at 8, 64 KiB from 16.
+size_t ring_bytes_for(int world) {
+  size_t r = size_t(1) << 20;
+  while (r > (size_t(64) << 10) &&
+         size_t(world) * size_t(world) * r > (size_t(16) << 20))
+    r /= 2;
+  return r;
+}
 constexpr int kSpins = 256;       // progress attempts before yielding
 constexpr int kYields = 16;       // then yields before sleeping
 constexpr int64_t kSliceMs = 50;  // longest single sleep
@@ -92,8 +100,8 @@ struct ShmSegment {
 namespace {
 
 size_t segment_bytes(int world) {
-  return kHeaderBytes +
-         size_t(world) * ShmTransport::kChannels * (kRingHeader + kRingBytes);
+  return kHeaderBytes + size_t(world) * ShmTransport::kChannels *
+                            (kRingHeader + ring_bytes_for(world));
 }
 
 // Segments are unlinked once every rank attached; one is only left behind
@@ -153,7 +161,8 @@ std::unique_ptr<ShmSegment> create_segment(int rank, int world,
   h->world = uint32_t(world);
   h->rank = uint32_t(rank);
   for (size_t i = 0; i < size_t(world) * ShmTransport::kChannels; ++i) {
-    char *r = s->base + kHeaderBytes + i * (kRingHeader + kRingBytes);
+    char *r =
+        s->base + kHeaderBytes + i * (kRingHeader + ring_bytes_for(world));
     reinterpret_cast<std::atomic<uint64_t> *>(r)->store(0);
     reinterpret_cast<std::atomic<uint64_t> *>(r + 64)->store(0);
   }
@@ -192,7 +201,7 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
     : rank_(rank),
       world_(world),
       timeout_ms_(timeout_ms),
-      ring_bytes_(kRingBytes),
+      ring_bytes_(ring_bytes_for(world)),
       peer_(size_t(world)) {
   if (mode != "auto" && mode != "shm" && mode != "tcp")
     fail(HB_ERR_CONFIG, "option cpu_transport: unknown transport '%s'",
@@ -400,7 +409,7 @@ bool ShmP2P::advance(Op &op) {
       } else {
         if (op.done == total || free == 0) break;
         size_t n = std::min(
-            {size_t(free), total - op.done, cap - size_t(h % cap), kChunk});
+            {size_t(free), total - op.done, cap - size_t(h % cap), cap / 4});
         if (op.done < op.bytes)
           std::memcpy(r->data() + h % cap, op.data + op.done,
                       std::min(n, op.bytes - op.done));
@@ -431,7 +440,7 @@ bool ShmP2P::advance(Op &op) {
       } else {
         if (op.done == total || avail == 0) break;
         size_t n = std::min(
-            {size_t(avail), total - op.done, cap - size_t(tl % cap), kChunk});
+            {size_t(avail), total - op.done, cap - size_t(tl % cap), cap / 4});
         if (op.done < op.bytes)
           std::memcpy(op.data + op.done, r->data() + tl % cap,
                       std::min(n, op.bytes - op.done));
