@@ -25,8 +25,7 @@
 
 #include "hb.h"
 
-static const size_t kSizes[] = {4u << 10, 64u << 10, 1u << 20, 16u << 20,
-                                64u << 20};
+static const size_t kSizes[] = {4u << 10, 64u << 10, 1u << 20, 16u << 20, 64u << 20};
 #define NSIZES (sizeof kSizes / sizeof kSizes[0])
 
 static hb_context *g_ctx;
@@ -34,8 +33,8 @@ static int g_rank, g_np;
 
 static void check(hb_status st, const char *what) {
   if (st != HB_OK) {
-    fprintf(stderr, "hb_comm_bench r%d: %s: %s: %s\n", g_rank, what,
-            hb_status_name(st), hb_last_error());
+    fprintf(stderr, "hb_comm_bench r%d: %s: %s: %s\n", g_rank, what, hb_status_name(st),
+            hb_last_error());
     exit(1);
   }
 }
@@ -61,10 +60,8 @@ static int size_enabled(size_t bytes) {
       p++;
       continue;
     }
-    if (*end == 'K' || *end == 'k')
-      v <<= 10, end++;
-    else if (*end == 'M' || *end == 'm')
-      v <<= 20, end++;
+    if (*end == 'K' || *end == 'k') v <<= 10, end++;
+    else if (*end == 'M' || *end == 'm') v <<= 20, end++;
     if (v == bytes) return 1;
     p = end;
   }
@@ -74,20 +71,16 @@ static int size_enabled(size_t bytes) {
 /* Iterations: move ~512 MiB * HB_SCALE per size, clamped; then capped so
  * iterations x (slowest rank's probe call) fits HB_TIME_BUDGET_S. */
 static int iterations(size_t bytes, double probe_us, int *warm) {
-  double scale = env_double("HB_SCALE", 1.0),
-         budget_us = env_double("HB_TIME_BUDGET_S", 4.0) * 1e6;
+  double scale = env_double("HB_SCALE", 1.0), budget_us = env_double("HB_TIME_BUDGET_S", 4.0) * 1e6;
   double it = 512.0 * 1024 * 1024 * scale / (double)bytes;
   int lo = (int)(10 * (scale < 1 ? scale : 1)), hi = (int)(2000 * scale);
   if (lo < 3) lo = 3;
   if (hi < lo) hi = lo;
   int iters = it < lo ? lo : it > hi ? hi : (int)it;
-  if (probe_us > 0 && iters * probe_us > budget_us)
-    iters = (int)(budget_us / probe_us) < 3 ? 3 : (int)(budget_us / probe_us);
+  if (probe_us > 0 && iters * probe_us > budget_us) iters = (int)(budget_us / probe_us) < 3 ? 3 : (int)(budget_us / probe_us);
   *warm = iters / 10 < 2 ? 2 : iters / 10;
-  if (probe_us * 3 > budget_us)
-    *warm = 0;
-  else if (*warm * probe_us > budget_us / 4)
-    *warm = 1;
+  if (probe_us * 3 > budget_us) *warm = 0;
+  else if (*warm * probe_us > budget_us / 4) *warm = 1;
   return iters;
 }
 
@@ -107,13 +100,12 @@ static double max_over_ranks(double v) {
   return v;
 }
 
-static void result(const char *impl, size_t bytes, int iters, double med,
-                   double first, double factor) {
+static void result(const char *impl, size_t bytes, int iters, double med, double first,
+                   double factor) {
   double algbw = bytes / (med * 1e-6) / 1e9;
-  printf(
-      "RESULT impl=%s np=%d bytes=%zu iters=%d median_us=%.2f min_us=%.2f "
-      "algbw_GBps=%.3f busbw_GBps=%.3f\n",
-      impl, g_np, bytes, iters, med, first, algbw, algbw * factor);
+  printf("RESULT impl=%s np=%d bytes=%zu iters=%d median_us=%.2f min_us=%.2f "
+         "algbw_GBps=%.3f busbw_GBps=%.3f\n",
+         impl, g_np, bytes, iters, med, first, algbw, algbw * factor);
   fflush(stdout);
 }
 
@@ -131,10 +123,8 @@ static int verify(const float *p, size_t n) {
 static void bench_allreduce(float *buf, double *t) {
   const double factor = g_np > 1 ? 2.0 * (g_np - 1) / g_np : 1.0;
   if (g_rank == 0)
-    printf(
-        "#\n# hb_allreduce float32 sum, in place, %d ranks\n"
-        "# %10s %12s %10s %10s %10s\n",
-        g_np, "size(B)", "count", "time(us)", "algbw", "busbw");
+    printf("#\n# hb_allreduce float32 sum, in place, %d ranks\n"
+           "# %10s %12s %10s %10s %10s\n", g_np, "size(B)", "count", "time(us)", "algbw", "busbw");
   for (size_t s = 0; s < NSIZES; s++) {
     const size_t bytes = kSizes[s], n = bytes / sizeof(float);
     if (!size_enabled(bytes)) continue;
@@ -142,17 +132,14 @@ static void bench_allreduce(float *buf, double *t) {
     check(hb_allreduce(g_ctx, buf, buf, n, HB_FLOAT32, HB_SUM), "allreduce");
     double ok = max_over_ranks(verify(buf, n) ? 0 : 1);
     if (ok != 0) {
-      if (g_rank == 0)
-        fprintf(stderr, "hb_comm_bench: wrong result at %zu bytes\n", bytes);
+      if (g_rank == 0) fprintf(stderr, "hb_comm_bench: wrong result at %zu bytes\n", bytes);
       exit(3);
     }
     memset(buf, 0, bytes); /* repeated in-place sums stay finite */
     double probe = now_us();
     check(hb_allreduce(g_ctx, buf, buf, n, HB_FLOAT32, HB_SUM), "allreduce");
-    int warm,
-        iters = iterations(bytes, max_over_ranks(now_us() - probe), &warm);
-    for (int i = 0; i < warm; i++)
-      check(hb_allreduce(g_ctx, buf, buf, n, HB_FLOAT32, HB_SUM), "allreduce");
+    int warm, iters = iterations(bytes, max_over_ranks(now_us() - probe), &warm);
+    for (int i = 0; i < warm; i++) check(hb_allreduce(g_ctx, buf, buf, n, HB_FLOAT32, HB_SUM), "allreduce");
     for (int i = 0; i < iters; i++) {
       double t0 = now_us();
       check(hb_allreduce(g_ctx, buf, buf, n, HB_FLOAT32, HB_SUM), "allreduce");
@@ -162,8 +149,7 @@ static void bench_allreduce(float *buf, double *t) {
     double med = max_over_ranks(median(t, iters));
     if (g_rank == 0) {
       double algbw = bytes / (med * 1e-6) / 1e9;
-      printf("  %10zu %12zu %10.1f %10.3f %10.3f\n", bytes, n, med, algbw,
-             algbw * factor);
+      printf("  %10zu %12zu %10.1f %10.3f %10.3f\n", bytes, n, med, algbw, algbw * factor);
       result("hb_allreduce", bytes, iters, med, first, factor);
     }
   }
@@ -187,24 +173,18 @@ static void bench_fusion(float *buf, double *t) {
     for (int i = -2; i < iters; i++) { /* two warm-up rounds */
       double t0 = now_us();
       if (mode == 0) {
-        check(hb_allreduce_many(g_ctx, bufs, counts, kTensors, HB_FLOAT32,
-                                HB_SUM),
-              "allreduce_many");
+        check(hb_allreduce_many(g_ctx, bufs, counts, kTensors, HB_FLOAT32, HB_SUM), "allreduce_many");
       } else {
         for (int k = 0; k < kTensors; k++)
-          check(
-              hb_allreduce(g_ctx, bufs[k], bufs[k], kCount, HB_FLOAT32, HB_SUM),
-              "allreduce");
+          check(hb_allreduce(g_ctx, bufs[k], bufs[k], kCount, HB_FLOAT32, HB_SUM), "allreduce");
       }
       if (i >= 0) t[i] = now_us() - t0;
     }
     med[mode] = max_over_ranks(median(t, iters));
   }
   if (g_rank == 0) {
-    printf(
-        "#\n# 256 tensors x 4 KiB: hb_allreduce_many %.1f us, 256 x "
-        "hb_allreduce %.1f us: %.1fx\n",
-        med[0], med[1], med[1] / med[0]);
+    printf("#\n# 256 tensors x 4 KiB: hb_allreduce_many %.1f us, 256 x hb_allreduce %.1f us: %.1fx\n",
+           med[0], med[1], med[1] / med[0]);
     result("hb_allreduce_many_256x4K", bytes, iters, med[0], med[0], 1.0);
     result("hb_allreduce_256x4K_separate", bytes, iters, med[1], med[1], 1.0);
   }

@@ -1,4 +1,5 @@
-// A fixed-size all-to-all over Gloo pair buffers registered once: what the
+// A fixed-size all-to-all over Gloo pair buffers registered once
+// (comm/parity_regions.h): what the
 // call fingerprints (comm/fingerprint.h) travel on between TCP peers, in
 // one hop per message (a per-call buffer's hand-offs cost more than a
 // 1 MiB allreduce's data at 4 ranks). Regions are double-buffered by call
@@ -6,16 +7,13 @@
 // exchanges ahead of a region's reader.
 #pragma once
 
-#include <memory>
-#include <vector>
+#include <cstddef>
+#include <cstdint>
 
-#include "comm/scratch.h"
+#include "comm/parity_regions.h"
 
 namespace gloo {
 class Context;
-namespace transport {
-class Buffer;
-}
 }  // namespace gloo
 
 namespace hb {
@@ -36,9 +34,7 @@ class PairExchange {
   int slot_base_;
   size_t bytes_;
   uint64_t calls_ = 0;
-  Scratch send_[2];
-  std::vector<Scratch> recv_;  // per (peer, parity)
-  std::vector<std::unique_ptr<gloo::transport::Buffer>> to_, from_;
+  ParityRegions regions_;
 };
 
 }  // namespace comm

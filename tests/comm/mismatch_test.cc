@@ -2,16 +2,17 @@
 // HB_ERR_MISMATCH naming the operation and the ranks, over every transport,
 // and the communicator stays usable. Also: shared-memory segments never
 // outlive the attach (nothing in /dev/shm while the world runs).
-#include <dirent.h>
 #include <gtest/gtest.h>
 
 #include <string>
 #include <vector>
 
+#include "shm_segments.h"
 #include "thread_world.h"
 
 namespace {
 
+using hb::test::hb_segments;
 using hb::test::ThreadWorld;
 
 class Mismatch : public ::testing::TestWithParam<std::string> {
@@ -142,16 +143,6 @@ INSTANTIATE_TEST_SUITE_P(Transports, Mismatch,
                          [](const ::testing::TestParamInfo<std::string> &p) {
                            return p.param;
                          });
-
-int hb_segments() {
-  int n = 0;
-  if (DIR *d = opendir("/dev/shm")) {
-    while (dirent *e = readdir(d))
-      n += std::string(e->d_name).rfind("hb-", 0) == 0;
-    closedir(d);
-  }
-  return n;
-}
 
 TEST(ShmSegments, UnlinkedOnceEveryRankAttached) {
   const int before = hb_segments();

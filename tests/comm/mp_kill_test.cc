@@ -10,8 +10,6 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <dirent.h>
-
 #include <algorithm>
 #include <chrono>
 #include <cstdlib>
@@ -19,7 +17,11 @@
 #include <thread>
 #include <vector>
 
+#include "shm_segments.h"
+
 namespace {
+
+using hb::test::hb_segments;
 
 int unused_port() {
   int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -76,16 +78,6 @@ std::vector<int> run_ranks(int world, const std::string &what,
 }
 
 // hb's shared-memory segments present now (other programs' are not ours).
-int hb_segments() {
-  int n = 0;
-  if (DIR *d = opendir("/dev/shm")) {
-    while (dirent *e = readdir(d))
-      n += std::string(e->d_name).rfind("hb-", 0) == 0;
-    closedir(d);
-  }
-  return n;
-}
-
 void expect_survivors_clean(int world, const std::string &what,
                             const std::string &transport = "tcp") {
   const int segments = hb_segments();
