@@ -14,7 +14,8 @@
  * Environment (same knobs as the peer harnesses): HB_SIZES=4K,1M (subset),
  * HB_SCALE=0.25 (fewer iterations), HB_TIME_BUDGET_S=4 (cap per size).
  * HB_BENCH_FUSION=0 skips the fusion part (256 tensors of 4 KiB: one
- * hb_allreduce_many versus 256 hb_allreduce calls).
+ * hb_allreduce_many versus 256 hb_allreduce calls); HB_BENCH_ALLTOALLV=0
+ * the alltoallv of the embedding exchange pattern.
  */
 #define _POSIX_C_SOURCE 200809L
 #include <stdio.h>
@@ -189,6 +190,71 @@ static void bench_fusion(float *buf, double *t) {
   }
 }
 
+/* The embedding exchange pattern: uneven alltoallv, rank r sending peer q
+ * 4 KiB << ((r + 2q) % 10) bytes (4 KiB .. 2 MiB). bytes = what the
+ * slowest rank sends; busbw = algbw x (n-1)/n, as nccl-tests' alltoall. */
+static size_t emb_bytes(int from, int to) {
+  return (size_t)4096 << ((from + 2 * to) % 10);
+}
+
+static void bench_alltoallv(double *t) {
+  int64_t *sc = calloc((size_t)g_np * 4, sizeof(int64_t));
+  int64_t *so = sc + g_np, *rc = so + g_np, *ro = rc + g_np;
+  size_t stotal = 0, rtotal = 0, most = 0;
+  for (int q = 0; q < g_np; q++) {
+    so[q] = (int64_t)(stotal / sizeof(float));
+    sc[q] = (int64_t)(emb_bytes(g_rank, q) / sizeof(float));
+    stotal += emb_bytes(g_rank, q);
+    ro[q] = (int64_t)(rtotal / sizeof(float));
+    rc[q] = (int64_t)(emb_bytes(q, g_rank) / sizeof(float));
+    rtotal += emb_bytes(q, g_rank);
+  }
+  for (int r = 0; r < g_np; r++) {
+    size_t b = 0;
+    for (int q = 0; q < g_np; q++) b += emb_bytes(r, q);
+    if (b > most) most = b;
+  }
+  float *in = malloc(stotal), *out = malloc(rtotal);
+  if (!sc || !in || !out) exit(2);
+  for (size_t i = 0; i < stotal / sizeof(float); i++)
+    in[i] = (float)(g_rank * 1000 + i % 1000);
+  check(hb_alltoallv(g_ctx, in, sc, so, out, rc, ro, HB_FLOAT32), "alltoallv");
+  int bad = 0;
+  for (int q = 0; q < g_np; q++)
+    for (int64_t i = 0; i < rc[q]; i++) {
+      size_t at = 0; /* where q put what it sends me */
+      for (int k = 0; k < g_rank; k++) at += emb_bytes(q, k) / sizeof(float);
+      if (out[ro[q] + i] != (float)(q * 1000 + (at + (size_t)i) % 1000))
+        bad = 1;
+    }
+  if (max_over_ranks(bad) != 0) {
+    if (g_rank == 0) fprintf(stderr, "hb_comm_bench: wrong alltoallv result\n");
+    exit(3);
+  }
+  int iters = (int)(100 * env_double("HB_SCALE", 1.0));
+  if (iters < 5) iters = 5;
+  for (int i = -2; i < iters; i++) {
+    double t0 = now_us();
+    check(hb_alltoallv(g_ctx, in, sc, so, out, rc, ro, HB_FLOAT32),
+          "alltoallv");
+    if (i >= 0) t[i] = now_us() - t0;
+  }
+  double med = max_over_ranks(median(t, iters));
+  double first = max_over_ranks(t[0]);
+  if (g_rank == 0) {
+    printf(
+        "#\n# hb_alltoallv float32, embedding pattern (4 KiB .. 2 MiB per "
+        "peer, uneven): "
+        "%zu bytes from the busiest rank, %.1f us\n",
+        most, med);
+    result("hb_alltoallv_emb", most, iters, med, first,
+           g_np > 1 ? (double)(g_np - 1) / g_np : 1.0);
+  }
+  free(in);
+  free(out);
+  free(sc);
+}
+
 int main(void) {
   check(hb_context_create(NULL, &g_ctx), "hb_context_create");
   g_rank = hb_context_rank(g_ctx);
@@ -200,6 +266,8 @@ int main(void) {
   bench_allreduce(buf, t);
   const char *f = getenv("HB_BENCH_FUSION");
   if (!f || strcmp(f, "0") != 0) bench_fusion(buf, t);
+  const char *a = getenv("HB_BENCH_ALLTOALLV");
+  if (!a || strcmp(a, "0") != 0) bench_alltoallv(t);
   free(buf);
   free(t);
   hb_context_destroy(g_ctx);

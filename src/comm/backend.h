@@ -38,6 +38,15 @@ struct BackendConfig {
   std::string key_prefix = "hb/comm/cpu/";   // namespace in the KV
   std::string hostname = "127.0.0.1";        // address peers connect to
   std::string allreduce_algorithm = "auto";  // option cpu_allreduce
+  // Option cpu_transport: auto (shared memory between the ranks that share
+  // a host, TCP otherwise), shm (every pair must share memory) or tcp.
+  std::string transport = "auto";
+  // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls.
+  bool check_calls = true;
+  // Tests only: > 0 splits the ranks into this many pretend hosts (rank r
+  // on host r * hosts / world) that cannot share memory, as the mixed
+  // topology of several machines would.
+  int test_hosts = 0;
   // Rank-order allreduce (comm/rank_order.h): blocks travel in pieces of
   // this many bytes; below one_round_bytes of traffic per rank
   // (bytes x (world - 1)) it takes one round instead of two.

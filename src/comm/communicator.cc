@@ -75,6 +75,8 @@ Backend &cpu_backend(hb_context &ctx) {
   cfg.piece_bytes = ctx.options.get_int("cpu_piece_bytes");
   cfg.one_round_bytes = ctx.options.get_int("cpu_one_round_bytes");
   cfg.staged_bytes = ctx.options.get_int("cpu_staged_bytes");
+  cfg.transport = ctx.options.get_string("cpu_transport");
+  cfg.check_calls = ctx.options.get_int("cpu_check_calls") != 0;
   rdv::KV *kv = ctx.client.get();
   ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
   return *ctx.cpu_comm;

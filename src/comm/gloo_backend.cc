@@ -25,8 +25,12 @@
 #include "comm/kv_store.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
+#include "comm/p2p_collectives.h"
+#include "comm/pair_exchange.h"
 #include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
+#include "comm/routed_p2p.h"
+#include "comm/shm_transport.h"
 #include "comm/staged_allreduce.h"
 #include "common/clock.h"
 #include "common/log.h"
@@ -36,6 +40,10 @@ namespace hb {
 namespace comm {
 
 namespace {
+
+// P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
+constexpr int kDataChannel = 0;
+constexpr int kPrintChannel = 2;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
@@ -160,6 +168,15 @@ void unpack_blocks(char *base, const int64_t *offsets, size_t es,
       std::memcpy(base + offsets[r] * es, packed + at, size_t(bytes[r]));
 }
 
+// Bytes from base to the end of the last non-empty block.
+size_t total_span(const int64_t *counts, const int64_t *offsets, int n,
+                  size_t es) {
+  int64_t span = 0;
+  for (int r = 0; r < n; ++r)
+    if (counts[r]) span = std::max(span, offsets[r] + counts[r]);
+  return size_t(span) * es;
+}
+
 uint8_t g_empty;  // non-NULL target for zero-byte Gloo buffers
 
 uint8_t *bytes(const void *p) {
@@ -199,12 +216,14 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   auto coll = std::make_shared<MeshContext>(cfg.rank, cfg.world_size);
   std::shared_ptr<Links> links = links_;
   std::shared_ptr<WaitBreaker> breaker = breaker_;
+  std::shared_ptr<ShmSlot> shm_slot = shm_slot_;
   health_sub_ = health_.subscribe(
-      [links, breaker, algo, coll](hb_status, const std::string &why) {
+      [links, breaker, algo, coll, shm_slot](hb_status, const std::string &why) {
         algo->break_connect(why);
         coll->break_connect(why);
         links->break_all();
         breaker->trip();
+        shm_slot->trip();
       });
   try {
     connect_mesh(cfg, kv, algo, coll);
@@ -232,16 +251,43 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     };
     algo_ctx_ = connect("algo", algo);
     coll_ctx_ = connect("coll", coll);
+    prints_ = std::make_unique<PairExchange>(
+        *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
     if (algo_kind_ == Algo::kRankOrder)
       staged_ = std::make_unique<StagedAllreduce>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
+  // Same-host peers (comm/shm_transport.h), found through the KV; the
+  // health subscription (made before the connect) trips it from now on.
+  auto shm = std::make_shared<ShmTransport>(
+      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
+      cfg.timeout_ms,
+      cfg.test_hosts > 0 ? cfg.rank * cfg.test_hosts / cfg.world_size : -1);
+  HB_LOG_DEBUG("cpu transport, rank %d to each peer: %s", cfg.rank,
+               shm->describe().c_str());
+  if (shm->world_uses_shm()) {
+    shm_slot_->set(shm);
+    shm_ = shm;
+  }
+}
+
+void GlooBackend::ShmSlot::set(const std::shared_ptr<ShmTransport> &s) {
+  std::lock_guard<std::mutex> lock(mu);
+  shm = s;
+  if (tripped) shm->trip();
+}
+
+void GlooBackend::ShmSlot::trip() {
+  std::lock_guard<std::mutex> lock(mu);
+  tripped = true;
+  if (shm) shm->trip();
 }
 
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
   // Buffers unregister from the pairs before they close.
   staged_.reset();
+  prints_.reset();
   algos_.clear();
 }
 
@@ -255,12 +301,43 @@ void GlooBackend::guarded(const char *what, F &&fn) {
     throw;
   } catch (const std::bad_alloc &) {
     throw;
+  } catch (const ShmPeerLost &e) {
+    fail_from_gloo(what, e.what(), e.peer());
   } catch (const std::exception &e) {
     fail_from_gloo(what, e.what());
   }
 }
 
-void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
+bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
+
+template <class F>
+void GlooBackend::over_p2p(F &&fn) {
+  const uint32_t tag = next_tag();
+  if (shm_ && shm_->reaches_all()) {
+    ShmP2P p2p(*shm_);
+    return fn(static_cast<P2P &>(p2p));
+  }
+  GlooP2P tcp(*coll_ctx_, tag, std::chrono::milliseconds(cfg_.timeout_ms),
+              *breaker_);
+  if (shm_ && shm_->reaches_any()) {
+    ShmP2P near(*shm_);
+    RoutedP2P p2p(*shm_, near, tcp);
+    return fn(static_cast<P2P &>(p2p));
+  }
+  fn(static_cast<P2P &>(tcp));
+}
+
+void GlooBackend::check(CallPrint print) {
+  print.seq = ++seq_;
+  if (!cfg_.check_calls) return;
+  if (!p2p_world())  // registered pair buffers: one hop
+    return check_call(
+        rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
+  over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
+}
+
+void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
+                                 int peer) {
   hb_status status;
   std::string text;
   if (health_.ok() && is_timeout_message(msg)) {
@@ -279,6 +356,7 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg) {
     if (!health_.ok())
       throw Error(health_.status(),
                   format("%s: %s", what, health_.message().c_str()));
+    if (peer < 0) peer = links_->rank_in_message(msg);
     status = HB_ERR_PEER_FAILED;
     std::vector<int> left = kv_.ranks_left();
     if (!left.empty()) {  // the first to leave broke the call
@@ -374,10 +452,11 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
-  if (staged_->fits(bytes)) return staged_->run(ro, x, b, own_out, gather);
-  GlooP2P p2p(*coll_ctx_, next_tag(),
-              std::chrono::milliseconds(cfg_.timeout_ms), *breaker_);
-  rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+  if (!p2p_world() && staged_->fits(bytes))
+    return staged_->run(ro, x, b, own_out, gather);
+  over_p2p([&](P2P &p2p) {
+    rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+  });
 }
 
 void GlooBackend::allreduce_rank_order(const char *x, char *y, size_t count,
@@ -402,11 +481,17 @@ const char *GlooBackend::wire_input(const void *send, size_t count,
 
 void GlooBackend::allreduce(const void *send, void *recv, size_t count,
                             hb_dtype dtype, hb_reduce_op op) {
-  if (count == 0) return;
+  CallPrint print;
+  print.kind = CallPrint::kAllreduce;
+  print.dtype = dtype;
+  print.op = op;
+  print.count = count;
+  if (count == 0) return guarded("allreduce", [&] { check(print); });
   const hb_dtype wire = wire_dtype(dtype, op);
   const size_t ws = hb_dtype_size(wire);
   if (algo_kind_ != Algo::kRankOrder) {
     guarded("allreduce", [&] {
+      check(print);
       char *s = reduce_scratch_.ensure(count * ws);
       pack(send, dtype, op, s, count);
       reduce_scratch(count, wire, op);
@@ -415,6 +500,7 @@ void GlooBackend::allreduce(const void *send, void *recv, size_t count,
     return;
   }
   guarded("allreduce", [&] {
+    check(print);
     const size_t bytes = count * ws;
     // In place is fine; a partial overlap is not.
     const bool overlap =
@@ -434,6 +520,18 @@ void GlooBackend::allreduce_buckets(
     hb_reduce_op op) {
   const hb_dtype wire = wire_dtype(dtype, op);
   const size_t ws = hb_dtype_size(wire);
+  CallPrint print;
+  print.kind = CallPrint::kAllreduceMany;
+  print.dtype = dtype;
+  print.op = op;
+  std::vector<size_t> counts;
+  for (const auto &bucket : buckets) {
+    for (const Tensor &t : bucket) counts.push_back(t.count);
+    counts.push_back(0);  // bucket boundary
+  }
+  for (size_t c : counts) print.count += c;
+  print.extra = hash_counts(counts.data(), counts.size());
+  guarded("allreduce_many", [&] { check(print); });
   for (const auto &bucket : buckets) {
     size_t total = 0;
     for (const Tensor &t : bucket) total += t.count;
@@ -462,7 +560,12 @@ void GlooBackend::allreduce_buckets(
 void GlooBackend::reduce_scatter(const void *send, void *recv,
                                  size_t recv_count, hb_dtype dtype,
                                  hb_reduce_op op) {
-  if (recv_count == 0) return;
+  CallPrint print;
+  print.kind = CallPrint::kReduceScatter;
+  print.dtype = dtype;
+  print.op = op;
+  print.count = recv_count;
+  if (recv_count == 0) return guarded("reduce_scatter", [&] { check(print); });
   const hb_dtype wire = wire_dtype(dtype, op);
   const size_t ws = hb_dtype_size(wire);
   const size_t total = recv_count * static_cast<size_t>(world_size());
@@ -470,6 +573,7 @@ void GlooBackend::reduce_scatter(const void *send, void *recv,
     // An allreduce of the whole input, keeping our block: twice the
     // traffic, but the legacy algorithm's reduction tree.
     guarded("reduce_scatter", [&] {
+      check(print);
       char *s = reduce_scratch_.ensure(total * ws);
       pack(send, dtype, op, s, total);
       reduce_scratch(total, wire, op);
@@ -479,6 +583,7 @@ void GlooBackend::reduce_scatter(const void *send, void *recv,
     return;
   }
   guarded("reduce_scatter", [&] {
+    check(print);
     const size_t es = hb_dtype_size(dtype);
     const char *own_in =
         static_cast<const char *>(send) + size_t(rank()) * recv_count * es;
@@ -504,10 +609,27 @@ void GlooBackend::allgatherv(const void *send, size_t send_count, void *recv,
   std::vector<size_t> block(n);
   size_t total = 0;
   for (int r = 0; r < n; ++r) total += block[r] = size_t(recv_counts[r]) * es;
-  if (total == 0) return;
+  CallPrint print;
+  print.kind = CallPrint::kAllgatherv;
+  print.dtype = dtype;
+  print.counts.assign(recv_counts, recv_counts + n);
   guarded("allgatherv", [&] {
-    const bool direct = packed(recv_counts, recv_offsets, n);
+    check(print);
+    if (total == 0) return;
     const size_t in_bytes = send_count * es;
+    if (p2p_world()) {
+      const char *in = static_cast<const char *>(send);
+      char *own = static_cast<char *>(recv) + recv_offsets[rank()] * es;
+      if (in != own && overlaps(send, in_bytes, recv,
+                                total_span(recv_counts, recv_offsets, n, es)))
+        in = static_cast<char *>(
+            std::memcpy(in_stage_.ensure(in_bytes), send, in_bytes));
+      return over_p2p([&](P2P &p2p) {
+        p2p_allgatherv(p2p, kDataChannel, in, static_cast<char *>(recv),
+                       recv_counts, recv_offsets, es);
+      });
+    }
+    const bool direct = packed(recv_counts, recv_offsets, n);
     const void *in = send;
     if (overlaps(send, in_bytes, recv, total) || !direct) {
       // Gloo copies our input into the output first: never let them alias.
@@ -542,7 +664,34 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     if (recv_counts[r])
       recv_span = std::max(recv_span, (recv_offsets[r] + recv_counts[r]) * es);
   }
+  CallPrint print;
+  print.kind = CallPrint::kAlltoallv;
+  print.dtype = dtype;
+  print.counts.assign(send_counts, send_counts + n);
+  print.counts.insert(print.counts.end(), recv_counts, recv_counts + n);
   guarded("alltoallv", [&] {
+    check(print);
+    if (p2p_world()) {
+      const char *in = static_cast<const char *>(send);
+      const int64_t *in_off = send_offsets;
+      std::vector<int64_t> staged_off;
+      if (stotal &&
+          overlaps(send, size_t(send_span), recv, size_t(recv_span))) {
+        char *s = in_stage_.ensure(size_t(stotal));
+        pack_blocks(s, in, send_offsets, size_t(es), sb);
+        staged_off.resize(size_t(n));
+        int64_t at = 0;
+        for (int r = 0; r < n; at += send_counts[r], ++r)
+          staged_off[size_t(r)] = at;
+        in = s;
+        in_off = staged_off.data();
+      }
+      return over_p2p([&](P2P &p2p) {
+        p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                      static_cast<char *>(recv), recv_counts, recv_offsets,
+                      size_t(es));
+      });
+    }
     const bool send_direct =
         packed(send_counts, send_offsets, n) &&
         !overlaps(send, size_t(send_span), recv, size_t(recv_span));
@@ -571,8 +720,19 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
 void GlooBackend::broadcast(const void *send, void *recv, size_t count,
                             hb_dtype dtype, int root) {
   const size_t nbytes = count * hb_dtype_size(dtype);
-  if (nbytes == 0) return;
+  CallPrint print;
+  print.kind = CallPrint::kBroadcast;
+  print.dtype = dtype;
+  print.root = root;
+  print.count = count;
   guarded("broadcast", [&] {
+    check(print);
+    if (nbytes == 0) return;
+    if (p2p_world())
+      return over_p2p([&](P2P &p2p) {
+        p2p_broadcast(p2p, kDataChannel, static_cast<const char *>(send),
+                      static_cast<char *>(recv), nbytes, root);
+      });
     if (rank() == root && send != recv) std::memmove(recv, send, nbytes);
     gloo::BroadcastOptions o(coll_ctx_);
     o.setRoot(root);

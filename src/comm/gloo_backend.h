@@ -23,8 +23,10 @@
 
 #include <map>
 #include <memory>
+#include <mutex>
 
 #include "comm/backend.h"
+#include "comm/fingerprint.h"
 #include "comm/gloo_p2p.h"
 #include "comm/rank_order.h"
 #include "comm/scratch.h"
@@ -42,6 +44,8 @@ namespace comm {
 
 class Links;
 class MeshContext;
+class PairExchange;
+class ShmTransport;
 class StagedAllreduce;
 
 class GlooBackend final : public Backend {
@@ -92,7 +96,9 @@ class GlooBackend final : public Backend {
   // Runs fn; turns Gloo's exceptions into hb errors and fails the health.
   template <class F>
   void guarded(const char *what, F &&fn);
-  [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg);
+  // peer: the rank known to be lost, else -1 (found from the message).
+  [[noreturn]] void fail_from_gloo(const char *what, const std::string &msg,
+                                   int peer = -1);
 
   // comm/rank_order.h over this call's P2P on coll_ctx_.
   void reduce_rank_order(const char *x, const Blocks &b, char *own_out,
@@ -117,6 +123,16 @@ class GlooBackend final : public Backend {
   void connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
                     const std::shared_ptr<MeshContext> &algo,
                     const std::shared_ptr<MeshContext> &coll);
+  // True when the world's collectives run over P2P (some pair shares
+  // memory): then every call of every rank does, whatever its own peers.
+  bool p2p_world() const;
+  // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
+  // per peer. Takes one tag on every rank.
+  template <class F>
+  void over_p2p(F &&fn);
+  // The call's fingerprint, checked across ranks (comm/fingerprint.h)
+  // before anything of a size that depends on it is posted.
+  void check(CallPrint print);
 
   BackendConfig cfg_;
   Health &health_;
@@ -134,6 +150,19 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
+  std::unique_ptr<PairExchange> prints_;     // fingerprints over TCP
+  std::shared_ptr<ShmTransport> shm_;        // same-host peers, if any
+  // What the health subscription trips: made before the mesh connects, the
+  // transport only after it.
+  struct ShmSlot {
+    std::mutex mu;
+    std::shared_ptr<ShmTransport> shm;
+    bool tripped = false;
+    void set(const std::shared_ptr<ShmTransport> &s);
+    void trip();
+  };
+  std::shared_ptr<ShmSlot> shm_slot_ = std::make_shared<ShmSlot>();
+  uint64_t seq_ = 0;                         // collective calls so far
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs

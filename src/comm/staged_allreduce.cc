@@ -22,41 +22,22 @@ StagedAllreduce::StagedAllreduce(gloo::Context &ctx, size_t max_bytes,
 
 StagedAllreduce::~StagedAllreduce() = default;
 
-// (peer, parity) -> index; the same creation order on every rank.
-void StagedAllreduce::register_buffers() {
-  const int n = ctx_.size;
-  recv_ = std::vector<Scratch>(size_t(n) * 2);
-  to_.resize(size_t(n) * 2);
-  from_.resize(size_t(n) * 2);
-  for (int b = 0; b < 2; ++b) send_[b].ensure(max_bytes_ + 64, true);
-  for (int q = 0; q < n; ++q) {
-    if (q == ctx_.rank) continue;
-    auto &pair = ctx_.getPair(q);
-    for (int b = 0; b < 2; ++b) {
-      const size_t i = size_t(q) * 2 + size_t(b);
-      from_[i] = pair->createRecvBuffer(
-          slot_base_ + b, recv_[i].ensure(region_bytes_, true), region_bytes_);
-      to_[i] = pair->createSendBuffer(slot_base_ + b, send_[b].data(),
-                                      max_bytes_ + 64);
-    }
-  }
-}
-
 void StagedAllreduce::run(const RankOrderOp &op, const char *x, const Blocks &b,
                           char *own_out, char *gather) {
-  if (to_.empty()) register_buffers();
+  if (!regions_.registered())
+    regions_.register_all(ctx_, slot_base_, region_bytes_, max_bytes_ + 64);
   const int n = ctx_.size, r = ctx_.rank;
   const size_t es = op.elem_size, parity = size_t(calls_++ & 1);
   const size_t mine = b.len[size_t(r)], my_lo = b.lo[size_t(r)];
   size_t total = 0;
   for (int q = 0; q < n; ++q)
     total = std::max(total, b.lo[size_t(q)] + b.len[size_t(q)]);
-  char *staged = send_[parity].data();
+  char *staged = regions_.send(parity);
   std::memcpy(staged, x, total * es);
   const size_t gather_at = region_bytes_ / 2;
-  auto to = [&](int q) { return to_[size_t(q) * 2 + parity].get(); };
-  auto from = [&](int q) { return from_[size_t(q) * 2 + parity].get(); };
-  auto region = [&](int q) { return recv_[size_t(q) * 2 + parity].data(); };
+  auto to = [&](int q) { return regions_.to(q, parity); };
+  auto from = [&](int q) { return regions_.from(q, parity); };
+  auto region = [&](int q) { return regions_.region(q, parity); };
   std::vector<int> &sends = sends_;
   sends.assign(size_t(n), 0);
 

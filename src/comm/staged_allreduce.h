@@ -16,14 +16,11 @@
 #include <memory>
 #include <vector>
 
+#include "comm/parity_regions.h"
 #include "comm/rank_order.h"
-#include "comm/scratch.h"
 
 namespace gloo {
 class Context;
-namespace transport {
-class Buffer;
-}
 }  // namespace gloo
 
 namespace hb {
@@ -45,16 +42,12 @@ class StagedAllreduce {
            char *gather);
 
  private:
-  void register_buffers();
-
   gloo::Context &ctx_;
   int slot_base_;
   size_t max_bytes_;
   size_t region_bytes_;  // per peer and parity: two halves (reduce, gather)
   uint64_t calls_ = 0;
-  Scratch send_[2];            // per parity
-  std::vector<Scratch> recv_;  // per (peer, parity)
-  std::vector<std::unique_ptr<gloo::transport::Buffer>> to_, from_;
+  ParityRegions regions_;
   // Per-call working lists, kept so a small call allocates nothing.
   std::vector<int> sends_;
   std::vector<const char *> inputs_;

@@ -67,6 +67,19 @@ const std::vector<OptionSpec> &option_table() {
        "rank_order: when bytes x (world - 1) is at most this, every rank "
        "sends its whole buffer to every peer and reduces all of it (one "
        "round, same bits) instead of reduce-scatter + allgather."},
+      {"cpu_transport", OptionType::kEnum, "auto", "auto|shm|tcp", 0, 0,
+       "CPU collectives between ranks of one host: auto = shared memory for "
+       "every pair of ranks that can open each other's segment (checked "
+       "with a nonce, so separate containers or network namespaces fall "
+       "back), TCP for the others; shm = the same, but a pair that cannot "
+       "share memory is an error; tcp = TCP (Gloo) only. Results are the "
+       "same bits on every transport."},
+      {"cpu_check_calls", OptionType::kInt, "1", nullptr, 0, 1,
+       "1: every CPU collective first checks that all ranks made the same "
+       "call (operation, dtype, op, root, counts, call number; a small "
+       "message to every peer) and fails with HB_ERR_MISMATCH on every "
+       "rank otherwise; 0 skips the check (mismatched calls then fail in "
+       "the transport, or hang until timeout_ms)."},
       {"cpu_host", OptionType::kString, "", nullptr, 0, 0,
        "Address this rank's CPU (Gloo TCP) transport listens on and gives "
        "its peers. Empty: the first address of an interface matching "

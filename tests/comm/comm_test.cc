@@ -43,8 +43,12 @@ const char *path_name(Path p) {
   }
   return "?";
 }
-hb::comm::BackendConfig config_for(Path p) {
+// Every path runs over both CPU transports: TCP (Gloo) and same-host
+// shared memory (ranks as threads share the segments as processes would).
+hb::comm::BackendConfig config_for(Path p, const std::string &transport) {
   hb::comm::BackendConfig cfg;
+  cfg.transport = transport == "mixed" ? "auto" : transport;
+  if (transport == "mixed") cfg.test_hosts = 2;  // shm within, TCP across
   if (p == Path::kPieces || p == Path::kOneRound) {
     cfg.staged_bytes = 0;
     cfg.piece_bytes = 40;  // pieces of 5..40 elements, and partial ones
@@ -56,19 +60,21 @@ hb::comm::BackendConfig config_for(Path p) {
 
 // One world per (size, path), shared by the tests of the suite, torn down
 // before static destructors run.
-std::map<std::pair<int, Path>, std::unique_ptr<ThreadWorld>> g_worlds;
+using Param = std::tuple<int, Path, std::string>;
+std::map<Param, std::unique_ptr<ThreadWorld>> g_worlds;
 struct DropWorlds : ::testing::Environment {
   void TearDown() override { g_worlds.clear(); }
 };
 const auto *g_env = ::testing::AddGlobalTestEnvironment(new DropWorlds);
 
-class Collectives : public ::testing::TestWithParam<std::tuple<int, Path>> {
+class Collectives : public ::testing::TestWithParam<Param> {
  protected:
   ThreadWorld &world() {
-    auto key = std::make_pair(std::get<0>(GetParam()), std::get<1>(GetParam()));
+    const Param &key = GetParam();
     auto &w = g_worlds[key];
     if (!w)
-      w = std::make_unique<ThreadWorld>(key.first, config_for(key.second));
+      w = std::make_unique<ThreadWorld>(
+          std::get<0>(key), config_for(std::get<1>(key), std::get<2>(key)));
     return *w;
   }
 };
@@ -387,10 +393,12 @@ INSTANTIATE_TEST_SUITE_P(
     Worlds, Collectives,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
                        ::testing::Values(Path::kDefault, Path::kPieces,
-                                         Path::kOneRound, Path::kLegacy)),
-    [](const ::testing::TestParamInfo<std::tuple<int, Path>> &p) {
+                                         Path::kOneRound, Path::kLegacy),
+                       ::testing::Values(std::string("tcp"), std::string("shm"),
+                                         std::string("mixed"))),
+    [](const ::testing::TestParamInfo<Param> &p) {
       return "np" + std::to_string(std::get<0>(p.param)) + "_" +
-             path_name(std::get<1>(p.param));
+             path_name(std::get<1>(p.param)) + "_" + std::get<2>(p.param);
     });
 
 // Each Gloo algorithm the option offers agrees with the reference.

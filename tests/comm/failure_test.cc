@@ -19,16 +19,19 @@ double seconds_since(Clock::time_point t0) {
   return std::chrono::duration<double>(Clock::now() - t0).count();
 }
 
-// Parameter: whether allreduce takes the registered-buffer path (for every
-// size these tests use) or the per-call-buffer one: their waits break
-// differently (a failed pair vs the WaitBreaker).
-class Failure : public ::testing::TestWithParam<bool> {
+// Parameter: over TCP, whether allreduce takes the registered-buffer path
+// (for every size these tests use) or the per-call-buffer one: their waits
+// break differently (a failed pair vs the WaitBreaker); or shared memory
+// (a futex wait, broken by the transport's trip or the peer's flag).
+class Failure : public ::testing::TestWithParam<std::string> {
  protected:
   hb::comm::BackendConfig quick_config() const {
     hb::comm::BackendConfig cfg;
     cfg.timeout_ms = 20000;
     cfg.peer_report_grace_ms = 100;
-    cfg.staged_bytes = GetParam() ? (int64_t(16) << 20) : 0;  // > 4 MiB
+    cfg.transport = GetParam() == "shm" ? "shm" : "tcp";
+    cfg.staged_bytes =
+        GetParam() == "registered" ? (int64_t(16) << 20) : 0;  // > 4 MiB
     return cfg;
   }
 };
@@ -168,9 +171,10 @@ TEST_P(Failure, SilentPeerTimesOutInAlltoallv) {
   EXPECT_EQ(st[0], HB_ERR_TIMEOUT) << msg[0];
 }
 
-INSTANTIATE_TEST_SUITE_P(Paths, Failure, ::testing::Bool(),
-                         [](const ::testing::TestParamInfo<bool> &p) {
-                           return p.param ? "registered" : "per_call";
+INSTANTIATE_TEST_SUITE_P(Paths, Failure,
+                         ::testing::Values("per_call", "registered", "shm"),
+                         [](const ::testing::TestParamInfo<std::string> &p) {
+                           return p.param;
                          });
 
 }  // namespace

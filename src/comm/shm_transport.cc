@@ -1,0 +1,529 @@
+#include "comm/shm_transport.h"
+
+#include <dirent.h>
+#include <fcntl.h>
+#include <linux/futex.h>
+#include <sched.h>
+#include <signal.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <climits>
+#include <cstring>
+#include <new>
+#include <random>
+
+#include "abi/error.h"
+#include "rendezvous/kv.h"
+
+namespace hb {
+namespace comm {
+
+namespace {
+
+constexpr uint64_t kMagic = 0x68622d73686d3031ull;  // "hb-shm01"
+constexpr size_t kHeaderBytes = 4096;
+constexpr size_t kRingHeader = 128;  // head and tail, a cache line each
+// Rings: world^2 x kChannels of them on a host, kept within ~48 MiB (a
+// container's default /dev/shm is 64 MiB): 1 MiB up to 4 ranks, 256 KiB
+// at 8, 64 KiB from 16.
+size_t ring_bytes_for(int world) {
+  size_t r = size_t(1) << 20;
+  while (r > (size_t(64) << 10) &&
+         size_t(world) * size_t(world) * r > (size_t(16) << 20))
+    r /= 2;
+  return r;
+}
+constexpr int kSpins = 256;       // progress attempts before yielding
+constexpr int kYields = 16;       // then yields before sleeping
+constexpr int64_t kSliceMs = 50;  // longest single sleep
+
+uint64_t random64() {
+  std::random_device rd;
+  return (uint64_t(rd()) << 32) ^ rd();
+}
+
+long futex(std::atomic<uint32_t> *addr, int op, uint32_t val,
+           const timespec *ts) {
+  // Shared (not FUTEX_PRIVATE): waiters and wakers are other processes.
+  return syscall(SYS_futex, reinterpret_cast<uint32_t *>(addr), op, val, ts,
+                 nullptr, 0);
+}
+
+inline void cpu_relax() {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#elif defined(__aarch64__)
+  asm volatile("yield");
+#endif
+}
+
+size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
+
+}  // namespace
+
+struct SegHeader {
+  uint64_t magic;
+  uint64_t nonce;
+  uint32_t world, rank;
+  alignas(64) std::atomic<uint32_t> bell;  // futex word of this rank
+  std::atomic<uint32_t> sleepers;
+  std::atomic<uint32_t> state;  // 0 ok, 1 failed, 2 gone
+};
+
+struct ShmTransport::Ring {
+  alignas(64) std::atomic<uint64_t> head;  // bytes written, by the sender
+  alignas(64) std::atomic<uint64_t> tail;  // bytes read, by the receiver
+  char *data() { return reinterpret_cast<char *>(this) + kRingHeader; }
+};
+
+struct ShmSegment {
+  std::string name;
+  char *base = nullptr;
+  size_t bytes = 0;
+  bool linked = false;  // we created it and have not unlinked it yet
+  SegHeader *hdr() const { return reinterpret_cast<SegHeader *>(base); }
+  void unlink() {
+    if (linked) shm_unlink(name.c_str());
+    linked = false;
+  }
+  ~ShmSegment() {
+    unlink();
+    if (base) munmap(base, bytes);
+  }
+};
+
+namespace {
+
+size_t segment_bytes(int world) {
+  return kHeaderBytes + size_t(world) * ShmTransport::kChannels *
+                            (kRingHeader + ring_bytes_for(world));
+}
+
+// Segments are unlinked once every rank attached; one is only left behind
+// when its rank died during the bootstrap. Such names, of processes gone
+// for a while, are removed at the next start (the age keeps us off the
+// bootstrap of a job in another PID namespace that shares /dev/shm).
+void remove_stale_segments() {
+  DIR *d = opendir("/dev/shm");
+  if (!d) return;
+  const time_t now = time(nullptr);
+  while (dirent *e = readdir(d)) {
+    int pid = 0;
+    if (sscanf(e->d_name, "hb-%d-", &pid) != 1 || pid <= 0) continue;
+    if (kill(pid, 0) == 0 || errno != ESRCH) continue;
+    struct stat st;
+    const std::string path = std::string("/dev/shm/") + e->d_name;
+    if (stat(path.c_str(), &st) == 0 && now - st.st_mtime > 600)
+      shm_unlink((std::string("/") + e->d_name).c_str());
+  }
+  closedir(d);
+}
+
+// Our segment, memory reserved up front (a tmpfs page first touched past
+// the size limit would be a SIGBUS); null when it cannot be made.
+std::unique_ptr<ShmSegment> create_segment(int rank, int world,
+                                           std::string *why) {
+  auto s = std::make_unique<ShmSegment>();
+  s->bytes = segment_bytes(world);
+  char name[96];
+  snprintf(name, sizeof name, "/hb-%d-%016llx-r%d", int(getpid()),
+           static_cast<unsigned long long>(random64()), rank);
+  s->name = name;
+  int fd = shm_open(name, O_CREAT | O_EXCL | O_RDWR, 0600);
+  if (fd < 0) {
+    *why = format("shm_open(%s): %s", name, strerror(errno));
+    return nullptr;
+  }
+  s->linked = true;
+  int err = posix_fallocate(fd, 0, off_t(s->bytes));
+  if (err == 0) {
+    void *p =
+        mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED)
+      s->base = static_cast<char *>(p);
+    else
+      err = errno;
+  }
+  close(fd);
+  if (!s->base) {
+    *why = format("%zu bytes of shared memory (%s): %s", s->bytes, name,
+                  strerror(err));
+    return nullptr;  // the destructor unlinks it
+  }
+  SegHeader *h = new (s->base) SegHeader();
+  h->magic = kMagic;
+  h->nonce = random64();
+  h->world = uint32_t(world);
+  h->rank = uint32_t(rank);
+  for (size_t i = 0; i < size_t(world) * ShmTransport::kChannels; ++i) {
+    char *r =
+        s->base + kHeaderBytes + i * (kRingHeader + ring_bytes_for(world));
+    reinterpret_cast<std::atomic<uint64_t> *>(r)->store(0);
+    reinterpret_cast<std::atomic<uint64_t> *>(r + 64)->store(0);
+  }
+  return s;
+}
+
+// A peer's segment, if this process can open it and it holds the nonce
+// the peer published (else it is some other host's, or a stale name).
+std::unique_ptr<ShmSegment> open_segment(const std::string &name,
+                                         uint64_t nonce, int rank, int world) {
+  int fd = shm_open(name.c_str(), O_RDWR, 0);
+  if (fd < 0) return nullptr;
+  auto s = std::make_unique<ShmSegment>();
+  s->name = name;
+  s->bytes = segment_bytes(world);
+  struct stat st;
+  if (fstat(fd, &st) == 0 && size_t(st.st_size) == s->bytes) {
+    void *p =
+        mmap(nullptr, s->bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+    if (p != MAP_FAILED) s->base = static_cast<char *>(p);
+  }
+  close(fd);
+  if (!s->base) return nullptr;
+  const SegHeader *h = s->hdr();
+  if (h->magic != kMagic || h->nonce != nonce || h->rank != uint32_t(rank) ||
+      h->world != uint32_t(world))
+    return nullptr;
+  return s;
+}
+
+}  // namespace
+
+ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
+                           const std::string &prefix, const std::string &mode,
+                           int64_t timeout_ms, int test_host)
+    : rank_(rank),
+      world_(world),
+      timeout_ms_(timeout_ms),
+      ring_bytes_(ring_bytes_for(world)),
+      peer_(size_t(world)) {
+  if (mode != "auto" && mode != "shm" && mode != "tcp")
+    fail(HB_ERR_CONFIG, "option cpu_transport: unknown transport '%s'",
+         mode.c_str());
+  // Every rank publishes (even with tcp) so that ranks with different
+  // settings still agree on every pair.
+  std::string why = "cpu_transport=tcp";
+  if (mode != "tcp") {
+    remove_stale_segments();
+    mine_ = create_segment(rank, world, &why);
+  }
+  char entry[160] = "-";
+  if (mine_)
+    snprintf(entry, sizeof entry, "%s %016llx %d", mine_->name.c_str(),
+             static_cast<unsigned long long>(mine_->hdr()->nonce), test_host);
+  const std::string seg_key = prefix + "shm/seg/", ok_key = prefix + "shm/ok/";
+  kv.set(seg_key + std::to_string(rank), entry);
+  std::string ok(size_t(world), '0');
+  for (int q = 0; q < world && mine_; ++q) {
+    if (q == rank) continue;
+    std::string v = kv.get(seg_key + std::to_string(q), timeout_ms);
+    char name[128];
+    unsigned long long nonce = 0;
+    int host = -1;
+    if (sscanf(v.c_str(), "%127s %llx %d", name, &nonce, &host) != 3 ||
+        host != test_host)
+      continue;
+    peer_[size_t(q)] = open_segment(name, nonce, q, world);
+    if (peer_[size_t(q)]) ok[size_t(q)] = '1';
+  }
+  kv.set(ok_key + std::to_string(rank), ok);
+  // A pair shares memory when both sides opened each other's segment. The
+  // whole matrix is read, so every rank reaches the same verdict for shm.
+  std::vector<std::string> oks(static_cast<size_t>(world));
+  for (int p = 0; p < world; ++p)
+    oks[size_t(p)] =
+        p == rank ? ok : kv.get(ok_key + std::to_string(p), timeout_ms);
+  auto opened = [&](int p, int q) {
+    return oks[size_t(p)].size() == size_t(world) &&
+           oks[size_t(p)][size_t(q)] == '1';
+  };
+  std::string missing;
+  for (int p = 0; p < world; ++p)
+    for (int q = p + 1; q < world; ++q) {
+      const bool pair = opened(p, q) && opened(q, p);
+      if (!pair && missing.size() < 200)
+        missing += format("%s%d-%d", missing.empty() ? "" : ", ", p, q);
+      world_shm_ |= pair;
+      if (!pair && p == rank) peer_[size_t(q)].reset();
+      if (!pair && q == rank) peer_[size_t(p)].reset();
+    }
+  // Every rank has attached (or given up): nothing needs the names now.
+  if (mine_) mine_->unlink();
+  for (auto &p : peer_) reached_ += p ? 1 : 0;
+  if (mode == "shm" && !missing.empty())
+    fail(HB_ERR_CONFIG,
+         "option cpu_transport=shm: ranks %s cannot share memory (rank %d: "
+         "%s)",
+         missing.c_str(), rank, mine_ ? "segment made" : why.c_str());
+  if (!reached_) mine_.reset();
+}
+
+ShmTransport::~ShmTransport() {
+  if (!mine_) return;
+  mine_->hdr()->state.store(2);
+  for (int q = 0; q < world_; ++q)
+    if (peer_[size_t(q)]) ring(q);
+}
+
+std::string ShmTransport::describe() const {
+  std::string s;
+  for (int q = 0; q < world_; ++q) {
+    if (q == rank_) continue;
+    s += format("%s%d:%s", s.empty() ? "" : " ", q, reaches(q) ? "shm" : "tcp");
+  }
+  return s;
+}
+
+void ShmTransport::trip() {
+  tripped_.store(true);
+  if (!mine_) return;
+  mine_->hdr()->state.store(1);
+  wake_self();
+  for (int q = 0; q < world_; ++q)
+    if (peer_[size_t(q)]) ring(q);
+}
+
+void ShmTransport::wake_self() {
+  if (!mine_) return;
+  SegHeader *h = mine_->hdr();
+  h->bell.fetch_add(1);
+  futex(&h->bell, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+ShmTransport::Ring *ShmTransport::ring_from(int peer, int channel) const {
+  return reinterpret_cast<Ring *>(mine_->base + kHeaderBytes +
+                                  size_t(peer * kChannels + channel) *
+                                      (kRingHeader + ring_bytes_));
+}
+
+ShmTransport::Ring *ShmTransport::ring_to(int peer, int channel) const {
+  return reinterpret_cast<Ring *>(peer_[size_t(peer)]->base + kHeaderBytes +
+                                  size_t(rank_ * kChannels + channel) *
+                                      (kRingHeader + ring_bytes_));
+}
+
+void ShmTransport::ring(int peer) {
+  SegHeader *h = peer_[size_t(peer)]->hdr();
+  h->bell.fetch_add(1);
+  if (h->sleepers.load()) futex(&h->bell, FUTEX_WAKE, INT_MAX, nullptr);
+}
+
+uint32_t ShmTransport::doorbell() const { return mine_->hdr()->bell.load(); }
+
+void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
+                        std::chrono::steady_clock::time_point deadline) {
+  if (tripped_.load()) throw std::runtime_error("shared-memory wait broken");
+  for (int q : watch) {
+    const uint32_t st = peer_[size_t(q)]->hdr()->state.load();
+    if (st)
+      throw ShmPeerLost(
+          q, format("rank %d: rank %d %s its shared-memory channel", rank_, q,
+                    st == 2 ? "closed" : "failed and left"));
+  }
+  const auto now = std::chrono::steady_clock::now();
+  if (now >= deadline)
+    throw std::runtime_error(
+        format("Timed out after %lld ms waiting for a shared-memory peer",
+               static_cast<long long>(timeout_ms_)));
+  const int64_t left_ms =
+      std::chrono::duration_cast<std::chrono::milliseconds>(deadline - now)
+          .count();
+  const int64_t ms = std::max<int64_t>(1, std::min(left_ms, kSliceMs));
+  timespec ts{time_t(ms / 1000), long(ms % 1000) * 1000000L};
+  SegHeader *h = mine_->hdr();
+  h->sleepers.fetch_add(1);
+  if (h->bell.load() == seen) futex(&h->bell, FUTEX_WAIT, seen, &ts);
+  h->sleepers.fetch_sub(1);
+}
+
+// ---------------------------------------------------------------- ShmP2P
+
+ShmP2P::ShmP2P(ShmTransport &t)
+    : t_(t),
+      queue_(size_t(t.world_) * ShmTransport::kChannels * 2),
+      head_(queue_.size(), 0) {}
+
+ShmP2P::~ShmP2P() = default;
+
+int ShmP2P::post(int peer, int channel, char *data, size_t bytes,
+                 bool is_send) {
+  if (bytes == 0 || peer == t_.rank_ || peer < 0 || peer >= t_.world_ ||
+      !t_.reaches(peer) || channel < 0 || channel >= ShmTransport::kChannels)
+    fail(HB_ERR_INTERNAL,
+         "shm p2p: bad operation (peer %d, channel %d, %zu bytes)", peer,
+         channel, bytes);
+  Op op;
+  op.peer = peer;
+  op.channel = channel;
+  op.data = data;
+  op.bytes = bytes;
+  op.is_send = is_send;
+  const int id = int(ops_.size());
+  ops_.push_back(op);
+  const size_t q =
+      (size_t(peer) * ShmTransport::kChannels + size_t(channel)) * 2 +
+      (is_send ? 1 : 0);
+  if (head_[q] == queue_[q].size()) active_.push_back(int(q));
+  queue_[q].push_back(id);
+  return id;
+}
+
+int ShmP2P::send(int peer, int channel, const void *data, size_t bytes) {
+  const int id =
+      post(peer, channel, const_cast<char *>(static_cast<const char *>(data)),
+           bytes, true);
+  advance(ops_[size_t(id)]);  // start at once: the peer may be waiting
+  return id;
+}
+
+int ShmP2P::recv(int peer, int channel, void *data, size_t bytes) {
+  return post(peer, channel, static_cast<char *>(data), bytes, false);
+}
+
+bool ShmP2P::advance(Op &op) {
+  if (op.complete) return false;
+  // Only the oldest op of a stream may move.
+  const size_t qi =
+      (size_t(op.peer) * ShmTransport::kChannels + size_t(op.channel)) * 2 +
+      (op.is_send ? 1 : 0);
+  if (&ops_[size_t(queue_[qi][head_[qi]])] != &op) return false;
+  const size_t cap = t_.ring_bytes_, total = pad8(op.bytes);
+  bool moved = false;
+  if (op.is_send) {
+    ShmTransport::Ring *r = t_.ring_to(op.peer, op.channel);
+    uint64_t h = r->head.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t free = cap - (h - r->tail.load(std::memory_order_acquire));
+      if (!op.header) {
+        if (free < 8) break;
+        const uint64_t len = op.bytes;
+        std::memcpy(r->data() + h % cap, &len, 8);
+        h += 8;
+        op.header = true;
+      } else {
+        if (op.done == total || free == 0) break;
+        size_t n = std::min(
+            {size_t(free), total - op.done, cap - size_t(h % cap), cap / 4});
+        if (op.done < op.bytes)
+          std::memcpy(r->data() + h % cap, op.data + op.done,
+                      std::min(n, op.bytes - op.done));
+        h += n;
+        op.done += n;
+      }
+      r->head.store(h, std::memory_order_release);
+      moved = true;
+      t_.ring(op.peer);
+    }
+  } else {
+    ShmTransport::Ring *r = t_.ring_from(op.peer, op.channel);
+    uint64_t tl = r->tail.load(std::memory_order_relaxed);
+    for (;;) {
+      const uint64_t avail = r->head.load(std::memory_order_acquire) - tl;
+      if (!op.header) {
+        if (avail < 8) break;
+        uint64_t len;
+        std::memcpy(&len, r->data() + tl % cap, 8);
+        if (len != op.bytes)
+          fail(HB_ERR_INTERNAL,
+               "shm p2p: rank %d sent %llu bytes on channel %d where rank %d "
+               "expected %zu",
+               op.peer, static_cast<unsigned long long>(len), op.channel,
+               t_.rank_, op.bytes);
+        tl += 8;
+        op.header = true;
+      } else {
+        if (op.done == total || avail == 0) break;
+        size_t n = std::min(
+            {size_t(avail), total - op.done, cap - size_t(tl % cap), cap / 4});
+        if (op.done < op.bytes)
+          std::memcpy(op.data + op.done, r->data() + tl % cap,
+                      std::min(n, op.bytes - op.done));
+        tl += n;
+        op.done += n;
+      }
+      r->tail.store(tl, std::memory_order_release);
+      moved = true;
+      t_.ring(op.peer);
+    }
+  }
+  if (op.header && op.done == total) {
+    op.complete = true;
+    ++head_[qi];
+  }
+  return moved;
+}
+
+bool ShmP2P::progress() {
+  bool moved = false;
+  for (size_t i = 0; i < active_.size();) {
+    const size_t q = size_t(active_[i]);
+    while (head_[q] < queue_[q].size()) {
+      Op &op = ops_[size_t(queue_[q][head_[q]])];
+      moved |= advance(op);
+      if (!op.complete) break;
+    }
+    if (head_[q] == queue_[q].size()) {
+      active_[i] = active_.back();
+      active_.pop_back();
+    } else {
+      ++i;
+    }
+  }
+  return moved;
+}
+
+void ShmP2P::wait_until(const std::function<bool()> &done) {
+  int idle = 0;
+  bool have_deadline = false;
+  while (!done()) {
+    const uint32_t seen = t_.doorbell();
+    if (progress()) {
+      idle = 0;
+      have_deadline = false;
+      continue;
+    }
+    if (done()) break;
+    if (++idle < kSpins) {
+      cpu_relax();
+      continue;
+    }
+    if (idle < kSpins + kYields) {
+      sched_yield();
+      continue;
+    }
+    if (!have_deadline) {
+      deadline_ = std::chrono::steady_clock::now() +
+                  std::chrono::milliseconds(t_.timeout_ms_);
+      have_deadline = true;
+    }
+    watch_.clear();
+    for (int q : active_) {
+      const int peer = q / 2 / ShmTransport::kChannels;
+      if (std::find(watch_.begin(), watch_.end(), peer) == watch_.end())
+        watch_.push_back(peer);
+    }
+    t_.doze(seen, watch_, deadline_);
+  }
+}
+
+void ShmP2P::wait(int id) {
+  if (t_.tripped_.load()) throw std::runtime_error("shared-memory wait broken");
+  wait_until([&] { return ops_.at(size_t(id)).complete; });
+}
+
+void ShmP2P::pump(const std::atomic<bool> &stop) {
+  wait_until([&] { return stop.load() || active_.empty(); });
+}
+
+void ShmP2P::finish() {
+  wait_until([&] { return active_.empty(); });
+}
+
+}  // namespace comm
+}  // namespace hb

@@ -1,0 +1,156 @@
+// Same-host shared memory between the ranks of a backend.
+//
+// Every rank creates one POSIX shared-memory segment holding its incoming
+// rings (one per sending peer and channel) and a header with a futex
+// doorbell. Peers find each other through the rendezvous KV: a rank
+// publishes its segment's name and a random nonce, every peer tries to open
+// the segment and read the nonce back (so two network namespaces or
+// containers that merely share a hostname, or that do not share /dev/shm,
+// never pass), and a pair uses shared memory only when both sides could
+// open each other's segment. Once every rank has attached, the segments are
+// unlinked: nothing stays in /dev/shm, even if every rank is SIGKILLed
+// afterwards (the memory goes with the last mapping).
+//
+// A ring is a single-producer single-consumer byte stream: the sender
+// copies a message in (an 8-byte length, then the payload), the receiver
+// copies it out; both publish their position with release stores. Waiting
+// spins briefly, then sleeps on the doorbell futex of the waiting rank's
+// own header (any peer that made progress for it rings it). Every sleep is
+// bounded, and a wait ends early when the WaitBreaker trips (abort, a peer
+// declared lost by the rendezvous), when a peer marks itself failed or gone
+// (its transport failed or was destroyed), or at the timeout.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstddef>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <stdexcept>
+#include <string>
+#include <vector>
+
+#include "comm/p2p.h"
+
+namespace hb {
+namespace rdv {
+class KV;
+}
+namespace comm {
+
+// A peer whose shared-memory channel failed (it marked itself failed or
+// gone); the backend reports it as HB_ERR_PEER_FAILED naming the rank.
+class ShmPeerLost : public std::runtime_error {
+ public:
+  ShmPeerLost(int peer, const std::string &what)
+      : std::runtime_error(what), peer_(peer) {}
+  int peer() const { return peer_; }
+
+ private:
+  int peer_;
+};
+
+struct ShmSegment;  // shm_transport.cc
+
+class ShmTransport {
+ public:
+  static constexpr int kChannels = 3;  // rank-order reduce, gather; control
+
+  // Collective over the world through kv under prefix. mode: "auto" (shared
+  // memory where both sides can open each other's segment), "shm" (every
+  // pair must, else HB_ERR_CONFIG on every rank) or "tcp" (none; no
+  // segment is made).
+  // test_host >= 0 names a pretend host (tests): ranks of different ones
+  // never share memory.
+  ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
+               const std::string &mode, int64_t timeout_ms, int test_host = -1);
+  ~ShmTransport();
+
+  int rank() const { return rank_; }
+  int world_size() const { return world_; }
+  bool reaches(int peer) const { return peer_[size_t(peer)] != nullptr; }
+  bool reaches_all() const { return reached_ == world_ - 1; }
+  bool reaches_any() const { return reached_ > 0; }
+  // "shm" / "tcp" per peer, for the log.
+  std::string describe() const;
+
+  // From any thread: every wait fails from now on (this rank's Health
+  // failed); peers see this rank as failed and stop waiting for it.
+  void trip();
+  // Wakes this rank's own sleeping wait (it then re-checks its condition).
+  void wake_self();
+  // True when some pair of the world shares memory: then every rank runs
+  // the P2P algorithms (over shared memory, TCP or both).
+  bool world_uses_shm() const { return world_shm_; }
+
+ private:
+  friend class ShmP2P;
+  struct Ring;
+  Ring *ring_from(int peer, int channel) const;  // in my segment
+  Ring *ring_to(int peer, int channel) const;    // in the peer's segment
+  void ring(int peer);                           // wake the peer
+  // Blocks until `progress` returns true, the doorbell rang (returns to
+  // let the caller progress) or a bounded slice passed; throws on a trip,
+  // a failed peer in `watch`, or past the deadline.
+  void doze(uint32_t seen, const std::vector<int> &watch,
+            std::chrono::steady_clock::time_point deadline);
+  uint32_t doorbell() const;
+
+  int rank_, world_;
+  int64_t timeout_ms_;
+  size_t ring_bytes_;
+  std::unique_ptr<ShmSegment> mine_;
+  std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host
+  int reached_ = 0;
+  bool world_shm_ = false;
+  std::atomic<bool> tripped_{false};
+};
+
+// P2P over the rings of a ShmTransport: serves one call (the channels'
+// streams carry on across calls). Operations make progress inside wait()
+// and finish(), all of them at once, so a send blocked on a full ring
+// never holds up a receive.
+class ShmP2P final : public P2P {
+ public:
+  explicit ShmP2P(ShmTransport &t);
+  ~ShmP2P() override;
+  int rank() const override { return t_.rank_; }
+  int world_size() const override { return t_.world_; }
+  int send(int peer, int channel, const void *data, size_t bytes) override;
+  int recv(int peer, int channel, void *data, size_t bytes) override;
+  void wait(int id) override;
+  void finish() override;
+  // Makes progress until stop is set (then ring wake_self()) or nothing is
+  // left: comm/routed_p2p.h runs it beside a wait on another transport.
+  void pump(const std::atomic<bool> &stop);
+  bool idle() const { return active_.empty(); }
+
+ private:
+  struct Op {
+    int peer, channel;
+    char *data;
+    size_t bytes;
+    size_t done = 0;  // payload bytes moved
+    bool is_send;
+    bool header = false;  // length word moved
+    bool complete = false;
+  };
+  int post(int peer, int channel, char *data, size_t bytes, bool is_send);
+  bool advance(Op &op);  // true if it moved
+  bool progress();       // advances the head op of every stream
+  void wait_until(const std::function<bool()> &done);
+
+  ShmTransport &t_;
+  std::vector<Op> ops_;
+  // Per (peer, channel, direction): indices of ops in posting order, and
+  // how many of them are complete.
+  std::vector<std::vector<int>> queue_;
+  std::vector<size_t> head_;
+  std::vector<int> active_;  // queues with ops left
+  std::vector<int> watch_;   // peers with ops pending
+  std::chrono::steady_clock::time_point deadline_;
+};
+
+}  // namespace comm
+}  // namespace hb
