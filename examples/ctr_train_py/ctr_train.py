@@ -95,6 +95,9 @@ class Dense:
 
 
 class Trainer:
+    reader = None  # hb.Reader with --data (subclasses may not set it)
+    input_wait = 0.0
+
     def __init__(self, ctx, f):
         self.ctx, self.f = ctx, f
         self.rank, self.world = ctx.rank, ctx.world_size

@@ -398,8 +398,11 @@ def test_collection_matches_single_table_calls(ctx):
                learning_rate=0.1)
     a = hb.Embedding(ctx, "ca", 3, **cfg)
     b = hb.Embedding(ctx, "cb", 2, **dict(cfg, num_rows=0))
-    twin_a = hb.Embedding(ctx, "ca", 3, **cfg)
-    twin_b = hb.Embedding(ctx, "cb", 2, **dict(cfg, num_rows=0))
+    # Same names (so the same initial rows) in a second context: names are
+    # unique per context.
+    ctx2 = hb.Context()
+    twin_a = hb.Embedding(ctx2, "ca", 3, **cfg)
+    twin_b = hb.Embedding(ctx2, "cb", 2, **dict(cfg, num_rows=0))
     feats = [(a, hb.POOLING_SUM), (b, hb.POOLING_MEAN), (a, hb.POOLING_SQRTN), (b, hb.POOLING_NONE)]
     coll = hb.Collection(ctx, feats)
     assert coll.pooled_width == 3 + 2 + 3 and [coll.column(f) for f in range(4)] == [0, 3, 5, -1]
