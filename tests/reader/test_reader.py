@@ -144,9 +144,8 @@ def test_errors_name_file_line_and_column(tmp_path):
 
 def lookup_batch(tables, batch):
     """Sum-pooled embeddings per feature, (num_sparse, n, dim): one lookup
-    per table on the feature's ids, pooled over its offsets. With the
-    embedding collection this becomes one call on (batch.ids,
-    batch.offsets)."""
+    per table on the feature's ids, pooled over its offsets: the reference
+    for the collection's one call on (batch.ids, batch.offsets)."""
     n = batch.size
     out = np.zeros((batch.num_sparse, n, tables[0].dim), np.float32)
     for f, table in enumerate(tables):
@@ -166,10 +165,16 @@ def test_a_batch_feeds_embedding_lookups(files):
         tables = [hb.Embedding(ctx, "t%02d" % f, dim, num_rows=1 << 12,
                                initializer=hb.INIT_UNIFORM, init_a=-1.0, init_b=1.0, seed=7)
                   for f in range(SPARSE)]
+        # The batch's flat (ids, offsets) is the collection's input as is.
+        coll = hb.Collection(ctx, tables)
         with hb.Reader(paths, ctx, batch_size=128, num_rows=1 << 12) as r:
             seen = 0
             for b in r:
                 pooled = lookup_batch(tables, b)
+                got = coll.lookup(b.ids, b.offsets)
+                assert got.shape == (b.size, SPARSE * dim)
+                for f in range(SPARSE):
+                    np.testing.assert_array_equal(got[:, f * dim:(f + 1) * dim], pooled[f])
                 want = [ref_parse(l)[2] for l in lines[seen:seen + b.size]]
                 for f in range(SPARSE):
                     present = np.array([ids[f] is not None for ids in want])
