@@ -2,9 +2,11 @@
 
 #include <cmath>
 #include <cstring>
+#include <optional>
 
 #include "abi/error.h"
 #include "embedding/wire.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace emb {
@@ -222,13 +224,15 @@ void Collection::exchange(const void *send, const std::vector<int64_t> &sb,
 
 void Collection::plan_and_route(Outcome &o, int op, const char *what) {
   const size_t T = slots_.size();
+  // One timeline span per phase (a new one ends the last).
+  std::optional<timeline::Span> phase;
+  phase.emplace("emb.plan", "embedding");
   if (o.status == HB_OK) {
     try {
       for (Slot &s : slots_) {
         s.ids.clear();
         for (size_t f : s.features)
           s.ids.insert(s.ids.end(), bags_[f].ids, bags_[f].ids + bags_[f].n);
-        // timeline: plan
         s.plan.prepare(s.ids.data(), s.ids.size(), s.ids.data(), what);
       }
     } catch (...) {
@@ -241,7 +245,7 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
     }
   }
   // One header per peer: {status, has_detail, detail, call id, counts}.
-  // timeline: header
+  phase.emplace("emb.header", "embedding");
   const CallId me{static_cast<int64_t>(id_), op, static_cast<int64_t>(seq_)};
   const size_t k = 6 + T;
   std::vector<int64_t> send(k * world_, 0), recv(k * world_);
@@ -266,7 +270,7 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
   }
 
   // The ids, per peer table after table.
-  // timeline: ids
+  phase.emplace("emb.ids", "embedding");
   std::vector<size_t> eight(T, 8);
   layouts(0, eight, /*back=*/false);
   for (size_t t = 0; t < T; ++t) {
@@ -292,7 +296,7 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
                     rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * 8);
       to += c;
     }
-    // timeline: owner dedup
+    // The owner's dedup (part of the ids phase on the timeline).
     s.owner_nu = s.plan.owner_dedup(s.recv_ids.data(), s.recv_ids.size());
     stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.recv_ids.size();
     stats_.unique_ids += s.plan.local().unique().size();
@@ -316,7 +320,9 @@ void Collection::lookup(const JaggedBatch &in, float *out,
   plan_and_route(o, kLookup, what);
 
   // Owners: the rows of what they received, back per peer table after
-  // table. timeline: rows
+  // table.
+  std::optional<timeline::Span> phase;
+  phase.emplace("emb.rows", "embedding");
   const size_t T = slots_.size();
   layouts(0, row_bytes_, /*back=*/true);
   for (size_t t = 0; t < T; ++t) {
@@ -338,7 +344,7 @@ void Collection::lookup(const JaggedBatch &in, float *out,
   exchange(sbuf_.data(), sb_, rbuf_.data(), rb_);
 
   // Requester: each table's rows in send order, then pooled per feature.
-  // timeline: pool
+  phase.emplace("emb.pool", "embedding");
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const int64_t dim = s.table->spec().dim;
@@ -447,7 +453,9 @@ void Collection::expand_grads(Slot &s, const float *grad_out,
 
 bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   // Per peer: {status, reuse verdict, call id}, then the partial sums
-  // table after table. timeline: grads
+  // table after table.
+  std::optional<timeline::Span> phase;
+  phase.emplace("emb.grads", "embedding");
   const size_t T = slots_.size();
   const size_t H = 5 * 8;
   layouts(H, row_bytes_, /*back=*/false);
@@ -484,7 +492,8 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     all_ok = all_ok && h[1];
   }
   if (!all_ok) return false;
-  // Owners: one optimizer step per unique id. timeline: apply
+  // Owners: one optimizer step per unique id.
+  phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const size_t rbt = row_bytes_[t];

@@ -1,9 +1,11 @@
 #include "embedding/table.h"
 
 #include <cstring>
+#include <optional>
 
 #include "abi/error.h"
 #include "embedding/wire.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace emb {
@@ -117,6 +119,9 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
 }
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {
+  // One timeline span per phase (a new one ends the last).
+  std::optional<timeline::Span> phase;
+  phase.emplace("emb.plan", "embedding");
   Outcome o;
   o.sig = call(kCallLookup);
   try {
@@ -124,11 +129,13 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
   } catch (...) {
     o.capture();
   }
+  phase.emplace("emb.ids", "embedding");
   route_ids(o, "hb_embedding_lookup");
   ++stats_.lookups;
   count_step(n);
 
   // Owner: the rows of every received id, in received order, wire dtype.
+  phase.emplace("emb.rows", "embedding");
   wbuf_.resize(recv_ids_.size() * wire_row_bytes_);
   encode_rows(recv_ids_.data(), recv_ids_.size(), owner_dedup(), plan_.owner(),
               wbuf_.data());
@@ -140,6 +147,7 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
   const hb_dtype wd = spec_.wire_dtype;
   const std::vector<uint32_t> &inv = plan_.local().inverse();
   const std::vector<uint32_t> &pos = plan_.pos();
+  phase.emplace("emb.gather", "embedding");
   for (size_t i = 0; i < n; ++i)
     wire_decode(wbuf2_.data() + pos[inv[i]] * wire_row_bytes_, dim, wd,
                 out + i * dim);
@@ -148,6 +156,8 @@ void Table::lookup(const int64_t *ids, size_t n, float *out) {
 void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
+  std::optional<timeline::Span> phase;
+  phase.emplace("emb.plan", "embedding");
   Outcome o;
   o.sig = call(kCallApply);
   try {
@@ -162,14 +172,17 @@ void Table::apply_gradients(const int64_t *ids, size_t n, const float *grads) {
   } catch (...) {
     o.capture();
   }
+  phase.emplace("emb.ids", "embedding");
   route_ids(o, "hb_embedding_apply_gradients");
   ++stats_.applies;
   count_step(n);
 
+  phase.emplace("emb.grads", "embedding");
   const size_t nrecv = recv_ids_.size();
   wbuf2_.resize(nrecv * wire_row_bytes_);
   exchange_payload(wbuf_.data(), plan_.send_counts(), wbuf2_.data(),
                    plan_.recv_counts(), wire_row_bytes_);
+  phase.emplace("emb.optimizer", "embedding");
   apply_received(recv_ids_.data(), nrecv, owner_dedup(), plan_.owner(),
                  wbuf2_.data());
 }

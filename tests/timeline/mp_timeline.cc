@@ -82,6 +82,11 @@ int main(int argc, char **argv) {
   // the lookup and the gradients, beyond the one hb_alltoall(v) above.
   CHECK(t.count("alltoallv") >= 3, "%zu alltoallv events",
         t.count("alltoallv"));
+  // The table's phases: a lookup and a gradient step.
+  for (const char *name : {"emb.plan", "emb.ids", "emb.rows", "emb.gather",
+                           "emb.grads", "emb.optimizer"})
+    CHECK(t.count(name) >= 1, "%s: no '%s' event", file.c_str(), name);
+  CHECK(t.count("emb.plan") == 2, "%zu emb.plan events", t.count("emb.plan"));
   for (const hb_test::TraceEvent &ev : t.events)
     CHECK(ev.pid == me && ev.dur >= 0 && ev.ts > 0, "event %s: pid %d dur %f",
           ev.name.c_str(), ev.pid, ev.dur);
