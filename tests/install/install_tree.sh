@@ -6,6 +6,7 @@
 set -euo pipefail
 build=$(realpath "$1") src=$(realpath "$2") prefix=$3
 rm -rf "$prefix"
+mkdir -p "$(dirname "$prefix")"
 cmake --install "$build" --prefix "$prefix" > "$prefix.log"
 "$(dirname "$0")/check_relocatable.sh" "$prefix" "$build" "$src"
 echo "install_tree: installed into $prefix"
