@@ -54,6 +54,13 @@ TEST_P(Failure, DeadPeerGivesPeerFailedNamingIt) {
             w.at(r).allreduce(buf[r].data(), buf[r].data(), buf[r].size(),
                               HB_FLOAT32, HB_SUM);
           w.drop(2);  // closes its sockets, as a killed process's kernel would
+          // ... and the rendezvous then reports it lost, which is what names
+          // the rank (within peer_report_grace_ms). Gloo's own message names
+          // only an address, which cannot always be mapped back to a rank
+          // (accepted sockets all share the listener's address).
+          for (int s = 0; s < 2; ++s)
+            w.health(s).fail(HB_ERR_PEER_FAILED,
+                             "rank 2 lost (rendezvous): connection closed");
           return;
         }
         allreduce_until_failure(w, r, buf[r]);
