@@ -68,7 +68,9 @@ def plan_train_shard(f, world, rank):
 
 class Dense:
     """The MLP's parameters, replicated on every rank, with Adagrad
-    accumulators; initialised as in the C++ demo."""
+    accumulators; initialised as in the C++ demo. Parameters, gradients and
+    accumulators are each one flat float32 buffer (params, grads and accs
+    are views of them), so the optimizer is a few whole-buffer operations."""
 
     def __init__(self, n_in, hidden, seed):
         self.n_in, self.hidden = n_in, hidden
@@ -78,10 +80,26 @@ class Dense:
             w1 = np.sqrt(2.0 / n_in) * synth.gauss(synth.mix(u64(seed) + i))
             h = np.arange(hidden, dtype=u64)
             w2 = 0.1 * synth.gauss(synth.mix(~u64(seed) + h))
-        self.params = [w1.astype(np.float32).reshape(hidden, n_in), np.zeros(hidden, np.float32),
-                       w2.astype(np.float32), np.zeros(1, np.float32)]
-        self.grads = [np.zeros_like(p) for p in self.params]
-        self.accs = [np.full_like(p, 0.1) for p in self.params]
+        shapes = [(hidden, n_in), (hidden,), (hidden,), (1,)]
+        size = sum(int(np.prod(sh)) for sh in shapes)
+        self.flat_params = np.zeros(size, np.float32)
+        self.flat_grads = np.zeros(size, np.float32)
+        self.flat_accs = np.full(size, 0.1, np.float32)
+        self._scratch = np.empty((2, size), np.float32)
+        self.params = self._views(self.flat_params, shapes)
+        self.grads = self._views(self.flat_grads, shapes)
+        self.accs = self._views(self.flat_accs, shapes)
+        self.params[0][...] = w1.reshape(hidden, n_in)  # float64 -> float32 as C++ does
+        self.params[2][...] = w2
+
+    @staticmethod
+    def _views(flat, shapes):
+        views, at = [], 0
+        for sh in shapes:
+            n = int(np.prod(sh))
+            views.append(flat[at:at + n].reshape(sh))
+            at += n
+        return views
 
     w1 = property(lambda self: self.params[0])
     b1 = property(lambda self: self.params[1])
@@ -89,9 +107,14 @@ class Dense:
     b2 = property(lambda self: self.params[3])
 
     def step(self, lr):
-        for p, g, a in zip(self.params, self.grads, self.accs):
-            a += g * g
-            p -= np.float32(lr) * g / np.sqrt(a)
+        """Adagrad, as C++: acc += g * g; p -= lr * g / sqrt(acc)."""
+        g, a, t, u = self.flat_grads, self.flat_accs, self._scratch[0], self._scratch[1]
+        np.multiply(g, g, out=t)
+        a += t
+        np.multiply(g, np.float32(lr), out=t)
+        np.sqrt(a, out=u)
+        t /= u
+        self.flat_params -= t
 
 
 class Trainer:
@@ -121,7 +144,24 @@ class Trainer:
         else:
             self.shard_begin, self.shard_end = self.plan_train_shard()
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
-        self._offsets = {}
+        self._buffers = {}  # per batch size: the step's arrays, reused
+
+    def buffers(self, n):
+        """The arrays of a batch of n samples (float32 but for the ids),
+        made once per batch size and reused by every step."""
+        b = self._buffers.get(n)
+        if b is None:
+            f, h, p = self.f, self.f.hidden, T * self.f.dim + 1
+            b = dict(values=np.empty(2 * T * n, np.int64),
+                     # Feature t < T: one id per sample; feature T: T ids per sample.
+                     offsets=np.concatenate([np.arange(T * n, dtype=np.int64),
+                                             T * n + np.arange(n + 1, dtype=np.int64) * T]),
+                     pooled=np.empty((n, p), np.float32), x=np.empty((n, self.dense.n_in), np.float32),
+                     z1=np.empty((n, h), np.float32), a1=np.empty((n, h), np.float32),
+                     dz1=np.empty((n, h), np.float32), dl=np.empty(n, np.float32),
+                     grad=np.empty((n, p), np.float32))
+            self._buffers[n] = b
+        return b
 
     def plan_train_shard(self):
         return plan_train_shard(self.f, self.world, self.rank)
@@ -130,24 +170,29 @@ class Trainer:
         """Samples [begin, end) of split through the model. Lookups are
         collective: ranks without data call this with an empty range."""
         f, d = self.f, self.dense
+        td = T * f.dim
         s = self.samples(split, begin, end)
         n = s.ids.shape[0]
+        b = self.buffers(n)
         # The batch as a flat KeyedJaggedTensor: the T categorical features'
         # ids feature by feature, then the wide feature's T ids per sample.
-        values = np.concatenate([s.ids.T.reshape(-1), (s.ids + self.table_offsets).reshape(-1)])
-        offsets = self._offsets.get(n)
-        if offsets is None:
-            offsets = np.concatenate([np.arange(T * n, dtype=np.int64),
-                                      T * n + np.arange(n + 1, dtype=np.int64) * T])
-            self._offsets[n] = offsets
-        pooled = self.coll.lookup(values, offsets)  # n x (T * dim + 1)
-        x = np.concatenate([pooled[:, :T * f.dim], s.dense], axis=1)
-        z1 = x @ d.w1.T + d.b1
-        a1 = np.maximum(z1, 0)
-        # The wide part: its pooled sum, the last column.
-        logit = d.b2[0].astype(np.float64) + a1.astype(np.float64) @ d.w2 + pooled[:, T * f.dim]
+        values = b["values"]
+        values[:T * n].reshape(T, n)[...] = s.ids.T
+        np.add(s.ids, self.table_offsets, out=values[T * n:].reshape(n, T))
+        pooled = self.coll.lookup(values, b["offsets"], out=b["pooled"])  # n x (T * dim + 1)
+        x = b["x"]
+        x[:, :td] = pooled[:, :td]
+        x[:, td:] = s.dense
+        z1 = np.matmul(x, d.w1.T, out=b["z1"])
+        z1 += d.b1
+        a1 = np.maximum(z1, np.float32(0), out=b["a1"])
+        # The logit in double, as C++ has it (n values): the MLP's output,
+        # b2 and the wide part (its pooled sum, the last column).
+        logit = (a1 @ d.w2).astype(np.float64)
+        logit += d.b2[0]
+        logit += pooled[:, td]
         prob = (1.0 / (1.0 + np.exp(-logit))).astype(np.float32)
-        return dict(s=s, values=values, offsets=offsets, x=x, z1=z1, a1=a1, prob=prob, label=s.label)
+        return dict(s=s, buf=b, prob=prob, label=s.label)
 
     def fetch(self):
         """--data: the next batch of this rank's files (False: out of data);
@@ -175,31 +220,35 @@ class Trainer:
 
     def backward(self, b, global_n):
         """Gradients of the mean logistic loss over the global batch."""
-        f, d = self.f, self.dense
-        dl = (b["prob"] - b["label"]) / np.float32(global_n)  # dloss/dlogit
-        active = b["z1"] > 0
-        dz1 = np.where(active, dl[:, None] * d.w2[None, :], np.float32(0))
+        f, d, buf = self.f, self.dense, b["buf"]
+        td = T * f.dim
+        # dloss/dlogit = (p - y) / N, as C++: times the float32 inverse.
+        dl = np.subtract(b["prob"], b["label"], out=buf["dl"])
+        dl *= np.float32(1.0) / np.float32(global_n)
+        # Through the ReLU: dz1 = dl * w2 where z1 > 0.
+        dz1 = np.multiply(dl[:, None], d.w2, out=buf["dz1"])
+        dz1 *= buf["z1"] > 0
+        # The pooled output's gradient, with w1 before this step's update:
+        # dx for the T * dim embedding columns; each wide id gets dl.
+        grad = buf["grad"]
+        np.matmul(dz1, d.w1[:, :td], out=grad[:, :td])
+        grad[:, td] = dl
         gw1, gb1, gw2, gb2 = d.grads
-        gw1[...] = dz1.T @ b["x"]
-        gb1[...] = dz1.sum(axis=0)
-        gw2[...] = dl @ b["a1"]
-        gb2[...] = dl.sum()
-        dx = dz1 @ d.w1
+        np.matmul(dz1.T, buf["x"], out=gw1)
+        np.sum(dz1, axis=0, out=gb1)
+        np.matmul(dl, buf["a1"], out=gw2)
+        gb2[0] = dl.sum()
         # Dense gradients: one fused allreduce over the four tensors.
         self.ctx.allreduce_many(d.grads)
         d.step(f.lr)
         # Sparse gradients go to the ranks that own the rows: one call, which
-        # reuses the plan of this batch's lookup. The wide feature's pooled
-        # gradient is dl (each of its ids gets it).
-        grad = np.empty((dl.shape[0], T * f.dim + 1), np.float32)
-        grad[:, :T * f.dim] = dx[:, :T * f.dim]
-        grad[:, T * f.dim] = dl
-        self.coll.apply_gradients(b["values"], b["offsets"], grad)
+        # reuses the plan of this batch's lookup.
+        self.coll.apply_gradients(buf["values"], buf["offsets"], grad)
 
     @staticmethod
     def loss_sum(b):
         p = np.clip(b["prob"].astype(np.float64), 1e-7, 1 - 1e-7)
-        return float(-np.where(b["label"] > 0.5, np.log(p), np.log(1 - p)).sum())
+        return float(-np.log(np.where(b["label"] > 0.5, p, 1 - p)).sum())
 
     def evaluate(self):
         """Exact AUC of the model and of the planted model on the held-out

@@ -20,10 +20,13 @@ def mix(x):
     """splitmix64 finaliser on a uint64 array (or scalar)."""
     x = np.asarray(x, dtype=_U64)
     with np.errstate(over="ignore"):
-        x = x + _U64(0x9E3779B97F4A7C15)
-        x = (x ^ (x >> _U64(30))) * _U64(0xBF58476D1CE4E5B9)
-        x = (x ^ (x >> _U64(27))) * _U64(0x94D049BB133111EB)
-    return x ^ (x >> _U64(31))
+        x = x + _U64(0x9E3779B97F4A7C15)  # a new array: x is the caller's
+        x ^= x >> _U64(30)
+        x *= _U64(0xBF58476D1CE4E5B9)
+        x ^= x >> _U64(27)
+        x *= _U64(0x94D049BB133111EB)
+        x ^= x >> _U64(31)
+    return x
 
 
 def unit(h):
@@ -69,6 +72,11 @@ class Generator:
             self._weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
+        # Per-table and per-feature constants of sample(), as row vectors.
+        self._tables = np.arange(TABLES)
+        self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
+        self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
+        self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
 
     def weight(self, t, ids):
         return self._weight[t, ids]
@@ -77,24 +85,24 @@ class Generator:
         return self._dense_weight[j]
 
     def sample(self, split, begin, end):
-        """Samples [begin, end) of split (0: train, 1: held out)."""
+        """Samples [begin, end) of split (0: train, 1: held out): every
+        table's (and dense feature's) hash as one (n, TABLES) array."""
         n = max(0, end - begin)
         index = np.arange(begin, begin + n, dtype=_U64)
         with np.errstate(over="ignore"):
-            base = mix(self.seed ^ mix((_U64(split) << _U64(56)) ^ index))
-            ids = np.empty((n, TABLES), dtype=np.int64)
-            logit = np.full(n, -1.0)
-            mask = _U64(self.vocab - 1)
-            for t in range(TABLES):
-                u = unit(mix(base + _U64(2 * t + 1)))
-                rank = np.minimum(np.searchsorted(self._cdf, u, side="left"), self.vocab - 1)
-                idt = (rank.astype(_U64) * _U64(0x9E3779B1) + _U64(t * 7919)) & mask
-                ids[:, t] = idt.astype(np.int64)
-                logit += self._weight[t, ids[:, t]]
-            dense = np.empty((n, DENSE), dtype=np.float32)
-            for j in range(DENSE):
-                dense[:, j] = gauss(mix(base + _U64(1000 + j))).astype(np.float32)
-                logit += self._dense_weight[j] * dense[:, j].astype(np.float64)
+            base = mix(self.seed ^ mix((_U64(split) << _U64(56)) ^ index))[:, None]
+            u = unit(mix(base + self._table_salt))
+            rank = np.minimum(np.searchsorted(self._cdf, u, side="left"), self.vocab - 1)
+            ids = ((rank.astype(_U64) * _U64(0x9E3779B1) + self._table_add)
+                   & _U64(self.vocab - 1)).astype(np.int64)
+            dense = gauss(mix(base + self._dense_salt)).astype(np.float32)
+            # The logit's terms in the C++ order (-1, the tables', the dense
+            # features'); add.accumulate sums them left to right, as C++ does.
+            terms = np.empty((n, 1 + TABLES + DENSE))
+            terms[:, 0] = -1.0
+            terms[:, 1:1 + TABLES] = self._weight[self._tables, ids]
+            np.multiply(self._dense_weight, dense, out=terms[:, 1 + TABLES:])
+            logit = np.add.accumulate(terms, axis=1)[:, -1]
             p = 1.0 / (1.0 + np.exp(-logit))
-            label = (unit(mix(base + _U64(4242))) < p).astype(np.float32)
+            label = (unit(mix(base[:, 0] + _U64(4242))) < p).astype(np.float32)
         return Samples(ids, dense, label, p.astype(np.float32))
