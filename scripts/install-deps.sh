@@ -16,6 +16,11 @@ pkgs=(build-essential cmake pkgconf git
 pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
 # hb.torch (bindings/python/hb/torch.py), its tests and examples/ctr_train_torch.
 pkgs+=(python3-torch)
+# An optimized BLAS for numpy (and torch): Debian's numpy links libblas.so.3,
+# which is the reference BLAS unless an OpenBLAS provides it (the
+# alternatives system picks it up). The serial build: one thread per
+# process, as the C++ demo runs, and no pool to oversubscribe under hbrun.
+pkgs+=(libopenblas0-serial)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(libopenmpi-dev python3-sklearn)

@@ -104,10 +104,17 @@ int run(int argc, char **argv) {
   if (topo.in_world && topo.master_port == 0)
     topo.master_port =
         free_port(topo.connect_host, port < 65535 ? port + 1 : 1);
+  topo.threads_per_worker =
+      threads_per_worker(usable_cpus(), topo.local_world_size);
   if (opts.verbose)
     say("%s; rendezvous %s:%d%s; program %s", topo.description.c_str(),
         topo.connect_host.c_str(), port, topo.serve ? " (served here)" : "",
         program.c_str());
+  if (opts.verbose && topo.threads_per_worker > 0)
+    say("OMP_NUM_THREADS=%d per worker (%d CPUs, %d local workers)%s",
+        topo.threads_per_worker, usable_cpus(), topo.local_world_size,
+        std::getenv("OMP_NUM_THREADS") ? ": not used, OMP_NUM_THREADS is set"
+                                       : "");
 
   std::vector<std::string> base_env = current_environment();
   for (const LocalWorker &w : topo.workers) {

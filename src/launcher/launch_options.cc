@@ -113,7 +113,11 @@ rank 0 does not serve a store of its own); the same as torchrun's RANK,
 WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (the rendezvous host)
 and MASTER_PORT (a port for the framework's own store: a free one on one
 machine, the rendezvous port + 1 with TF_CONFIG), so torch.distributed's
-env:// works unchanged; PYTHONUNBUFFERED=1 unless set,
+env:// works unchanged; PYTHONUNBUFFERED=1 unless set; with more than
+one worker, OMP_NUM_THREADS=max(1, CPUs / workers) unless set (CPUs: those
+hbrun may run on), so that the workers' OpenMP and BLAS thread pools
+(OpenBLAS and MKL follow OMP_NUM_THREADS unless their own variable is set)
+do not oversubscribe the machine, as torchrun does;
 and stdin from /dev/null (local rank 0 keeps hbrun's stdin when that is not
 a terminal). Each worker runs in its own process group; hbrun kills the
 workers if hbrun itself dies (PR_SET_PDEATHSIG).

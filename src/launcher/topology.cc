@@ -3,6 +3,7 @@
 #include <arpa/inet.h>
 #include <dirent.h>
 #include <netinet/in.h>
+#include <sched.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -172,6 +173,20 @@ int count_nvidia_device_nodes(const std::string &dev_dir) {
   return n;
 }
 
+int usable_cpus() {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
+    return CPU_COUNT(&set);
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
+}
+
+int threads_per_worker(int cpus, int local_workers) {
+  if (local_workers <= 1) return 0;
+  return cpus / local_workers > 1 ? cpus / local_workers : 1;
+}
+
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
                        const std::function<int()> &gpu_count) {
   const char *tf = opts.use_tf_config ? env("TF_CONFIG") : nullptr;
@@ -230,19 +245,24 @@ std::vector<std::string> worker_environment(
     set.emplace_back("CUDA_VISIBLE_DEVICES", w.cuda_device);
 
   std::vector<std::string> env;
-  bool has_unbuffered = false;
+  bool has_unbuffered = false, has_omp_threads = false;
   for (const auto &kv : base) {
     bool replaced = false;
     for (const auto &s : set)
       if (kv.compare(0, s.first.size() + 1, s.first + "=") == 0)
         replaced = true;
     if (kv.compare(0, 17, "PYTHONUNBUFFERED=") == 0) has_unbuffered = true;
+    if (kv.compare(0, 16, "OMP_NUM_THREADS=") == 0) has_omp_threads = true;
     if (!replaced) env.push_back(kv);
   }
   for (const auto &s : set) env.push_back(s.first + "=" + s.second);
   // Python workers write through a pipe: without this their prints would
   // arrive in blocks, long after the fact.
   if (!has_unbuffered) env.emplace_back("PYTHONUNBUFFERED=1");
+  // Workers that each start a thread per CPU (OpenMP, a BLAS) would run
+  // local_workers times as many threads as CPUs; the user's setting wins.
+  if (topo.threads_per_worker > 0 && !has_omp_threads)
+    env.push_back("OMP_NUM_THREADS=" + std::to_string(topo.threads_per_worker));
   return env;
 }
 

@@ -35,6 +35,9 @@ struct Topology {
   // MASTER_PORT for the workers' own framework store (torch.distributed):
   // never the rendezvous port. 0: hbrun picks a free one at launch.
   int master_port = 0;
+  // OMP_NUM_THREADS for each worker unless the environment sets it (0: do
+  // not add it); see threads_per_worker.
+  int threads_per_worker = 0;
 
   std::string description;  // one line for hbrun's startup message
 };
@@ -53,6 +56,15 @@ int count_nvidia_device_nodes(const std::string &dev_dir);
 Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
                        const std::function<int()> &gpu_count);
 
+// CPUs this process may run on (its affinity mask; at least 1).
+int usable_cpus();
+
+// The OMP_NUM_THREADS that keeps local_workers workers' thread pools
+// (OpenMP, and OpenBLAS / MKL, which fall back to it) from oversubscribing
+// `cpus` CPUs: max(1, cpus / local_workers); 0 (leave it unset) for a single
+// worker, as torchrun does.
+int threads_per_worker(int cpus, int local_workers);
+
 // A TCP port that was free on host (numeric) a moment ago, for the
 // framework's MASTER_PORT; `fallback` if none can be had.
 int free_port(const std::string &host, int fallback);
@@ -60,7 +72,8 @@ int free_port(const std::string &host, int fallback);
 // The environment of one worker: `base` ("NAME=value" entries) with the
 // HB_* variables, torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and CUDA_VISIBLE_DEVICES of
-// `w` replaced or added.
+// `w` replaced or added; OMP_NUM_THREADS=topo.threads_per_worker added
+// when that is > 0 and `base` has no OMP_NUM_THREADS.
 // rendezvous_port is the store's actual port.
 std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,

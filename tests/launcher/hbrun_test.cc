@@ -1,5 +1,6 @@
 // End-to-end tests of the built hbrun on launcher_probe workers.
 #include <gtest/gtest.h>
+#include <sched.h>
 #include <signal.h>
 #include <unistd.h>
 
@@ -66,6 +67,35 @@ TEST_P(HbrunWorlds, SetsTheRankVariablesOfEveryWorker) {
 }
 
 INSTANTIATE_TEST_SUITE_P(OneToFour, HbrunWorlds, ::testing::Values(1, 2, 3, 4));
+
+// Workers share the CPUs: hbrun sets OMP_NUM_THREADS (as torchrun does)
+// unless the user did, and leaves a single worker alone.
+TEST(Hbrun, SplitsTheCpusBetweenWorkersThroughOmpNumThreads) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  int cpus = CPU_COUNT(&set);
+  const std::vector<std::string> show = {"/bin/sh", "-c",
+                                         "echo omp=${OMP_NUM_THREADS-unset}"};
+  auto args = [&](const char *n) {
+    std::vector<std::string> a = {"-n", n, "--"};
+    a.insert(a.end(), show.begin(), show.end());
+    return a;
+  };
+  hb_test::EnvChanges unset = {{"OMP_NUM_THREADS", std::nullopt}};
+  RunResult r = run_hbrun(args("2"), unset);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  std::string want = "omp=" + std::to_string(std::max(1, cpus / 2));
+  EXPECT_EQ(count_line(r.out, "[0] " + want), 1) << describe(r);
+  EXPECT_EQ(count_line(r.out, "[1] " + want), 1) << describe(r);
+  r = run_hbrun(args("2"), {{"OMP_NUM_THREADS", "7"}});
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(count_line(r.out, "[0] omp=7"), 1) << describe(r);
+  EXPECT_EQ(count_line(r.out, "[1] omp=7"), 1) << describe(r);
+  r = run_hbrun(args("1"), unset);
+  ASSERT_EQ(r.exit_code, 0) << describe(r);
+  EXPECT_EQ(count_line(r.out, "[0] omp=unset"), 1) << describe(r);
+}
 
 TEST(Hbrun, PrefixesStdoutAndStderrLinesWithTheRank) {
   RunResult r = run_hbrun({"-n", "2", "--", kProbe, "lines", "3"});

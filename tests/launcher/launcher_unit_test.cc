@@ -230,6 +230,43 @@ TEST(WorkerEnvironment, ReplacesAndAddsTheHbVariables) {
   EXPECT_EQ(env, (std::vector<std::string>{"PYTHONUNBUFFERED=0"}));
 }
 
+TEST(WorkerThreads, SplitsTheCpusBetweenTheLocalWorkers) {
+  EXPECT_EQ(threads_per_worker(2, 1), 0);  // one worker: left alone
+  EXPECT_EQ(threads_per_worker(2, 2), 1);
+  EXPECT_EQ(threads_per_worker(2, 4), 1);  // never 0 threads
+  EXPECT_EQ(threads_per_worker(16, 4), 4);
+  EXPECT_EQ(threads_per_worker(16, 3), 5);
+  EXPECT_GE(usable_cpus(), 1);
+}
+
+TEST(WorkerThreads, AddsOmpNumThreadsUnlessTheUserSetIt) {
+  Topology t;
+  t.world_size = t.local_world_size = 2;
+  t.connect_host = "127.0.0.1";
+  t.threads_per_worker = 3;
+  LocalWorker w;
+  auto omp = [](const std::vector<std::string> &env) {
+    std::vector<std::string> found;
+    for (const auto &kv : env)
+      if (kv.compare(0, 16, "OMP_NUM_THREADS=") == 0) found.push_back(kv);
+    return found;
+  };
+  EXPECT_EQ(omp(worker_environment({"PATH=/bin"}, t, w, 1)),
+            std::vector<std::string>{"OMP_NUM_THREADS=3"});
+  // The user's value (even an empty one) wins; OPENBLAS_NUM_THREADS and
+  // MKL_NUM_THREADS are the user's too and stay as they are.
+  EXPECT_EQ(omp(worker_environment({"OMP_NUM_THREADS=8"}, t, w, 1)),
+            std::vector<std::string>{"OMP_NUM_THREADS=8"});
+  EXPECT_EQ(omp(worker_environment({"OMP_NUM_THREADS="}, t, w, 1)),
+            std::vector<std::string>{"OMP_NUM_THREADS="});
+  std::vector<std::string> blas =
+      worker_environment({"OPENBLAS_NUM_THREADS=2"}, t, w, 1);
+  EXPECT_NE(std::find(blas.begin(), blas.end(), "OPENBLAS_NUM_THREADS=2"),
+            blas.end());
+  t.threads_per_worker = 0;
+  EXPECT_TRUE(omp(worker_environment({"PATH=/bin"}, t, w, 1)).empty());
+}
+
 // Reads everything the relay wrote to the pipe.
 std::string read_all(int fd) {
   std::string s;
