@@ -64,6 +64,12 @@ class Generator:
         terms = np.array([math.pow(k + 1.0, -alpha) for k in range(vocab)])
         cdf = np.cumsum(terms)
         self._cdf = cdf / cdf[-1]
+        # rank_of's table: u in bucket k = [k / K, (k + 1) / K) has between
+        # below[k] and below[k + 1] CDF entries under it (K a power of two,
+        # so k / K and u * K are exact).
+        self._buckets = min(32 * vocab, 1 << 20)
+        edges = np.arange(self._buckets + 1, dtype=np.float64) / self._buckets
+        self._below = np.searchsorted(self._cdf, edges, side="left").astype(np.int32)
         # Planted weights of every (table, id), and of the dense features.
         ids = np.arange(vocab, dtype=_U64)
         mixed_ids = mix(ids)
@@ -77,6 +83,17 @@ class Generator:
         self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
         self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
         self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
+
+    def rank_of(self, u):
+        """np.searchsorted(cdf, u, side="left") for u in [0, 1), the
+        Zipf rank (0-based) of each uniform u: exact, from the bucket table
+        where a bucket holds no CDF entry (most u), by binary search where
+        it holds some."""
+        k = (u * self._buckets).astype(np.int64)
+        rank = self._below[k].astype(np.int64)
+        open_ = rank != self._below[k + 1]
+        rank[open_] = np.searchsorted(self._cdf, u[open_], side="left")
+        return rank
 
     def weight(self, t, ids):
         return self._weight[t, ids]
@@ -92,7 +109,7 @@ class Generator:
         with np.errstate(over="ignore"):
             base = mix(self.seed ^ mix((_U64(split) << _U64(56)) ^ index))[:, None]
             u = unit(mix(base + self._table_salt))
-            rank = np.minimum(np.searchsorted(self._cdf, u, side="left"), self.vocab - 1)
+            rank = np.minimum(self.rank_of(u), self.vocab - 1)
             ids = ((rank.astype(_U64) * _U64(0x9E3779B1) + self._table_add)
                    & _U64(self.vocab - 1)).astype(np.int64)
             dense = gauss(mix(base + self._dense_salt)).astype(np.float32)
