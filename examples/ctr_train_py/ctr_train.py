@@ -151,7 +151,9 @@ class Trainer:
         made once per batch size and reused by every step."""
         b = self._buffers.get(n)
         if b is None:
-            f, h, p = self.f, self.f.hidden, T * self.f.dim + 1
+            if len(self._buffers) >= 4:  # the full batch stays; odd sizes come and go
+                self._buffers.pop(next(k for k in self._buffers if k != self.f.batch))
+            h, p = self.f.hidden, T * self.f.dim + 1
             b = dict(values=np.empty(2 * T * n, np.int64),
                      # Feature t < T: one id per sample; feature T: T ids per sample.
                      offsets=np.concatenate([np.arange(T * n, dtype=np.int64),
