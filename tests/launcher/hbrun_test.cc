@@ -259,6 +259,8 @@ TEST(Hbrun, ReportsTheRankTheRendezvousLostAndStopsTheJob) {
 // Two "machines" on loopback: the chief's and a worker's hbrun, each with
 // two workers, forming one world of four from TF_CONFIG.
 TEST(Hbrun, TfConfigChiefAndWorkerTasksFormOneWorld) {
+  if (!*CLUSTER_DEMO_PATH)
+    GTEST_SKIP() << "built without examples (HB_BUILD_EXAMPLES=OFF)";
   int port = hb_test::free_port();
   auto tf = [port](const char *type) {
     return std::string(R"({"cluster": {"chief": ["127.0.0.1:)") +
@@ -287,6 +289,8 @@ TEST(Hbrun, TfConfigChiefAndWorkerTasksFormOneWorld) {
 }
 
 TEST(Hbrun, ServesWithTheRendezvousToken) {
+  if (!*CLUSTER_DEMO_PATH)
+    GTEST_SKIP() << "built without examples (HB_BUILD_EXAMPLES=OFF)";
   hb_test::EnvChanges token = {{"HB_RENDEZVOUS_TOKEN", "s3cret"}};
   RunResult ok =
       run_hbrun({"-n", "2", "--timeout", "60", "--", CLUSTER_DEMO_PATH}, token);
