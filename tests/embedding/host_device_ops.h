@@ -49,6 +49,8 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   bool is_device(const void *p) override { return block_of(p, 0) != nullptr; }
   size_t live_blocks() const { return blocks_.size(); }
   size_t ops_run() const { return ops_run_; }
+  // Bytes copied from device to host memory so far.
+  size_t d2h_bytes() const { return d2h_bytes_; }
 
   void *alloc(size_t bytes) override {
     if (bytes == 0) die("alloc(0)");
@@ -69,6 +71,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     bool dd = is_device(dst), sd = is_device(src);
     if (dd) dev(dst, bytes, "copy dst");
     if (sd) dev(src, bytes, "copy src");
+    if (sd && !dd) d2h_bytes_ += bytes;
     if (!sd) {  // read now, write in stream order
       auto snap = std::make_shared<std::vector<unsigned char>>(
           static_cast<const unsigned char *>(src),
@@ -356,7 +359,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   std::unique_ptr<hb::emb::Exchange> x_;
   std::map<uintptr_t, Block> blocks_;
   std::vector<std::function<void()>> queue_;
-  size_t ops_run_ = 0;
+  size_t ops_run_ = 0, d2h_bytes_ = 0;
 };
 
 }  // namespace hbtest
