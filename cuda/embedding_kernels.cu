@@ -11,12 +11,6 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 
-#define HB_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < static_cast<int64_t>(n);                                     \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 __global__ void owner_kernel(const int64_t *ids, int64_t n,
                              const int64_t *num_ids, int32_t world,
                              int32_t mode, int64_t rows_per_shard,

@@ -12,12 +12,6 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 
-#define HB_PLAN_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < static_cast<int64_t>(n);                                     \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
 // The first position of ids[i]'s segment: order is sorted by (id,
 // position), so the segment's first entry is the id's first occurrence.
 __device__ int64_t first_of(const int64_t *inverse, const int64_t *order,
@@ -28,7 +22,7 @@ __device__ int64_t first_of(const int64_t *inverse, const int64_t *order,
 __global__ void first_flags_kernel(const int64_t *inverse, const int64_t *order,
                                    const int64_t *seg, int64_t n,
                                    int64_t *flags) {
-  HB_PLAN_STRIDE(i, n) { flags[i] = first_of(inverse, order, seg, i) == i; }
+  HB_GRID_STRIDE(i, n) { flags[i] = first_of(inverse, order, seg, i) == i; }
 }
 
 // scan[i] = first occurrences among positions 0..i, so the id first seen
@@ -37,7 +31,7 @@ __global__ void first_scatter_kernel(const int64_t *ids, const int64_t *inverse,
                                      const int64_t *order, const int64_t *seg,
                                      const int64_t *scan, int64_t n,
                                      int64_t *unique, int64_t *first_inverse) {
-  HB_PLAN_STRIDE(i, n) {
+  HB_GRID_STRIDE(i, n) {
     int64_t f = first_of(inverse, order, seg, i);
     first_inverse[i] = scan[f] - 1;
     if (f == i) unique[scan[i] - 1] = ids[i];
@@ -48,7 +42,7 @@ __global__ void send_ids_kernel(const int64_t *unique, const int64_t *order,
                                 const int64_t *num_unique, int64_t n,
                                 int64_t *send_ids, int64_t *slot_of) {
   const int64_t k = *num_unique < n ? *num_unique : n;
-  HB_PLAN_STRIDE(j, k) {
+  HB_GRID_STRIDE(j, k) {
     send_ids[j] = unique[order[j]];
     slot_of[order[j]] = j;
   }
@@ -56,7 +50,7 @@ __global__ void send_ids_kernel(const int64_t *unique, const int64_t *order,
 
 __global__ void slots_kernel(const int64_t *slot_of, const int64_t *inverse,
                              int64_t n, int64_t *slots) {
-  HB_PLAN_STRIDE(i, n) { slots[i] = slot_of[inverse[i]]; }
+  HB_GRID_STRIDE(i, n) { slots[i] = slot_of[inverse[i]]; }
 }
 
 __global__ void set_kernel(int64_t *p, int64_t v) { *p = v; }
@@ -64,7 +58,7 @@ __global__ void set_kernel(int64_t *p, int64_t v) { *p = v; }
 __global__ void out_of_range_kernel(const int64_t *ids, int64_t n,
                                     int64_t num_rows,
                                     unsigned long long *first_bad) {
-  HB_PLAN_STRIDE(i, n) {
+  HB_GRID_STRIDE(i, n) {
     if (ids[i] < 0 || ids[i] >= num_rows)
       atomicMin(first_bad, static_cast<unsigned long long>(i));  // exact
   }
@@ -75,7 +69,7 @@ __global__ void local_rows_kernel(const int64_t *ids, int64_t n,
                                   int32_t mode, int64_t rows_per_shard,
                                   int64_t *rows) {
   const int64_t k = num_ids && *num_ids < n ? *num_ids : n;
-  HB_PLAN_STRIDE(i, k) {
+  HB_GRID_STRIDE(i, k) {
     rows[i] = mode == HB_CUDA_PARTITION_DIV ? ids[i] % rows_per_shard
                                             : ids[i] / world;
   }
