@@ -148,7 +148,8 @@ typedef struct hb_cuda_plugin {
    * index in unique of ids[i]. order (n, may be NULL) gets the input
    * positions sorted by (id, position) and seg (n + 1, may be NULL) the
    * segment starts into order, so that seg[u]..seg[u+1] are the positions of
-   * unique[u]. num_unique is a device int64. */
+   * unique[u]. num_unique is a device int64. unique and inverse may be
+   * NULL too. */
   int32_t (*emb_dedup)(const int64_t *ids, size_t n, int64_t *unique,
                        int64_t *inverse, int64_t *num_unique, int64_t *order,
                        int64_t *seg, void *stream, char *errbuf, size_t errcap);
