@@ -11,19 +11,17 @@ namespace {
 
 constexpr unsigned kBlock = 256;
 
-#define HB_GRID_STRIDE(i, n)                                            \
-  for (int64_t i =                                                      \
-           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
-       i < static_cast<int64_t>(n);                                     \
-       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
-
-__global__ void owner_kernel(const int64_t *ids, int64_t n, int32_t world,
+__global__ void owner_kernel(const int64_t *ids, int64_t n,
+                             const int64_t *num_ids, int32_t world,
                              int32_t mode, int64_t rows_per_shard,
                              int32_t *owner, int64_t *sort_key) {
+  const int64_t valid = num_ids && *num_ids < n ? *num_ids : n;
   HB_GRID_STRIDE(i, n) {
     int64_t id = ids[i];
     int32_t o;
-    if (mode == HB_CUDA_PARTITION_MOD) {
+    if (i >= valid) {
+      o = -1;  // past the device-side count: no owner
+    } else if (mode == HB_CUDA_PARTITION_MOD) {
       o = static_cast<int32_t>(static_cast<uint64_t>(id) %
                                static_cast<uint64_t>(world));
     } else {
@@ -128,10 +126,11 @@ int bits_for(int64_t max_value) {
 
 }  // namespace
 
-int32_t emb_partition(const int64_t *ids, size_t n, int32_t world, int32_t mode,
-                      int64_t rows_per_shard, int32_t *owner, int64_t *counts,
-                      int64_t *order, void *stream, char *errbuf,
-                      size_t errcap) {
+int32_t emb_partition_bounded(const int64_t *ids, size_t n,
+                              const int64_t *num_ids, int32_t world,
+                              int32_t mode, int64_t rows_per_shard,
+                              int32_t *owner, int64_t *counts, int64_t *order,
+                              void *stream, char *errbuf, size_t errcap) {
   HB_CUDA_CHECK_ARG(world > 0, "emb_partition: world size %d must be > 0",
                     world);
   HB_CUDA_CHECK_ARG(
@@ -151,8 +150,8 @@ int32_t emb_partition(const int64_t *ids, size_t n, int32_t world, int32_t mode,
   int64_t *keys = nullptr;
   if (order) HB_CUDA_TRY(scratch.alloc(&keys, n), "emb_partition: scratch");
   unsigned g = grid_for(n, kBlock);
-  owner_kernel<<<g, kBlock, 0, s>>>(ids, nn, world, mode, rows_per_shard, owner,
-                                    keys);
+  owner_kernel<<<g, kBlock, 0, s>>>(ids, nn, num_ids, world, mode,
+                                    rows_per_shard, owner, keys);
   if (counts) count_owners_kernel<<<g, kBlock, 0, s>>>(owner, nn, counts);
   if (order) {
     int64_t *pos = nullptr, *sorted = nullptr;
@@ -164,6 +163,14 @@ int32_t emb_partition(const int64_t *ids, size_t n, int32_t world, int32_t mode,
         "emb_partition: sort");
   }
   return launch_status("emb_partition", errbuf, errcap);
+}
+
+int32_t emb_partition(const int64_t *ids, size_t n, int32_t world, int32_t mode,
+                      int64_t rows_per_shard, int32_t *owner, int64_t *counts,
+                      int64_t *order, void *stream, char *errbuf,
+                      size_t errcap) {
+  return emb_partition_bounded(ids, n, nullptr, world, mode, rows_per_shard,
+                               owner, counts, order, stream, errbuf, errcap);
 }
 
 int32_t emb_dedup(const int64_t *ids, size_t n, int64_t *unique,

@@ -44,6 +44,11 @@ hb_cuda_plugin make_table() {
   t.auc_histogram = auc_histogram;
   t.emb_wire_encode = emb_wire_encode;
   t.emb_wire_decode = emb_wire_decode;
+  t.emb_first_occurrence = emb_first_occurrence;
+  t.emb_partition_bounded = emb_partition_bounded;
+  t.emb_send_slots = emb_send_slots;
+  t.emb_find_out_of_range = emb_find_out_of_range;
+  t.emb_local_rows = emb_local_rows;
   return t;
 }
 

@@ -148,7 +148,8 @@ typedef struct hb_cuda_plugin {
    * index in unique of ids[i]. order (n, may be NULL) gets the input
    * positions sorted by (id, position) and seg (n + 1, may be NULL) the
    * segment starts into order, so that seg[u]..seg[u+1] are the positions of
-   * unique[u]. num_unique is a device int64. */
+   * unique[u]. num_unique is a device int64. unique and inverse may be
+   * NULL too. */
   int32_t (*emb_dedup)(const int64_t *ids, size_t n, int64_t *unique,
                        int64_t *inverse, int64_t *num_unique, int64_t *order,
                        int64_t *seg, void *stream, char *errbuf, size_t errcap);
@@ -206,6 +207,45 @@ typedef struct hb_cuda_plugin {
   int32_t (*emb_wire_decode)(const uint16_t *src, size_t n, int32_t dtype,
                              float *dst, void *stream, char *errbuf,
                              size_t errcap);
+
+  /* ---- Device-side step plan (appended; check with HB_CUDA_PLUGIN_HAS) -- */
+  /* With emb_dedup's inverse, order and seg of ids[0..n): unique[0..k) gets
+   * the distinct ids in first-occurrence order (k = emb_dedup's
+   * *num_unique) and first_inverse[i] the index in unique of ids[i]. */
+  int32_t (*emb_first_occurrence)(const int64_t *ids, size_t n,
+                                  const int64_t *inverse, const int64_t *order,
+                                  const int64_t *seg, int64_t *unique,
+                                  int64_t *first_inverse, void *stream,
+                                  char *errbuf, size_t errcap);
+  /* emb_partition over ids[0..min(*num_ids, n)) (num_ids: device int64,
+   * NULL for n): positions at or past *num_ids get owner -1, are not
+   * counted and sort last in order. */
+  int32_t (*emb_partition_bounded)(const int64_t *ids, size_t n,
+                                   const int64_t *num_ids, int32_t world,
+                                   int32_t mode, int64_t rows_per_shard,
+                                   int32_t *owner, int64_t *counts,
+                                   int64_t *order, void *stream, char *errbuf,
+                                   size_t errcap);
+  /* With k = *num_unique (device) and order[0..k) a permutation of [0, k)
+   * (emb_partition_bounded's order): send_ids[j] = unique[order[j]] for
+   * j < k, and slots[i] = the j with order[j] == inverse[i] for i < n
+   * (inverse[i] < k). */
+  int32_t (*emb_send_slots)(const int64_t *unique, const int64_t *order,
+                            const int64_t *num_unique, const int64_t *inverse,
+                            size_t n, int64_t *send_ids, int64_t *slots,
+                            void *stream, char *errbuf, size_t errcap);
+  /* *first_bad (device int64) = the smallest i with ids[i] outside
+   * [0, num_rows), or n when there is none. */
+  int32_t (*emb_find_out_of_range)(const int64_t *ids, size_t n,
+                                   int64_t num_rows, int64_t *first_bad,
+                                   void *stream, char *errbuf, size_t errcap);
+  /* rows[i] = the owner's dense row index of ids[i] (MOD: id / world; DIV:
+   * id % rows_per_shard) for i < min(*num_ids, n) (num_ids: device int64,
+   * NULL for n); later entries are left as they are. */
+  int32_t (*emb_local_rows)(const int64_t *ids, size_t n,
+                            const int64_t *num_ids, int32_t world, int32_t mode,
+                            int64_t rows_per_shard, int64_t *rows, void *stream,
+                            char *errbuf, size_t errcap);
 } hb_cuda_plugin;
 
 /* True when table t (of t->struct_size bytes) has member m. */

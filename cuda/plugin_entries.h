@@ -1,6 +1,6 @@
 // The functions behind the table of plugin_api.h, one group per file:
 // runtime.cu (devices, streams, memory), nccl_ops.cu, embedding_kernels.cu,
-// auc_histogram.cu. plugin.cu puts them in the table.
+// plan_kernels.cu, auc_histogram.cu. plugin.cu puts them in the table.
 #pragma once
 
 #include <cstddef>
@@ -67,6 +67,30 @@ int32_t emb_wire_encode(const float *src, size_t n, int32_t dtype,
                         size_t errcap);
 int32_t emb_wire_decode(const uint16_t *src, size_t n, int32_t dtype,
                         float *dst, void *stream, char *errbuf, size_t errcap);
+
+int32_t emb_partition_bounded(const int64_t *ids, size_t n,
+                              const int64_t *num_ids, int32_t world,
+                              int32_t mode, int64_t rows_per_shard,
+                              int32_t *owner, int64_t *counts, int64_t *order,
+                              void *stream, char *errbuf, size_t errcap);
+
+// plan_kernels.cu
+int32_t emb_first_occurrence(const int64_t *ids, size_t n,
+                             const int64_t *inverse, const int64_t *order,
+                             const int64_t *seg, int64_t *unique,
+                             int64_t *first_inverse, void *stream, char *errbuf,
+                             size_t errcap);
+int32_t emb_send_slots(const int64_t *unique, const int64_t *order,
+                       const int64_t *num_unique, const int64_t *inverse,
+                       size_t n, int64_t *send_ids, int64_t *slots,
+                       void *stream, char *errbuf, size_t errcap);
+int32_t emb_find_out_of_range(const int64_t *ids, size_t n, int64_t num_rows,
+                              int64_t *first_bad, void *stream, char *errbuf,
+                              size_t errcap);
+int32_t emb_local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
+                       int32_t world, int32_t mode, int64_t rows_per_shard,
+                       int64_t *rows, void *stream, char *errbuf,
+                       size_t errcap);
 
 // auc_histogram.cu
 int32_t auc_histogram(const float *labels, const float *preds,

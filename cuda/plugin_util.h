@@ -75,6 +75,13 @@ inline unsigned grid_for(size_t n, unsigned block) {
   return g > 65535u * 16u ? 65535u * 16u : static_cast<unsigned>(g);
 }
 
+// A grid-stride loop over i in [0, n) (kernels launched with grid_for).
+#define HB_GRID_STRIDE(i, n)                                            \
+  for (int64_t i =                                                      \
+           blockIdx.x * static_cast<int64_t>(blockDim.x) + threadIdx.x; \
+       i < static_cast<int64_t>(n);                                     \
+       i += static_cast<int64_t>(blockDim.x) * gridDim.x)
+
 // Stream-ordered scratch memory, released on the stream when it goes out of
 // scope (cudaFreeAsync), so no call needs to wait for the GPU.
 class Scratch {

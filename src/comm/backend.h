@@ -53,7 +53,7 @@ struct BackendConfig {
   int64_t piece_bytes = 4 << 20;
   int64_t one_round_bytes = 64 << 10;
   // Up to this many input bytes it runs over pre-registered pair buffers
-  // (comm/staged_allreduce.h), above it over per-call buffers.
+  // (comm/region_p2p.h), above it over per-call buffers.
   int64_t staged_bytes = 2 << 20;
   // Gradient fusion (hb_allreduce_many).
   int64_t grad_nbuckets = 0;

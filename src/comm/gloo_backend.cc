@@ -29,9 +29,9 @@
 #include "comm/pair_exchange.h"
 #include "comm/rank_order.h"
 #include "comm/reduce_kernels.h"
+#include "comm/region_p2p.h"
 #include "comm/routed_p2p.h"
 #include "comm/shm_transport.h"
-#include "comm/staged_allreduce.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "context/health.h"
@@ -254,7 +254,7 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     prints_ = std::make_unique<PairExchange>(
         *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
     if (algo_kind_ == Algo::kRankOrder)
-      staged_ = std::make_unique<StagedAllreduce>(
+      regions_ = std::make_unique<PairRegions>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
   // Same-host peers (comm/shm_transport.h), found through the KV; the
@@ -286,7 +286,7 @@ void GlooBackend::ShmSlot::trip() {
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
   // Buffers unregister from the pairs before they close.
-  staged_.reset();
+  regions_.reset();
   prints_.reset();
   algos_.clear();
 }
@@ -452,8 +452,10 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
-  if (!p2p_world() && staged_->fits(bytes))
-    return staged_->run(ro, x, b, own_out, gather);
+  if (!p2p_world() && regions_->fits(bytes)) {
+    RegionP2P p2p(*regions_);
+    return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+  }
   over_p2p([&](P2P &p2p) {
     rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
   });

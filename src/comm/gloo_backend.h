@@ -3,9 +3,10 @@
 //
 // Allreduce, reduce_scatter and fused buckets run hb's rank-order reduction
 // by default (comm/rank_order.h: same bits on every rank and whatever the
-// bucketing, no copy of the caller's buffers): small buffers over pair
-// buffers registered once (comm/staged_allreduce.h) on algo_ctx_, large
-// ones over per-call buffers (comm/gloo_p2p.h) on coll_ctx_.
+// bucketing, no copy of the caller's buffers), one algorithm over P2P:
+// small buffers over pair buffers registered once (comm/region_p2p.h) on
+// algo_ctx_, large ones over per-call buffers (comm/gloo_p2p.h) on
+// coll_ctx_, same-host peers over shared memory.
 //
 // Option cpu_allreduce can pick one of Gloo's algorithms instead. Their
 // objects are bound to one buffer and to slots taken from the context in
@@ -46,7 +47,7 @@ class Links;
 class MeshContext;
 class PairExchange;
 class ShmTransport;
-class StagedAllreduce;
+class PairRegions;
 
 class GlooBackend final : public Backend {
  public:
@@ -149,9 +150,9 @@ class GlooBackend final : public Backend {
   size_t live_algos_ = 0;
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
-  std::unique_ptr<StagedAllreduce> staged_;  // rank-order, small buffers
-  std::unique_ptr<PairExchange> prints_;     // fingerprints over TCP
-  std::shared_ptr<ShmTransport> shm_;        // same-host peers, if any
+  std::unique_ptr<PairRegions> regions_;  // rank-order, small buffers
+  std::unique_ptr<PairExchange> prints_;  // fingerprints over TCP
+  std::shared_ptr<ShmTransport> shm_;     // same-host peers, if any
   // What the health subscription trips: made before the mesh connects, the
   // transport only after it.
   struct ShmSlot {
@@ -162,7 +163,7 @@ class GlooBackend final : public Backend {
     void trip();
   };
   std::shared_ptr<ShmSlot> shm_slot_ = std::make_shared<ShmSlot>();
-  uint64_t seq_ = 0;                         // collective calls so far
+  uint64_t seq_ = 0;        // collective calls so far
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs

@@ -1,6 +1,6 @@
 // Gloo pair buffers registered once, double-buffered by call parity: one
 // receive region per (peer, parity) and one send region per parity, on two
-// slots. What comm/staged_allreduce.h and comm/pair_exchange.h send over:
+// slots. What comm/region_p2p.h and comm/pair_exchange.h send over:
 // a message then goes straight into the peer's memory in one hop.
 #pragma once
 

@@ -57,10 +57,52 @@ class DeviceOps {
                            uint16_t *dst) = 0;
   virtual void wire_decode(const uint16_t *src, size_t n, hb_dtype dtype,
                            float *dst) = 0;
+  // The step plan's kernels (see device_plan.h): the plugin's emb_dedup
+  // (unique and inverse may be NULL), emb_first_occurrence,
+  // emb_partition_bounded (num_ids: device count or NULL), emb_send_slots,
+  // emb_find_out_of_range and emb_local_rows.
+  virtual void dedup(const int64_t *ids, size_t n, int64_t *unique,
+                     int64_t *inverse, int64_t *num_unique, int64_t *order,
+                     int64_t *seg) = 0;
+  virtual void first_occurrence(const int64_t *ids, size_t n,
+                                const int64_t *inverse, const int64_t *order,
+                                const int64_t *seg, int64_t *unique,
+                                int64_t *first_inverse) = 0;
+  virtual void partition(const int64_t *ids, size_t n, const int64_t *num_ids,
+                         int32_t world, int32_t mode, int64_t rows_per_shard,
+                         int32_t *owner, int64_t *counts, int64_t *order) = 0;
+  virtual void send_slots(const int64_t *unique, const int64_t *order,
+                          const int64_t *num_unique, const int64_t *inverse,
+                          size_t n, int64_t *send_ids, int64_t *slots) = 0;
+  virtual void find_out_of_range(const int64_t *ids, size_t n, int64_t num_rows,
+                                 int64_t *first_bad) = 0;
+  virtual void local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
+                          int32_t world, int32_t mode, int64_t rows_per_shard,
+                          int64_t *rows) = 0;
   // Collective over the table's ranks, device buffers packed in rank order
   // (bytes per peer, host arrays), ordered on the stream.
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
                          void *recv, const int64_t *recv_bytes) = 0;
+};
+
+// A device buffer that grows (doubling) on demand; growing waits for the
+// work that may still use the old memory.
+class DeviceBuf {
+ public:
+  template <class T>
+  T *ensure(DeviceOps &ops, size_t count) {
+    return static_cast<T *>(grow(ops, count * sizeof(T)));
+  }
+  template <class T>
+  T *get() const {
+    return static_cast<T *>(p_);
+  }
+  void release(DeviceOps &ops);
+
+ private:
+  void *grow(DeviceOps &ops, size_t bytes);
+  void *p_ = nullptr;
+  size_t bytes_ = 0;
 };
 
 // The CUDA plugin + NCCL implementation on the context's GPU state. Throws

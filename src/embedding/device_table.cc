@@ -30,6 +30,7 @@ DeviceTable::DeviceTable(
     Table &host, const std::function<std::unique_ptr<DeviceOps>()> &make_ops)
     : host_(host),
       plan_(host.spec(), host.exchange().rank(), host.exchange().world()),
+      dplan_(host.spec(), host.exchange().world()),
       opt_(optimizer_of(host.spec())),
       dim_(host.spec().dim),
       words_(host.shard().record_words()),
@@ -69,41 +70,23 @@ void DeviceTable::release() {
   if (records_) ops_->free(records_);
   records_ = nullptr;
   capacity_ = 0;
-  for (Buf *b : {&send_ids_, &recv_ids_, &rows_, &map_, &order_, &seg_, &count_,
-                 &fa_, &fb_, &fc_, &wsend_, &wrecv_}) {
-    if (b->p) ops_->free(b->p);
-    *b = Buf();
-  }
+  dplan_.release(*ops_);
+  for (DeviceBuf *b :
+       {&recv_ids_, &rows_, &count_, &fa_, &fb_, &fc_, &wsend_, &wrecv_})
+    b->release(*ops_);
 }
 
 template <class T>
-T *DeviceTable::ensure(Buf &b, size_t count) {
-  size_t need = std::max<size_t>(count * sizeof(T), 64);
-  if (need > b.bytes) {
-    size_t bytes = std::max(need, b.bytes * 2);
-    if (b.p) {
-      ops_->sync();  // earlier work may still use it
-      ops_->free(b.p);
-      b.p = nullptr;
-      b.bytes = 0;
-    }
-    b.p = ops_->alloc(bytes);
-    b.bytes = bytes;
-  }
-  return static_cast<T *>(b.p);
-}
-
-template <class T>
-T *DeviceTable::upload_vec(Buf &b, const std::vector<T> &v) {
-  T *d = ensure<T>(b, v.size());
+T *DeviceTable::upload_vec(DeviceBuf &b, const std::vector<T> &v) {
+  T *d = b.ensure<T>(*ops_, v.size());
   if (!v.empty()) ops_->copy(d, v.data(), v.size() * sizeof(T));
   return d;
 }
 
-std::vector<int64_t> DeviceTable::bytes_of(const std::vector<int64_t> &counts,
+std::vector<int64_t> DeviceTable::bytes_of(const int64_t *counts,
                                            size_t unit) const {
-  std::vector<int64_t> b(counts.size());
-  for (size_t p = 0; p < counts.size(); ++p)
+  std::vector<int64_t> b(static_cast<size_t>(host_.exchange().world()));
+  for (size_t p = 0; p < b.size(); ++p)
     b[p] = counts[p] * static_cast<int64_t>(unit);
   return b;
 }
@@ -150,9 +133,9 @@ void DeviceTable::download() {
   ops_->sync();
 }
 
-const int64_t *DeviceTable::download_ids(const int64_t *ids, size_t n,
-                                         const void *data, const char *what) {
-  if (n == 0 || !ids || !data) return ids;  // prepare() names the NULL
+void DeviceTable::check_device(const int64_t *ids, size_t n, const void *data,
+                               const char *what) {
+  if (n == 0 || !ids || !data) return;  // check_args names the NULL
   const char *data_name =
       std::string(what) == "hb_embedding_lookup" ? "out" : "grads";
   const Spec &s = host_.spec();
@@ -161,23 +144,15 @@ const int64_t *DeviceTable::download_ids(const int64_t *ids, size_t n,
                "table (device %d); %s is host memory",
                what, s.name.c_str(), data_name, s.device,
                ops_->is_device(ids) ? data_name : "ids");
-  h_ids_.resize(n);
-  ops_->copy(h_ids_.data(), ids, n * sizeof(int64_t));
-  ops_->sync();
-  return h_ids_.data();
 }
 
 void DeviceTable::route_ids() {
-  const std::vector<int64_t> &sc = plan_.send_counts(),
-                             &rc = plan_.recv_counts();
-  int64_t *d_send = upload_vec(send_ids_, plan_.send_ids());
+  const int64_t *sc = plan_.send_counts().data(),
+                *rc = plan_.recv_counts().data();
   size_t nrecv = static_cast<size_t>(plan_.recv_total());
-  int64_t *d_recv = ensure<int64_t>(recv_ids_, nrecv);
-  ops_->alltoallv(d_send, bytes_of(sc, 8).data(), d_recv,
+  int64_t *d_recv = recv_ids_.ensure<int64_t>(*ops_, nrecv);
+  ops_->alltoallv(dplan_.send_ids(), bytes_of(sc, 8).data(), d_recv,
                   bytes_of(rc, 8).data());
-  h_recv_ids_.resize(nrecv);
-  if (nrecv) ops_->copy(h_recv_ids_.data(), d_recv, nrecv * sizeof(int64_t));
-  ops_->sync();
 }
 
 void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
@@ -186,10 +161,17 @@ void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
   o.sig = host_.call(sum_locally ? kCallApply : kCallLookup);
   try {
     ops_->make_current();
-    plan_.prepare(download_ids(ids, n, data, what), n, data, what);
-    if (sum_locally)  // partial sums in send order: positions by send slot
-      group_by_slot(plan_.local().inverse().data(), n, plan_.pos().data(),
-                    plan_.send_ids().size(), &h_order_, &h_seg_);
+    plan_.check_args(ids, n, data, what);
+    check_device(ids, n, data, what);
+    int64_t bad = dplan_.plan(*ops_, ids, n);
+    if (bad >= 0) {  // the first bad id in batch order, as the host plan
+      int64_t id = 0;
+      ops_->copy(&id, ids + bad, sizeof id);
+      ops_->sync();
+      plan_.reject_id(id, what);
+    }
+    plan_.set_send_counts(dplan_.send_counts());
+    if (sum_locally) dplan_.group_by_slot(*ops_);
   } catch (...) {
     o.capture();
   }
@@ -197,13 +179,13 @@ void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
   route_ids();
 }
 
-float *DeviceTable::exchange_rows(const float *send,
-                                  const std::vector<int64_t> &scount, Buf &into,
-                                  const std::vector<int64_t> &rcount) {
+float *DeviceTable::exchange_rows(const float *send, const int64_t *scount,
+                                  DeviceBuf &into, const int64_t *rcount) {
+  const int world = host_.exchange().world();
   size_t ns = 0, nr = 0;
-  for (int64_t c : scount) ns += static_cast<size_t>(c);
-  for (int64_t c : rcount) nr += static_cast<size_t>(c);
-  float *recv = ensure<float>(into, nr * dim_);
+  for (int p = 0; p < world; ++p) ns += static_cast<size_t>(scount[p]);
+  for (int p = 0; p < world; ++p) nr += static_cast<size_t>(rcount[p]);
+  float *recv = into.ensure<float>(*ops_, nr * dim_);
   if (wire_ == HB_FLOAT32) {
     const size_t row = static_cast<size_t>(dim_) * sizeof(float);
     ops_->alltoallv(send, bytes_of(scount, row).data(), recv,
@@ -211,8 +193,8 @@ float *DeviceTable::exchange_rows(const float *send,
     return recv;
   }
   const size_t row = static_cast<size_t>(dim_) * sizeof(uint16_t);
-  uint16_t *ws = ensure<uint16_t>(wsend_, ns * dim_);
-  uint16_t *wr = ensure<uint16_t>(wrecv_, nr * dim_);
+  uint16_t *ws = wsend_.ensure<uint16_t>(*ops_, ns * dim_);
+  uint16_t *wr = wrecv_.ensure<uint16_t>(*ops_, nr * dim_);
   if (ns) ops_->wire_encode(send, ns * dim_, wire_, ws);
   ops_->alltoallv(ws, bytes_of(scount, row).data(), wr,
                   bytes_of(rcount, row).data());
@@ -220,81 +202,94 @@ float *DeviceTable::exchange_rows(const float *send,
   return recv;
 }
 
-void DeviceTable::sum_segments(const float *src, size_t nseg, float *out) {
-  const int64_t *d_order = upload_vec(order_, h_order_);
-  const int64_t *d_seg = upload_vec(seg_, h_seg_);
-  const int64_t *d_count =
-      upload_vec(count_, std::vector<int64_t>{static_cast<int64_t>(nseg)});
-  ops_->segment_sum(src, dim_, d_order, d_seg, d_count, nseg, out);
-}
-
-void DeviceTable::map_rows(const int64_t *ids, size_t n) {
+const int64_t *DeviceTable::rows_of(const int64_t *ids, size_t n,
+                                    const int64_t *count) {
+  int64_t *d_rows = rows_.ensure<int64_t>(*ops_, n);
+  if (!host_.spec().dynamic()) {
+    dplan_.local_rows(*ops_, ids, n, count, d_rows);
+    return d_rows;
+  }
+  // The IdMap is on the host: the (deduplicated) ids go there to be mapped.
+  int64_t k = static_cast<int64_t>(n);
+  if (count) {
+    ops_->copy(&k, count, sizeof k);
+    ops_->sync();
+    k = std::min<int64_t>(k, static_cast<int64_t>(n));
+  }
+  h_ids_.resize(static_cast<size_t>(k));
+  if (k) ops_->copy(h_ids_.data(), ids, static_cast<size_t>(k) * 8);
+  ops_->sync();
   Shard &sh = host_.shard();
   int64_t before = sh.rows();
-  h_rows_.resize(n);
-  for (size_t j = 0; j < n; ++j) h_rows_[j] = sh.index(ids[j]);
+  h_rows_.resize(h_ids_.size());
+  for (size_t j = 0; j < h_ids_.size(); ++j) h_rows_[j] = sh.index(h_ids_[j]);
   int64_t after = sh.rows();
-  if (after > before) {  // dynamic rows created on first touch
+  if (after > before) {  // rows created on first touch
     ensure_records(after);
     copy_records(before, after, true);
   }
+  return upload_vec(rows_, h_rows_);
 }
 
 void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {
   start_step(ids, n, out, "hb_embedding_lookup", false);
 
   // Owner: the rows of every received id, in received order.
-  const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
-  map_rows(h_recv_ids_.data(), nrecv);
-  int64_t *d_rows = upload_vec(rows_, h_rows_);
-  float *d_found = ensure<float>(fa_, nrecv * dim_);
+  const size_t nrecv = static_cast<size_t>(plan_.recv_total()),
+               nsend = dplan_.send_total();
+  const int64_t *d_rows = rows_of(recv_ids_.get<int64_t>(), nrecv, nullptr);
+  float *d_found = fa_.ensure<float>(*ops_, nrecv * dim_);
   if (nrecv)
     ops_->gather(records_, capacity_, words_, dim_, d_rows, nrecv, d_found);
   // Back to the requesters, in the order they sent the ids.
-  float *d_back =
-      exchange_rows(d_found, plan_.recv_counts(), fb_, plan_.send_counts());
-  // out[i] = the row of the send position of ids[i].
-  const std::vector<uint32_t> &inv = plan_.local().inverse();
-  const std::vector<uint32_t> &pos = plan_.pos();
-  h_map_.resize(n);
-  for (size_t i = 0; i < n; ++i) h_map_[i] = pos[inv[i]];
-  int64_t *d_map = upload_vec(map_, h_map_);
+  float *d_back = exchange_rows(d_found, plan_.recv_counts().data(), fb_,
+                                plan_.send_counts().data());
+  // out[i] = the row of the send slot of ids[i].
   if (n)
-    ops_->gather(d_back, static_cast<int64_t>(nsend), dim_, dim_, d_map, n,
-                 out);
+    ops_->gather(d_back, static_cast<int64_t>(nsend), dim_, dim_,
+                 dplan_.slots(), n, out);
 }
 
 void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
                                   const float *grads) {
   start_step(ids, n, grads, "hb_embedding_apply_gradients", true);
 
-  const size_t nrecv = h_recv_ids_.size(), nsend = plan_.send_ids().size();
-  float *d_partial = ensure<float>(fa_, nsend * dim_);
-  if (nsend) sum_segments(grads, nsend, d_partial);
-  float *d_recv =
-      exchange_rows(d_partial, plan_.send_counts(), fb_, plan_.recv_counts());
+  const size_t nrecv = static_cast<size_t>(plan_.recv_total()),
+               nsend = dplan_.send_total();
+  float *d_partial = fa_.ensure<float>(*ops_, nsend * dim_);
+  if (nsend) {  // partial sums in send order, duplicates in batch order
+    const DeviceGrouping &g = dplan_.slot_groups();
+    ops_->segment_sum(grads, dim_, g.order.get<int64_t>(), g.seg.get<int64_t>(),
+                      g.count.get<int64_t>(), nsend, d_partial);
+  }
+  float *d_recv = exchange_rows(d_partial, plan_.send_counts().data(), fb_,
+                                plan_.recv_counts().data());
   if (nrecv == 0) return;
 
   // Owner: sum the ranks' partial sums of each id in rank order (received
   // data is packed by source rank), then one optimizer step per id.
+  const int64_t *recv_ids = recv_ids_.get<int64_t>();
   const float *d_grads = d_recv;
-  size_t nrows = nrecv;
-  int64_t nu = plan_.owner_dedup(h_recv_ids_.data(), nrecv);
-  if (nu < 0) {
-    map_rows(h_recv_ids_.data(), nrecv);
+  const int64_t *d_rows, *d_count;
+  if (plan_.sources() <= 1) {  // already unique
+    d_rows = rows_of(recv_ids, nrecv, nullptr);
+    int64_t *c = count_.ensure<int64_t>(*ops_, 1);
+    const int64_t k = static_cast<int64_t>(nrecv);
+    ops_->copy(c, &k, sizeof k);
+    d_count = c;
   } else {
-    nrows = static_cast<size_t>(nu);
-    group_by_slot(plan_.owner().inverse().data(), nrecv, nullptr, nrows,
-                  &h_order_, &h_seg_);
-    float *d_sum = ensure<float>(fc_, nrows * dim_);
-    sum_segments(d_recv, nrows, d_sum);
+    dplan_.owner_dedup(*ops_, recv_ids, nrecv);
+    const DeviceDedup &u = dplan_.owner();
+    const DeviceGrouping &g = dplan_.owner_groups();
+    float *d_sum = fc_.ensure<float>(*ops_, nrecv * dim_);
+    ops_->segment_sum(d_recv, dim_, g.order.get<int64_t>(),
+                      g.seg.get<int64_t>(), g.count.get<int64_t>(), nrecv,
+                      d_sum);
     d_grads = d_sum;
-    map_rows(plan_.owner().unique().data(), nrows);
+    d_count = u.count.get<int64_t>();
+    d_rows = rows_of(u.unique.get<int64_t>(), nrecv, d_count);
   }
-  int64_t *d_rows = upload_vec(rows_, h_rows_);
-  const int64_t *d_nrows =
-      upload_vec(count_, std::vector<int64_t>{static_cast<int64_t>(nrows)});
-  ops_->apply(opt_, records_, words_, capacity_, dim_, d_rows, d_nrows, nrows,
+  ops_->apply(opt_, records_, words_, capacity_, dim_, d_rows, d_count, nrecv,
               d_grads);
 }
 

@@ -1,18 +1,20 @@
 // A sharded table whose row records live in a CUDA device's memory. The
 // step is the host table's (table.h), run over DeviceOps:
 //
-// - the caller's ids (device) are copied to the host and planned there with
-//   the host table's StepPlan (dedup in first-occurrence order, check,
-//   bucket by owner); headers {status, bad id, count} go over the host
-//   Exchange, so a bad id fails the step on every rank without a hang;
+// - the caller's ids (device) are planned on the device (device_plan.h:
+//   the host StepPlan's dedup order, check and owner buckets, entry for
+//   entry); only the per-peer counts reach the host, and headers {status,
+//   bad id, count} go over the host Exchange (StepPlan::agree_counts), so a
+//   bad id fails the step on every rank without a hang;
 // - ids, rows and gradients travel between devices (ops.alltoallv: NCCL);
-// - the owner maps the ids it received to record indices on the host (the
-//   host Shard's index: dense for static tables, the IdMap for dynamic
-//   ones, whose new rows are initialized on the host and uploaded), then
-//   gathers rows / sums gradients / applies the optimizer on the device;
+// - the owner dedups what it received on the device too; a static table
+//   maps ids to its dense rows on the device (emb_local_rows); a dynamic
+//   table's IdMap lives on the host, so the owner copies the ids it
+//   received (after its dedup) to the host to map them, initializes new
+//   rows there and uploads them;
 // - local duplicates are summed in batch order and the owner sums partial
-//   sums in rank order (emb_segment_sum over the segments StepPlan's order
-//   defines), so results are bit-equal to the host table's.
+//   sums in rank order (emb_segment_sum over the plan's groupings), so
+//   results are bit-equal to the host table's.
 //
 // The host Table keeps the config agreement, the id -> record index map and
 // a host copy of the records that is current only after download() (used
@@ -27,6 +29,7 @@
 #include <vector>
 
 #include "embedding/device_ops.h"
+#include "embedding/device_plan.h"
 #include "embedding/plan.h"
 #include "embedding/table.h"
 
@@ -57,47 +60,39 @@ class DeviceTable {
   DeviceOps &ops() { return *ops_; }
 
  private:
-  struct Buf {
-    void *p = nullptr;
-    size_t bytes = 0;
-  };
   template <class T>
-  T *ensure(Buf &b, size_t count);
-  template <class T>
-  T *upload_vec(Buf &b, const std::vector<T> &v);
-  const int64_t *download_ids(const int64_t *ids, size_t n, const void *data,
-                              const char *what);
-  // The host half of a step and the id exchange (sum_locally: also the
-  // segments of the local gradient sums, in h_order_ / h_seg_).
+  T *upload_vec(DeviceBuf &b, const std::vector<T> &v);
+  void check_device(const int64_t *ids, size_t n, const void *data,
+                    const char *what);
+  // The sender's plan and the id exchange (sum_locally: also the groups of
+  // the local gradient sums).
   void start_step(const int64_t *ids, size_t n, const void *data,
                   const char *what, bool sum_locally);
   void route_ids();
   // Sends rows (float32, counts per peer) in the wire dtype; returns the
   // received rows as float32 in `into`.
-  float *exchange_rows(const float *send, const std::vector<int64_t> &scount,
-                       Buf &into, const std::vector<int64_t> &rcount);
-  // out[u] = sum of the src rows of segment u of h_order_ / h_seg_.
-  void sum_segments(const float *src, size_t nseg, float *out);
-  // Record index of each id (creating dynamic rows on the device too).
-  void map_rows(const int64_t *ids, size_t n);
+  float *exchange_rows(const float *send, const int64_t *scount,
+                       DeviceBuf &into, const int64_t *rcount);
+  // Record indices of ids[0..min(*count, n)) (count: device, NULL for n),
+  // creating a dynamic table's new rows on the device too.
+  const int64_t *rows_of(const int64_t *ids, size_t n, const int64_t *count);
   void ensure_records(int64_t rows);
   void release();  // waits (bounded) and frees every device buffer
   void copy_records(int64_t from, int64_t to, bool to_device);
-  std::vector<int64_t> bytes_of(const std::vector<int64_t> &counts,
-                                size_t unit) const;
+  std::vector<int64_t> bytes_of(const int64_t *counts, size_t unit) const;
 
   Table &host_;
   std::unique_ptr<DeviceOps> ops_;
-  StepPlan plan_;
+  StepPlan plan_;  // the counts and their agreement
+  DevicePlan dplan_;
   hb_cuda_optimizer opt_;
   const int64_t dim_, words_;
   const hb_dtype wire_;
   float *records_ = nullptr;
   int64_t capacity_ = 0;  // records allocated on the device
 
-  Buf send_ids_, recv_ids_, rows_, map_, order_, seg_, count_, fa_, fb_, fc_,
-      wsend_, wrecv_;
-  std::vector<int64_t> h_ids_, h_recv_ids_, h_rows_, h_map_, h_order_, h_seg_;
+  DeviceBuf recv_ids_, rows_, count_, fa_, fb_, fc_, wsend_, wrecv_;
+  std::vector<int64_t> h_ids_, h_rows_;  // dynamic tables' owner mapping
 };
 
 }  // namespace emb

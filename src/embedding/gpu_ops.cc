@@ -72,6 +72,41 @@ class GpuOps : public DeviceOps {
     gpu::plugin_call("emb_wire_decode", p_.emb_wire_decode, src, n,
                      static_cast<int32_t>(dtype), dst, st_.stream());
   }
+  void dedup(const int64_t *ids, size_t n, int64_t *unique, int64_t *inverse,
+             int64_t *num_unique, int64_t *order, int64_t *seg) override {
+    gpu::plugin_call("emb_dedup", p_.emb_dedup, ids, n, unique, inverse,
+                     num_unique, order, seg, st_.stream());
+  }
+  void first_occurrence(const int64_t *ids, size_t n, const int64_t *inverse,
+                        const int64_t *order, const int64_t *seg,
+                        int64_t *unique, int64_t *first_inverse) override {
+    gpu::plugin_call("emb_first_occurrence", p_.emb_first_occurrence, ids, n,
+                     inverse, order, seg, unique, first_inverse, st_.stream());
+  }
+  void partition(const int64_t *ids, size_t n, const int64_t *num_ids,
+                 int32_t world, int32_t mode, int64_t rows_per_shard,
+                 int32_t *owner, int64_t *counts, int64_t *order) override {
+    gpu::plugin_call("emb_partition_bounded", p_.emb_partition_bounded, ids, n,
+                     num_ids, world, mode, rows_per_shard, owner, counts, order,
+                     st_.stream());
+  }
+  void send_slots(const int64_t *unique, const int64_t *order,
+                  const int64_t *num_unique, const int64_t *inverse, size_t n,
+                  int64_t *send_ids, int64_t *slots) override {
+    gpu::plugin_call("emb_send_slots", p_.emb_send_slots, unique, order,
+                     num_unique, inverse, n, send_ids, slots, st_.stream());
+  }
+  void find_out_of_range(const int64_t *ids, size_t n, int64_t num_rows,
+                         int64_t *first_bad) override {
+    gpu::plugin_call("emb_find_out_of_range", p_.emb_find_out_of_range, ids, n,
+                     num_rows, first_bad, st_.stream());
+  }
+  void local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
+                  int32_t world, int32_t mode, int64_t rows_per_shard,
+                  int64_t *rows) override {
+    gpu::plugin_call("emb_local_rows", p_.emb_local_rows, ids, n, num_ids,
+                     world, mode, rows_per_shard, rows, st_.stream());
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     comm::alltoallv(ctx_, comm::Memory::kCuda, send, send_bytes, nullptr, recv,
@@ -96,6 +131,12 @@ std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
   HB_GPU_REQUIRE_MEMBER(&p, emb_gather);
   HB_GPU_REQUIRE_MEMBER(&p, emb_segment_sum);
   HB_GPU_REQUIRE_MEMBER(&p, emb_apply);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_dedup);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_first_occurrence);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_partition_bounded);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_send_slots);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_find_out_of_range);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_local_rows);
   if (wire != HB_FLOAT32) {
     HB_GPU_REQUIRE_MEMBER(&p, emb_wire_encode);
     HB_GPU_REQUIRE_MEMBER(&p, emb_wire_decode);

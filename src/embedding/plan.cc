@@ -10,8 +10,8 @@ namespace emb {
 StepPlan::StepPlan(const Spec &spec, int rank, int world)
     : spec_(spec), part_(spec, world), rank_(rank), world_(world) {}
 
-void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
-                       const char *what) {
+void StepPlan::check_args(const int64_t *ids, size_t n, const void *data,
+                          const char *what) {
   bad_id_.reset();
   send_counts_.assign(world_, 0);
   send_ids_.clear();
@@ -22,16 +22,26 @@ void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
                std::strcmp(what, "hb_embedding_lookup") ? "grads" : "out", n);
   HB_CHECK_ARG(n < IdMap::kEmpty, "%s('%s'): n = %zu too large", what,
                spec_.name.c_str(), n);
+}
+
+void StepPlan::reject_id(int64_t id, const char *what) {
+  bad_id_ = id;
+  fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): id %lld outside [0, %lld)", what,
+       spec_.name.c_str(), (long long)id, (long long)spec_.num_rows);
+}
+
+void StepPlan::set_send_counts(const int64_t *counts) {
+  send_counts_.assign(counts, counts + world_);
+}
+
+void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
+                       const char *what) {
+  check_args(ids, n, data, what);
   dedup_.run(ids, n);
   const std::vector<int64_t> &u = dedup_.unique();
   if (!spec_.dynamic()) {
     for (int64_t id : u)
-      if (id < 0 || id >= spec_.num_rows) {
-        bad_id_ = id;
-        fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): id %lld outside [0, %lld)",
-             what, spec_.name.c_str(), (long long)id,
-             (long long)spec_.num_rows);
-      }
+      if (id < 0 || id >= spec_.num_rows) reject_id(id, what);
   }
   pos_.resize(u.size());
   send_ids_.resize(u.size());
@@ -75,10 +85,14 @@ uint64_t StepPlan::remote_sent() const {
   return n;
 }
 
-int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
+int StepPlan::sources() const {
   int sources = 0;
   for (int64_t c : recv_counts_) sources += c > 0;
-  if (sources <= 1) return -1;
+  return sources;
+}
+
+int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
+  if (sources() <= 1) return -1;
   owner_dedup_.run(recv_ids, nrecv);
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }

@@ -34,6 +34,14 @@ class StepPlan {
   // bad id, which agree_counts() then reports to the other ranks.
   void prepare(const int64_t *ids, size_t n, const void *data,
                const char *what);
+  // The parts of prepare() a device table uses, which plans on the device
+  // (device_plan.h): check_args (first; resets the plan), then reject_id
+  // (throws as prepare() does on a bad id) or set_send_counts (world
+  // counts). send_ids() and pos() stay empty then.
+  void check_args(const int64_t *ids, size_t n, const void *data,
+                  const char *what);
+  [[noreturn]] void reject_id(int64_t id, const char *what);
+  void set_send_counts(const int64_t *counts);
   // Header exchange after prepare (o: this rank's outcome so far); fills
   // recv_counts(). Throws when any rank failed.
   void agree_counts(Exchange &x, Outcome &o, const char *what);
@@ -49,6 +57,7 @@ class StepPlan {
   const std::vector<int64_t> &send_counts() const { return send_counts_; }
   const std::vector<int64_t> &recv_counts() const { return recv_counts_; }
   int64_t recv_total() const;
+  int sources() const;  // ranks that sent this rank ids
   // A collection agrees on the counts of all its tables in one header
   // (collection.cc) and hands each plan its share.
   void set_recv_counts(std::vector<int64_t> counts) {

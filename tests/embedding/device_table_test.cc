@@ -210,6 +210,44 @@ INSTANTIATE_TEST_SUITE_P(
                        ::testing::Values(HB_FLOAT32, HB_FLOAT16, HB_BFLOAT16)),
     case_name);
 
+// A static table's step copies no ids to the host: per lookup or update,
+// the device-to-host traffic is the plan's per-peer counts and first-bad
+// position, (world + 1) int64.
+TEST(DevicePlanOnDevice, StaticTablesCopyOnlyCountsToTheHost) {
+  for (int partition : {HB_PARTITION_MOD, HB_PARTITION_DIV}) {
+    const int world = 3;
+    hb_embedding_config c = config(HB_OPT_ADAGRAD, 97, partition);
+    c.device = 0;
+    const hb::emb::Spec spec = hb::emb::spec_from_config(&c);
+    hbtest::Plan plan = hbtest::make_plan(77 + partition, world, 5, c);
+    ThreadWorld hw(world), dw(world);
+    std::vector<std::vector<size_t>> per_call(world);
+    ThreadWorld::run(world, [&](int r) {
+      DevRig g(spec, hw, dw, r);
+      for (const auto &step : plan) {
+        const Batch &b = step[r];
+        const size_t n = b.ids.size();
+        DevBuf ids(*g.ops, n * 8), out(*g.ops, n * c.dim * 4),
+            grads(*g.ops, n * c.dim * 4);
+        int64_t *d_ids = n ? ids.put(b.ids) : nullptr;
+        const float *d_grads = n ? grads.put(b.grads) : nullptr;
+        size_t before = g.ops->d2h_bytes();
+        g.dt->lookup(d_ids, n, n ? static_cast<float *>(out.p) : nullptr);
+        g.ops->sync();
+        per_call[r].push_back(g.ops->d2h_bytes() - before);
+        before = g.ops->d2h_bytes();
+        g.dt->apply_gradients(d_ids, n, d_grads);
+        g.ops->sync();
+        per_call[r].push_back(g.ops->d2h_bytes() - before);
+      }
+    });
+    for (int r = 0; r < world; ++r)
+      EXPECT_EQ(per_call[r],
+                std::vector<size_t>(2 * plan.size(), (world + 1) * 8))
+          << "rank " << r << " partition " << partition;
+  }
+}
+
 // Runs fn(rank, rig) on 3 ranks and returns each rank's status and message.
 std::vector<std::pair<hb_status, std::string>> on_three(
     const hb_embedding_config &c,

@@ -11,7 +11,11 @@
 //   where the real stream would need it; host sources are read at enqueue
 //   time (cudaMemcpyAsync from pageable memory);
 // - kernels: host loops written from cuda/plugin_api.h (gather, segment sum
-//   in input order, optimizer steps with src/embedding/optimizer_math.h);
+//   in input order, optimizer steps with src/embedding/optimizer_math.h,
+//   the plan's sort-based dedup, first-occurrence order, bounded stable
+//   partition, send slots, range check and dense rows); counts the kernels
+//   read on the device are read when the operation runs, not when it is
+//   enqueued;
 // - alltoallv: over the in-process thread exchange.
 #pragma once
 
@@ -27,8 +31,8 @@
 
 #include "embedding/device_ops.h"
 #include "embedding/exchange.h"
-#include "embedding/wire.h"
 #include "embedding/optimizer_math.h"
+#include "embedding/wire.h"
 
 namespace hbtest {
 
@@ -45,6 +49,8 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   bool is_device(const void *p) override { return block_of(p, 0) != nullptr; }
   size_t live_blocks() const { return blocks_.size(); }
   size_t ops_run() const { return ops_run_; }
+  // Bytes copied from device to host memory so far.
+  size_t d2h_bytes() const { return d2h_bytes_; }
 
   void *alloc(size_t bytes) override {
     if (bytes == 0) die("alloc(0)");
@@ -65,6 +71,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     bool dd = is_device(dst), sd = is_device(src);
     if (dd) dev(dst, bytes, "copy dst");
     if (sd) dev(src, bytes, "copy src");
+    if (sd && !dd) d2h_bytes_ += bytes;
     if (!sd) {  // read now, write in stream order
       auto snap = std::make_shared<std::vector<unsigned char>>(
           static_cast<const unsigned char *>(src),
@@ -166,6 +173,146 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     dev(dst, n * 4, "wire_decode dst");
     enqueue([=] { hb::emb::wire_decode(src, n, dtype, dst); });
   }
+  void dedup(const int64_t *ids, size_t n, int64_t *unique, int64_t *inverse,
+             int64_t *num_unique, int64_t *order, int64_t *seg) override {
+    if (n) dev(ids, n * 8, "dedup ids");
+    dev(num_unique, 8, "dedup num_unique");
+    if (unique && n) dev(unique, n * 8, "dedup unique");
+    if (inverse && n) dev(inverse, n * 8, "dedup inverse");
+    if (order && n) dev(order, n * 8, "dedup order");
+    if (seg) dev(seg, (n + 1) * 8, "dedup seg");
+    enqueue([=] {
+      std::vector<int64_t> pos(n);
+      for (size_t i = 0; i < n; ++i) pos[i] = static_cast<int64_t>(i);
+      std::stable_sort(pos.begin(), pos.end(),
+                       [&](int64_t a, int64_t b) { return ids[a] < ids[b]; });
+      int64_t u = -1;
+      for (size_t j = 0; j < n; ++j) {
+        if (j == 0 || ids[pos[j]] != ids[pos[j - 1]]) {
+          ++u;
+          if (unique) unique[u] = ids[pos[j]];
+          if (seg) seg[u] = static_cast<int64_t>(j);
+        }
+        if (inverse) inverse[pos[j]] = u;
+        if (order) order[j] = pos[j];
+      }
+      *num_unique = u + 1;
+      if (seg) seg[u + 1] = static_cast<int64_t>(n);
+    });
+  }
+  void first_occurrence(const int64_t *ids, size_t n, const int64_t *inverse,
+                        const int64_t *order, const int64_t *seg,
+                        int64_t *unique, int64_t *first_inverse) override {
+    if (n == 0) return;
+    for (const void *p :
+         {(const void *)ids, (const void *)inverse, (const void *)order,
+          (const void *)unique, (const void *)first_inverse})
+      dev(p, n * 8, "first_occurrence buffer");
+    dev(seg, 8, "first_occurrence seg");
+    enqueue([=] {
+      // The contract, not the kernel's algorithm: number the sorted
+      // segments (inverse) as they are first met in input order.
+      std::vector<int64_t> number(n, -1);
+      int64_t next = 0;
+      for (size_t i = 0; i < n; ++i) {
+        int64_t &k = number.at(static_cast<size_t>(inverse[i]));
+        if (k < 0) {
+          k = next++;
+          unique[k] = ids[i];
+        }
+        first_inverse[i] = k;
+      }
+    });
+  }
+  void partition(const int64_t *ids, size_t n, const int64_t *num_ids,
+                 int32_t world, int32_t mode, int64_t rows_per_shard,
+                 int32_t *owner, int64_t *counts, int64_t *order) override {
+    if (world <= 0 || (mode != HB_CUDA_PARTITION_MOD &&
+                       (mode != HB_CUDA_PARTITION_DIV || rows_per_shard <= 0)))
+      die("partition: world %d mode %d rows_per_shard %lld", world, mode,
+          (long long)rows_per_shard);
+    if (n) dev(ids, n * 8, "partition ids");
+    if (n) dev(owner, n * 4, "partition owner");
+    if (num_ids) dev(num_ids, 8, "partition num_ids");
+    if (counts) dev(counts, world * 8, "partition counts");
+    if (order && n) dev(order, n * 8, "partition order");
+    enqueue([=] {
+      int64_t valid = num_ids ? std::min<int64_t>(*num_ids, n) : n;
+      if (counts) std::fill(counts, counts + world, 0);
+      for (size_t i = 0; i < n; ++i) {
+        int64_t id = ids[i];
+        int32_t o = -1;
+        if (static_cast<int64_t>(i) >= valid)
+          o = -1;
+        else if (mode == HB_CUDA_PARTITION_MOD)
+          o = static_cast<int32_t>(static_cast<uint64_t>(id) %
+                                   static_cast<uint64_t>(world));
+        else if (id >= 0 && id / rows_per_shard < world)
+          o = static_cast<int32_t>(id / rows_per_shard);
+        owner[i] = o;
+        if (counts && o >= 0) ++counts[o];
+      }
+      if (!order) return;
+      std::vector<int64_t> pos(n);
+      for (size_t i = 0; i < n; ++i) pos[i] = static_cast<int64_t>(i);
+      auto key = [&](int64_t i) { return owner[i] < 0 ? world : owner[i]; };
+      std::stable_sort(pos.begin(), pos.end(),
+                       [&](int64_t a, int64_t b) { return key(a) < key(b); });
+      std::copy(pos.begin(), pos.end(), order);
+    });
+  }
+  void send_slots(const int64_t *unique, const int64_t *order,
+                  const int64_t *num_unique, const int64_t *inverse, size_t n,
+                  int64_t *send_ids, int64_t *slots) override {
+    dev(num_unique, 8, "send_slots num_unique");
+    if (n == 0) return;
+    for (const void *p :
+         {(const void *)unique, (const void *)order, (const void *)inverse,
+          (const void *)send_ids, (const void *)slots})
+      dev(p, n * 8, "send_slots buffer");
+    enqueue([=] {
+      const int64_t k = std::min<int64_t>(*num_unique, n);
+      std::vector<int64_t> slot_of(static_cast<size_t>(k), -1);
+      for (int64_t j = 0; j < k; ++j) {
+        if (order[j] < 0 || order[j] >= k)
+          die("send_slots: order[%lld] = %lld", (long long)j,
+              (long long)order[j]);
+        send_ids[j] = unique[order[j]];
+        slot_of[static_cast<size_t>(order[j])] = j;
+      }
+      for (size_t i = 0; i < n; ++i) {
+        if (inverse[i] < 0 || inverse[i] >= k || slot_of[inverse[i]] < 0)
+          die("send_slots: inverse[%zu] = %lld", i, (long long)inverse[i]);
+        slots[i] = slot_of[static_cast<size_t>(inverse[i])];
+      }
+    });
+  }
+  void find_out_of_range(const int64_t *ids, size_t n, int64_t num_rows,
+                         int64_t *first_bad) override {
+    if (n) dev(ids, n * 8, "find_out_of_range ids");
+    dev(first_bad, 8, "find_out_of_range first_bad");
+    enqueue([=] {
+      size_t i = 0;
+      while (i < n && ids[i] >= 0 && ids[i] < num_rows) ++i;
+      *first_bad = static_cast<int64_t>(i);
+    });
+  }
+  void local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
+                  int32_t world, int32_t mode, int64_t rows_per_shard,
+                  int64_t *rows) override {
+    if (world <= 0 || (mode == HB_CUDA_PARTITION_DIV && rows_per_shard <= 0))
+      die("local_rows: world %d mode %d", world, mode);
+    if (n == 0) return;
+    dev(ids, n * 8, "local_rows ids");
+    dev(rows, n * 8, "local_rows rows");
+    if (num_ids) dev(num_ids, 8, "local_rows num_ids");
+    enqueue([=] {
+      int64_t k = num_ids ? std::min<int64_t>(*num_ids, n) : n;
+      for (int64_t i = 0; i < k; ++i)
+        rows[i] = mode == HB_CUDA_PARTITION_DIV ? ids[i] % rows_per_shard
+                                                : ids[i] / world;
+    });
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     int64_t sb = 0, rb = 0;
@@ -212,7 +359,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   std::unique_ptr<hb::emb::Exchange> x_;
   std::map<uintptr_t, Block> blocks_;
   std::vector<std::function<void()>> queue_;
-  size_t ops_run_ = 0;
+  size_t ops_run_ = 0, d2h_bytes_ = 0;
 };
 
 }  // namespace hbtest

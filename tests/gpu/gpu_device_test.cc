@@ -8,12 +8,13 @@
 #include <map>
 #include <numeric>
 #include <random>
+#include <string>
 
 #include "abi/dtype.h"
 #include "context/health.h"
+#include "embedding/optimizer_math.h"
 #include "gpu/context_state.h"
 #include "gpu_test_util.h"
-#include "embedding/optimizer_math.h"
 
 namespace {
 
@@ -146,6 +147,90 @@ TEST_F(GpuKernels, DedupAndSegmentSum) {
     EXPECT_EQ(0, std::memcmp(got.data(), want_sums.data(), got.size() * 4))
         << "bitwise sums";
   }
+}
+
+// The device plan's kernels (src/embedding/device_plan.h) give the host
+// plan (src/embedding/plan.h), written out here: emb_dedup ->
+// emb_first_occurrence -> emb_partition_bounded -> emb_send_slots, plus
+// the range check and the owner's dense rows. (Self-contained: the
+// standalone build of tests/gpu/run_gpu_tests.sh has no embedding code.)
+TEST_F(GpuKernels, PlanKernelsGiveTheHostPlan) {
+  const int64_t num_rows = 1000;
+  for (int32_t world : {1, 3, 4})
+    for (int32_t mode : {HB_CUDA_PARTITION_MOD, HB_CUDA_PARTITION_DIV})
+      for (size_t n : {size_t{0}, size_t{1}, size_t{3000}}) {
+        SCOPED_TRACE("world " + std::to_string(world) + " mode " +
+                     std::to_string(mode) + " n " + std::to_string(n));
+        const int64_t block = (num_rows + world - 1) / world;
+        auto ids = random_ids(n, num_rows, 7 + world + mode);
+        // Host plan: distinct ids in first-occurrence order, a stable
+        // counting sort by owner, the send slot of every position.
+        std::map<int64_t, int64_t> number;
+        std::vector<int64_t> unique, inverse(n);
+        for (size_t i = 0; i < n; ++i) {
+          auto it = number.emplace(ids[i], int64_t(unique.size())).first;
+          if (it->second == int64_t(unique.size())) unique.push_back(ids[i]);
+          inverse[i] = it->second;
+        }
+        const size_t nu = unique.size();
+        auto owner_of = [&](int64_t id) {
+          return mode == HB_CUDA_PARTITION_DIV ? id / block : id % world;
+        };
+        std::vector<int64_t> counts(world, 0), send, pos(nu), slots_want(n),
+            rows_want;
+        for (int32_t p = 0; p < world; ++p)
+          for (size_t u = 0; u < nu; ++u)
+            if (owner_of(unique[u]) == p) {
+              pos[u] = int64_t(send.size());
+              send.push_back(unique[u]);
+              ++counts[p];
+            }
+        for (size_t i = 0; i < n; ++i) slots_want[i] = pos[inverse[i]];
+        for (int64_t id : unique)
+          rows_want.push_back(mode == HB_CUDA_PARTITION_DIV ? id % block
+                                                            : id / world);
+
+        DeviceBuffer dids(ids, s_), inv(n * 8), num(8), order(n * 8),
+            seg((n + 1) * 8), uniq(n * 8), finv(n * 8), owner(n * 4),
+            dcounts(world * 8), porder(n * 8), dsend(n * 8), slots(n * 8),
+            bad(8), rows(n * 8);
+        call("emb_dedup", p_->emb_dedup, dids.get<const int64_t>(), n,
+             static_cast<int64_t *>(nullptr), inv.get<int64_t>(),
+             num.get<int64_t>(), order.get<int64_t>(), seg.get<int64_t>());
+        call("emb_first_occurrence", p_->emb_first_occurrence,
+             dids.get<const int64_t>(), n, inv.get<const int64_t>(),
+             order.get<const int64_t>(), seg.get<const int64_t>(),
+             uniq.get<int64_t>(), finv.get<int64_t>());
+        call("emb_partition_bounded", p_->emb_partition_bounded,
+             uniq.get<const int64_t>(), n, num.get<const int64_t>(), world,
+             mode, block, owner.get<int32_t>(), dcounts.get<int64_t>(),
+             porder.get<int64_t>());
+        call("emb_send_slots", p_->emb_send_slots, uniq.get<const int64_t>(),
+             porder.get<const int64_t>(), num.get<const int64_t>(),
+             finv.get<const int64_t>(), n, dsend.get<int64_t>(),
+             slots.get<int64_t>());
+        call("emb_find_out_of_range", p_->emb_find_out_of_range,
+             dids.get<const int64_t>(), n, num_rows, bad.get<int64_t>());
+        call("emb_local_rows", p_->emb_local_rows, uniq.get<const int64_t>(), n,
+             num.get<const int64_t>(), world, mode, block, rows.get<int64_t>());
+
+        ASSERT_EQ(download<int64_t>(num, 1)[0], int64_t(nu));
+        EXPECT_EQ(download<int64_t>(uniq, nu), unique);
+        EXPECT_EQ(download<int64_t>(finv, n), inverse);
+        EXPECT_EQ(download<int64_t>(dcounts, world), counts);
+        EXPECT_EQ(download<int64_t>(dsend, nu), send);
+        EXPECT_EQ(download<int64_t>(slots, n), slots_want);
+        EXPECT_EQ(download<int64_t>(bad, 1)[0], int64_t(n));
+        EXPECT_EQ(download<int64_t>(rows, nu), rows_want);
+        if (n > 2) {  // the first out-of-range position, in input order
+          ids[n / 2] = num_rows;
+          ids[n - 1] = -1;
+          DeviceBuffer dbad(ids, s_);
+          call("emb_find_out_of_range", p_->emb_find_out_of_range,
+               dbad.get<const int64_t>(), n, num_rows, bad.get<int64_t>());
+          EXPECT_EQ(download<int64_t>(bad, 1)[0], int64_t(n / 2));
+        }
+      }
 }
 
 TEST_F(GpuKernels, GatherRows) {
