@@ -427,7 +427,8 @@ class EmbeddingCollection(nn.Module):
             weights = weights.copy()
             for f in self._none:
                 weights[off[f * b]:off[(f + 1) * b]] = 1.0
-        present = [f for f in self._order if f in set(keys)]
+        have = set(keys)
+        present = [f for f in self._order if f in have]
         return _Batch(coll, values, off, weights, b, present)
 
     def _explain(self, batch):
@@ -485,7 +486,7 @@ class EmbeddingCollection(nn.Module):
         else:
             pooled, unpooled = self._lookup(batch)
         b, off, w = batch.b, batch.offsets, batch.weights
-        out, at = {}, 0
+        out, at, denom = {}, 0, None
         present = set(batch.present)
         for i, f in enumerate(self._order):
             pooling = self._feature_config(f).pooling
@@ -495,13 +496,19 @@ class EmbeddingCollection(nn.Module):
                 if f in present:
                     out[f] = unpooled[at:at + n].view(-1, dim)
                 at += n
-            elif f in present:
+            elif pooling == "sqrtn" or (pooling == "mean" and w is not None):
+                # Pooled by SUM in C; divided here, in one op for every such feature.
+                if denom is None:
+                    denom = torch.ones(pooled.shape)
                 col, dim = self._columns[f]
-                x = pooled[:, col:col + dim]
-                if pooling == "sqrtn" or (pooling == "mean" and w is not None):
-                    x = x / self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b)[:, None]
-                out[f] = x
-        return EmbeddingOutput(out, pooled, self._columns)
+                denom[:, col:col + dim] = self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b)[:, None]
+        if denom is not None:
+            pooled = pooled / denom  # x / 1 is x: the other features keep their bits
+        for f in batch.present:
+            if f in self._columns:
+                col, dim = self._columns[f]
+                out[f] = pooled[:, col:col + dim]
+        return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
     @staticmethod
     def _denominator(pooling, offsets, w, b):

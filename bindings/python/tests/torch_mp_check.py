@@ -5,6 +5,8 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
 
 - Every rank ends with bit-equal dense parameters (hb's rank-order
   allreduce), and every rank reads the same table rows.
+- The module makes one collection lookup and one plan-reusing update per
+  step (4 rounds for the three tables).
 - The result equals plain PyTorch trained on the whole global batch in one
   process (nn.EmbeddingBag / F.embedding with the same initial rows, the
   same optimizers) up to float rounding, at every world size.
@@ -139,6 +141,11 @@ def check_trained(ctx, model):
     rank, world = ctx.rank, ctx.world_size
     initial = rows(model)  # collective lookups: every rank, same order
     opt = train_hb(ctx, model)
+    # One collection exchange per direction for the three tables: a lookup
+    # (3 rounds) and an update reusing its plan (1 round) per step.
+    st = model.sparse.collection_stats()
+    assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
+        (STEPS, STEPS, STEPS, 4 * STEPS), st
     # Bit-equal on every rank: dense parameters, and the rows every rank reads.
     for name, p in model.mlp.state_dict().items():
         every = ctx.allgather(np.ascontiguousarray(p.numpy().ravel()))
