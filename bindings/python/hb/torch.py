@@ -43,7 +43,7 @@ except ImportError as e:
 import hb
 from ._errors import HbError, HbTypeError, HbValueError
 
-__all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "DistributedDataParallel",
+__all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "EmbeddingOutput", "DistributedDataParallel",
            "broadcast_parameters", "allreduce_gradients", "Metric", "data_sync", "all_reduce",
            "save", "load", "POOLINGS"]
 
@@ -359,6 +359,7 @@ class EmbeddingCollection(nn.Module):
         coll = self._colls[False]
         self._columns = {f: (coll.column(i), coll.dim(i)) for i, f in enumerate(self._order)
                          if coll.column(i) >= 0}
+        self._widths = [dim for _, dim in self._columns.values()]  # column order: feature order
 
     def _feature_config(self, feature):
         return self._configs[self._feature_table[feature]]
@@ -504,10 +505,12 @@ class EmbeddingCollection(nn.Module):
                 denom[:, col:col + dim] = self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b)[:, None]
         if denom is not None:
             pooled = pooled / denom  # x / 1 is x: the other features keep their bits
-        for f in batch.present:
-            if f in self._columns:
-                col, dim = self._columns[f]
-                out[f] = pooled[:, col:col + dim]
+        # One split, not a slice per feature: backward then assembles the
+        # pooled gradient with one copy, not a zero-filled (B, pooled_width)
+        # tensor per feature summed up.
+        for f, part in zip(self._columns, pooled.split(self._widths, dim=1)):
+            if f in present:
+                out[f] = part
         return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
     @staticmethod
