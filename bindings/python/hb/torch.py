@@ -4,11 +4,13 @@
   values, lengths or offsets, optional weights), as TorchRec's.
 - :class:`EmbeddingCollection`: an ``nn.Module`` over sharded hb tables
   (:class:`TableConfig`: rows or dynamic, dim, pooling none / sum / mean /
-  sqrtn, initializer, optimizer and its hyperparameters). ``forward`` returns
-  float32 tensors that carry autograd; ``loss.backward()`` hands their
-  gradients to the tables, whose optimizer runs at the owning rank, fused
-  with the exchange (as TorchRec's fused optimizers): the tables take no
-  part in a torch optimizer.
+  sqrtn, initializer, optimizer and its hyperparameters), run by one
+  :class:`hb.Collection`. ``forward`` is one collection lookup for every
+  feature and returns float32 tensors that carry autograd;
+  ``loss.backward()`` is one collection update (reusing the lookup's plan)
+  that hands their gradients to the tables, whose optimizer runs at the
+  owning rank, fused with the exchange (as TorchRec's fused optimizers):
+  the tables take no part in a torch optimizer.
 - :class:`DistributedDataParallel` (and :func:`broadcast_parameters`,
   :func:`allreduce_gradients`): dense data parallelism; after backward the
   gradients are averaged with ``allreduce_many`` (hb's buckets), bit-equal
@@ -21,7 +23,8 @@
 Tensors: CPU tensors are passed to hb without a copy when contiguous and of
 the dtype hb needs (ids int64, rows float32). CUDA tensors are refused with
 an HbError (``ERR_UNSUPPORTED``): hb's GPU tables and NCCL path are reached
-from C, not yet from Python.
+from C, not yet from Python (the binding takes host buffers only, and
+collections take host tables only).
 
 Collectives: every rank runs the same forward/backward sequence. A rank
 that has no data for a step passes an empty batch (see :func:`data_sync`)
