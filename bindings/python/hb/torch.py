@@ -518,8 +518,9 @@ class EmbeddingCollection(nn.Module):
 
     @staticmethod
     def _denominator(pooling, offsets, w, b):
-        """Per bag: n (mean), sqrt(n) (sqrtn), sum(w) (weighted mean) or
-        sqrt(sum(w*w)) (weighted sqrtn), float32; 1 where it is 0."""
+        """Per bag: sqrt(n) (sqrtn), sum(w) (weighted mean) or sqrt(sum(w*w))
+        (weighted sqrtn), float32, the sums in double; 1 where it is 0.
+        (Unweighted mean is the collection's own MEAN.)"""
         lengths = np.diff(offsets)
         if w is None:
             denom = torch.from_numpy(lengths.astype(np.float32)).sqrt()
