@@ -7,6 +7,8 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
   allreduce), and every rank reads the same table rows.
 - The module makes one collection lookup and one plan-reusing update per
   step (4 rounds for the three tables).
+- Ranks that disagree on weights (a "mean" table: two collections) fail
+  together with HB_ERR_MISMATCH.
 - The result equals plain PyTorch trained on the whole global batch in one
   process (nn.EmbeddingBag / F.embedding with the same initial rows, the
   same optimizers) up to float rounding, at every world size.
@@ -197,7 +199,30 @@ def main():
                          **{"dense." + k: v.numpy() for k, v in model.mlp.state_dict().items()},
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
+        check_weights_disagree(ctx, model)
     return 0
+
+
+def check_weights_disagree(ctx, model):
+    """With a "mean" table, weighted and unweighted batches run on two
+    collections: ranks that disagree fail together with a clear error
+    instead of waiting for each other."""
+    if ctx.world_size < 2:
+        return
+    kjt = to_kjt(batch(0, 0, 2))
+    if ctx.rank == 0:
+        n = kjt.values().numel()
+        kjt = ht.KeyedJaggedTensor(kjt.keys(), kjt.values(), offsets=kjt.offsets(), weights=torch.ones(n))
+    try:
+        with torch.no_grad():
+            model.sparse(kjt)
+    except hb.HbError as e:
+        assert e.status == hb.ERR_MISMATCH, e
+    else:
+        raise AssertionError("ranks with and without weights were not refused")
+    ctx.barrier()  # the context still works
+    if ctx.rank == 0:
+        print("torch_mp_check: ranks that disagree on weights fail together (HB_ERR_MISMATCH)")
 
 
 if __name__ == "__main__":
