@@ -678,6 +678,8 @@ def _map_tensors(out, fn):
     if not keys:
         return out
     synced = dict(zip(keys, fn([dict(items)[k] for k in keys])))
+    if isinstance(out, EmbeddingOutput):
+        return EmbeddingOutput(((k, synced.get(k, v)) for k, v in items), out.pooled, out.columns)
     if isinstance(out, dict):
         return type(out)((k, synced.get(k, v)) for k, v in items)
     return type(out)(synced.get(k, v) for k, v in items)

@@ -237,11 +237,15 @@ def test_one_collection_exchange_per_direction(ctx):
         ec(mixed_batch(5, keys, False)[0])
     st = ec.collection_stats()
     assert (st["lookups"], st["updates"], st["rounds"]) == (4, 3, 15), st
-    # The pooled matrix is one tensor; features are its column slices.
-    out = ec(mixed_batch(6, keys, False)[0])
-    for f, (col, dim) in out.columns.items():
-        assert out[f].data_ptr() == out.pooled[:, col:col + dim].data_ptr()
-    assert out.pooled.shape == (3, 3 + 3 + 2 + 4)  # s1, s2 (one table), dyn, q
+    # The pooled matrix is one tensor; features are its column slices (also
+    # through the data-parallel wrapper).
+    for out in (ec(mixed_batch(6, keys, False)[0]),
+                ht.DistributedDataParallel(ec, ctx)(mixed_batch(7, keys, False)[0])):
+        assert isinstance(out, ht.EmbeddingOutput)
+        for f, (col, dim) in out.columns.items():
+            assert out[f].data_ptr() == out.pooled[:, col:col + dim].data_ptr()
+        assert out.pooled.shape == (3, 3 + 3 + 2 + 4)  # s1, s2 (one table), dyn, q
+        sum(v.sum() for v in out.values()).backward()
 
 
 def test_no_grad_forward_does_not_update(ctx):
