@@ -48,6 +48,7 @@ class CtrModel(nn.Module):
                            **adagrad) for name in CAT
         ] + [ht.TableConfig("wide", 1, num_rows=f.vocab * T, initializer="zeros", **adagrad)],
             average_gradients=False)
+        self.dim = f.dim
         n_in = T * f.dim + DENSE
         self.mlp = nn.Sequential(nn.Linear(n_in, f.hidden), nn.ReLU(), nn.Linear(f.hidden, 1))
         # The numpy demo's initial weights (the same as the C++ demo's).
@@ -66,9 +67,12 @@ class CtrModel(nn.Module):
         return ht.KeyedJaggedTensor(CAT + ["wide"], values, lengths=lengths)
 
     def forward(self, ids, dense):
+        # e.pooled: every feature's pooled rows side by side (CAT's, then
+        # the wide one's), one matrix; split once rather than concatenating
+        # 26 features.
         e = self.sparse(self.features(ids))
-        x = torch.cat([e[name] for name in CAT] + [dense], dim=1)
-        return self.mlp(x).squeeze(1) + e["wide"].squeeze(1)  # logits
+        cat, wide = e.pooled.split([T * self.dim, 1], dim=1)
+        return self.mlp(torch.cat([cat, dense], dim=1)).squeeze(1) + wide.squeeze(1)  # logits
 
 
 class Trainer(numpy_demo.Trainer):

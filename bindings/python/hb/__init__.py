@@ -93,8 +93,8 @@ def _array(x, param, dtype=None, writable=False, convert=False):
             raise HbTypeError("%s: cannot convert %s to a numpy array%s: %s"
                               % (param, type(x).__name__,
                                  "" if dtype is None else " of " + str(np.dtype(dtype)), e)) from None
-    want = "" if dtype is None else " of dtype " + str(np.dtype(dtype))
     if not isinstance(x, np.ndarray):
+        want = "" if dtype is None else " of dtype " + str(np.dtype(dtype))
         raise HbTypeError("%s: expected a numpy array, got %s (pass a C-contiguous numpy array%s, "
                           "or convert=True to convert)" % (param, type(x).__name__, want))
     if dtype is not None and x.dtype != np.dtype(dtype):

@@ -4,11 +4,13 @@
   values, lengths or offsets, optional weights), as TorchRec's.
 - :class:`EmbeddingCollection`: an ``nn.Module`` over sharded hb tables
   (:class:`TableConfig`: rows or dynamic, dim, pooling none / sum / mean /
-  sqrtn, initializer, optimizer and its hyperparameters). ``forward`` returns
-  float32 tensors that carry autograd; ``loss.backward()`` hands their
-  gradients to the tables, whose optimizer runs at the owning rank, fused
-  with the exchange (as TorchRec's fused optimizers): the tables take no
-  part in a torch optimizer.
+  sqrtn, initializer, optimizer and its hyperparameters), run by one
+  :class:`hb.Collection`. ``forward`` is one collection lookup for every
+  feature and returns float32 tensors that carry autograd;
+  ``loss.backward()`` is one collection update (reusing the lookup's plan)
+  that hands their gradients to the tables, whose optimizer runs at the
+  owning rank, fused with the exchange (as TorchRec's fused optimizers):
+  the tables take no part in a torch optimizer.
 - :class:`DistributedDataParallel` (and :func:`broadcast_parameters`,
   :func:`allreduce_gradients`): dense data parallelism; after backward the
   gradients are averaged with ``allreduce_many`` (hb's buckets), bit-equal
@@ -21,7 +23,8 @@
 Tensors: CPU tensors are passed to hb without a copy when contiguous and of
 the dtype hb needs (ids int64, rows float32). CUDA tensors are refused with
 an HbError (``ERR_UNSUPPORTED``): hb's GPU tables and NCCL path are reached
-from C, not yet from Python.
+from C, not yet from Python (the binding takes host buffers only, and
+collections take host tables only).
 
 Collectives: every rank runs the same forward/backward sequence. A rank
 that has no data for a step passes an empty batch (see :func:`data_sync`)
@@ -43,7 +46,7 @@ except ImportError as e:
 import hb
 from ._errors import HbError, HbTypeError, HbValueError
 
-__all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "DistributedDataParallel",
+__all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "EmbeddingOutput", "DistributedDataParallel",
            "broadcast_parameters", "allreduce_gradients", "Metric", "data_sync", "all_reduce",
            "save", "load", "POOLINGS"]
 
@@ -248,26 +251,68 @@ class TableConfig:
 
 # ---- The embedding module --------------------------------------------------------------
 
-class _SparseRows(torch.autograd.Function):
-    """Rows of every table as tensors; their gradients go back to the
-    tables in backward (one optimizer step per touched row)."""
+# Pooling in the collection, per TableConfig pooling, for (unweighted,
+# weighted) batches. The collection's MEAN divides by the id count (its
+# gradient is G * (1/n), as nn.EmbeddingBag's); hb.torch's weighted mean
+# divides by the sum of the weights, and sqrtn (no EmbeddingBag mode) keeps
+# hb.torch's own rounding: both pool with SUM in C and divide here.
+_COLLECTION_POOLING = {"none": ("POOLING_NONE", "POOLING_NONE"), "sum": ("POOLING_SUM", "POOLING_SUM"),
+                       "mean": ("POOLING_MEAN", "POOLING_SUM"), "sqrtn": ("POOLING_SUM", "POOLING_SUM")}
+
+
+class _Batch:
+    """One forward's input, flat, in the collection's feature order (numpy
+    views of the KeyedJaggedTensor's storage when its keys are in that order)."""
+
+    __slots__ = ("coll", "values", "offsets", "weights", "b", "present")
+
+    def __init__(self, coll, values, offsets, weights, b, present):
+        self.coll, self.values, self.offsets, self.weights = coll, values, offsets, weights
+        self.b, self.present = b, present
+
+
+class _CollectionRows(torch.autograd.Function):
+    """The pooled matrix and the unpooled rows of one collection lookup;
+    backward hands their gradients to one collection update, which reuses
+    the lookup's plan (one exchange)."""
 
     @staticmethod
-    def forward(fctx, anchor, module, ids):
-        fctx.module, fctx.ids = module, ids
-        return tuple(torch.from_numpy(r) for r in module._lookup_all(ids))
+    def forward(fctx, anchor, module, batch):
+        fctx.module, fctx.batch = module, batch
+        return module._lookup(batch)
 
     @staticmethod
-    def backward(fctx, *grads):
-        fctx.module._apply_all(fctx.ids, grads)
+    def backward(fctx, grad_pooled, grad_unpooled):
+        fctx.module._update(fctx.batch, grad_pooled, grad_unpooled)
         return None, None, None
+
+
+class EmbeddingOutput(dict):
+    """What :class:`EmbeddingCollection` returns: ``{feature: tensor}``, plus
+    ``pooled``, the (B, pooled_width) matrix every pooled feature's tensor
+    is a column slice of (``columns[feature]`` = (first column, dim)), in the
+    collection's feature order. Slicing ``pooled`` once instead of
+    concatenating many features saves a copy and, in backward, one
+    full-size gradient per feature."""
+
+    def __init__(self, items, pooled, columns):
+        super().__init__(items)
+        self.pooled = pooled
+        self.columns = columns
 
 
 class EmbeddingCollection(nn.Module):
     """Sharded embedding tables as a module: ``forward(features)`` with a
-    :class:`KeyedJaggedTensor` returns ``{feature: tensor}``, float32, with
-    autograd: pooled features give (B, dim), "none" gives (ids, dim) in the
-    order of the feature's values.
+    :class:`KeyedJaggedTensor` returns ``{feature: tensor}`` (an
+    :class:`EmbeddingOutput`), float32, with autograd: pooled features give
+    (B, dim), "none" gives (ids, dim) in the order of the feature's values.
+
+    One :class:`hb.Collection` serves every table: a forward is one
+    collection lookup for all features (at most three exchanges), the
+    backward one collection update that reuses the lookup's plan (one
+    exchange), whatever the number of tables. Keys in :meth:`feature_names`
+    order are passed to hb without a copy; other orders and missing features
+    (empty bags) are rearranged first.
 
     Training: ``loss.backward()`` sends every table its rows' gradients and
     the table's optimizer steps each touched row once (gradients of
@@ -282,7 +327,8 @@ class EmbeddingCollection(nn.Module):
     optimizer): state_dict() has none of them; :func:`save` / :func:`load`
     checkpoint them. ``tables`` maps names to the :class:`hb.Embedding`.
     Collective: every rank builds the same collection and runs every forward
-    (empty batches allowed) and backward in the same order.
+    (empty batches allowed) and backward in the same order; with a table of
+    pooling "mean", either every rank's batch carries weights or none does.
     """
 
     def __init__(self, ctx, tables, average_gradients=True):
@@ -298,14 +344,28 @@ class EmbeddingCollection(nn.Module):
                 if f in self._feature_table:
                     raise HbValueError("feature %r is read by two tables" % f)
                 self._feature_table[f] = i
-        self._tables = []
+        self._order = self.feature_names()
+        self._none = [i for i, f in enumerate(self._order) if self._feature_config(f).pooling == "none"]
+        self._tables, self._colls = [], {}
         try:
             for cfg in self._configs:
                 self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, **cfg.hb_config))
+            codes = [[getattr(hb, _COLLECTION_POOLING[self._feature_config(f).pooling][weighted])
+                      for f in self._order] for weighted in (0, 1)]
+            for weighted in (False, True):
+                self._colls[weighted] = self._colls[False] if weighted and codes[1] == codes[0] else \
+                    hb.Collection(ctx, [(self._tables[self._feature_table[f]], c)
+                                        for f, c in zip(self._order, codes[weighted])])
         except BaseException:
-            for t in self._tables:
-                t.close()
+            self.close()
             raise
+        coll = self._colls[False]
+        self._columns = {f: (coll.column(i), coll.dim(i)) for i, f in enumerate(self._order)
+                         if coll.column(i) >= 0}
+        self._widths = [dim for _, dim in self._columns.values()]  # column order: feature order
+
+    def _feature_config(self, feature):
+        return self._configs[self._feature_table[feature]]
 
     @property
     def tables(self):
@@ -318,107 +378,158 @@ class EmbeddingCollection(nn.Module):
         return list(self._configs)
 
     def feature_names(self):
-        """Every feature this collection reads, in table order."""
+        """Every feature this collection reads, in table order (the order in
+        which a KeyedJaggedTensor's keys are passed to hb without a copy)."""
         return [f for cfg in self._configs for f in cfg.features]
 
+    def collection_stats(self):
+        """This rank's hb.Collection counters (lookups, updates,
+        reused_plans, rounds, ids, wire bytes ...), summed over the module's
+        collections (a second one exists for weighted batches when a table
+        pools with "mean")."""
+        colls = {id(c): c for c in self._colls.values()}.values()
+        total = {}
+        for c in colls:
+            for k, v in c.stats().items():
+                total[k] = total.get(k, 0) + v
+        return total
+
     def close(self):
-        """Free the tables (not collective)."""
+        """Free the collections and the tables (not collective)."""
+        for c in {id(c): c for c in self._colls.values()}.values():
+            c.close()
         for t in self._tables:
             t.close()
 
-    # The two calls that talk to hb: one lookup and one update of every
-    # table, in table order on every rank. (An embedding-collection call of
-    # the C API would replace each loop with one exchange for all tables.)
-    def _lookup_all(self, ids):
-        return [t.lookup(i) for t, i in zip(self._tables, ids)]
+    # ---- Input --------------------------------------------------------------
 
-    def _apply_all(self, ids, grads):
+    def _batch(self, features):
+        """features as a flat batch in the collection's feature order."""
+        keys = features._keys
+        unknown = [k for k in keys if k not in self._feature_table]
+        if unknown:
+            raise HbValueError("features: unknown feature(s) %s (this collection reads %s)"
+                               % (unknown, self._order))
+        weights = features._weights
+        coll = self._colls[weights is not None]
+        b, off = features._stride, features._offsets
+        values = features._values.numpy()
+        weights = None if weights is None else weights.numpy()
+        if keys != self._order:  # rearrange: the collection's order, empty bags for missing keys
+            at = {k: i for i, k in enumerate(keys)}
+            spans = [(off[at[f] * b], off[(at[f] + 1) * b]) if f in at else (0, 0) for f in self._order]
+            lengths = [np.diff(off[at[f] * b:(at[f] + 1) * b + 1]) if f in at else np.zeros(b, np.int64)
+                       for f in self._order]
+            offsets = np.zeros(len(self._order) * b + 1, np.int64)
+            np.cumsum(np.concatenate(lengths), out=offsets[1:])
+            values = np.concatenate([values[lo:hi] for lo, hi in spans])
+            if weights is not None:
+                weights = np.concatenate([weights[lo:hi] for lo, hi in spans])
+            off = offsets
+        if weights is not None and self._none:
+            # Rows of pooling "none" are not weighted: weight 1 there.
+            weights = weights.copy()
+            for f in self._none:
+                weights[off[f * b]:off[(f + 1) * b]] = 1.0
+        have = set(keys)
+        present = [f for f in self._order if f in have]
+        return _Batch(coll, values, off, weights, b, present)
+
+    def _explain(self, batch):
+        """Raises an HbValueError naming this rank's first out-of-range id, if any."""
+        b, off = batch.b, batch.offsets
+        for i, f in enumerate(self._order):
+            cfg = self._feature_config(f)
+            ids = batch.values[off[i * b]:off[(i + 1) * b]]
+            if not cfg.num_rows or not ids.size:
+                continue
+            bad = (ids < 0) | (ids >= cfg.num_rows)
+            if bad.any():
+                raise HbValueError("features[%r]: id %d is out of range for table %r (num_rows %d)"
+                                   % (f, ids[int(np.argmax(bad))], cfg.name, cfg.num_rows))
+
+    # ---- The two calls that talk to hb ----------------------------------------
+
+    def _lookup(self, batch):
+        """(pooled (B, pooled_width), unpooled rows, flat) tensors: one collection lookup."""
+        try:
+            pooled = batch.coll.lookup(batch.values, batch.offsets, batch.weights)
+        except HbError as e:
+            if e.status == hb.ERR_INVALID_ARGUMENT:
+                self._explain(batch)  # this rank's ids: a clearer message than C's
+            raise
+        unpooled = batch.coll.last_unpooled
+        return (torch.from_numpy(pooled),
+                torch.from_numpy(unpooled) if unpooled is not None else torch.zeros(0))
+
+    def _update(self, batch, grad_pooled, grad_unpooled):
+        """One collection update (reusing the lookup's plan)."""
         scale = 1.0 / self._ctx.world_size if self.average_gradients else 1.0
-        for t, i, g in zip(self._tables, ids, grads):
+
+        def arr(g):
             g = g.detach()
             if scale != 1.0:
                 g = g * scale
-            t.apply_gradients(i, _numpy(g.to(torch.float32)))
+            return _numpy(g.to(torch.float32))
 
-    def _table_ids(self, features):
-        """Per table: its ids (numpy int64, its features' values back to
-        back) and, per feature, (name, first, end) within them."""
-        unknown = [k for k in features.keys() if k not in self._feature_table]
-        if unknown:
-            raise HbValueError("features: unknown feature(s) %s (this collection reads %s)"
-                               % (unknown, self.feature_names()))
-        present = set(features.keys())
-        values = features.values().numpy()
-        ids, spans = [], []
-        for cfg in self._configs:
-            parts, mine, n = [], [], 0
-            for f in cfg.features:
-                if f not in present:
-                    continue
-                lo, hi, _ = features._span(f)
-                parts.append(values[lo:hi])
-                mine.append((f, n, n + hi - lo))
-                n += hi - lo
-            table_ids = parts[0] if len(parts) == 1 else (
-                np.concatenate(parts) if parts else np.zeros(0, np.int64))
-            if cfg.num_rows and table_ids.size:
-                bad = (table_ids < 0) | (table_ids >= cfg.num_rows)
-                if bad.any():
-                    j = int(np.argmax(bad))
-                    f = next(name for name, a, b in mine if a <= j < b)
-                    raise HbValueError("features[%r]: id %d is out of range for table %r (num_rows %d)"
-                                       % (f, table_ids[j], cfg.name, cfg.num_rows))
-            ids.append(table_ids)
-            spans.append(mine)
-        return ids, spans
+        gu = arr(grad_unpooled) if grad_unpooled is not None and grad_unpooled.numel() else None
+        batch.coll.apply_gradients(batch.values, batch.offsets, arr(grad_pooled), batch.weights, gu)
+
+    # ---- Forward --------------------------------------------------------------
 
     def forward(self, features):
-        """{feature: float32 tensor} for every feature of ``features``."""
+        """{feature: float32 tensor} for every feature of ``features`` (an
+        :class:`EmbeddingOutput`, in feature_names() order)."""
         if not isinstance(features, KeyedJaggedTensor):
             raise HbTypeError("features: expected an hb.torch.KeyedJaggedTensor, got %s"
                               % type(features).__name__)
-        ids, spans = self._table_ids(features)
+        batch = self._batch(features)
         if torch.is_grad_enabled():
             anchor = torch.empty(0, requires_grad=True)  # makes the rows part of the graph
-            rows = _SparseRows.apply(anchor, self, ids)
+            pooled, unpooled = _CollectionRows.apply(anchor, self, batch)
         else:
-            rows = [torch.from_numpy(r) for r in self._lookup_all(ids)]
-        out = {}
-        b = features.stride()
-        for cfg, table_rows, mine in zip(self._configs, rows, spans):
-            for f, lo, hi in mine:
-                out[f] = self._pool(cfg.pooling, table_rows[lo:hi], features, f, b)
-        return out
+            pooled, unpooled = self._lookup(batch)
+        b, off, w = batch.b, batch.offsets, batch.weights
+        out, at, denom = {}, 0, None
+        present = set(batch.present)
+        for i, f in enumerate(self._order):
+            pooling = self._feature_config(f).pooling
+            if pooling == "none":
+                dim = batch.coll.dim(i)
+                n = int(off[(i + 1) * b] - off[i * b]) * dim
+                if f in present:
+                    out[f] = unpooled[at:at + n].view(-1, dim)
+                at += n
+            elif pooling == "sqrtn" or (pooling == "mean" and w is not None):
+                # Pooled by SUM in C; divided here, in one op for every such feature.
+                if denom is None:
+                    denom = torch.ones(pooled.shape)
+                col, dim = self._columns[f]
+                denom[:, col:col + dim] = self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b)[:, None]
+        if denom is not None:
+            pooled = pooled / denom  # x / 1 is x: the other features keep their bits
+        # One split, not a slice per feature: backward then assembles the
+        # pooled gradient with one copy, not a zero-filled (B, pooled_width)
+        # tensor per feature summed up.
+        for f, part in zip(self._columns, pooled.split(self._widths, dim=1)):
+            if f in present:
+                out[f] = part
+        return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
     @staticmethod
-    def _pool(pooling, rows, features, f, b):
-        if pooling == "none":
-            return rows
-        lo, hi, off = features._span(f)
-        lengths = np.diff(off)
-        w = features.weights()
-        w = None if w is None else w[lo:hi]
-        if (lengths == 1).all():  # one id per bag: no reduction
-            pooled = rows if w is None else rows * w[:, None]
-            if w is not None and pooling != "sum":
-                denom = w if pooling == "mean" else w.abs()
-                pooled = pooled / torch.where(denom != 0, denom, torch.ones_like(denom))[:, None]
-            return pooled
-        seg = torch.from_numpy(np.repeat(np.arange(b, dtype=np.int64), lengths))
-        src = rows if w is None else rows * w[:, None]
-        pooled = torch.zeros(b, rows.shape[1], dtype=rows.dtype).index_add(0, seg, src)
-        if pooling == "sum":
-            return pooled
+    def _denominator(pooling, offsets, w, b):
+        """Per bag: sqrt(n) (sqrtn), sum(w) (weighted mean) or sqrt(sum(w*w))
+        (weighted sqrtn), float32, the sums in double; 1 where it is 0.
+        (Unweighted mean is the collection's own MEAN.)"""
+        lengths = np.diff(offsets)
         if w is None:
-            denom = torch.from_numpy(lengths.astype(np.float32))
-            if pooling == "sqrtn":
-                denom = denom.sqrt()
+            denom = torch.from_numpy(lengths.astype(np.float32)).sqrt()
         else:
-            wd = w.double() if pooling == "mean" else w.double() ** 2
-            denom = torch.zeros(b, dtype=torch.float64).index_add(0, seg, wd)
-            denom = (denom if pooling == "mean" else denom.sqrt()).to(torch.float32)
-        denom = torch.where(denom != 0, denom, torch.ones_like(denom))  # empty bags stay 0
-        return pooled / denom[:, None]
+            seg = np.repeat(np.arange(b, dtype=np.int64), lengths)
+            wd = w[offsets[0]:offsets[-1]].astype(np.float64)
+            s = np.bincount(seg, weights=wd if pooling == "mean" else wd * wd, minlength=b)
+            denom = torch.from_numpy((s if pooling == "mean" else np.sqrt(s)).astype(np.float32))
+        return torch.where(denom != 0, denom, torch.ones_like(denom))  # empty bags stay 0
 
 
 # ---- Dense data parallelism -----------------------------------------------------------
@@ -567,6 +678,8 @@ def _map_tensors(out, fn):
     if not keys:
         return out
     synced = dict(zip(keys, fn([dict(items)[k] for k in keys])))
+    if isinstance(out, EmbeddingOutput):
+        return EmbeddingOutput(((k, synced.get(k, v)) for k, v in items), out.pooled, out.columns)
     if isinstance(out, dict):
         return type(out)((k, synced.get(k, v)) for k, v in items)
     return type(out)(synced.get(k, v) for k, v in items)

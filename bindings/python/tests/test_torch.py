@@ -125,6 +125,129 @@ def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
     assert torch.allclose(table_weights(ec.tables["seq"], rows), w_seq.detach(), rtol=1e-6, atol=1e-7)
 
 
+MIXED = [  # (name, dim, num_rows, features, pooling, optimizer and its arguments)
+    ("mx_sum", 3, 40, ["s1", "s2"], "sum", dict(optimizer="sgd", learning_rate=0.5)),
+    ("mx_mean", 2, 0, ["dyn"], "mean", dict(optimizer="adagrad", learning_rate=0.3, initial_accumulator=0.1)),
+    ("mx_sqrtn", 4, 40, ["q"], "sqrtn", dict(optimizer="adam", learning_rate=0.05)),
+    ("mx_none", 5, 40, ["seq"], "none", dict(optimizer="ftrl", learning_rate=0.2, l1=0.01, l2=0.1)),
+]
+
+
+def mixed_configs():
+    return [ht.TableConfig(n, d, num_rows=r, features=fs, pooling=p, initializer="normal", init_b=0.5, seed=11,
+                           **o) for n, d, r, fs, p, o in MIXED]
+
+
+def mixed_batch(step, keys, weighted):
+    """A batch of 3 samples for keys (any order, any subset): empty bags,
+    duplicates, huge ids for the dynamic table."""
+    rng = np.random.RandomState(step)
+    bags = {k: [list(rng.randint(0, 40, rng.randint(0, 4))) for _ in range(3)] for k in keys}
+    if "dyn" in bags:
+        bags["dyn"] = [[2 ** 50 + 3 * int(i) for i in bag] for bag in bags["dyn"]]
+    flat = [bag for k in keys for bag in bags[k]]
+    w = torch.tensor(rng.randint(-4, 8, sum(map(len, flat))) * 0.25, dtype=torch.float32) if weighted else None
+    kjt = ht.KeyedJaggedTensor(keys, i64([i for bag in flat for i in bag]), lengths=i64([len(b) for b in flat]),
+                               weights=w)
+    return kjt, bags
+
+
+def reference_feature(rows, bags, w, pooling):
+    """One feature from a leaf tensor of its rows (one per id, in order):
+    nn.EmbeddingBag where it has the mode, by hand otherwise (as hb.torch
+    documents the mode). Weighted bags by hand too: torch's weighted
+    EmbeddingBag kernel fuses w * x + acc into one FMA (one rounding), hb
+    rounds the product and the sum (docs/embedding-collections.md)."""
+    n = [len(b) for b in bags]
+    if pooling == "none":
+        return rows
+    if pooling in ("sum", "mean") and w is None:
+        return F.embedding_bag(torch.arange(sum(n)), rows, i64(np.cumsum([0] + n)[:-1].tolist()), mode=pooling)
+    out, at = [], 0
+    for k in n:
+        ww = [1.0] * k if w is None else w[at:at + k].tolist()
+        s = sum((rows[at + j] * ww[j] for j in range(k)), torch.zeros(rows.shape[1]))
+        d = {"sum": 1.0, "mean": sum(ww), "sqrtn": sum(x * x for x in ww) ** 0.5}[pooling]
+        out.append(s / d if k and d else s)
+        at += k
+    return torch.stack(out)
+
+
+def test_mixed_tables_in_one_module_equal_single_table_calls(ctx):
+    """Tables of different dims, poolings, optimizers and a dynamic one in
+    one module (one collection): outputs and every table after each step
+    bit-equal to the single-table calls (lookup, pooling as plain torch,
+    apply_gradients of the per-id gradients) on twin tables; weighted and
+    unweighted batches, keys in another order and a missing feature."""
+    ec = ht.EmbeddingCollection(ctx, mixed_configs())
+    twin_ctx = hb.Context(rank=0, world_size=1)  # same names, so the same initial rows
+    twins = {c.name: hb.Embedding(twin_ctx, c.name, c.dim, **c.hb_config) for c in mixed_configs()}
+    table_of = {f: (n, p) for n, _, _, fs, p, _ in MIXED for f in fs}
+    runs = [(["s1", "s2", "dyn", "q", "seq"], False), (["s1", "s2", "dyn", "q", "seq"], True),
+            (["seq", "q", "s1", "dyn"], True), (["dyn", "s2", "s1", "q", "seq"], False)]
+    for step, (keys, weighted) in enumerate(runs):
+        kjt, bags = mixed_batch(step, keys, weighted)
+        out = ec(kjt)
+        assert list(out) == [f for f in ec.feature_names() if f in keys]
+        loss, per_table, at = 0, {}, 0
+        ref_rows, weights = {}, kjt.weights()
+        for k in keys:
+            name, pooling = table_of[k]
+            ids = np.array([i for bag in bags[k] for i in bag], np.int64)
+            rows = torch.from_numpy(twins[name].lookup(ids)).requires_grad_()
+            w = None if weights is None or pooling == "none" else weights[at:at + ids.size]
+            want = reference_feature(rows, bags[k], w, pooling)
+            assert torch.equal(out[k], want), (step, k, out[k], want)
+            up = torch.randn(want.shape, generator=torch.Generator().manual_seed(step * 10 + len(k)))
+            loss = loss + (out[k] * up).sum()
+            (want * up).sum().backward()
+            ref_rows[k] = (name, ids, rows)
+            at += ids.size
+        loss.backward()
+        for k in ec.feature_names():  # a table's ids: its features in the module's order
+            if k in ref_rows:
+                name, ids, rows = ref_rows[k]
+                per_table.setdefault(name, []).append((ids, rows.grad.numpy()))
+        for name, parts in per_table.items():
+            twins[name].apply_gradients(np.concatenate([i for i, _ in parts]),
+                                        np.ascontiguousarray(np.concatenate([g for _, g in parts])))
+        for name, _, _, fs, _, _ in MIXED:
+            every = np.unique(np.concatenate([[i for b in mixed_batch(s, runs[s][0], False)[1].get(f, [])
+                                               for i in b] for s in range(step + 1) for f in fs] + [[0]]))
+            every = every.astype(np.int64)
+            assert np.array_equal(ec.tables[name].lookup(every), twins[name].lookup(every)), (step, name)
+    st = ec.collection_stats()
+    assert st["lookups"] == 4 and st["updates"] == 4 and st["reused_plans"] == 4, st
+
+
+def test_one_collection_exchange_per_direction(ctx):
+    """However many tables: a forward is one collection lookup (3 rounds),
+    the backward one update reusing its plan (1 round); no-grad forwards
+    look up only."""
+    ec = ht.EmbeddingCollection(ctx, mixed_configs())
+    keys = ec.feature_names()
+    for step in range(3):
+        kjt, _ = mixed_batch(step, keys, weighted=step == 1)
+        out = ec(kjt)
+        sum(v.sum() for v in out.values()).backward()
+        st = ec.collection_stats()
+        assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
+            (step + 1, step + 1, step + 1, 4 * (step + 1)), st
+    with torch.no_grad():
+        ec(mixed_batch(5, keys, False)[0])
+    st = ec.collection_stats()
+    assert (st["lookups"], st["updates"], st["rounds"]) == (4, 3, 15), st
+    # The pooled matrix is one tensor; features are its column slices (also
+    # through the data-parallel wrapper).
+    for out in (ec(mixed_batch(6, keys, False)[0]),
+                ht.DistributedDataParallel(ec, ctx)(mixed_batch(7, keys, False)[0])):
+        assert isinstance(out, ht.EmbeddingOutput)
+        for f, (col, dim) in out.columns.items():
+            assert out[f].data_ptr() == out.pooled[:, col:col + dim].data_ptr()
+        assert out.pooled.shape == (3, 3 + 3 + 2 + 4)  # s1, s2 (one table), dyn, q
+        sum(v.sum() for v in out.values()).backward()
+
+
 def test_no_grad_forward_does_not_update(ctx):
     ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", 2, num_rows=4, initializer="constant",
                                                      init_a=1.0, learning_rate=1.0)])

@@ -5,6 +5,10 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
 
 - Every rank ends with bit-equal dense parameters (hb's rank-order
   allreduce), and every rank reads the same table rows.
+- The module makes one collection lookup and one plan-reusing update per
+  step (4 rounds for the three tables).
+- Ranks that disagree on weights (a "mean" table: two collections) fail
+  together with HB_ERR_MISMATCH.
 - The result equals plain PyTorch trained on the whole global batch in one
   process (nn.EmbeddingBag / F.embedding with the same initial rows, the
   same optimizers) up to float rounding, at every world size.
@@ -139,6 +143,11 @@ def check_trained(ctx, model):
     rank, world = ctx.rank, ctx.world_size
     initial = rows(model)  # collective lookups: every rank, same order
     opt = train_hb(ctx, model)
+    # One collection exchange per direction for the three tables: a lookup
+    # (3 rounds) and an update reusing its plan (1 round) per step.
+    st = model.sparse.collection_stats()
+    assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
+        (STEPS, STEPS, STEPS, 4 * STEPS), st
     # Bit-equal on every rank: dense parameters, and the rows every rank reads.
     for name, p in model.mlp.state_dict().items():
         every = ctx.allgather(np.ascontiguousarray(p.numpy().ravel()))
@@ -190,7 +199,30 @@ def main():
                          **{"dense." + k: v.numpy() for k, v in model.mlp.state_dict().items()},
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
+        check_weights_disagree(ctx, model)
     return 0
+
+
+def check_weights_disagree(ctx, model):
+    """With a "mean" table, weighted and unweighted batches run on two
+    collections: ranks that disagree fail together with a clear error
+    instead of waiting for each other."""
+    if ctx.world_size < 2:
+        return
+    kjt = to_kjt(batch(0, 0, 2))
+    if ctx.rank == 0:
+        n = kjt.values().numel()
+        kjt = ht.KeyedJaggedTensor(kjt.keys(), kjt.values(), offsets=kjt.offsets(), weights=torch.ones(n))
+    try:
+        with torch.no_grad():
+            model.sparse(kjt)
+    except hb.HbError as e:
+        assert e.status == hb.ERR_MISMATCH, e
+    else:
+        raise AssertionError("ranks with and without weights were not refused")
+    ctx.barrier()  # the context still works
+    if ctx.rank == 0:
+        print("torch_mp_check: ranks that disagree on weights fail together (HB_ERR_MISMATCH)")
 
 
 if __name__ == "__main__":
