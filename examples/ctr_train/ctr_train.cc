@@ -138,7 +138,7 @@ class StepProfile {
     kData,
     kLookup,
     kMlpForward,
-    kLossAllreduce,
+    kGlobalBatch,
     kMlpBackward,
     kDenseAllreduce,
     kDenseOptimizer,
@@ -160,7 +160,7 @@ class StepProfile {
   void print(int rank, int64_t steps) const {
     if (!on_ || steps == 0) return;
     static const char *names[kPhases] = {
-        "data",      "lookup",          "mlp_fwd",     "loss_allreduce",
+        "data",      "lookup",          "mlp_fwd",     "global_batch",
         "mlp_bwd",   "dense_allreduce", "dense_optim", "sparse_update",
         "data_sync", "metric"};
     double sum = 0;
@@ -308,10 +308,28 @@ class Trainer {
     for (int64_t i = 0; i <= f_.files; ++i)
       file_begin[i] = std::llround(static_cast<double>(f_.train_samples) *
                                    cum[i] / cum[f_.files]);
-    int64_t fb = 0, fe = 0;
-    CHECK_HB(hb_shard_range(f_.files, world_, rank_, 0, &fb, &fe));
-    shard_begin_ = file_begin[fb];
-    shard_end_ = file_begin[fe];
+    // Every rank's share, to know each step's global batch without asking.
+    for (int r = 0; r < world_; ++r) {
+      int64_t fb = 0, fe = 0;
+      CHECK_HB(hb_shard_range(f_.files, world_, r, 0, &fb, &fe));
+      shard_sizes_.push_back(file_begin[fe] - file_begin[fb]);
+      if (r == rank_)
+        shard_begin_ = file_begin[fb], shard_end_ = file_begin[fe];
+    }
+  }
+
+  // The number of samples in training step `step` (from 0) over all ranks:
+  // from the shard plan (each rank's batch is min(batch, what it has left)),
+  // or with --data, where only each rank knows its batch, by an allreduce.
+  int64_t global_batch(int64_t step, int64_t local_n) {
+    int64_t n = 0;
+    if (files_) {
+      CHECK_HB(hb_allreduce(ctx_, &local_n, &n, 1, HB_INT64, HB_SUM));
+      return n;
+    }
+    for (int64_t size : shard_sizes_)
+      n += std::min(f_.batch, std::max<int64_t>(0, size - step * f_.batch));
+    return n;
   }
 
   // Fills b_ with samples [begin, end) of split, looks every table up
@@ -343,6 +361,7 @@ class Trainer {
   hb_collection *coll_ = nullptr;
   int rank_ = 0, world_ = 1;
   int64_t shard_begin_ = 0, shard_end_ = 0;
+  std::vector<int64_t> shard_sizes_;  // per rank (synthetic data)
   Batch b_;
   std::vector<float> dz1_;  // n x hidden: the loss gradient at z1
   StepProfile prof_{f_.profile};
@@ -511,7 +530,10 @@ int Trainer::run() {
   CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc));
 
   int64_t pos = shard_begin_, step = 0, interval_samples = 0;
-  double interval_loss = 0, t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
+  // This rank's loss sum of each step since the last log line; summed over
+  // the ranks when printed (one allreduce per log line, not per step).
+  std::vector<double> interval_losses;
+  double t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
   double step_s = 0;
   for (;;) {
     double t_step = now_s();
@@ -529,18 +551,22 @@ int Trainer::run() {
                                     : std::min(shard_end_, pos + f_.batch);
     forward(/*split=*/0, lo, hi);
     pos = hi;
-    // Step statistics: global sample count and loss sum.
-    double stats[2] = {static_cast<double>(hi - lo), current_loss_sum()};
-    prof_.mark(StepProfile::kLossAllreduce);
-    CHECK_HB(hb_allreduce(ctx_, stats, stats, 2, HB_FLOAT64, HB_SUM));
-    backward(static_cast<int64_t>(stats[0]));
+    interval_losses.push_back(current_loss_sum());
+    prof_.mark(StepProfile::kGlobalBatch);
+    int64_t global_n = global_batch(step, hi - lo);
+    backward(global_n);
     prof_.mark(StepProfile::kMetric);
     CHECK_HB(hb_metric_update(running_auc, b_.label.data(), b_.prob.data(),
                               nullptr, hi - lo));
-    interval_samples += static_cast<int64_t>(stats[0]);
-    interval_loss += stats[1];
+    interval_samples += global_n;
     ++step;
     if (step % f_.log_every == 0) {
+      CHECK_HB(hb_allreduce(ctx_, interval_losses.data(),
+                            interval_losses.data(), interval_losses.size(),
+                            HB_FLOAT64, HB_SUM));
+      double interval_loss = 0;
+      for (double l : interval_losses) interval_loss += l;
+      interval_losses.clear();
       double r = 0;
       CHECK_HB(hb_metric_result(running_auc, &r));
       CHECK_HB(hb_metric_reset(running_auc));
@@ -551,7 +577,7 @@ int Trainer::run() {
                     step, interval_samples / (now - t_interval),
                     interval_loss / interval_samples, r);
       std::fflush(stdout);
-      t_interval = now, interval_samples = 0, interval_loss = 0;
+      t_interval = now, interval_samples = 0;
     }
     prof_.stop();
     step_s += now_s() - t_step;
