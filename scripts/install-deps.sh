@@ -16,6 +16,11 @@ pkgs=(build-essential cmake pkgconf git
 pkgs+=(python3-pip python3-setuptools python3-wheel python3-venv dpkg-dev file)
 # hb.torch (bindings/python/hb/torch.py), its tests and examples/ctr_train_torch.
 pkgs+=(python3-torch)
+# examples/ctr_train's MLP calls cblas_sgemm: cblas.h and the generic
+# libblas.so to link; at run time the libblas.so.3 alternative does the work
+# (OpenBLAS where libopenblas0-serial is installed). Optional: without it the
+# demo builds its loops.
+pkgs+=(libblas-dev)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(libopenmpi-dev python3-sklearn)

@@ -32,13 +32,13 @@ inline void gemm_loops(bool trans_a, bool trans_b, int64_t M, int64_t N,
     B = bt.data(), ldb = N;
   }
   for (int64_t i = 0; i < M; ++i) {
-    float *c = C + i * ldc;
+    float *__restrict c = C + i * ldc;
     for (int64_t j = 0; j < N; ++j) c[j] = beta == 0 ? 0.0f : beta * c[j];
     for (int64_t k = 0; k < K; ++k) {
       float a = trans_a ? A[k * lda + i] : A[i * lda + k];
       if (a == 0) continue;  // ReLU gradients are half zeros
       a *= alpha;
-      const float *b = B + k * ldb;
+      const float *__restrict b = B + k * ldb;
       for (int64_t j = 0; j < N; ++j) c[j] += a * b[j];
     }
   }
