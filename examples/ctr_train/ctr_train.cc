@@ -627,7 +627,7 @@ int Trainer::run() {
   if (chief) {
     std::printf(
         "final: %" PRId64
-        " steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
+        " steps in %.2f s; held-out exact AUC %.4f vs planted model %.4f "
         "(gap %.4f, allowed %.2f): %s\n",
         step, train_s, auc, planted, planted - auc, f_.max_gap,
         ok ? "OK" : "TOO LOW");
