@@ -118,7 +118,7 @@ class Generator {
   uint64_t seed_;
   int64_t vocab_;
   std::vector<double> cdf_;
-  int64_t guide_[kGuide + 1];
+  std::vector<int64_t> guide_ = std::vector<int64_t>(kGuide + 1);
   std::vector<double> weight_;  // [table][id], or empty
   double dense_weight_[kDense];
 };
