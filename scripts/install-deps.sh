@@ -21,6 +21,11 @@ pkgs+=(python3-torch)
 # alternatives system picks it up). The serial build: one thread per
 # process, as the C++ demo runs, and no pool to oversubscribe under hbrun.
 pkgs+=(libopenblas0-serial)
+# examples/ctr_train's MLP calls cblas_sgemm: cblas.h and the generic
+# libblas.so to link; at run time the libblas.so.3 alternative does the work
+# (OpenBLAS where libopenblas0-serial is installed). Optional: without it the
+# demo builds its loops.
+pkgs+=(libblas-dev)
 # Optional extras for the peer benchmarks and reference checks.
 if [ "${HB_DEPS_EXTRA:-0}" = 1 ]; then
   pkgs+=(libopenmpi-dev python3-sklearn)

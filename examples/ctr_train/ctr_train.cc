@@ -4,14 +4,15 @@
 //   hbrun -n 4 -- ctr_train [--train-samples N] [--batch B] [--out DIR] ...
 //   hbrun -n 2 -- ctr_train --data 'dir/part-*' ...   (files from
 //                                 criteo_synth_tsv, read by hb_reader)
+//   ctr_train --profile ...       (time per step phase, per rank)
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
 // and the wide table's 26 ids per sample, sum-pooled: at most three
 // exchanges whatever the number of tables), a forward/backward pass of the
-// MLP written by hand, dense gradients through hb_allreduce_many, sparse
-// gradients through one hb_collection_apply_gradients (it reuses the
-// lookup's plan: one exchange).
+// MLP (three SGEMMs: CBLAS when found at configure time, else loops), dense
+// gradients through hb_allreduce_many, sparse gradients through one
+// hb_collection_apply_gradients (it reuses the lookup's plan: one exchange).
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -28,6 +29,7 @@
 #include <time.h>
 
 #define HB_EXPERIMENTAL 1  // embedding collections
+#include "dense_math.h"
 #include "file_source.h"
 #include "hb.h"
 #include "synth_data.h"
@@ -66,7 +68,8 @@ struct Flags {
       0.10;  // fail if the final AUC trails the planted one by more
   uint64_t seed = 2026;
   std::string out = "ctr_out";
-  std::string data;  // --data 'glob': train from Criteo-format files
+  std::string data;      // --data 'glob': train from Criteo-format files
+  bool profile = false;  // --profile: time per step phase, printed at the end
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -106,12 +109,15 @@ Flags parse_flags(int argc, char **argv) {
       f.data = next();
     else if (a == "--out")
       f.out = next();
+    else if (a == "--profile")
+      f.profile = true;
     else {
       std::fprintf(
           stderr,
           "usage: ctr_train [--train-samples N] [--eval-samples N] [--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
-          "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB']\n");
+          "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
+          "[--profile]\n");
       std::exit(2);
     }
   }
@@ -123,6 +129,58 @@ Flags parse_flags(int argc, char **argv) {
   }
   return f;
 }
+
+// --profile: wall time of each phase of the training steps (evaluation
+// excluded), summed over the steps; printed per rank at the end.
+class StepProfile {
+ public:
+  enum Phase {
+    kData,
+    kLookup,
+    kMlpForward,
+    kGlobalBatch,
+    kMlpBackward,
+    kDenseAllreduce,
+    kDenseOptimizer,
+    kSparseUpdate,
+    kSync,
+    kMetric,
+    kPhases
+  };
+  explicit StepProfile(bool on) : on_(on) {}
+  // Starts `next`, ending the running phase (if any).
+  void mark(Phase next) {
+    if (!on_ || paused_) return;
+    double t = now_s();
+    if (running_ != kPhases) total_[running_] += t - since_;
+    running_ = next, since_ = t;
+  }
+  void stop() { mark(kPhases); }
+  void pause(bool p) { paused_ = p; }  // evaluation is not a training step
+  void print(int rank, int64_t steps) const {
+    if (!on_ || steps == 0) return;
+    static const char *names[kPhases] = {
+        "data",      "lookup",          "mlp_fwd",     "global_batch",
+        "mlp_bwd",   "dense_allreduce", "dense_optim", "sparse_update",
+        "data_sync", "metric"};
+    double sum = 0;
+    for (double t : total_) sum += t;
+    std::string line;
+    char buf[64];
+    for (int p = 0; p < kPhases; ++p) {
+      std::snprintf(buf, sizeof buf, " %s %.3f", names[p],
+                    1e3 * total_[p] / steps);
+      line += buf;
+    }
+    std::printf("profile rank %d: ms/step%s | total %.3f\n", rank, line.c_str(),
+                1e3 * sum / steps);
+  }
+
+ private:
+  bool on_, paused_ = false;
+  Phase running_ = kPhases;
+  double since_ = 0, total_[kPhases] = {};
+};
 
 // Dense parameters, replicated on every rank, with Adagrad accumulators.
 struct Dense {
@@ -250,10 +308,28 @@ class Trainer {
     for (int64_t i = 0; i <= f_.files; ++i)
       file_begin[i] = std::llround(static_cast<double>(f_.train_samples) *
                                    cum[i] / cum[f_.files]);
-    int64_t fb = 0, fe = 0;
-    CHECK_HB(hb_shard_range(f_.files, world_, rank_, 0, &fb, &fe));
-    shard_begin_ = file_begin[fb];
-    shard_end_ = file_begin[fe];
+    // Every rank's share, to know each step's global batch without asking.
+    for (int r = 0; r < world_; ++r) {
+      int64_t fb = 0, fe = 0;
+      CHECK_HB(hb_shard_range(f_.files, world_, r, 0, &fb, &fe));
+      shard_sizes_.push_back(file_begin[fe] - file_begin[fb]);
+      if (r == rank_)
+        shard_begin_ = file_begin[fb], shard_end_ = file_begin[fe];
+    }
+  }
+
+  // The number of samples in training step `step` (from 0) over all ranks:
+  // from the shard plan (each rank's batch is min(batch, what it has left)),
+  // or with --data, where only each rank knows its batch, by an allreduce.
+  int64_t global_batch(int64_t step, int64_t local_n) {
+    int64_t n = 0;
+    if (files_) {
+      CHECK_HB(hb_allreduce(ctx_, &local_n, &n, 1, HB_INT64, HB_SUM));
+      return n;
+    }
+    for (int64_t size : shard_sizes_)
+      n += std::min(f_.batch, std::max<int64_t>(0, size - step * f_.batch));
+    return n;
   }
 
   // Fills b_ with samples [begin, end) of split, looks every table up
@@ -285,13 +361,16 @@ class Trainer {
   hb_collection *coll_ = nullptr;
   int rank_ = 0, world_ = 1;
   int64_t shard_begin_ = 0, shard_end_ = 0;
+  std::vector<int64_t> shard_sizes_;  // per rank (synthetic data)
   Batch b_;
-  std::vector<float> dz1_, dx_;
+  std::vector<float> dz1_;  // n x hidden: the loss gradient at z1
+  StepProfile prof_{f_.profile};
 };
 
 void Trainer::forward(int split, int64_t begin, int64_t end) {
   const int64_t n = end - begin, D = f_.dim, T = synth::kTables, in = dense_.in,
                 H = dense_.hidden;
+  prof_.mark(StepProfile::kData);
   fill_samples(split, begin, end);
   b_.wide_ids.resize(n * T);
   for (int t = 0; t < T; ++t) {
@@ -312,23 +391,26 @@ void Trainer::forward(int split, int64_t begin, int64_t end) {
   b_.jagged.offsets = b_.feat_offsets.data();
   const int64_t P = T * D + 1;  // pooled width
   b_.pooled.resize(n * P);
+  prof_.mark(StepProfile::kLookup);
   CHECK_HB(hb_collection_lookup(coll_, &b_.jagged, b_.pooled.data(), nullptr));
 
+  prof_.mark(StepProfile::kMlpForward);
   b_.x.resize(n * in), b_.z1.resize(n * H), b_.logit.resize(n),
       b_.prob.resize(n), b_.label.resize(n);
+  // x = [pooled embeddings | dense features]; z1 = x W1^T + b1 (one GEMM).
   for (int64_t i = 0; i < n; ++i) {
     float *x = &b_.x[i * in];
     std::memcpy(x, &b_.pooled[i * P], T * D * sizeof(float));
     std::memcpy(x + T * D, b_.samples[i].dense, synth::kDense * sizeof(float));
-    float *z = &b_.z1[i * H];
+    std::memcpy(&b_.z1[i * H], dense_.b1.data(), H * sizeof(float));
+  }
+  dense_math::gemm(false, true, n, H, in, 1.0f, b_.x.data(), in,
+                   dense_.w1.data(), in, 1.0f, b_.z1.data(), H);
+  for (int64_t i = 0; i < n; ++i) {
+    const float *z = &b_.z1[i * H];
     double logit = dense_.b2[0];
-    for (int64_t h = 0; h < H; ++h) {
-      const float *w = &dense_.w1[h * in];
-      float acc = dense_.b1[h];
-      for (int64_t k = 0; k < in; ++k) acc += w[k] * x[k];
-      z[h] = acc;
-      if (acc > 0) logit += dense_.w2[h] * acc;
-    }
+    for (int64_t h = 0; h < H; ++h)
+      if (z[h] > 0) logit += dense_.w2[h] * z[h];
     logit += b_.pooled[i * P + T * D];  // the wide part: its pooled sum
     b_.logit[i] = static_cast<float>(logit);
     b_.prob[i] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
@@ -341,47 +423,41 @@ void Trainer::backward(int64_t global_n) {
                 T = synth::kTables;
   const int64_t in = dense_.in, H = dense_.hidden;
   const float inv = 1.0f / static_cast<float>(global_n);
+  prof_.mark(StepProfile::kMlpBackward);
   dense_.zero_grads();
-  dx_.assign(n * in, 0.0f);
-  dz1_.resize(H);
+  dz1_.resize(n * H);
   const int64_t P = T * D + 1;
   b_.grad_pooled.resize(n * P);
   for (int64_t i = 0; i < n; ++i) {
     // d(mean logistic loss)/d(logit) = (p - y) / N
     float dl = (b_.prob[i] - b_.label[i]) * inv;
-    const float *x = &b_.x[i * in];
     const float *z = &b_.z1[i * H];
+    float *dz = &dz1_[i * H];
     dense_.gb2[0] += dl;
     for (int64_t h = 0; h < H; ++h) {
-      if (z[h] <= 0) {
-        dz1_[h] = 0;
-        continue;
-      }
-      dense_.gw2[h] += dl * z[h];
-      dz1_[h] = dl * dense_.w2[h];
+      bool on = z[h] > 0;  // ReLU
+      dense_.gw2[h] += on ? dl * z[h] : 0.0f;
+      dz[h] = on ? dl * dense_.w2[h] : 0.0f;
+      dense_.gb1[h] += dz[h];
     }
-    float *dx = &dx_[i * in];
-    for (int64_t h = 0; h < H; ++h) {
-      float g = dz1_[h];
-      if (g == 0) continue;
-      dense_.gb1[h] += g;
-      float *gw = &dense_.gw1[h * in];
-      const float *w = &dense_.w1[h * in];
-      for (int64_t k = 0; k < in; ++k) {
-        gw[k] += g * x[k];
-        dx[k] += g * w[k];
-      }
-    }
-    std::memcpy(&b_.grad_pooled[i * P], dx, T * D * sizeof(float));
     b_.grad_pooled[i * P + T * D] = dl;  // each wide id gets dl
   }
+  // gW1 = dz1^T x; the pooled embeddings' gradient is dz1 W1 restricted to
+  // their T * D columns, written straight into grad_pooled (row stride P).
+  dense_math::gemm(true, false, H, in, n, 1.0f, dz1_.data(), H, b_.x.data(), in,
+                   0.0f, dense_.gw1.data(), in);
+  dense_math::gemm(false, false, n, T * D, H, 1.0f, dz1_.data(), H,
+                   dense_.w1.data(), in, 0.0f, b_.grad_pooled.data(), P);
   // Dense gradients: one fused allreduce over the four tensors.
   void *bufs[4] = {dense_.gw1.data(), dense_.gb1.data(), dense_.gw2.data(),
                    dense_.gb2.data()};
   size_t counts[4] = {dense_.gw1.size(), dense_.gb1.size(), dense_.gw2.size(),
                       dense_.gb2.size()};
+  prof_.mark(StepProfile::kDenseAllreduce);
   CHECK_HB(hb_allreduce_many(ctx_, bufs, counts, 4, HB_FLOAT32, HB_SUM));
+  prof_.mark(StepProfile::kDenseOptimizer);
   dense_.step(static_cast<float>(f_.lr));
+  prof_.mark(StepProfile::kSparseUpdate);
   // Sparse gradients go to the ranks that own the rows: one call, which
   // reuses the plan of this batch's lookup.
   CHECK_HB(hb_collection_apply_gradients(coll_, &b_.jagged,
@@ -412,6 +488,7 @@ double Trainer::evaluate(double *planted_auc) {
   int64_t batches = (end - begin + f_.batch - 1) / f_.batch;
   CHECK_HB(hb_allreduce(ctx_, &batches, &batches, 1, HB_INT64, HB_MAX));
   std::vector<float> pp;
+  prof_.pause(true);
   for (int64_t k = 0; k < batches; ++k) {
     int64_t lo = std::min(end, begin + k * f_.batch),
             hi = std::min(end, lo + f_.batch);
@@ -423,6 +500,7 @@ double Trainer::evaluate(double *planted_auc) {
     CHECK_HB(hb_metric_update(planted, b_.label.data(), pp.data(), nullptr,
                               hi - lo));
   }
+  prof_.pause(false);
   double auc = 0;
   CHECK_HB(hb_metric_result(model, &auc));
   CHECK_HB(hb_metric_result(planted, planted_auc));
@@ -436,43 +514,59 @@ int Trainer::run() {
   if (chief && files_)
     std::printf(
         "ctr_train: world %d, train samples from files '%s', batch "
-        "%" PRId64 "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
+        "%" PRId64 "/rank, %d tables x dim %" PRId64
+        " + wide, MLP %d-%d-1 (%s)\n",
         world_, f_.data.c_str(), f_.batch, synth::kTables, f_.dim, dense_.in,
-        dense_.hidden);
+        dense_.hidden, dense_math::gemm_name());
   else if (chief)
     std::printf("ctr_train: world %d, %" PRId64 " train samples in %" PRId64
                 " files (this rank: %" PRId64 "), batch %" PRId64
-                "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1\n",
+                "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1 (%s)\n",
                 world_, f_.train_samples, f_.files, shard_end_ - shard_begin_,
-                f_.batch, synth::kTables, f_.dim, dense_.in, dense_.hidden);
+                f_.batch, synth::kTables, f_.dim, dense_.in, dense_.hidden,
+                dense_math::gemm_name());
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF-compatible thresholded AUC
   hb_metric *running_auc = nullptr;
   CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc));
 
   int64_t pos = shard_begin_, step = 0, interval_samples = 0;
-  double interval_loss = 0, t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
+  // This rank's loss sum of each step since the last log line; summed over
+  // the ranks when printed (one allreduce per log line, not per step).
+  std::vector<double> interval_losses;
+  double t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
   double step_s = 0;
   for (;;) {
     double t_step = now_s();
     int32_t cont = 0, empty = 0;
+    prof_.mark(StepProfile::kData);
     bool has_data = files_ ? files_->fetch() : pos < shard_end_;
+    prof_.mark(StepProfile::kSync);
     CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
-    if (!cont) break;
+    if (!cont) {
+      prof_.stop();
+      break;
+    }
     int64_t lo = pos, hi = empty    ? pos
                            : files_ ? pos + files_->size()
                                     : std::min(shard_end_, pos + f_.batch);
     forward(/*split=*/0, lo, hi);
     pos = hi;
-    // Step statistics: global sample count and loss sum.
-    double stats[2] = {static_cast<double>(hi - lo), current_loss_sum()};
-    CHECK_HB(hb_allreduce(ctx_, stats, stats, 2, HB_FLOAT64, HB_SUM));
-    backward(static_cast<int64_t>(stats[0]));
+    interval_losses.push_back(current_loss_sum());
+    prof_.mark(StepProfile::kGlobalBatch);
+    int64_t global_n = global_batch(step, hi - lo);
+    backward(global_n);
+    prof_.mark(StepProfile::kMetric);
     CHECK_HB(hb_metric_update(running_auc, b_.label.data(), b_.prob.data(),
                               nullptr, hi - lo));
-    interval_samples += static_cast<int64_t>(stats[0]);
-    interval_loss += stats[1];
+    interval_samples += global_n;
     ++step;
     if (step % f_.log_every == 0) {
+      CHECK_HB(hb_allreduce(ctx_, interval_losses.data(),
+                            interval_losses.data(), interval_losses.size(),
+                            HB_FLOAT64, HB_SUM));
+      double interval_loss = 0;
+      for (double l : interval_losses) interval_loss += l;
+      interval_losses.clear();
       double r = 0;
       CHECK_HB(hb_metric_result(running_auc, &r));
       CHECK_HB(hb_metric_reset(running_auc));
@@ -483,8 +577,9 @@ int Trainer::run() {
                     step, interval_samples / (now - t_interval),
                     interval_loss / interval_samples, r);
       std::fflush(stdout);
-      t_interval = now, interval_samples = 0, interval_loss = 0;
+      t_interval = now, interval_samples = 0;
     }
+    prof_.stop();
     step_s += now_s() - t_step;
     if (step % f_.eval_every == 0) {
       auc = evaluate(&planted);
@@ -496,6 +591,7 @@ int Trainer::run() {
   }
   hb_metric_destroy(running_auc);
   double train_s = now_s() - t0;
+  prof_.print(rank_, step);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
     // (evaluation excluded), worst rank.
@@ -531,7 +627,7 @@ int Trainer::run() {
   if (chief) {
     std::printf(
         "final: %" PRId64
-        " steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
+        " steps in %.2f s; held-out exact AUC %.4f vs planted model %.4f "
         "(gap %.4f, allowed %.2f): %s\n",
         step, train_s, auc, planted, planted - auc, f_.max_gap,
         ok ? "OK" : "TOO LOW");

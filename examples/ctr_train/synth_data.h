@@ -46,18 +46,33 @@ class Generator {
     for (int64_t k = 0; k < vocab; ++k)
       cdf_[k] = (s += std::pow(k + 1.0, -alpha));
     for (double &c : cdf_) c /= s;
+    // Guide table: guide_[b] = lower_bound(cdf, b / kGuide). For u in
+    // [b, b + 1) / kGuide (exact: kGuide is a power of two), lower_bound(u)
+    // lies in [guide_[b], guide_[b + 1]], a handful of entries to search.
+    for (int64_t b = 0; b <= kGuide; ++b)
+      guide_[b] = std::lower_bound(cdf_.begin(), cdf_.end(),
+                                   static_cast<double>(b) / kGuide) -
+                  cdf_.begin();
+    // The planted weights, computed once (each costs a log, a cos and a
+    // sqrt, 26 per sample otherwise); the same values, so the same samples.
+    // Very large vocabularies compute them per sample instead.
+    if (vocab <= kWeightTableMaxVocab) {
+      weight_.resize(static_cast<size_t>(kTables * vocab));
+      for (int t = 0; t < kTables; ++t)
+        for (int64_t id = 0; id < vocab; ++id)
+          weight_[t * vocab + id] = planted_weight(t, id);
+    }
+    for (int j = 0; j < kDense; ++j)
+      dense_weight_[j] = 0.5 * gauss(mix(seed_ ^ (0xdeadull + j)));
   }
 
   int64_t vocab() const { return vocab_; }
 
   // Planted weight of id in table t, and of dense feature j.
   double weight(int t, int64_t id) const {
-    return 0.3 * gauss(mix(seed_ ^ mix(0x5eed0000ull + t) ^
-                           mix(static_cast<uint64_t>(id))));
+    return weight_.empty() ? planted_weight(t, id) : weight_[t * vocab_ + id];
   }
-  double dense_weight(int j) const {
-    return 0.5 * gauss(mix(seed_ ^ (0xdeadull + j)));
-  }
+  double dense_weight(int j) const { return dense_weight_[j]; }
 
   void sample(int split, int64_t index, Sample *out) const {
     uint64_t base = mix(seed_ ^ mix(static_cast<uint64_t>(split) << 56 ^
@@ -65,8 +80,7 @@ class Generator {
     double logit = -1.0;
     for (int t = 0; t < kTables; ++t) {
       double u = unit(mix(base + 2 * t + 1));
-      int64_t rank =
-          std::lower_bound(cdf_.begin(), cdf_.end(), u) - cdf_.begin();
+      int64_t rank = zipf_rank(u);
       if (rank >= vocab_) rank = vocab_ - 1;
       // Fixed bijection on [0, vocab) (vocab a power of two, odd multiplier)
       // so hot ids spread over the owners.
@@ -86,9 +100,27 @@ class Generator {
   }
 
  private:
+  static constexpr int64_t kWeightTableMaxVocab = int64_t{1} << 16;
+  static constexpr int64_t kGuide = 4096;
+
+  // lower_bound(cdf, u) for u in [0, 1), through the guide table.
+  int64_t zipf_rank(double u) const {
+    int64_t b = static_cast<int64_t>(u * kGuide);
+    const double *c = cdf_.data();
+    return std::lower_bound(c + guide_[b], c + guide_[b + 1], u) - c;
+  }
+
+  double planted_weight(int t, int64_t id) const {
+    return 0.3 * gauss(mix(seed_ ^ mix(0x5eed0000ull + t) ^
+                           mix(static_cast<uint64_t>(id))));
+  }
+
   uint64_t seed_;
   int64_t vocab_;
   std::vector<double> cdf_;
+  std::vector<int64_t> guide_ = std::vector<int64_t>(kGuide + 1);
+  std::vector<double> weight_;  // [table][id], or empty
+  double dense_weight_[kDense];
 };
 
 }  // namespace synth
