@@ -378,7 +378,7 @@ class Trainer:
         self.save(ckpt, exp)
         ok = auc >= planted - f.max_gap
         if chief:
-            print("final: %d steps in %.1f s; held-out exact AUC %.4f vs planted model %.4f "
+            print("final: %d steps in %.2f s; held-out exact AUC %.4f vs planted model %.4f "
                   "(gap %.4f, allowed %.2f): %s"
                   % (step, train_s, auc, planted, planted - auc, f.max_gap, "OK" if ok else "TOO LOW"))
             print("final: checkpoint in %s, serving export in %s" % (ckpt, exp), flush=True)
