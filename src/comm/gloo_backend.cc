@@ -18,6 +18,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "abi/error.h"
@@ -217,14 +218,14 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   std::shared_ptr<Links> links = links_;
   std::shared_ptr<WaitBreaker> breaker = breaker_;
   std::shared_ptr<ShmSlot> shm_slot = shm_slot_;
-  health_sub_ = health_.subscribe(
-      [links, breaker, algo, coll, shm_slot](hb_status, const std::string &why) {
-        algo->break_connect(why);
-        coll->break_connect(why);
-        links->break_all();
-        breaker->trip();
-        shm_slot->trip();
-      });
+  health_sub_ = health_.subscribe([links, breaker, algo, coll, shm_slot](
+                                      hb_status, const std::string &why) {
+    algo->break_connect(why);
+    coll->break_connect(why);
+    links->break_all();
+    breaker->trip();
+    shm_slot->trip();
+  });
   try {
     connect_mesh(cfg, kv, algo, coll);
   } catch (...) {
@@ -268,6 +269,8 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   if (shm->world_uses_shm()) {
     shm_slot_->set(shm);
     shm_ = shm;
+    board_ = shm->reaches_all();
+    sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
   }
 }
 
@@ -294,9 +297,11 @@ GlooBackend::~GlooBackend() {
 template <class F>
 void GlooBackend::guarded(const char *what, F &&fn) {
   health_.check();
-  SigpipeBlock no_sigpipe;
+  std::optional<SigpipeBlock> no_sigpipe;  // 4 syscalls: only near sockets
+  if (!sockets_free_) no_sigpipe.emplace();
   try {
     fn();
+    flush_check();
   } catch (const Error &) {
     throw;
   } catch (const std::bad_alloc &) {
@@ -312,6 +317,7 @@ bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
 template <class F>
 void GlooBackend::over_p2p(F &&fn) {
+  flush_check();
   const uint32_t tag = next_tag();
   if (shm_ && shm_->reaches_all()) {
     ShmP2P p2p(*shm_);
@@ -329,11 +335,86 @@ void GlooBackend::over_p2p(F &&fn) {
 
 void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
+  print_pending_ = false;
   if (!cfg_.check_calls) return;
+  if (board_) {
+    pending_ = std::move(print);
+    print_pending_ = true;
+    return;
+  }
   if (!p2p_world())  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
+}
+
+void GlooBackend::flush_check() {
+  if (print_pending_) board_exchange(nullptr, 0);
+}
+
+uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
+  const int n = world_size();
+  const uint64_t call = ++board_calls_;
+  size_t head = 0;
+  if (print_pending_) {
+    print_pending_ = false;
+    head = CallPrint::wire_bytes(n);
+    if (head > shm_->board_header_bytes())
+      fail(HB_ERR_INTERNAL, "call print of %zu bytes does not fit the board",
+           head);
+    board_wire_.resize(head);
+    pending_.to_wire(n, board_wire_.data());
+  }
+  shm_->board_post(call, board_wire_.data(), head, payload, bytes);
+  shm_->board_wait(call);
+  // Every rank reads every slot, so every rank reaches the same verdict;
+  // the prints first, as they say the most.
+  const ShmTransport::BoardSlot first = shm_->board_slot(0, call);
+  bool same_head = true;
+  for (int q = 1; q < n; ++q)
+    same_head &= shm_->board_slot(q, call).head_bytes == first.head_bytes;
+  if (same_head && first.head_bytes) {
+    board_prints_.resize(size_t(n));
+    for (int q = 0; q < n; ++q)
+      board_prints_[size_t(q)] =
+          CallPrint::from_wire(n, shm_->board_slot(q, call).head);
+    check_prints(board_prints_);
+  }
+  for (int q = 1; q < n; ++q) {
+    const ShmTransport::BoardSlot s = shm_->board_slot(q, call);
+    if (s.head_bytes != first.head_bytes ||
+        s.payload_bytes != first.payload_bytes)
+      fail(HB_ERR_MISMATCH,
+           "mismatched collective calls: rank 0 posted a %zu-byte call print "
+           "and %zu bytes of data, rank %d %zu and %zu (are cpu_check_calls "
+           "and the calls the same on every rank?)",
+           first.head_bytes, first.payload_bytes, q, s.head_bytes,
+           s.payload_bytes);
+  }
+  return call;
+}
+
+void GlooBackend::board_reduce(const RankOrderOp &ro, const char *x,
+                               size_t bytes, const Blocks &b, char *own_out,
+                               char *gather) {
+  const uint64_t call = board_exchange(x, bytes);
+  const int n = world_size();
+  board_in_.resize(size_t(n));
+  for (int p = 0; p < n; ++p)
+    board_in_[size_t(p)] = shm_->board_slot(p, call).payload;
+  // The fold of fold_in_rank_order, accumulating in the output (the inputs
+  // are the slots, never the output): same order, same bits.
+  const size_t es = ro.elem_size;
+  auto fold = [&](size_t lo, size_t len, char *out) {
+    if (len == 0) return;
+    ro.combine(out, board_in_[0] + lo * es, board_in_[1] + lo * es, len);
+    for (int p = 2; p < n; ++p)
+      ro.acc(out, board_in_[size_t(p)] + lo * es, len);
+  };
+  if (!gather)
+    return fold(b.lo[size_t(rank())], b.len[size_t(rank())], own_out);
+  for (size_t p = 0; p < b.lo.size() && !(b.shared && p > 0); ++p)
+    fold(b.lo[p], b.len[p], gather + b.lo[p] * es);
 }
 
 void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
@@ -439,6 +520,7 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
 }
 
 void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
+  flush_check();
   for (size_t at = 0; at < count; at += kMaxPiece)
     algorithm_for(at, std::min(kMaxPiece, count - at), wire, op).run();
 }
@@ -452,6 +534,8 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
+  if (board_ && bytes <= ShmTransport::kInlineBytes)
+    return board_reduce(ro, x, bytes, b, own_out, gather);
   if (!p2p_world() && staged_->fits(bytes))
     return staged_->run(ro, x, b, own_out, gather);
   over_p2p([&](P2P &p2p) {
