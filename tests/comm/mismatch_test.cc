@@ -138,6 +138,26 @@ TEST_P(Mismatch, AllreduceManyTensorLists) {
   expect_usable(w);
 }
 
+// Without prints, the shared-memory call board still compares what every
+// rank posted: different sizes are a mismatch on every rank, not a fold of
+// bytes that were never written.
+TEST_P(Mismatch, BoardSizesWithoutPrints) {
+  if (GetParam() != "shm") GTEST_SKIP() << "only the board compares sizes";
+  hb::comm::BackendConfig cfg = config();
+  cfg.check_calls = false;
+  ThreadWorld w(3, cfg);
+  std::vector<std::vector<float>> b(3, std::vector<float>(200, 1.f));
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        w.at(r).allreduce(b[r].data(), b[r].data(), r == 1 ? 200 : 100,
+                          HB_FLOAT32, HB_SUM);
+      },
+      &msg);
+  expect_mismatch(st, msg, {"800", "400", "rank 1"});
+  expect_usable(w);
+}
+
 INSTANTIATE_TEST_SUITE_P(Transports, Mismatch,
                          ::testing::Values("tcp", "shm", "mixed"),
                          [](const ::testing::TestParamInfo<std::string> &p) {
