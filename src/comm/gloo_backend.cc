@@ -269,7 +269,7 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   if (shm->world_uses_shm()) {
     shm_slot_->set(shm);
     shm_ = shm;
-    board_ = shm->reaches_all();
+    board_ = shm->world_all_shm();  // a world-wide choice
     sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
   }
 }
@@ -336,7 +336,7 @@ void GlooBackend::over_p2p(F &&fn) {
 void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
   print_pending_ = false;
-  if (!cfg_.check_calls) return;
+  if (!cfg_.check_calls || (cfg_.check_calls_where_free && !board_)) return;
   if (board_) {
     pending_ = std::move(print);
     print_pending_ = true;

@@ -312,6 +312,7 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
       if (!pair && p == rank) peer_[size_t(q)].reset();
       if (!pair && q == rank) peer_[size_t(p)].reset();
     }
+  world_all_shm_ = world > 1 && missing.empty();
   // Every rank has attached (or given up): nothing needs the names now.
   if (mine_) mine_->unlink();
   for (int q = 0; q < world; ++q)
@@ -423,7 +424,7 @@ char *ShmTransport::slot_of(int rank, uint64_t call) const {
 void ShmTransport::board_post(uint64_t call, const void *head,
                               size_t head_bytes, const void *payload,
                               size_t payload_bytes) {
-  if (!reaches_all() || head_bytes > board_header_bytes() ||
+  if (!world_all_shm_ || head_bytes > board_header_bytes() ||
       payload_bytes > kInlineBytes)
     fail(HB_ERR_INTERNAL, "shm board: bad post (%zu + %zu bytes)", head_bytes,
          payload_bytes);

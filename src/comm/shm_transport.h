@@ -94,8 +94,11 @@ class ShmTransport {
   // True when some pair of the world shares memory: then every rank runs
   // the P2P algorithms (over shared memory, TCP or both).
   bool world_uses_shm() const { return world_shm_; }
+  // True when every pair of the world shares memory (the same on every
+  // rank): then the call board can carry every call.
+  bool world_all_shm() const { return world_all_shm_; }
 
-  // The call board (reaches_all() only). Calls are numbered 1, 2, ... in
+  // The call board (world_all_shm() only). Calls are numbered 1, 2, ... in
   // the same order on every rank. board_post() publishes this rank's
   // header (at most board_header_bytes()) and payload (at most
   // kInlineBytes) for `call`; board_wait() then waits, spinning first, for
@@ -138,6 +141,7 @@ class ShmTransport {
   std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host
   int reached_ = 0;
   bool world_shm_ = false;
+  bool world_all_shm_ = false;
   std::atomic<bool> tripped_{false};
   std::vector<int> all_peers_;
 };
