@@ -373,7 +373,13 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
   bool same_head = true;
   for (int q = 1; q < n; ++q)
     same_head &= shm_->board_slot(q, call).head_bytes == first.head_bytes;
-  if (same_head && first.head_bytes) {
+  // Byte-equal prints are one call (the wire form is canonical), except
+  // alltoallv's, whose counts must also match pairwise.
+  bool equal = same_head && pending_.kind != CallPrint::kAlltoallv;
+  for (int q = 1; q < n && equal && first.head_bytes; ++q)
+    equal = !std::memcmp(first.head, shm_->board_slot(q, call).head,
+                         first.head_bytes);
+  if (same_head && first.head_bytes && !equal) {
     board_prints_.resize(size_t(n));
     for (int q = 0; q < n; ++q)
       board_prints_[size_t(q)] =
