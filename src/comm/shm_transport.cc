@@ -40,12 +40,19 @@ size_t ring_bytes_for(int world) {
 }
 // A waiter spins, then yields, then sleeps on its doorbell. A futex
 // wake-up costs the waker a syscall and the sleeper the scheduler's (and
-// an idle core's) wake-up latency, tens of microseconds or more, so the
-// spin covers what a peer typically needs to catch up (a few hundred KiB
-// of copying); yielding then lets other ranks on the core run (more ranks
-// than cores) before this rank gives up the core altogether.
-constexpr auto kSpinTime = std::chrono::microseconds(30);
-constexpr auto kYieldTime = std::chrono::microseconds(300);
+// an idle core's) wake-up latency, tens of microseconds, which dwarfs a
+// small message; yielding lets other ranks on the core run (more ranks
+// than cores), and the sleep stops a long wait from burning a core. The
+// call board waits for peers that are usually a few microseconds away, so
+// it yields longer before it sleeps; a ring wait (a peer copying a large
+// message) sleeps sooner.
+struct BackoffTimes {
+  std::chrono::microseconds spin, yield_until;
+};
+constexpr BackoffTimes kRingBackoff{std::chrono::microseconds(5),
+                                    std::chrono::microseconds(20)};
+constexpr BackoffTimes kBoardBackoff{std::chrono::microseconds(2),
+                                     std::chrono::microseconds(100)};
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -71,10 +78,12 @@ inline void cpu_relax() {
 size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
 size_t pad64(size_t n) { return (n + 63) & ~size_t(63); }
 
-// Spin, then yield (see kSpinTime); pause() returns false once the waiter
-// should block. The clock is read every 64 spins and at every yield.
+// Spin, then yield (see BackoffTimes); pause() returns false once the
+// waiter should block. The clock is read every 64 spins and at every
+// yield.
 class Backoff {
  public:
+  explicit Backoff(BackoffTimes t) : t_(t) {}
   bool pause() {
     ++n_;
     if (!yielding_) {
@@ -84,13 +93,13 @@ class Backoff {
       }
       const auto now = std::chrono::steady_clock::now();
       if (n_ == 64) start_ = now;
-      if (now - start_ < kSpinTime) {
+      if (now - start_ < t_.spin) {
         cpu_relax();
         return true;
       }
       yielding_ = true;
     }
-    if (std::chrono::steady_clock::now() - start_ >= kSpinTime + kYieldTime)
+    if (std::chrono::steady_clock::now() - start_ >= t_.yield_until)
       return false;
     sched_yield();
     return true;
@@ -101,6 +110,7 @@ class Backoff {
   }
 
  private:
+  BackoffTimes t_;
   uint64_t n_ = 0;
   bool yielding_ = false;
   std::chrono::steady_clock::time_point start_;
@@ -457,7 +467,7 @@ void ShmTransport::board_wait(uint64_t call) {
     return true;
   };
   if (ready()) return;
-  Backoff backoff;
+  Backoff backoff(kBoardBackoff);
   uint32_t spins = 0;
   while (backoff.pause()) {
     if (ready()) return;
@@ -635,7 +645,7 @@ bool ShmP2P::progress() {
 }
 
 void ShmP2P::wait_until(const std::function<bool()> &done) {
-  Backoff backoff;
+  Backoff backoff(kRingBackoff);
   bool have_deadline = false;
   while (!done()) {
     const uint32_t seen = t_.doorbell();
