@@ -402,7 +402,8 @@ void ShmTransport::check_waitable(const std::vector<int> &watch) const {
 }
 
 void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
-                        std::chrono::steady_clock::time_point deadline) {
+                        std::chrono::steady_clock::time_point deadline,
+                        const std::function<bool()> &ready) {
   check_waitable(watch);
   const auto now = std::chrono::steady_clock::now();
   if (now >= deadline)
@@ -416,7 +417,8 @@ void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
   timespec ts{time_t(ms / 1000), long(ms % 1000) * 1000000L};
   SegHeader *h = mine_->hdr();
   h->sleepers.fetch_add(1);
-  if (h->bell.load() == seen) futex(&h->bell, FUTEX_WAIT, seen, &ts);
+  if (h->bell.load() == seen && !(ready && ready()))
+    futex(&h->bell, FUTEX_WAIT, seen, &ts);
   h->sleepers.fetch_sub(1);
 }
 
@@ -475,24 +477,10 @@ void ShmTransport::board_wait(uint64_t call) {
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
-  SegHeader *h = mine_->hdr();
+  // Posters ring only counted sleepers: doze re-checks after counting us.
+  const std::function<bool()> ready_fn = ready;
   for (;;) {
-    check_waitable(all_peers_);
-    const auto now = std::chrono::steady_clock::now();
-    if (now >= deadline)
-      throw std::runtime_error(
-          format("Timed out after %lld ms waiting for a shared-memory peer",
-                 static_cast<long long>(timeout_ms_)));
-    const int64_t ms = std::max<int64_t>(
-        1, std::min<int64_t>(
-               kSliceMs, std::chrono::duration_cast<std::chrono::milliseconds>(
-                             deadline - now)
-                             .count()));
-    timespec ts{time_t(ms / 1000), long(ms % 1000) * 1000000L};
-    const uint32_t seen = h->bell.load();
-    h->sleepers.fetch_add(1);
-    if (!ready()) futex(&h->bell, FUTEX_WAIT, seen, &ts);
-    h->sleepers.fetch_sub(1);
+    doze(doorbell(), all_peers_, deadline, ready_fn);
     if (ready()) return;
   }
 }

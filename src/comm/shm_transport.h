@@ -124,11 +124,13 @@ class ShmTransport {
   Ring *ring_from(int peer, int channel) const;  // in my segment
   Ring *ring_to(int peer, int channel) const;    // in the peer's segment
   void ring(int peer);                           // wake the peer
-  // Blocks until `progress` returns true, the doorbell rang (returns to
-  // let the caller progress) or a bounded slice passed; throws on a trip,
-  // a failed peer in `watch`, or past the deadline.
+  // Blocks until the doorbell rang (returns to let the caller progress)
+  // or a bounded slice passed; throws on a trip, a failed peer in `watch`,
+  // or past the deadline. `ready`, if given, is checked once this rank
+  // counts as a sleeper (for wakers that ring sleepers only).
   void doze(uint32_t seen, const std::vector<int> &watch,
-            std::chrono::steady_clock::time_point deadline);
+            std::chrono::steady_clock::time_point deadline,
+            const std::function<bool()> &ready = nullptr);
   uint32_t doorbell() const;
   // Throws if a wait must end: trip, a peer in `watch` failed or gone.
   void check_waitable(const std::vector<int> &watch) const;
