@@ -386,10 +386,13 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
           CallPrint::from_wire(n, shm_->board_slot(q, call).head);
     check_prints(board_prints_);
   }
+  // Checked alltoallv prints: each rank posts its own send total.
+  const bool ragged = same_head && first.head_bytes && !equal &&
+                      board_prints_[0].kind == CallPrint::kAlltoallv;
   for (int q = 1; q < n; ++q) {
     const ShmTransport::BoardSlot s = shm_->board_slot(q, call);
     if (s.head_bytes != first.head_bytes ||
-        s.payload_bytes != first.payload_bytes)
+        (!ragged && s.payload_bytes != first.payload_bytes))
       fail(HB_ERR_MISMATCH,
            "mismatched collective calls: rank 0 posted a %zu-byte call print "
            "and %zu bytes of data, rank %d %zu and %zu (are cpu_check_calls "
@@ -421,6 +424,54 @@ void GlooBackend::board_reduce(const RankOrderOp &ro, const char *x,
     return fold(b.lo[size_t(rank())], b.len[size_t(rank())], own_out);
   for (size_t p = 0; p < b.lo.size() && !(b.shared && p > 0); ++p)
     fold(b.lo[p], b.len[p], gather + b.lo[p] * es);
+}
+
+bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
+                                  const int64_t *send_offsets, char *recv,
+                                  const int64_t *recv_counts,
+                                  const int64_t *recv_offsets, size_t es) {
+  const int n = world_size(), r = rank();
+  size_t mine = 0;
+  for (int q = 0; q < n; ++q) mine += size_t(send_counts[q]) * es;
+  const char *payload = nullptr;
+  size_t bytes = 0;
+  if (mine <= ShmTransport::kInlineBytes) {  // else: the print alone
+    bytes = mine;
+    payload = send;
+    if (mine && !packed(send_counts, send_offsets, n)) {
+      char *s = in_stage_.ensure(mine);
+      size_t at = 0;
+      for (int q = 0; q < n; at += size_t(send_counts[q]) * es, ++q)
+        if (send_counts[q])
+          std::memcpy(s + at, send + size_t(send_offsets[q]) * es,
+                      size_t(send_counts[q]) * es);
+      payload = s;
+    }
+  }
+  const uint64_t call = board_exchange(payload, bytes);
+  // The board carries the call only if every rank's sends fit: decided
+  // from the checked prints and the posted sizes, so alike on every rank.
+  if (board_prints_.size() != size_t(n)) return false;
+  for (int q = 0; q < n; ++q) {
+    size_t total = 0;
+    for (int j = 0; j < n; ++j)
+      total += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
+    if (total > ShmTransport::kInlineBytes ||
+        shm_->board_slot(q, call).payload_bytes != total)
+      return false;
+  }
+  // My block from q sits after q's blocks for ranks below me. Reading the
+  // slots (copies) never aliases the caller's buffers.
+  for (int q = 0; q < n; ++q) {
+    if (!recv_counts[q]) continue;
+    size_t at = 0;
+    for (int j = 0; j < r; ++j)
+      at += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
+    std::memcpy(recv + size_t(recv_offsets[q]) * es,
+                shm_->board_slot(q, call).payload + at,
+                size_t(recv_counts[q]) * es);
+  }
+  return true;
 }
 
 void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
@@ -761,6 +812,11 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
   print.counts.insert(print.counts.end(), recv_counts, recv_counts + n);
   guarded("alltoallv", [&] {
     check(print);
+    if (board_ && print_pending_ &&
+        board_alltoallv(static_cast<const char *>(send), send_counts,
+                        send_offsets, static_cast<char *>(recv), recv_counts,
+                        recv_offsets, size_t(es)))
+      return;
     if (p2p_world()) {
       const char *in = static_cast<const char *>(send);
       const int64_t *in_off = send_offsets;

@@ -146,6 +146,14 @@ class GlooBackend final : public Backend {
   // of it) is written once, every rank folds every slot in rank order.
   void board_reduce(const RankOrderOp &ro, const char *x, size_t bytes,
                     const Blocks &b, char *own_out, char *gather);
+  // alltoallv with its print pending: every rank posts its packed sends
+  // (when they fit a slot) with the print; true when every rank's did and
+  // the blocks were read from the slots, false when the call must go on
+  // over the rings (the print is checked either way).
+  bool board_alltoallv(const char *send, const int64_t *send_counts,
+                       const int64_t *send_offsets, char *recv,
+                       const int64_t *recv_counts, const int64_t *recv_offsets,
+                       size_t es);
 
   BackendConfig cfg_;
   Health &health_;
