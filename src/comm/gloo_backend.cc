@@ -365,7 +365,9 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
     board_wire_.resize(head);
     pending_.to_wire(n, board_wire_.data());
   }
-  shm_->board_post(call, board_wire_.data(), head, payload, bytes);
+  shm_->board_post(call, board_wire_.data(), head,
+                   head ? CallPrint::wire_hash(board_wire_.data(), head) : 0,
+                   payload, bytes);
   shm_->board_wait(call);
   // Every rank reads every slot, so every rank reaches the same verdict;
   // the prints first, as they say the most.
@@ -373,12 +375,12 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
   bool same_head = true;
   for (int q = 1; q < n; ++q)
     same_head &= shm_->board_slot(q, call).head_bytes == first.head_bytes;
-  // Byte-equal prints are one call (the wire form is canonical), except
-  // alltoallv's, whose counts must also match pairwise.
+  // Equal prints are one call (the wire form is canonical), except
+  // alltoallv's, whose counts must also match pairwise. Their digests sit
+  // in the flags' lines, which the wait already brought in.
   bool equal = same_head && pending_.kind != CallPrint::kAlltoallv;
   for (int q = 1; q < n && equal && first.head_bytes; ++q)
-    equal = !std::memcmp(first.head, shm_->board_slot(q, call).head,
-                         first.head_bytes);
+    equal = shm_->board_slot(q, call).head_hash == first.head_hash;
   if (same_head && first.head_bytes && !equal) {
     board_prints_.resize(size_t(n));
     for (int q = 0; q < n; ++q)

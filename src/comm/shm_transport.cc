@@ -119,7 +119,7 @@ class Backoff {
 // Call board slot: a line of metadata, the header, the inline payload.
 struct SlotMeta {
   std::atomic<uint64_t> call;  // published call number (0: none yet)
-  uint64_t head_bytes, payload_bytes;
+  uint64_t head_bytes, payload_bytes, head_hash;
 };
 constexpr size_t kSlotMeta = 64;
 size_t board_header_cap(int world) { return pad64(64 + 16 * size_t(world)); }
@@ -228,7 +228,7 @@ std::unique_ptr<ShmSegment> create_segment(int rank, int world,
   h->rank = uint32_t(rank);
   for (int parity = 0; parity < 2; ++parity)
     new (s->base + kHeaderBytes + size_t(parity) * slot_bytes(world))
-        SlotMeta{{0}, 0, 0};
+        SlotMeta{{0}, 0, 0, 0};
   for (size_t i = 0; i < size_t(world) * ShmTransport::kChannels; ++i) {
     char *r = s->base + rings_offset(world) +
               i * (kRingHeader + ring_bytes_for(world));
@@ -434,8 +434,8 @@ char *ShmTransport::slot_of(int rank, uint64_t call) const {
 }
 
 void ShmTransport::board_post(uint64_t call, const void *head,
-                              size_t head_bytes, const void *payload,
-                              size_t payload_bytes) {
+                              size_t head_bytes, uint64_t head_hash,
+                              const void *payload, size_t payload_bytes) {
   if (!world_all_shm_ || head_bytes > board_header_bytes() ||
       payload_bytes > kInlineBytes)
     fail(HB_ERR_INTERNAL, "shm board: bad post (%zu + %zu bytes)", head_bytes,
@@ -447,6 +447,7 @@ void ShmTransport::board_post(uint64_t call, const void *head,
     std::memcpy(slot + kSlotMeta + board_header_bytes(), payload,
                 payload_bytes);
   meta->head_bytes = head_bytes;
+  meta->head_hash = head_hash;
   meta->payload_bytes = payload_bytes;
   // seq_cst, as the sleepers load after it: a peer that is not counted as
   // a sleeper yet sees the flag when it re-checks after counting itself.
@@ -492,7 +493,7 @@ ShmTransport::BoardSlot ShmTransport::board_slot(int rank,
   // Sizes come from another process: clamp them to the slot.
   return BoardSlot{slot + kSlotMeta,
                    std::min<size_t>(meta->head_bytes, board_header_bytes()),
-                   slot + kSlotMeta + board_header_bytes(),
+                   meta->head_hash, slot + kSlotMeta + board_header_bytes(),
                    std::min<size_t>(meta->payload_bytes, kInlineBytes)};
 }
 

@@ -107,12 +107,16 @@ class ShmTransport {
   // this rank posts call + 1.
   static constexpr size_t kInlineBytes = size_t(64) << 10;
   size_t board_header_bytes() const;
+  // head_hash travels in the flag's cache line, so a reader that only
+  // compares hashes never touches the header's lines.
   void board_post(uint64_t call, const void *head, size_t head_bytes,
-                  const void *payload, size_t payload_bytes);
+                  uint64_t head_hash, const void *payload,
+                  size_t payload_bytes);
   void board_wait(uint64_t call);
   struct BoardSlot {
     const char *head;
     size_t head_bytes;
+    uint64_t head_hash;
     const char *payload;
     size_t payload_bytes;
   };
