@@ -41,8 +41,12 @@ struct BackendConfig {
   // Option cpu_transport: auto (shared memory between the ranks that share
   // a host, TCP otherwise), shm (every pair must share memory) or tcp.
   std::string transport = "auto";
-  // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls.
+  // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls;
+  // check_calls_where_free: only where the print rides along with the
+  // call's data (the shared-memory call board), not as a TCP round of its
+  // own ("auto" in release builds).
   bool check_calls = true;
+  bool check_calls_where_free = false;
   // Tests only: > 0 splits the ranks into this many pretend hosts (rank r
   // on host r * hosts / world) that cannot share memory, as the mixed
   // topology of several machines would.

@@ -115,6 +115,19 @@ CallPrint CallPrint::from_wire(int world, const char *in) {
   return p;
 }
 
+uint64_t CallPrint::wire_hash(const char *wire, size_t bytes) {
+  // Each step is a bijection of the state for a given word and of the word
+  // for a given state.
+  uint64_t h = 0x6a09e667f3bcc908ull ^ bytes;
+  for (size_t at = 0; at + 8 <= bytes; at += 8) {
+    uint64_t w;
+    std::memcpy(&w, wire + at, 8);
+    h = (h ^ w) * 0x9e3779b97f4a7c15ull;
+    h ^= h >> 29;
+  }
+  return h;
+}
+
 void check_prints(const std::vector<CallPrint> &prints) {
   const int n = int(prints.size());
   // Group the ranks by call; one group is the normal case.

@@ -44,6 +44,10 @@ struct CallPrint {
   static size_t wire_bytes(int world);
   void to_wire(int world, char *out) const;
   static CallPrint from_wire(int world, const char *in);
+  // A 64-bit digest of a wire form: equal digests stand for equal prints
+  // (two prints that differ in one 8-byte word never share a digest; any
+  // other pair does with odds of about 2^-64).
+  static uint64_t wire_hash(const char *wire, size_t bytes);
 };
 
 // Throws hb::Error(HB_ERR_MISMATCH) unless the prints (one per rank) are of

@@ -18,6 +18,7 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <optional>
 #include <thread>
 
 #include "abi/error.h"
@@ -217,14 +218,14 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   std::shared_ptr<Links> links = links_;
   std::shared_ptr<WaitBreaker> breaker = breaker_;
   std::shared_ptr<ShmSlot> shm_slot = shm_slot_;
-  health_sub_ = health_.subscribe(
-      [links, breaker, algo, coll, shm_slot](hb_status, const std::string &why) {
-        algo->break_connect(why);
-        coll->break_connect(why);
-        links->break_all();
-        breaker->trip();
-        shm_slot->trip();
-      });
+  health_sub_ = health_.subscribe([links, breaker, algo, coll, shm_slot](
+                                      hb_status, const std::string &why) {
+    algo->break_connect(why);
+    coll->break_connect(why);
+    links->break_all();
+    breaker->trip();
+    shm_slot->trip();
+  });
   try {
     connect_mesh(cfg, kv, algo, coll);
   } catch (...) {
@@ -268,6 +269,8 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   if (shm->world_uses_shm()) {
     shm_slot_->set(shm);
     shm_ = shm;
+    board_ = shm->world_all_shm();  // a world-wide choice
+    sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
   }
 }
 
@@ -294,9 +297,11 @@ GlooBackend::~GlooBackend() {
 template <class F>
 void GlooBackend::guarded(const char *what, F &&fn) {
   health_.check();
-  SigpipeBlock no_sigpipe;
+  std::optional<SigpipeBlock> no_sigpipe;  // 4 syscalls: only near sockets
+  if (!sockets_free_) no_sigpipe.emplace();
   try {
     fn();
+    flush_check();
   } catch (const Error &) {
     throw;
   } catch (const std::bad_alloc &) {
@@ -312,6 +317,7 @@ bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
 template <class F>
 void GlooBackend::over_p2p(F &&fn) {
+  flush_check();
   const uint32_t tag = next_tag();
   if (shm_ && shm_->reaches_all()) {
     ShmP2P p2p(*shm_);
@@ -329,11 +335,145 @@ void GlooBackend::over_p2p(F &&fn) {
 
 void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
-  if (!cfg_.check_calls) return;
+  print_pending_ = false;
+  if (!cfg_.check_calls || (cfg_.check_calls_where_free && !board_)) return;
+  if (board_) {
+    pending_ = std::move(print);
+    print_pending_ = true;
+    return;
+  }
   if (!p2p_world())  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
+}
+
+void GlooBackend::flush_check() {
+  if (print_pending_) board_exchange(nullptr, 0);
+}
+
+uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
+  const int n = world_size();
+  const uint64_t call = ++board_calls_;
+  size_t head = 0;
+  if (print_pending_) {
+    print_pending_ = false;
+    head = CallPrint::wire_bytes(n);
+    if (head > shm_->board_header_bytes())
+      fail(HB_ERR_INTERNAL, "call print of %zu bytes does not fit the board",
+           head);
+    board_wire_.resize(head);
+    pending_.to_wire(n, board_wire_.data());
+  }
+  shm_->board_post(call, board_wire_.data(), head,
+                   head ? CallPrint::wire_hash(board_wire_.data(), head) : 0,
+                   payload, bytes);
+  shm_->board_wait(call);
+  // Every rank reads every slot, so every rank reaches the same verdict;
+  // the prints first, as they say the most.
+  const ShmTransport::BoardSlot first = shm_->board_slot(0, call);
+  bool same_head = true;
+  for (int q = 1; q < n; ++q)
+    same_head &= shm_->board_slot(q, call).head_bytes == first.head_bytes;
+  // Equal prints are one call (the wire form is canonical), except
+  // alltoallv's, whose counts must also match pairwise. Their digests sit
+  // in the flags' lines, which the wait already brought in.
+  bool equal = same_head && pending_.kind != CallPrint::kAlltoallv;
+  for (int q = 1; q < n && equal && first.head_bytes; ++q)
+    equal = shm_->board_slot(q, call).head_hash == first.head_hash;
+  if (same_head && first.head_bytes && !equal) {
+    board_prints_.resize(size_t(n));
+    for (int q = 0; q < n; ++q)
+      board_prints_[size_t(q)] =
+          CallPrint::from_wire(n, shm_->board_slot(q, call).head);
+    check_prints(board_prints_);
+  }
+  // Checked alltoallv prints: each rank posts its own send total.
+  const bool ragged = same_head && first.head_bytes && !equal &&
+                      board_prints_[0].kind == CallPrint::kAlltoallv;
+  for (int q = 1; q < n; ++q) {
+    const ShmTransport::BoardSlot s = shm_->board_slot(q, call);
+    if (s.head_bytes != first.head_bytes ||
+        (!ragged && s.payload_bytes != first.payload_bytes))
+      fail(HB_ERR_MISMATCH,
+           "mismatched collective calls: rank 0 posted a %zu-byte call print "
+           "and %zu bytes of data, rank %d %zu and %zu (are cpu_check_calls "
+           "and the calls the same on every rank?)",
+           first.head_bytes, first.payload_bytes, q, s.head_bytes,
+           s.payload_bytes);
+  }
+  return call;
+}
+
+void GlooBackend::board_reduce(const RankOrderOp &ro, const char *x,
+                               size_t bytes, const Blocks &b, char *own_out,
+                               char *gather) {
+  const uint64_t call = board_exchange(x, bytes);
+  const int n = world_size();
+  board_in_.resize(size_t(n));
+  for (int p = 0; p < n; ++p)
+    board_in_[size_t(p)] = shm_->board_slot(p, call).payload;
+  // The fold of fold_in_rank_order, accumulating in the output (the inputs
+  // are the slots, never the output): same order, same bits.
+  const size_t es = ro.elem_size;
+  auto fold = [&](size_t lo, size_t len, char *out) {
+    if (len == 0) return;
+    ro.combine(out, board_in_[0] + lo * es, board_in_[1] + lo * es, len);
+    for (int p = 2; p < n; ++p)
+      ro.acc(out, board_in_[size_t(p)] + lo * es, len);
+  };
+  if (!gather)
+    return fold(b.lo[size_t(rank())], b.len[size_t(rank())], own_out);
+  for (size_t p = 0; p < b.lo.size() && !(b.shared && p > 0); ++p)
+    fold(b.lo[p], b.len[p], gather + b.lo[p] * es);
+}
+
+bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
+                                  const int64_t *send_offsets, char *recv,
+                                  const int64_t *recv_counts,
+                                  const int64_t *recv_offsets, size_t es) {
+  const int n = world_size(), r = rank();
+  size_t mine = 0;
+  for (int q = 0; q < n; ++q) mine += size_t(send_counts[q]) * es;
+  const char *payload = nullptr;
+  size_t bytes = 0;
+  if (mine <= ShmTransport::kInlineBytes) {  // else: the print alone
+    bytes = mine;
+    payload = send;
+    if (mine && !packed(send_counts, send_offsets, n)) {
+      char *s = in_stage_.ensure(mine);
+      size_t at = 0;
+      for (int q = 0; q < n; at += size_t(send_counts[q]) * es, ++q)
+        if (send_counts[q])
+          std::memcpy(s + at, send + size_t(send_offsets[q]) * es,
+                      size_t(send_counts[q]) * es);
+      payload = s;
+    }
+  }
+  const uint64_t call = board_exchange(payload, bytes);
+  // The board carries the call only if every rank's sends fit: decided
+  // from the checked prints and the posted sizes, so alike on every rank.
+  if (board_prints_.size() != size_t(n)) return false;
+  for (int q = 0; q < n; ++q) {
+    size_t total = 0;
+    for (int j = 0; j < n; ++j)
+      total += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
+    if (total > ShmTransport::kInlineBytes ||
+        shm_->board_slot(q, call).payload_bytes != total)
+      return false;
+  }
+  // My block from q sits after q's blocks for ranks below me. Reading the
+  // slots (copies) never aliases the caller's buffers.
+  for (int q = 0; q < n; ++q) {
+    if (!recv_counts[q]) continue;
+    size_t at = 0;
+    for (int j = 0; j < r; ++j)
+      at += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
+    std::memcpy(recv + size_t(recv_offsets[q]) * es,
+                shm_->board_slot(q, call).payload + at,
+                size_t(recv_counts[q]) * es);
+  }
+  return true;
 }
 
 void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
@@ -439,6 +579,7 @@ gloo::Algorithm &GlooBackend::algorithm_for(size_t offset, size_t count,
 }
 
 void GlooBackend::reduce_scratch(size_t count, hb_dtype wire, hb_reduce_op op) {
+  flush_check();
   for (size_t at = 0; at < count; at += kMaxPiece)
     algorithm_for(at, std::min(kMaxPiece, count - at), wire, op).run();
 }
@@ -452,6 +593,8 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
+  if (board_ && bytes <= ShmTransport::kInlineBytes)
+    return board_reduce(ro, x, bytes, b, own_out, gather);
   if (!p2p_world() && regions_->fits(bytes)) {
     RegionP2P p2p(*regions_);
     return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
@@ -673,6 +816,11 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
   print.counts.insert(print.counts.end(), recv_counts, recv_counts + n);
   guarded("alltoallv", [&] {
     check(print);
+    if (board_ && print_pending_ &&
+        board_alltoallv(static_cast<const char *>(send), send_counts,
+                        send_offsets, static_cast<char *>(recv), recv_counts,
+                        recv_offsets, size_t(es)))
+      return;
     if (p2p_world()) {
       const char *in = static_cast<const char *>(send);
       const int64_t *in_off = send_offsets;

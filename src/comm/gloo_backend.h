@@ -132,8 +132,29 @@ class GlooBackend final : public Backend {
   template <class F>
   void over_p2p(F &&fn);
   // The call's fingerprint, checked across ranks (comm/fingerprint.h)
-  // before anything of a size that depends on it is posted.
+  // before anything of a size that depends on it is posted. On the call
+  // board (every peer shares memory) it is only kept here, and travels
+  // with the call's first board post: the inline payload of a small
+  // reduction, else a post of its own (flush_check) before the first
+  // message.
   void check(CallPrint print);
+  void flush_check();
+  // Posts the pending print (if any) and payload on the call board, waits
+  // for every peer's post and checks them all: every rank reaches the same
+  // verdict (HB_ERR_MISMATCH) from the same slots. Returns the call number.
+  uint64_t board_exchange(const char *payload, size_t bytes);
+  // The rank-order reduction straight from the peers' board slots: x (bytes
+  // of it) is written once, every rank folds every slot in rank order.
+  void board_reduce(const RankOrderOp &ro, const char *x, size_t bytes,
+                    const Blocks &b, char *own_out, char *gather);
+  // alltoallv with its print pending: every rank posts its packed sends
+  // (when they fit a slot) with the print; true when every rank's did and
+  // the blocks were read from the slots, false when the call must go on
+  // over the rings (the print is checked either way).
+  bool board_alltoallv(const char *send, const int64_t *send_counts,
+                       const int64_t *send_offsets, char *recv,
+                       const int64_t *recv_counts, const int64_t *recv_offsets,
+                       size_t es);
 
   BackendConfig cfg_;
   Health &health_;
@@ -163,7 +184,18 @@ class GlooBackend final : public Backend {
     void trip();
   };
   std::shared_ptr<ShmSlot> shm_slot_ = std::make_shared<ShmSlot>();
-  uint64_t seq_ = 0;        // collective calls so far
+  uint64_t seq_ = 0;  // collective calls so far
+  // The call board (comm/shm_transport.h): used when every peer shares
+  // memory. Such a world's rank-order calls touch no socket, so they skip
+  // the SIGPIPE guard too.
+  bool board_ = false;
+  bool sockets_free_ = false;
+  uint64_t board_calls_ = 0;
+  bool print_pending_ = false;
+  CallPrint pending_;
+  std::vector<char> board_wire_;
+  std::vector<CallPrint> board_prints_;
+  std::vector<const char *> board_in_;
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs

@@ -38,8 +38,21 @@ size_t ring_bytes_for(int world) {
     r /= 2;
   return r;
 }
-constexpr int kSpins = 256;       // progress attempts before yielding
-constexpr int kYields = 16;       // then yields before sleeping
+// A waiter spins, then yields, then sleeps on its doorbell. A futex
+// wake-up costs the waker a syscall and the sleeper the scheduler's (and
+// an idle core's) wake-up latency, tens of microseconds, which dwarfs a
+// small message; yielding lets other ranks on the core run (more ranks
+// than cores), and the sleep stops a long wait from burning a core. The
+// call board waits for peers that are usually a few microseconds away, so
+// it yields longer before it sleeps; a ring wait (a peer copying a large
+// message) sleeps sooner.
+struct BackoffTimes {
+  std::chrono::microseconds spin, yield_until;
+};
+constexpr BackoffTimes kRingBackoff{std::chrono::microseconds(5),
+                                    std::chrono::microseconds(20)};
+constexpr BackoffTimes kBoardBackoff{std::chrono::microseconds(2),
+                                     std::chrono::microseconds(100)};
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -63,6 +76,59 @@ inline void cpu_relax() {
 }
 
 size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
+size_t pad64(size_t n) { return (n + 63) & ~size_t(63); }
+
+// Spin, then yield (see BackoffTimes); pause() returns false once the
+// waiter should block. The clock is read every 64 spins and at every
+// yield.
+class Backoff {
+ public:
+  explicit Backoff(BackoffTimes t) : t_(t) {}
+  bool pause() {
+    ++n_;
+    if (!yielding_) {
+      if ((n_ & 63) != 0) {
+        cpu_relax();
+        return true;
+      }
+      const auto now = std::chrono::steady_clock::now();
+      if (n_ == 64) start_ = now;
+      if (now - start_ < t_.spin) {
+        cpu_relax();
+        return true;
+      }
+      yielding_ = true;
+    }
+    if (std::chrono::steady_clock::now() - start_ >= t_.yield_until)
+      return false;
+    sched_yield();
+    return true;
+  }
+  void reset() {
+    n_ = 0;
+    yielding_ = false;
+  }
+
+ private:
+  BackoffTimes t_;
+  uint64_t n_ = 0;
+  bool yielding_ = false;
+  std::chrono::steady_clock::time_point start_;
+};
+
+// Call board slot: a line of metadata, the header, the inline payload.
+struct SlotMeta {
+  std::atomic<uint64_t> call;  // published call number (0: none yet)
+  uint64_t head_bytes, payload_bytes, head_hash;
+};
+constexpr size_t kSlotMeta = 64;
+size_t board_header_cap(int world) { return pad64(64 + 16 * size_t(world)); }
+size_t slot_bytes(int world) {
+  return kSlotMeta + board_header_cap(world) + ShmTransport::kInlineBytes;
+}
+size_t board_bytes(int world) { return 2 * slot_bytes(world); }
+// Rings start after the segment header and the board.
+size_t rings_offset(int world) { return kHeaderBytes + board_bytes(world); }
 
 }  // namespace
 
@@ -100,8 +166,8 @@ struct ShmSegment {
 namespace {
 
 size_t segment_bytes(int world) {
-  return kHeaderBytes + size_t(world) * ShmTransport::kChannels *
-                            (kRingHeader + ring_bytes_for(world));
+  return rings_offset(world) + size_t(world) * ShmTransport::kChannels *
+                                   (kRingHeader + ring_bytes_for(world));
 }
 
 // Segments are unlinked once every rank attached; one is only left behind
@@ -160,9 +226,12 @@ std::unique_ptr<ShmSegment> create_segment(int rank, int world,
   h->nonce = random64();
   h->world = uint32_t(world);
   h->rank = uint32_t(rank);
+  for (int parity = 0; parity < 2; ++parity)
+    new (s->base + kHeaderBytes + size_t(parity) * slot_bytes(world))
+        SlotMeta{{0}, 0, 0, 0};
   for (size_t i = 0; i < size_t(world) * ShmTransport::kChannels; ++i) {
-    char *r =
-        s->base + kHeaderBytes + i * (kRingHeader + ring_bytes_for(world));
+    char *r = s->base + rings_offset(world) +
+              i * (kRingHeader + ring_bytes_for(world));
     reinterpret_cast<std::atomic<uint64_t> *>(r)->store(0);
     reinterpret_cast<std::atomic<uint64_t> *>(r + 64)->store(0);
   }
@@ -253,9 +322,14 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
       if (!pair && p == rank) peer_[size_t(q)].reset();
       if (!pair && q == rank) peer_[size_t(p)].reset();
     }
+  world_all_shm_ = world > 1 && missing.empty();
   // Every rank has attached (or given up): nothing needs the names now.
   if (mine_) mine_->unlink();
-  for (auto &p : peer_) reached_ += p ? 1 : 0;
+  for (int q = 0; q < world; ++q)
+    if (peer_[size_t(q)]) {
+      ++reached_;
+      all_peers_.push_back(q);
+    }
   if (mode == "shm" && !missing.empty())
     fail(HB_ERR_CONFIG,
          "option cpu_transport=shm: ranks %s cannot share memory (rank %d: "
@@ -297,15 +371,15 @@ void ShmTransport::wake_self() {
 }
 
 ShmTransport::Ring *ShmTransport::ring_from(int peer, int channel) const {
-  return reinterpret_cast<Ring *>(mine_->base + kHeaderBytes +
+  return reinterpret_cast<Ring *>(mine_->base + rings_offset(world_) +
                                   size_t(peer * kChannels + channel) *
                                       (kRingHeader + ring_bytes_));
 }
 
 ShmTransport::Ring *ShmTransport::ring_to(int peer, int channel) const {
-  return reinterpret_cast<Ring *>(peer_[size_t(peer)]->base + kHeaderBytes +
-                                  size_t(rank_ * kChannels + channel) *
-                                      (kRingHeader + ring_bytes_));
+  return reinterpret_cast<Ring *>(
+      peer_[size_t(peer)]->base + rings_offset(world_) +
+      size_t(rank_ * kChannels + channel) * (kRingHeader + ring_bytes_));
 }
 
 void ShmTransport::ring(int peer) {
@@ -316,8 +390,7 @@ void ShmTransport::ring(int peer) {
 
 uint32_t ShmTransport::doorbell() const { return mine_->hdr()->bell.load(); }
 
-void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
-                        std::chrono::steady_clock::time_point deadline) {
+void ShmTransport::check_waitable(const std::vector<int> &watch) const {
   if (tripped_.load()) throw std::runtime_error("shared-memory wait broken");
   for (int q : watch) {
     const uint32_t st = peer_[size_t(q)]->hdr()->state.load();
@@ -326,6 +399,12 @@ void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
           q, format("rank %d: rank %d %s its shared-memory channel", rank_, q,
                     st == 2 ? "closed" : "failed and left"));
   }
+}
+
+void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
+                        std::chrono::steady_clock::time_point deadline,
+                        const std::function<bool()> &ready) {
+  check_waitable(watch);
   const auto now = std::chrono::steady_clock::now();
   if (now >= deadline)
     throw std::runtime_error(
@@ -338,8 +417,84 @@ void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
   timespec ts{time_t(ms / 1000), long(ms % 1000) * 1000000L};
   SegHeader *h = mine_->hdr();
   h->sleepers.fetch_add(1);
-  if (h->bell.load() == seen) futex(&h->bell, FUTEX_WAIT, seen, &ts);
+  if (h->bell.load() == seen && !(ready && ready()))
+    futex(&h->bell, FUTEX_WAIT, seen, &ts);
   h->sleepers.fetch_sub(1);
+}
+
+// ------------------------------------------------------------ call board
+
+size_t ShmTransport::board_header_bytes() const {
+  return board_header_cap(world_);
+}
+
+char *ShmTransport::slot_of(int rank, uint64_t call) const {
+  const ShmSegment &s = rank == rank_ ? *mine_ : *peer_[size_t(rank)];
+  return s.base + kHeaderBytes + size_t(call & 1) * slot_bytes(world_);
+}
+
+void ShmTransport::board_post(uint64_t call, const void *head,
+                              size_t head_bytes, uint64_t head_hash,
+                              const void *payload, size_t payload_bytes) {
+  if (!world_all_shm_ || head_bytes > board_header_bytes() ||
+      payload_bytes > kInlineBytes)
+    fail(HB_ERR_INTERNAL, "shm board: bad post (%zu + %zu bytes)", head_bytes,
+         payload_bytes);
+  char *slot = slot_of(rank_, call);
+  auto *meta = reinterpret_cast<SlotMeta *>(slot);
+  if (head_bytes) std::memcpy(slot + kSlotMeta, head, head_bytes);
+  if (payload_bytes)
+    std::memcpy(slot + kSlotMeta + board_header_bytes(), payload,
+                payload_bytes);
+  meta->head_bytes = head_bytes;
+  meta->head_hash = head_hash;
+  meta->payload_bytes = payload_bytes;
+  // seq_cst, as the sleepers load after it: a peer that is not counted as
+  // a sleeper yet sees the flag when it re-checks after counting itself.
+  meta->call.store(call);
+  for (int q : all_peers_) {
+    SegHeader *h = peer_[size_t(q)]->hdr();
+    if (h->sleepers.load()) {
+      h->bell.fetch_add(1);
+      futex(&h->bell, FUTEX_WAKE, INT_MAX, nullptr);
+    }
+  }
+}
+
+void ShmTransport::board_wait(uint64_t call) {
+  auto ready = [&] {
+    for (int q : all_peers_)
+      if (reinterpret_cast<const SlotMeta *>(slot_of(q, call))->call.load() <
+          call)
+        return false;
+    return true;
+  };
+  if (ready()) return;
+  Backoff backoff(kBoardBackoff);
+  uint32_t spins = 0;
+  while (backoff.pause()) {
+    if (ready()) return;
+    if ((++spins & 1023) == 0) check_waitable(all_peers_);
+  }
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
+  // Posters ring only counted sleepers: doze re-checks after counting us.
+  const std::function<bool()> ready_fn = ready;
+  for (;;) {
+    doze(doorbell(), all_peers_, deadline, ready_fn);
+    if (ready()) return;
+  }
+}
+
+ShmTransport::BoardSlot ShmTransport::board_slot(int rank,
+                                                 uint64_t call) const {
+  const char *slot = slot_of(rank, call);
+  const auto *meta = reinterpret_cast<const SlotMeta *>(slot);
+  // Sizes come from another process: clamp them to the slot.
+  return BoardSlot{slot + kSlotMeta,
+                   std::min<size_t>(meta->head_bytes, board_header_bytes()),
+                   meta->head_hash, slot + kSlotMeta + board_header_bytes(),
+                   std::min<size_t>(meta->payload_bytes, kInlineBytes)};
 }
 
 // ---------------------------------------------------------------- ShmP2P
@@ -479,24 +634,17 @@ bool ShmP2P::progress() {
 }
 
 void ShmP2P::wait_until(const std::function<bool()> &done) {
-  int idle = 0;
+  Backoff backoff(kRingBackoff);
   bool have_deadline = false;
   while (!done()) {
     const uint32_t seen = t_.doorbell();
     if (progress()) {
-      idle = 0;
+      backoff.reset();
       have_deadline = false;
       continue;
     }
     if (done()) break;
-    if (++idle < kSpins) {
-      cpu_relax();
-      continue;
-    }
-    if (idle < kSpins + kYields) {
-      sched_yield();
-      continue;
-    }
+    if (backoff.pause()) continue;
     if (!have_deadline) {
       deadline_ = std::chrono::steady_clock::now() +
                   std::chrono::milliseconds(t_.timeout_ms_);

@@ -11,6 +11,17 @@
 // unlinked: nothing stays in /dev/shm, even if every rank is SIGKILLed
 // afterwards (the memory goes with the last mapping).
 //
+// The segment also holds a call board: two slots (by call parity), each a
+// flag, a small header and an inline payload. A rank publishes a call by
+// writing its slot and then the call's number into the flag; every rank
+// waits for every peer's flag and reads the peers' slots in place. That is
+// one write and no copy out for small messages (hb's rank-order fold reads
+// the peers' slots directly), and it carries each call's fingerprint
+// (comm/fingerprint.h) in the same round. No "done reading" flag is needed:
+// a rank reuses a slot two calls later, and by then every peer has
+// published the call in between, which it does only after it finished
+// reading this one.
+//
 // A ring is a single-producer single-consumer byte stream: the sender
 // copies a message in (an 8-byte length, then the payload), the receiver
 // copies it out; both publish their position with release stores. Waiting
@@ -83,6 +94,33 @@ class ShmTransport {
   // True when some pair of the world shares memory: then every rank runs
   // the P2P algorithms (over shared memory, TCP or both).
   bool world_uses_shm() const { return world_shm_; }
+  // True when every pair of the world shares memory (the same on every
+  // rank): then the call board can carry every call.
+  bool world_all_shm() const { return world_all_shm_; }
+
+  // The call board (world_all_shm() only). Calls are numbered 1, 2, ... in
+  // the same order on every rank. board_post() publishes this rank's
+  // header (at most board_header_bytes()) and payload (at most
+  // kInlineBytes) for `call`; board_wait() then waits, spinning first, for
+  // every peer to publish it (throws as a P2P wait: trip, peer failed or
+  // gone, timeout). After the wait, the slots of `call` may be read until
+  // this rank posts call + 1.
+  static constexpr size_t kInlineBytes = size_t(64) << 10;
+  size_t board_header_bytes() const;
+  // head_hash travels in the flag's cache line, so a reader that only
+  // compares hashes never touches the header's lines.
+  void board_post(uint64_t call, const void *head, size_t head_bytes,
+                  uint64_t head_hash, const void *payload,
+                  size_t payload_bytes);
+  void board_wait(uint64_t call);
+  struct BoardSlot {
+    const char *head;
+    size_t head_bytes;
+    uint64_t head_hash;
+    const char *payload;
+    size_t payload_bytes;
+  };
+  BoardSlot board_slot(int rank, uint64_t call) const;
 
  private:
   friend class ShmP2P;
@@ -90,12 +128,17 @@ class ShmTransport {
   Ring *ring_from(int peer, int channel) const;  // in my segment
   Ring *ring_to(int peer, int channel) const;    // in the peer's segment
   void ring(int peer);                           // wake the peer
-  // Blocks until `progress` returns true, the doorbell rang (returns to
-  // let the caller progress) or a bounded slice passed; throws on a trip,
-  // a failed peer in `watch`, or past the deadline.
+  // Blocks until the doorbell rang (returns to let the caller progress)
+  // or a bounded slice passed; throws on a trip, a failed peer in `watch`,
+  // or past the deadline. `ready`, if given, is checked once this rank
+  // counts as a sleeper (for wakers that ring sleepers only).
   void doze(uint32_t seen, const std::vector<int> &watch,
-            std::chrono::steady_clock::time_point deadline);
+            std::chrono::steady_clock::time_point deadline,
+            const std::function<bool()> &ready = nullptr);
   uint32_t doorbell() const;
+  // Throws if a wait must end: trip, a peer in `watch` failed or gone.
+  void check_waitable(const std::vector<int> &watch) const;
+  char *slot_of(int rank, uint64_t call) const;
 
   int rank_, world_;
   int64_t timeout_ms_;
@@ -104,7 +147,9 @@ class ShmTransport {
   std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host
   int reached_ = 0;
   bool world_shm_ = false;
+  bool world_all_shm_ = false;
   std::atomic<bool> tripped_{false};
+  std::vector<int> all_peers_;
 };
 
 // P2P over the rings of a ShmTransport: serves one call (the channels'

@@ -74,12 +74,15 @@ const std::vector<OptionSpec> &option_table() {
        "back), TCP for the others; shm = the same, but a pair that cannot "
        "share memory is an error; tcp = TCP (Gloo) only. Results are the "
        "same bits on every transport."},
-      {"cpu_check_calls", OptionType::kInt, "1", nullptr, 0, 1,
-       "1: every CPU collective first checks that all ranks made the same "
-       "call (operation, dtype, op, root, counts, call number; a small "
-       "message to every peer) and fails with HB_ERR_MISMATCH on every "
-       "rank otherwise; 0 skips the check (mismatched calls then fail in "
-       "the transport, or hang until timeout_ms)."},
+      {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
+       "1: every CPU collective checks that all ranks made the same call "
+       "(operation, dtype, op, root, counts, call number) and fails with "
+       "HB_ERR_MISMATCH on every rank otherwise; 0 skips the check "
+       "(mismatched calls then fail in the transport, or hang until "
+       "timeout_ms); auto: 1 in debug builds, and in release (NDEBUG) "
+       "builds 1 where every pair of ranks shares memory (the check rides "
+       "along with the call's data, nearly free) and 0 over TCP (there it "
+       "is a round of its own, about one small-message latency per call)."},
       {"cpu_host", OptionType::kString, "", nullptr, 0, 0,
        "Address this rank's CPU (Gloo TCP) transport listens on and gives "
        "its peers. Empty: the first address of an interface matching "

@@ -249,6 +249,40 @@ TEST_P(Collectives, AlltoallvUnevenWithZerosAndOffsets) {
     }
 }
 
+// Over shared memory, small alltoallv calls go over the call board when
+// every rank's sends fit a slot; here rank 0's do not (80 KiB per peer),
+// so every rank must agree to take the rings.
+TEST_P(Collectives, AlltoallvOneRankBeyondTheBoard) {
+  ThreadWorld &w = world();
+  const int n = w.size();
+  auto cnt = [](int s, int d) -> int64_t { return s == 0 ? 20000 + d : 7 + d; };
+  std::vector<std::vector<int64_t>> sc(n, std::vector<int64_t>(n)),
+      so = sc, rc = sc, ro = sc;
+  std::vector<std::vector<float>> send(n), recv(n);
+  for (int r = 0; r < n; ++r) {
+    int64_t sat = 0, rat = 0;
+    for (int p = 0; p < n; ++p) {
+      sc[r][p] = cnt(r, p), so[r][p] = sat, sat += sc[r][p];
+      rc[r][p] = cnt(p, r), ro[r][p] = rat, rat += rc[r][p];
+    }
+    send[r].resize(size_t(sat));
+    recv[r].assign(size_t(rat), -1.f);
+    for (int p = 0; p < n; ++p)
+      for (int64_t i = 0; i < sc[r][p]; ++i)
+        send[r][size_t(so[r][p] + i)] = float(r * 100000 + p * 1000 + i % 997);
+  }
+  w.run([&](int r) {
+    w.at(r).alltoallv(send[r].data(), sc[r].data(), so[r].data(),
+                      recv[r].data(), rc[r].data(), ro[r].data(), HB_FLOAT32);
+  });
+  for (int r = 0; r < n; ++r)
+    for (int p = 0; p < n; ++p)
+      for (int64_t i = 0; i < rc[r][p]; ++i)
+        ASSERT_EQ(recv[r][size_t(ro[r][p] + i)],
+                  float(p * 100000 + r * 1000 + i % 997))
+            << "rank " << r << " from " << p << " index " << i;
+}
+
 TEST_P(Collectives, BroadcastEveryRootAndDtype) {
   ThreadWorld &w = world();
   const int n = w.size();

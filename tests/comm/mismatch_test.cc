@@ -7,6 +7,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/fingerprint.h"
 #include "shm_segments.h"
 #include "thread_world.h"
 
@@ -135,6 +136,51 @@ TEST_P(Mismatch, AllreduceManyTensorLists) {
       },
       &msg);
   expect_mismatch(st, msg, {"allreduce_many", "count=64"});
+  expect_usable(w);
+}
+
+// The board compares prints by digest: every field change must show.
+TEST(CallPrintDigest, EveryFieldChangesIt) {
+  const int world = 3;
+  hb::comm::CallPrint a;
+  a.kind = hb::comm::CallPrint::kAllgatherv;
+  a.dtype = HB_FLOAT32;
+  a.seq = 7;
+  a.counts = {10, 10, 10};
+  auto digest = [&](const hb::comm::CallPrint &p) {
+    std::vector<char> w(hb::comm::CallPrint::wire_bytes(world));
+    p.to_wire(world, w.data());
+    return hb::comm::CallPrint::wire_hash(w.data(), w.size());
+  };
+  const uint64_t base = digest(a);
+  EXPECT_EQ(digest(a), base);
+  std::vector<hb::comm::CallPrint> changed(6, a);
+  changed[0].kind = hb::comm::CallPrint::kAlltoallv;
+  changed[1].dtype = HB_FLOAT64;
+  changed[2].seq = 8;
+  changed[3].counts[2] = 11;
+  changed[4].root = 0;
+  changed[5].op = HB_SUM;
+  for (const auto &c : changed) EXPECT_NE(digest(c), base);
+}
+
+// Without prints, the shared-memory call board still compares what every
+// rank posted: different sizes are a mismatch on every rank, not a fold of
+// bytes that were never written.
+TEST_P(Mismatch, BoardSizesWithoutPrints) {
+  if (GetParam() != "shm") GTEST_SKIP() << "only the board compares sizes";
+  hb::comm::BackendConfig cfg = config();
+  cfg.check_calls = false;
+  ThreadWorld w(3, cfg);
+  std::vector<std::vector<float>> b(3, std::vector<float>(200, 1.f));
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        w.at(r).allreduce(b[r].data(), b[r].data(), r == 1 ? 200 : 100,
+                          HB_FLOAT32, HB_SUM);
+      },
+      &msg);
+  expect_mismatch(st, msg, {"800", "400", "rank 1"});
   expect_usable(w);
 }
 

@@ -8,6 +8,8 @@
 //                                   must get HB_ERR_PEER_FAILED naming it
 //                                   within the liveness bound, then destroy
 //                                   its context (started by mp_kill_test)
+//   mp_collectives kill allreduce_small   the same with 4 KiB calls (the
+//                                   shared-memory call board)
 //   mp_collectives abort            rank 1 calls hb_context_abort from a
 //                                   second thread while every rank is in an
 //                                   allreduce loop: all get HB_ERR_ABORTED
@@ -222,7 +224,9 @@ void kill_test(const std::string &what) {
   hb_context *ctx = nullptr;
   CHECK_OK(hb_context_create(nullptr, &ctx));
   const int victim = g_world - 1;
-  const size_t count = 1 << 20;  // 4 MiB of float32 per call
+  // 4 MiB of float32 per call; "allreduce_small": 4 KiB, which goes over
+  // the shared-memory call board.
+  const size_t count = what == "allreduce_small" ? 1024 : 1 << 20;
   std::vector<float> a(count, 1.f), b(count);
   std::vector<int64_t> cnt(g_world, count / g_world), off(g_world);
   for (int p = 0; p < g_world; ++p) off[p] = p * (count / g_world);
@@ -334,8 +338,8 @@ int main(int argc, char **argv) {
     kill_test(argv[2]);
     return 0;
   }
-  std::fprintf(
-      stderr,
-      "usage: mp_collectives sweep | abort | kill allreduce|alltoallv\n");
+  std::fprintf(stderr,
+               "usage: mp_collectives sweep | abort | kill "
+               "allreduce|allreduce_small|alltoallv\n");
   return 2;
 }

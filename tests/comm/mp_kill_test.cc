@@ -60,6 +60,12 @@ TEST(CommKill, AllreduceFourRanksShm) {
   for (int i = 0; i < repeats(); ++i)
     expect_survivors_clean(4, "allreduce", "shm");
 }
+// Small calls go over the call board: the victim dies between (or while)
+// publishing its slots.
+TEST(CommKill, SmallAllreduceThreeRanksShm) {
+  for (int i = 0; i < repeats(); ++i)
+    expect_survivors_clean(3, "allreduce_small", "shm");
+}
 TEST(CommKill, AlltoallvThreeRanksShm) {
   for (int i = 0; i < repeats(); ++i)
     expect_survivors_clean(3, "alltoallv", "shm");
