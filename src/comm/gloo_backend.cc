@@ -489,7 +489,7 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
     // A broken connection: give the rendezvous a moment to name the lost
     // rank (or deliver an abort), which is the more useful report. A peer
     // that left on purpose (said BYE) is reported at once.
-    int peer = links_->rank_in_message(msg);
+    if (peer < 0) peer = links_->rank_in_message(msg);
     Deadline grace(cfg_.peer_report_grace_ms);
     while (health_.ok() && !grace.expired() && kv_.ranks_left().empty())
       std::this_thread::sleep_for(std::chrono::milliseconds(2));
