@@ -259,12 +259,16 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   });
   // Same-host peers (comm/shm_transport.h), found through the KV; the
   // health subscription (made before the connect) trips it from now on.
-  auto shm = std::make_shared<ShmTransport>(
-      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
-      cfg.timeout_ms,
-      cfg.test_hosts > 0 ? cfg.rank * cfg.test_hosts / cfg.world_size : -1);
-  HB_LOG_DEBUG("cpu transport, rank %d to each peer: %s", cfg.rank,
-               shm->describe().c_str());
+  const std::string host =
+      cfg.test_hosts > 0
+          ? "test-host-" +
+                std::to_string(cfg.rank * cfg.test_hosts / cfg.world_size)
+          : (cfg.hostname.empty() ? "-" : cfg.hostname);
+  auto shm = std::make_shared<ShmTransport>(cfg.rank, cfg.world_size, kv,
+                                            cfg.key_prefix, cfg.transport,
+                                            cfg.timeout_ms, host);
+  HB_LOG_DEBUG("cpu transport, rank %d (host %s) to each peer: %s", cfg.rank,
+               host.c_str(), shm->describe().c_str());
   if (shm->world_uses_shm()) {
     shm_slot_->set(shm);
     shm_ = shm;
