@@ -314,6 +314,10 @@ void GlooBackend::guarded(const char *what, F &&fn) {
 
 bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
+bool GlooBackend::registered_first() const {
+  return !shm_ || !shm_->world_all_shm();
+}
+
 template <class F>
 void GlooBackend::over_p2p(F &&fn) {
   const uint32_t tag = next_tag();
@@ -334,7 +338,7 @@ void GlooBackend::over_p2p(F &&fn) {
 void GlooBackend::check(CallPrint print) {
   print.seq = ++seq_;
   if (!cfg_.check_calls) return;
-  if (!p2p_world())  // registered pair buffers: one hop
+  if (registered_first())  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
@@ -456,7 +460,7 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   size_t bytes = 0;
   for (size_t p = 0; p < b.lo.size(); ++p)
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
-  if (!p2p_world() && staged_->fits(bytes))
+  if (registered_first() && staged_ && staged_->fits(bytes))
     return staged_->run(ro, x, b, own_out, gather);
   over_p2p([&](P2P &p2p) {
     rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);

@@ -250,6 +250,7 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
       if (!pair && missing.size() < 200)
         missing += format("%s%d-%d", missing.empty() ? "" : ", ", p, q);
       world_shm_ |= pair;
+      world_all_shm_ &= pair;
       if (!pair && p == rank) peer_[size_t(q)].reset();
       if (!pair && q == rank) peer_[size_t(p)].reset();
     }

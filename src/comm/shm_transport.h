@@ -86,6 +86,8 @@ class ShmTransport {
   // True when some pair of the world shares memory: then every rank runs
   // the P2P algorithms (over shared memory, TCP or both).
   bool world_uses_shm() const { return world_shm_; }
+  // Every pair of the world shares memory (the same on every rank).
+  bool world_all_shm() const { return world_all_shm_; }
 
  private:
   friend class ShmP2P;
@@ -107,6 +109,7 @@ class ShmTransport {
   std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host
   int reached_ = 0;
   bool world_shm_ = false;
+  bool world_all_shm_ = true;
   std::atomic<bool> tripped_{false};
 };
 
