@@ -260,12 +260,16 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   });
   // Same-host peers (comm/shm_transport.h), found through the KV; the
   // health subscription (made before the connect) trips it from now on.
-  auto shm = std::make_shared<ShmTransport>(
-      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
-      cfg.timeout_ms,
-      cfg.test_hosts > 0 ? cfg.rank * cfg.test_hosts / cfg.world_size : -1);
-  HB_LOG_DEBUG("cpu transport, rank %d to each peer: %s", cfg.rank,
-               shm->describe().c_str());
+  const std::string host =
+      cfg.test_hosts > 0
+          ? "test-host-" +
+                std::to_string(cfg.rank * cfg.test_hosts / cfg.world_size)
+          : (cfg.hostname.empty() ? "-" : cfg.hostname);
+  auto shm = std::make_shared<ShmTransport>(cfg.rank, cfg.world_size, kv,
+                                            cfg.key_prefix, cfg.transport,
+                                            cfg.timeout_ms, host);
+  HB_LOG_DEBUG("cpu transport, rank %d (host %s) to each peer: %s", cfg.rank,
+               host.c_str(), shm->describe().c_str());
   if (shm->world_uses_shm()) {
     shm_slot_->set(shm);
     shm_ = shm;
@@ -315,6 +319,10 @@ void GlooBackend::guarded(const char *what, F &&fn) {
 
 bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
+bool GlooBackend::registered_first() const {
+  return !shm_ || !shm_->world_all_shm();
+}
+
 template <class F>
 void GlooBackend::over_p2p(F &&fn) {
   flush_check();
@@ -342,7 +350,7 @@ void GlooBackend::check(CallPrint print) {
     print_pending_ = true;
     return;
   }
-  if (!p2p_world())  // registered pair buffers: one hop
+  if (registered_first())  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
@@ -595,7 +603,7 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
   if (board_ && bytes <= ShmTransport::kInlineBytes)
     return board_reduce(ro, x, bytes, b, own_out, gather);
-  if (!p2p_world() && regions_->fits(bytes)) {
+  if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P p2p(*regions_);
     return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
   }

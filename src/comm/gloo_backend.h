@@ -127,6 +127,11 @@ class GlooBackend final : public Backend {
   // True when the world's collectives run over P2P (some pair shares
   // memory): then every call of every rank does, whatever its own peers.
   bool p2p_world() const;
+  // True when small allreduces and the call checks take the registered TCP
+  // buffers (one hop) although the world runs over P2P: unless every pair
+  // shares memory, per-call TCP messages (and routing) cost more there than
+  // the shared-memory pairs save. Same on every rank; same bits either way.
+  bool registered_first() const;
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
   // per peer. Takes one tag on every rank.
   template <class F>

@@ -1,5 +1,7 @@
 #include "comm/mesh_connect.h"
 
+#include "comm/tcp_pair.h"
+
 #include <gloo/common/error.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/device.h>
@@ -13,8 +15,9 @@ namespace comm {
 
 void MeshContext::connect_mesh(gloo::rendezvous::Store &store,
                                std::shared_ptr<gloo::transport::Device> &dev) {
+  // TcpPairs: a peer killed while they connect fails them, not the process.
   std::shared_ptr<gloo::transport::Context> tctx =
-      dev->createContext(rank, size);
+      make_tcp_context(dev, rank, size);
   tctx->setTimeout(getTimeout());
   std::vector<char> mine;
   for (int i = 0; i < size; ++i) {

@@ -266,7 +266,7 @@ std::unique_ptr<ShmSegment> open_segment(const std::string &name,
 
 ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
                            const std::string &prefix, const std::string &mode,
-                           int64_t timeout_ms, int test_host)
+                           int64_t timeout_ms, const std::string &host)
     : rank_(rank),
       world_(world),
       timeout_ms_(timeout_ms),
@@ -282,21 +282,21 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
     remove_stale_segments();
     mine_ = create_segment(rank, world, &why);
   }
-  char entry[160] = "-";
+  char entry[256] = "-";
   if (mine_)
-    snprintf(entry, sizeof entry, "%s %016llx %d", mine_->name.c_str(),
-             static_cast<unsigned long long>(mine_->hdr()->nonce), test_host);
+    snprintf(entry, sizeof entry, "%s %016llx %.63s", mine_->name.c_str(),
+             static_cast<unsigned long long>(mine_->hdr()->nonce),
+             host.c_str());
   const std::string seg_key = prefix + "shm/seg/", ok_key = prefix + "shm/ok/";
   kv.set(seg_key + std::to_string(rank), entry);
   std::string ok(size_t(world), '0');
   for (int q = 0; q < world && mine_; ++q) {
     if (q == rank) continue;
     std::string v = kv.get(seg_key + std::to_string(q), timeout_ms);
-    char name[128];
+    char name[128], peer_host[64];
     unsigned long long nonce = 0;
-    int host = -1;
-    if (sscanf(v.c_str(), "%127s %llx %d", name, &nonce, &host) != 3 ||
-        host != test_host)
+    if (sscanf(v.c_str(), "%127s %llx %63s", name, &nonce, peer_host) != 3 ||
+        host.substr(0, 63) != peer_host)
       continue;
     peer_[size_t(q)] = open_segment(name, nonce, q, world);
     if (peer_[size_t(q)]) ok[size_t(q)] = '1';

@@ -72,10 +72,13 @@ class ShmTransport {
   // memory where both sides can open each other's segment), "shm" (every
   // pair must, else HB_ERR_CONFIG on every rank) or "tcp" (none; no
   // segment is made).
-  // test_host >= 0 names a pretend host (tests): ranks of different ones
-  // never share memory.
+  // host: the address this rank advertises (or a pretend host in tests,
+  // no spaces): ranks that advertise different ones are different hosts
+  // and never share memory, even where they could open each other's
+  // segment (two network namespaces on one machine share /dev/shm).
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
-               const std::string &mode, int64_t timeout_ms, int test_host = -1);
+               const std::string &mode, int64_t timeout_ms,
+               const std::string &host);
   ~ShmTransport();
 
   int rank() const { return rank_; }

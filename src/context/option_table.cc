@@ -69,9 +69,10 @@ const std::vector<OptionSpec> &option_table() {
        "round, same bits) instead of reduce-scatter + allgather."},
       {"cpu_transport", OptionType::kEnum, "auto", "auto|shm|tcp", 0, 0,
        "CPU collectives between ranks of one host: auto = shared memory for "
-       "every pair of ranks that can open each other's segment (checked "
-       "with a nonce, so separate containers or network namespaces fall "
-       "back), TCP for the others; shm = the same, but a pair that cannot "
+       "every pair of ranks that advertise the same address and can open "
+       "each other's segment (checked with a nonce, so separate containers "
+       "or network namespaces fall back), TCP for the others; shm = the "
+       "same, but a pair that cannot "
        "share memory is an error; tcp = TCP (Gloo) only. Results are the "
        "same bits on every transport."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,

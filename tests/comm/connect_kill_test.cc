@@ -4,6 +4,7 @@
 // liveness bound and exit 0; none may hang (they are killed after 20 s and
 // the trial fails). timeout_ms is 60 s, so waiting for it is a failure too.
 #include <gtest/gtest.h>
+#include <unistd.h>
 
 #include <cstdio>
 #include <fstream>
@@ -15,22 +16,18 @@
 
 namespace {
 
-// Gloo's own event-loop thread may throw when a peer resets its connection
-// between Gloo's accept and its getpeername (gloo::EnforceNotMet in
-// tcp/address.cc, outside any hb call, so std::terminate): a known Gloo
-// limitation hb cannot catch (see docs/guide.md). Such an abort is counted
-// and shown, not a failure; any other abnormal exit is.
-bool gloo_loop_thread_abort(int status, const std::string &stderr_file) {
-  if (!WIFSIGNALED(status) || WTERMSIG(status) != SIGABRT) return false;
-  std::ifstream in(stderr_file);
-  std::string text((std::istreambuf_iterator<char>(in)),
-                   std::istreambuf_iterator<char>());
-  return text.find("gloo/transport/tcp/address.cc") != std::string::npos;
+std::string read_file(const std::string &path) {
+  std::ifstream in(path);
+  return std::string((std::istreambuf_iterator<char>(in)),
+                     std::istreambuf_iterator<char>());
 }
 
 TEST(ConnectKill, ThirtyTrialsNoHang) {
   std::mt19937 rng(12);
-  int hangs = 0, gloo_aborts = 0;
+  // A survivor whose connection to the victim completed just as it died
+  // (Gloo's own pair aborted the process there: comm/tcp_pair.cc). Counted
+  // only to show the moment is reached.
+  int lost_while_connecting = 0, hangs = 0;
   char dir[] = "/tmp/hb_connect_kill_XXXXXX";
   ASSERT_NE(mkdtemp(dir), nullptr);
   const std::string prefix = std::string(dir) + "/stderr.";
@@ -40,6 +37,7 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
     RankRun t =
         run_rank_processes(world, {HB_MP_CONNECT_KILL_BIN},
                            {{"HB_TIMEOUT_MS", "60000"},
+                            {"HB_LOG_LEVEL", "debug"},
                             {"HB_KILL_AFTER_US", std::to_string(after_us)}},
                            20, prefix);
     hangs += t.hung;
@@ -48,21 +46,22 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
                 WTERMSIG(t.status[victim]) == SIGKILL)
         << "trial " << trial << ": victim status " << t.status[victim];
     for (int r = 0; r < victim; ++r) {
-      if (gloo_loop_thread_abort(t.status[r], prefix + std::to_string(r))) {
-        ++gloo_aborts;
-        continue;
-      }
+      const std::string err = read_file(prefix + std::to_string(r));
+      lost_while_connecting +=
+          err.find("while connecting") != std::string::npos;
+      // Any abort fails, Gloo's event-loop thread included.
       EXPECT_TRUE(WIFEXITED(t.status[r]) && WEXITSTATUS(t.status[r]) == 0)
           << "trial " << trial << " (world " << world << ", kill after "
           << after_us << " us): rank " << r << " status " << t.status[r]
-          << (t.hung ? " (hung)" : "") << " (stderr in " << prefix << r << ")";
+          << (t.hung ? " (hung)" : "") << ", stderr:\n"
+          << err;
     }
   }
   EXPECT_EQ(hangs, 0);
-  EXPECT_LE(gloo_aborts, 3);
-  if (gloo_aborts)
-    std::printf("[ note ] %d survivor(s) aborted in Gloo's event-loop thread\n",
-                gloo_aborts);
+  std::printf("[ note ] %d survivor(s) saw the victim go while connecting\n",
+              lost_while_connecting);
+  for (int r = 0; r < 4; ++r) std::remove((prefix + std::to_string(r)).c_str());
+  rmdir(dir);
 }
 
 // The victim stops (SIGSTOP) 0-6 ms into its first allreduce: alive but

@@ -21,40 +21,28 @@ skip() {
   echo "SKIP: $*"
   exit 77
 }
-[ "$(id -u)" = 0 ] || skip "needs root to create network namespaces (ip netns)"
-command -v ip >/dev/null || skip "ip (iproute2) is not installed"
+. "$(dirname "$0")/netns.sh"
+why=$(netns_check) || skip "$why"
 
-# Unique per run: concurrent runs never share a namespace or link name.
-A=hb_mh_a$$ B=hb_mh_b$$ VA=hbva$$ VB=hbvb$$
 ADDR_A=10.213.0.1 ADDR_B=10.213.0.2 PORT=29400
 WORK=$(mktemp -d /tmp/hb_multihost.XXXXXX)
 cleanup() {
-  ip netns pids "$A" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns pids "$B" 2>/dev/null | xargs -r kill -9 2>/dev/null
-  ip netns del "$A" 2>/dev/null
-  ip netns del "$B" 2>/dev/null
-  ip link del "$VA" 2>/dev/null  # gone with its namespace, unless moving failed
+  netns_destroy
   rm -rf "$WORK"
 }
 trap cleanup EXIT
 trap 'exit 1' INT TERM HUP
 
-ip netns add "$A" 2>/dev/null || skip "cannot create network namespaces here (ip netns add failed)"
-set -e
-ip netns add "$B"
-ip link add "$VA" type veth peer name "$VB"
-ip link set "$VA" netns "$A"
-ip link set "$VB" netns "$B"
-ip -n "$A" addr add "$ADDR_A/24" dev "$VA"
-ip -n "$B" addr add "$ADDR_B/24" dev "$VB"
-for ns in "$A" "$B"; do ip -n "$ns" link set lo up; done
-ip -n "$A" link set "$VA" up
-ip -n "$B" link set "$VB" up
-set +e
+netns_create "$ADDR_A" "$ADDR_B"
+case $? in
+  0) ;;
+  2) skip "cannot create network namespaces here (ip netns add failed)" ;;
+  *) echo "FAIL: setting up the namespaces and their veth pair failed"; exit 1 ;;
+esac
+A=$NETNS_A B=$NETNS_B
 
 tf_config() {  # TYPE -> this host's TF_CONFIG
-  printf '{"cluster":{"chief":["%s:%d"],"worker":["%s:%d"]},"task":{"type":"%s","index":0}}' \
-    "$ADDR_A" "$PORT" "$ADDR_B" "$PORT" "$1"
+  netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" "$1"
 }
 
 failures=0
@@ -70,10 +58,10 @@ phase() {
   shift 4
   local start=$SECONDS
   echo "== $name: $*"
-  ip netns exec "$A" env TF_CONFIG="$(tf_config chief)" HB_LOG_LEVEL=info \
+  ip netns exec "$A" env TF_CONFIG="$(tf_config chief)" HB_LOG_LEVEL="${LOG_LEVEL:-info}" \
     "$HBRUN" -n 2 --timeout 90 --grace-ms 10000 -- "$@" >"$WORK/$name.a.log" 2>&1 &
   local pa=$!
-  ip netns exec "$B" env TF_CONFIG="$(tf_config worker)" HB_LOG_LEVEL=info \
+  ip netns exec "$B" env TF_CONFIG="$(tf_config worker)" HB_LOG_LEVEL="${LOG_LEVEL:-info}" \
     "$HBRUN" -n 2 --timeout 90 --grace-ms 10000 -- "$@" >"$WORK/$name.b.log" 2>&1 &
   local pb=$!
   wait "$pa"
@@ -95,7 +83,16 @@ phase() {
   done
 }
 
-phase collectives 0 0 -- "$COLL" sweep
+LOG_LEVEL=debug phase collectives 0 0 -- "$COLL" sweep
+# The debug line naming each pair's transport: shared memory inside a host
+# (its namespaces share /dev/shm), TCP across, though the segments of the
+# other host's ranks could be opened (they advertise another address).
+want_transport=("1:shm 2:tcp 3:tcp" "0:shm 2:tcp 3:tcp" "0:tcp 1:tcp 3:shm" "0:tcp 1:tcp 2:shm")
+for r in 0 1 2 3; do
+  line=$(grep -h "cpu transport, rank $r " "$WORK"/collectives.?.log)
+  [[ $line == *"to each peer: ${want_transport[$r]}" ]] ||
+    fail "collectives: rank $r transports: '$line', expected '${want_transport[$r]}'"
+done
 phase embedding_save 0 0 -- "$EMB" save "$WORK/ckpt"
 phase embedding_load 0 0 -- "$EMB" load "$WORK/ckpt"
 phase metrics 0 0 -- "$MET"
