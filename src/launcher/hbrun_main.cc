@@ -116,6 +116,19 @@ int run(int argc, char **argv) {
         std::getenv("OMP_NUM_THREADS") ? ": not used, OMP_NUM_THREADS is set"
                                        : "");
 
+  const std::vector<int> cpus = usable_cpu_list();
+  const auto slices = worker_cpu_slices(
+      cpus, static_cast<int>(topo.workers.size()),
+      !topo.workers.empty() && !topo.workers[0].cuda_device.empty(),
+      opts.bind_to);
+  for (size_t i = 0; i < topo.workers.size(); ++i)
+    topo.workers[i].cpus = slices[i];
+  if (opts.verbose)
+    say("--bind-to %s: %s", opts.bind_to.c_str(),
+        slices.empty() || slices[0].empty()
+            ? "workers not bound"
+            : format("%zu CPU(s) per worker", slices[0].size()).c_str());
+
   std::vector<std::string> base_env = current_environment();
   for (const LocalWorker &w : topo.workers) {
     SpawnRequest req;
@@ -124,6 +137,7 @@ int run(int argc, char **argv) {
     req.env = worker_environment(base_env, topo, w, port);
     req.capture_output = opts.prefix;
     req.inherit_stdin = w.local_rank == 0 && !::isatty(0);
+    req.cpus = w.cpus;
     try {
       supervisor.add(w.label, spawn_process(req));
     } catch (const Error &e) {

@@ -76,6 +76,11 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
       o.timeout_ms = parse_seconds_as_ms("--timeout", v);
     } else if (value_of(arg, "--grace-ms", &v)) {
       o.grace_ms = parse_int("--grace-ms", v, 0, INT64_C(3600000));
+    } else if (value_of(arg, "--bind-to", &v)) {
+      if (v != "auto" && v != "core" && v != "none")
+        fail(HB_ERR_INVALID_ARGUMENT,
+             "option --bind-to: '%s' is not auto, core or none", v.c_str());
+      o.bind_to = v;
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--no-prefix") {
@@ -121,6 +126,17 @@ do not oversubscribe the machine, as torchrun does;
 and stdin from /dev/null (local rank 0 keeps hbrun's stdin when that is not
 a terminal). Each worker runs in its own process group; hbrun kills the
 workers if hbrun itself dies (PR_SET_PDEATHSIG).
+
+CPU binding:
+  --bind-to auto    (default) Each CPU worker (-n) is bound to its own slice
+                    of CPUs/N consecutive CPUs of those hbrun may run on, as
+                    mpirun's --bind-to core does, when there are at least as
+                    many CPUs as workers; otherwise nobody is bound. Ranks
+                    that share memory then never share a CPU, and do not
+                    migrate away from their caches. GPU workers are not bound.
+  --bind-to core    Bind every worker, GPU workers too; with more workers than
+                    CPUs, worker i gets CPU i mod CPUs.
+  --bind-to none    Bind nothing: the workers inherit hbrun's affinity.
 
 Rendezvous (single machine):
   --host ADDR       Address the store listens on (default 127.0.0.1; with

@@ -18,6 +18,9 @@ struct LaunchOptions {
   int64_t grace_ms = 3000;    // SIGTERM -> SIGKILL delay
   int64_t timeout_ms = 0;     // --timeout; 0 = none
   bool verbose = false;       // -v: describe the launch on stderr
+  // --bind-to: "auto" (CPU workers get disjoint CPU slices when there are
+  // enough CPUs), "core" (always bind, GPU workers too), "none".
+  std::string bind_to = "auto";
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

@@ -1,6 +1,7 @@
 #include "launcher/process.h"
 
 #include <fcntl.h>
+#include <sched.h>
 #include <signal.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -42,9 +43,12 @@ void close_fd(int *fd) {
 // Runs in the forked child: only async-signal-safe calls until execve.
 // On failure writes errno to report_fd and exits 127.
 [[noreturn]] void exec_child(const SpawnRequest &req, char *const *argv,
-                             char *const *envp, pid_t parent, int out_w,
-                             int err_w, int report_fd) {
+                             char *const *envp, const cpu_set_t *cpus,
+                             pid_t parent, int out_w, int err_w,
+                             int report_fd) {
   ::setpgid(0, 0);
+  if (cpus && ::sched_setaffinity(0, sizeof *cpus, cpus) != 0)
+    child_fail(report_fd, errno);
   // The kernel kills the worker if hbrun dies, even by SIGKILL. If hbrun
   // died before this line, the parent is already someone else.
   if (::prctl(PR_SET_PDEATHSIG, SIGKILL) != 0 || ::getppid() != parent)
@@ -118,10 +122,15 @@ SpawnedProcess spawn_process(const SpawnRequest &req) {
   }
   // Everything the child needs is built before fork: it may not allocate.
   std::vector<char *> argv = c_strings(req.argv), envp = c_strings(req.env);
+  cpu_set_t cpus;
+  CPU_ZERO(&cpus);
+  for (int c : req.cpus)
+    if (c >= 0 && c < CPU_SETSIZE) CPU_SET(c, &cpus);
   pid_t parent = ::getpid();
   pid_t pid = ::fork();
   if (pid == 0)
-    exec_child(req, argv.data(), envp.data(), parent, out[1], err[1],
+    exec_child(req, argv.data(), envp.data(),
+               req.cpus.empty() ? nullptr : &cpus, parent, out[1], err[1],
                report[1]);
   int fork_errno = errno;
   for (int *fd : {&out[1], &err[1], &report[1]}) close_fd(fd);

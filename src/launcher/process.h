@@ -17,6 +17,7 @@ struct SpawnRequest {
   std::vector<std::string> env;   // "NAME=value"
   bool capture_output = true;     // stdout/stderr through pipes
   bool inherit_stdin = false;     // else stdin is /dev/null
+  std::vector<int> cpus;          // sched_setaffinity to these; empty: not
 };
 
 struct SpawnedProcess {

@@ -182,6 +182,33 @@ int usable_cpus() {
   return n > 0 ? static_cast<int>(n) : 1;
 }
 
+std::vector<int> usable_cpu_list() {
+  std::vector<int> out;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (::sched_getaffinity(0, sizeof set, &set) == 0)
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) out.push_back(c);
+  return out;
+}
+
+std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
+                                                int workers, bool gpu_workers,
+                                                const std::string &mode) {
+  std::vector<std::vector<int>> out(workers > 0 ? workers : 0);
+  const int n = static_cast<int>(cpus.size());
+  if (mode == "none" || n == 0 || (mode == "auto" && gpu_workers)) return out;
+  if (n < workers) {
+    if (mode == "core")
+      for (int w = 0; w < workers; ++w) out[w] = {cpus[w % n]};
+    return out;
+  }
+  const int per = n / workers;
+  for (int w = 0; w < workers; ++w)
+    out[w].assign(cpus.begin() + w * per, cpus.begin() + (w + 1) * per);
+  return out;
+}
+
 int threads_per_worker(int cpus, int local_workers) {
   if (local_workers <= 1) return 0;
   return cpus / local_workers > 1 ? cpus / local_workers : 1;

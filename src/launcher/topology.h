@@ -19,6 +19,7 @@ struct LocalWorker {
   int local_rank = 0;
   std::string label;        // the output prefix: "0", "ps:1"
   std::string cuda_device;  // CUDA_VISIBLE_DEVICES for it; empty: unchanged
+  std::vector<int> cpus;    // the CPUs it is bound to; empty: not bound
 };
 
 struct Topology {
@@ -58,6 +59,18 @@ Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
 
 // CPUs this process may run on (its affinity mask; at least 1).
 int usable_cpus();
+
+// Their numbers, ascending.
+std::vector<int> usable_cpu_list();
+
+// The CPUs each of `workers` workers is bound to under --bind-to `mode`
+// (launch_options.h): consecutive, disjoint slices of cpus.size() / workers
+// CPUs when there are at least as many CPUs as workers; with fewer, "core"
+// gives worker i CPU i mod cpus.size() and "auto" binds nobody; "none", or
+// `gpu_workers` under "auto", binds nobody. Empty lists mean not bound.
+std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
+                                                int workers, bool gpu_workers,
+                                                const std::string &mode);
 
 // The OMP_NUM_THREADS that keeps local_workers workers' thread pools
 // (OpenMP, and OpenBLAS / MKL, which fall back to it) from oversubscribing

@@ -97,6 +97,44 @@ TEST(Hbrun, SplitsTheCpusBetweenWorkersThroughOmpNumThreads) {
   EXPECT_EQ(count_line(r.out, "[0] omp=unset"), 1) << describe(r);
 }
 
+// --bind-to auto (the default) gives CPU workers disjoint slices of the
+// CPUs hbrun may use when there are enough of them; none leaves them alone.
+TEST(Hbrun, BindsCpuWorkersToDisjointCpuSlices) {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  ASSERT_EQ(::sched_getaffinity(0, sizeof set, &set), 0);
+  std::vector<std::string> mine;
+  for (int c = 0; c < CPU_SETSIZE; ++c)
+    if (CPU_ISSET(c, &set)) mine.push_back(std::to_string(c));
+  auto join = [&](size_t from, size_t to) {
+    std::string s;
+    for (size_t i = from; i < to; ++i) s += (s.empty() ? "" : ",") + mine[i];
+    return "cpus " + s;
+  };
+  const std::string all = join(0, mine.size());
+  for (int n : {1, 2, 3}) {
+    RunResult r = run_hbrun({"-n", std::to_string(n), "--", kProbe, "cpus"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    size_t per = mine.size() / n;
+    for (int w = 0; w < n; ++w) {
+      std::string want = per >= 1 ? join(w * per, (w + 1) * per) : all;
+      EXPECT_EQ(count_line(r.out, "[" + std::to_string(w) + "] " + want), 1)
+          << "n=" << n << " worker " << w << "\n"
+          << describe(r);
+    }
+    r = run_hbrun(
+        {"-n", std::to_string(n), "--bind-to", "none", "--", kProbe, "cpus"});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    for (int w = 0; w < n; ++w)
+      EXPECT_EQ(count_line(r.out, "[" + std::to_string(w) + "] " + all), 1)
+          << describe(r);
+  }
+  RunResult r =
+      run_hbrun({"-n", "2", "--bind-to", "cores", "--", kProbe, "cpus"});
+  EXPECT_EQ(r.exit_code, 2) << describe(r);
+  EXPECT_NE(r.err.find("--bind-to"), std::string::npos) << describe(r);
+}
+
 TEST(Hbrun, PrefixesStdoutAndStderrLinesWithTheRank) {
   RunResult r = run_hbrun({"-n", "2", "--", kProbe, "lines", "3"});
   ASSERT_EQ(r.exit_code, 0) << describe(r);

@@ -8,8 +8,10 @@
  *   sleep S                  print "pid <pid>" and "ready", sleep S s, exit 0
  *   ignore-term S            ignore SIGTERM, print "ready", sleep S s
  *   catch-term               print "ready", wait for SIGTERM/SIGINT, report it
+ *   cpus                     print "cpus c0,c1,..." (its affinity mask)
  */
-#define _POSIX_C_SOURCE 200809L
+#define _GNU_SOURCE
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -92,6 +94,20 @@ int main(int argc, char **argv) {
     if (mode[0] == 'i') signal(SIGTERM, SIG_IGN);
     printf("pid %ld\nready\n", (long)getpid());
     sleep_seconds(atof(argv[2]));
+    return 0;
+  }
+  if (strcmp(mode, "cpus") == 0) {
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    if (sched_getaffinity(0, sizeof set, &set) != 0) return 3;
+    printf("cpus");
+    const char *sep = " ";
+    for (int c = 0; c < CPU_SETSIZE; ++c)
+      if (CPU_ISSET(c, &set)) {
+        printf("%s%d", sep, c);
+        sep = ",";
+      }
+    printf("\n");
     return 0;
   }
   if (strcmp(mode, "catch-term") == 0) {

@@ -239,6 +239,23 @@ TEST(WorkerThreads, SplitsTheCpusBetweenTheLocalWorkers) {
   EXPECT_GE(usable_cpus(), 1);
 }
 
+TEST(WorkerCpus, SlicesTheCpusLikeMpirunsBindToCore) {
+  using V = std::vector<std::vector<int>>;
+  const std::vector<int> four = {0, 1, 4, 5};
+  EXPECT_EQ(worker_cpu_slices(four, 2, false, "auto"), (V{{0, 1}, {4, 5}}));
+  EXPECT_EQ(worker_cpu_slices(four, 3, false, "auto"), (V{{0}, {1}, {4}}));
+  EXPECT_EQ(worker_cpu_slices(four, 1, false, "auto"), (V{{0, 1, 4, 5}}));
+  // More workers than CPUs: auto binds nobody, core shares round-robin.
+  EXPECT_EQ(worker_cpu_slices({0, 1}, 4, false, "auto"), (V{{}, {}, {}, {}}));
+  EXPECT_EQ(worker_cpu_slices({0, 1}, 4, false, "core"),
+            (V{{0}, {1}, {0}, {1}}));
+  // GPU workers only under core; none binds nothing.
+  EXPECT_EQ(worker_cpu_slices(four, 2, true, "auto"), (V{{}, {}}));
+  EXPECT_EQ(worker_cpu_slices(four, 2, true, "core"), (V{{0, 1}, {4, 5}}));
+  EXPECT_EQ(worker_cpu_slices(four, 2, false, "none"), (V{{}, {}}));
+  EXPECT_EQ(usable_cpu_list().size(), static_cast<size_t>(usable_cpus()));
+}
+
 TEST(WorkerThreads, AddsOmpNumThreadsUnlessTheUserSetIt) {
   Topology t;
   t.world_size = t.local_world_size = 2;
