@@ -70,12 +70,16 @@ static int size_enabled(size_t bytes) {
 
 /* Iterations: move ~512 MiB * HB_SCALE per size, clamped; then capped so
  * iterations x (slowest rank's probe call) fits HB_TIME_BUDGET_S. */
+enum { kMaxIters = 100000 }; /* the timings array's length */
+
 static int iterations(size_t bytes, double probe_us, int *warm) {
   double scale = env_double("HB_SCALE", 1.0), budget_us = env_double("HB_TIME_BUDGET_S", 4.0) * 1e6;
   double it = 512.0 * 1024 * 1024 * scale / (double)bytes;
   int lo = (int)(10 * (scale < 1 ? scale : 1)), hi = (int)(2000 * scale);
   if (lo < 3) lo = 3;
   if (hi < lo) hi = lo;
+  if (hi > kMaxIters) hi = kMaxIters;
+  if (lo > hi) lo = hi;
   int iters = it < lo ? lo : it > hi ? hi : (int)it;
   if (probe_us > 0 && iters * probe_us > budget_us) iters = (int)(budget_us / probe_us) < 3 ? 3 : (int)(budget_us / probe_us);
   *warm = iters / 10 < 2 ? 2 : iters / 10;
@@ -168,6 +172,7 @@ static void bench_fusion(float *buf, double *t) {
   const size_t bytes = (size_t)kTensors * kCount * sizeof(float);
   int iters = (int)(50 * env_double("HB_SCALE", 1.0));
   if (iters < 5) iters = 5;
+  if (iters > kMaxIters) iters = kMaxIters;
   double med[2];
   for (int mode = 0; mode < 2; mode++) {
     for (int i = -2; i < iters; i++) { /* two warm-up rounds */
@@ -233,6 +238,7 @@ static void bench_alltoallv(double *t) {
   }
   int iters = (int)(100 * env_double("HB_SCALE", 1.0));
   if (iters < 5) iters = 5;
+  if (iters > kMaxIters) iters = kMaxIters;
   for (int i = -2; i < iters; i++) {
     double t0 = now_us();
     check(hb_alltoallv(g_ctx, in, sc, so, out, rc, ro, HB_FLOAT32),
@@ -260,7 +266,7 @@ int main(void) {
   g_rank = hb_context_rank(g_ctx);
   g_np = hb_context_world_size(g_ctx);
   void *mem = NULL;
-  double *t = malloc(sizeof(double) * 100000);
+  double *t = malloc(sizeof(double) * kMaxIters);
   if (posix_memalign(&mem, 4096, kSizes[NSIZES - 1]) != 0 || !t) return 2;
   float *buf = mem;
   bench_allreduce(buf, t);

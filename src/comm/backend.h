@@ -41,6 +41,10 @@ struct BackendConfig {
   // Option cpu_transport: auto (shared memory between the ranks that share
   // a host, TCP otherwise), shm (every pair must share memory) or tcp.
   std::string transport = "auto";
+  // Option cpu_shm_reduce: how reductions too large for the call board's
+  // inline payload run where every pair shares memory: "board" (staged
+  // through the board's slots), "rings" or "auto" (board from 3 ranks).
+  std::string shm_reduce = "auto";
   // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls;
   // check_calls_where_free: only where the print rides along with the
   // call's data (the shared-memory call board), not as a TCP round of its

@@ -274,6 +274,10 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     shm_slot_->set(shm);
     shm_ = shm;
     board_ = shm->world_all_shm();  // a world-wide choice
+    // Measured (bench/comm_bench): at 2 ranks the rings' two copies beat the
+    // board's rounds; from 3 ranks the board's direct folds win.
+    staged_board_ = cfg.shm_reduce == "board" ||
+                    (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
     sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
   }
 }
@@ -360,7 +364,8 @@ void GlooBackend::flush_check() {
   if (print_pending_) board_exchange(nullptr, 0);
 }
 
-uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
+uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes,
+                                     bool sizes_vary) {
   const int n = world_size();
   const uint64_t call = ++board_calls_;
   size_t head = 0;
@@ -397,8 +402,9 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes) {
     check_prints(board_prints_);
   }
   // Checked alltoallv prints: each rank posts its own send total.
-  const bool ragged = same_head && first.head_bytes && !equal &&
-                      board_prints_[0].kind == CallPrint::kAlltoallv;
+  const bool ragged =
+      sizes_vary || (same_head && first.head_bytes && !equal &&
+                     board_prints_[0].kind == CallPrint::kAlltoallv);
   for (int q = 1; q < n; ++q) {
     const ShmTransport::BoardSlot s = shm_->board_slot(q, call);
     if (s.head_bytes != first.head_bytes ||
@@ -418,22 +424,74 @@ void GlooBackend::board_reduce(const RankOrderOp &ro, const char *x,
                                char *gather) {
   const uint64_t call = board_exchange(x, bytes);
   const int n = world_size();
-  board_in_.resize(size_t(n));
-  for (int p = 0; p < n; ++p)
-    board_in_[size_t(p)] = shm_->board_slot(p, call).payload;
-  // The fold of fold_in_rank_order, accumulating in the output (the inputs
-  // are the slots, never the output): same order, same bits.
   const size_t es = ro.elem_size;
+  board_in_.resize(size_t(n));
   auto fold = [&](size_t lo, size_t len, char *out) {
-    if (len == 0) return;
-    ro.combine(out, board_in_[0] + lo * es, board_in_[1] + lo * es, len);
-    for (int p = 2; p < n; ++p)
-      ro.acc(out, board_in_[size_t(p)] + lo * es, len);
+    for (int p = 0; p < n; ++p)
+      board_in_[size_t(p)] = shm_->board_slot(p, call).payload + lo * es;
+    fold_in_rank_order_into(ro, n, board_in_.data(), out, len);
   };
   if (!gather)
     return fold(b.lo[size_t(rank())], b.len[size_t(rank())], own_out);
   for (size_t p = 0; p < b.lo.size() && !(b.shared && p > 0); ++p)
     fold(b.lo[p], b.len[p], gather + b.lo[p] * es);
+}
+
+void GlooBackend::board_reduce_staged(const RankOrderOp &ro, const char *x,
+                                      const Blocks &b, char *own_out,
+                                      char *gather) {
+  const int n = world_size(), r = rank();
+  const size_t es = ro.elem_size;
+  // One shared block (the one-round form) is the same fold over balanced
+  // blocks, gathered into own_out: same bits, 1/n of the work per rank.
+  const Blocks blocks = b.shared ? Blocks::balanced(b.len[0], n) : b;
+  char *const out_all = b.shared ? own_out : gather;
+  // Piece k of block p: elements lo[p] + k * per .. (at most per of them),
+  // at offset p * per in the staging payload.
+  const size_t per =
+      std::max<size_t>(1, shm_->board_payload_bytes() / (size_t(n) * es));
+  size_t pieces = 0;
+  for (size_t len : blocks.len)
+    pieces = std::max(pieces, (len + per - 1) / per);
+  auto piece_len = [&](int p, size_t k) {
+    const size_t len = blocks.len[size_t(p)];
+    return k * per < len ? std::min(per, len - k * per) : 0;
+  };
+  board_in_.resize(size_t(n));
+  for (size_t k = 0; k < pieces; ++k) {
+    // Round 1: my input pieces into my slot, then my block's fold.
+    char *stage = shm_->board_payload(board_calls_ + 1);
+    for (int p = 0; p < n; ++p)
+      std::memcpy(stage + size_t(p) * per * es,
+                  x + (blocks.lo[size_t(p)] + k * per) * es,
+                  piece_len(p, k) * es);
+    const uint64_t call = board_exchange(stage, size_t(n) * per * es);
+    for (int p = 0; p < n; ++p)
+      board_in_[size_t(p)] =
+          shm_->board_slot(p, call).payload + size_t(r) * per * es;
+    const size_t mine = piece_len(r, k);
+    char *out = out_all ? out_all + (blocks.lo[size_t(r)] + k * per) * es
+                        : own_out + k * per * es;
+    fold_in_rank_order_into(ro, n, board_in_.data(), out, mine);
+    if (!out_all) continue;
+    // Round 2: my folded piece to the others, theirs to me. The next
+    // slot, as peers may still read this one until they post the next.
+    char *done = shm_->board_payload(board_calls_ + 1);
+    std::memcpy(done, out, mine * es);
+    const uint64_t call2 = board_exchange(done, mine * es, true);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      const ShmTransport::BoardSlot s = shm_->board_slot(q, call2);
+      const size_t len = piece_len(q, k);
+      if (s.payload_bytes != len * es)
+        fail(HB_ERR_MISMATCH,
+             "rank %d posted %zu bytes of its reduced block, %zu expected "
+             "(are the calls the same on every rank?)",
+             q, s.payload_bytes, len * es);
+      std::memcpy(out_all + (blocks.lo[size_t(q)] + k * per) * es, s.payload,
+                  len * es);
+    }
+  }
 }
 
 bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
@@ -603,6 +661,8 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
     bytes = std::max(bytes, (b.lo[p] + b.len[p]) * ro.elem_size);
   if (board_ && bytes <= ShmTransport::kInlineBytes)
     return board_reduce(ro, x, bytes, b, own_out, gather);
+  if (board_ && staged_board_)  // the print rides on its first post
+    return board_reduce_staged(ro, x, b, own_out, gather);
   if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P p2p(*regions_);
     return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);

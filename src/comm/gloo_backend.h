@@ -147,11 +147,24 @@ class GlooBackend final : public Backend {
   // Posts the pending print (if any) and payload on the call board, waits
   // for every peer's post and checks them all: every rank reaches the same
   // verdict (HB_ERR_MISMATCH) from the same slots. Returns the call number.
-  uint64_t board_exchange(const char *payload, size_t bytes);
+  // sizes_vary: the ranks' payloads may differ in size (the caller checks
+  // what it reads).
+  uint64_t board_exchange(const char *payload, size_t bytes,
+                          bool sizes_vary = false);
   // The rank-order reduction straight from the peers' board slots: x (bytes
   // of it) is written once, every rank folds every slot in rank order.
   void board_reduce(const RankOrderOp &ro, const char *x, size_t bytes,
                     const Blocks &b, char *own_out, char *gather);
+  // Large reductions on the board, a piece of every block at a time, two
+  // rounds per piece: every rank writes its pieces into its slot's staging
+  // area and folds its own block's piece from every slot in rank order;
+  // then (gather) it posts the result and copies the others' from their
+  // slots. Same bits as rank_order_reduce; each input byte is copied once.
+  void board_reduce_staged(const RankOrderOp &ro, const char *x,
+                           const Blocks &b, char *own_out, char *gather);
+  // True when reductions too large for the inline payload take
+  // board_reduce_staged rather than the rings (option cpu_shm_reduce).
+  bool staged_board_ = false;
   // alltoallv with its print pending: every rank posts its packed sends
   // (when they fit a slot) with the print; true when every rank's did and
   // the blocks were read from the slots, false when the call must go on

@@ -35,6 +35,13 @@ void fold_in_rank_order(const RankOrderOp &op, int n, int r,
   op.combine(out, acc, in[n - 1], len);
 }
 
+void fold_in_rank_order_into(const RankOrderOp &op, int n,
+                             const char *const *in, char *out, size_t len) {
+  if (len == 0) return;
+  op.combine(out, in[0], in[1], len);
+  for (int p = 2; p < n; ++p) op.acc(out, in[p], len);
+}
+
 Blocks Blocks::balanced(size_t count, int world) {
   Blocks b;
   const size_t n = size_t(world), base = count / n, extra = count % n;

@@ -51,6 +51,10 @@ struct Blocks {
 void fold_in_rank_order(const RankOrderOp &op, int n, int r,
                         const char *const *in, char *out, size_t len);
 inline int fold_acc_rank(int r) { return r == 0 ? 1 : 0; }
+// The same fold when no input may be written (they are peers' shared
+// memory): it accumulates in out, which is none of the n >= 2 inputs.
+void fold_in_rank_order_into(const RankOrderOp &op, int n,
+                             const char *const *in, char *out, size_t len);
 
 // x holds this rank's input (all blocks' elements, as laid out by b).
 // own_out receives the reduced elements of this rank's block; gather, when

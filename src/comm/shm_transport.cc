@@ -116,15 +116,24 @@ class Backoff {
   std::chrono::steady_clock::time_point start_;
 };
 
-// Call board slot: a line of metadata, the header, the inline payload.
+// Call board slot: a line of metadata, the header, the payload: the inline
+// part, then a staging area for the pieces of large reductions. The host's
+// staging areas total about 4 MiB per slot parity (a container's /dev/shm
+// is small), within 64 KiB..2 MiB per rank.
 struct SlotMeta {
   std::atomic<uint64_t> call;  // published call number (0: none yet)
   uint64_t head_bytes, payload_bytes, head_hash;
 };
 constexpr size_t kSlotMeta = 64;
 size_t board_header_cap(int world) { return pad64(64 + 16 * size_t(world)); }
+size_t board_payload_cap(int world) {
+  const size_t staging = std::min<size_t>(
+      size_t(2) << 20,
+      std::max<size_t>(size_t(64) << 10, (size_t(4) << 20) / size_t(world)));
+  return ShmTransport::kInlineBytes + pad64(staging);
+}
 size_t slot_bytes(int world) {
-  return kSlotMeta + board_header_cap(world) + ShmTransport::kInlineBytes;
+  return kSlotMeta + board_header_cap(world) + board_payload_cap(world);
 }
 size_t board_bytes(int world) { return 2 * slot_bytes(world); }
 // Rings start after the segment header and the board.
@@ -428,6 +437,14 @@ size_t ShmTransport::board_header_bytes() const {
   return board_header_cap(world_);
 }
 
+size_t ShmTransport::board_payload_bytes() const {
+  return board_payload_cap(world_);
+}
+
+char *ShmTransport::board_payload(uint64_t call) const {
+  return slot_of(rank_, call) + kSlotMeta + board_header_bytes();
+}
+
 char *ShmTransport::slot_of(int rank, uint64_t call) const {
   const ShmSegment &s = rank == rank_ ? *mine_ : *peer_[size_t(rank)];
   return s.base + kHeaderBytes + size_t(call & 1) * slot_bytes(world_);
@@ -437,15 +454,15 @@ void ShmTransport::board_post(uint64_t call, const void *head,
                               size_t head_bytes, uint64_t head_hash,
                               const void *payload, size_t payload_bytes) {
   if (!world_all_shm_ || head_bytes > board_header_bytes() ||
-      payload_bytes > kInlineBytes)
+      payload_bytes > board_payload_bytes())
     fail(HB_ERR_INTERNAL, "shm board: bad post (%zu + %zu bytes)", head_bytes,
          payload_bytes);
   char *slot = slot_of(rank_, call);
   auto *meta = reinterpret_cast<SlotMeta *>(slot);
   if (head_bytes) std::memcpy(slot + kSlotMeta, head, head_bytes);
-  if (payload_bytes)
-    std::memcpy(slot + kSlotMeta + board_header_bytes(), payload,
-                payload_bytes);
+  char *dst = slot + kSlotMeta + board_header_bytes();
+  if (payload_bytes && payload != dst)  // written in place: no copy
+    std::memcpy(dst, payload, payload_bytes);
   meta->head_bytes = head_bytes;
   meta->head_hash = head_hash;
   meta->payload_bytes = payload_bytes;
@@ -491,10 +508,11 @@ ShmTransport::BoardSlot ShmTransport::board_slot(int rank,
   const char *slot = slot_of(rank, call);
   const auto *meta = reinterpret_cast<const SlotMeta *>(slot);
   // Sizes come from another process: clamp them to the slot.
-  return BoardSlot{slot + kSlotMeta,
-                   std::min<size_t>(meta->head_bytes, board_header_bytes()),
-                   meta->head_hash, slot + kSlotMeta + board_header_bytes(),
-                   std::min<size_t>(meta->payload_bytes, kInlineBytes)};
+  return BoardSlot{
+      slot + kSlotMeta,
+      std::min<size_t>(meta->head_bytes, board_header_bytes()), meta->head_hash,
+      slot + kSlotMeta + board_header_bytes(),
+      std::min<size_t>(meta->payload_bytes, board_payload_bytes())};
 }
 
 // ---------------------------------------------------------------- ShmP2P

@@ -17,7 +17,10 @@
 // waits for every peer's flag and reads the peers' slots in place. That is
 // one write and no copy out for small messages (hb's rank-order fold reads
 // the peers' slots directly), and it carries each call's fingerprint
-// (comm/fingerprint.h) in the same round. No "done reading" flag is needed:
+// (comm/fingerprint.h) in the same round. After the inline payload, each
+// slot has a staging area: large reductions go through it piece by piece,
+// each rank folding its share of a piece straight from the peers' slots
+// (comm/gloo_backend.h). No "done reading" flag is needed:
 // a rank reuses a slot two calls later, and by then every peer has
 // published the call in between, which it does only after it finished
 // reading this one.
@@ -104,12 +107,19 @@ class ShmTransport {
   // The call board (world_all_shm() only). Calls are numbered 1, 2, ... in
   // the same order on every rank. board_post() publishes this rank's
   // header (at most board_header_bytes()) and payload (at most
-  // kInlineBytes) for `call`; board_wait() then waits, spinning first, for
+  // board_payload_bytes(): kInlineBytes, then the staging area) for
+  // `call`; a payload already written at board_payload(call) is not
+  // copied. board_wait() then waits, spinning first, for
   // every peer to publish it (throws as a P2P wait: trip, peer failed or
   // gone, timeout). After the wait, the slots of `call` may be read until
   // this rank posts call + 1.
   static constexpr size_t kInlineBytes = size_t(64) << 10;
   size_t board_header_bytes() const;
+  size_t board_payload_bytes() const;
+  // This rank's payload area for `call`: writable from the return of
+  // board_wait(call - 1) (no peer reads call - 2 any more) until it posts
+  // `call`.
+  char *board_payload(uint64_t call) const;
   // head_hash travels in the flag's cache line, so a reader that only
   // compares hashes never touches the header's lines.
   void board_post(uint64_t call, const void *head, size_t head_bytes,

@@ -423,6 +423,87 @@ TEST_P(Collectives, RankOrderBitsAndOverlaps) {
   }
 }
 
+// Reductions larger than the call board's inline payload: on shared memory
+// from 3 ranks they go through the board's staging areas in pieces (option
+// cpu_shm_reduce), elsewhere over the rings or TCP. Several pieces per
+// block, a tail that divides nothing, in place, every dtype, and
+// reduce_scatter: the same bits as a fold in rank order computed here. On
+// shared memory the other choice of cpu_shm_reduce runs too.
+TEST_P(Collectives, LargeReductionsFoldInRankOrder) {
+  const Path path = std::get<1>(GetParam());
+  // One round (a block shared by every rank) matters on the board only;
+  // elsewhere its 40-byte pieces would take minutes.
+  if (path != Path::kDefault &&
+      !(path == Path::kOneRound && std::get<2>(GetParam()) == "shm"))
+    GTEST_SKIP() << "the default path and one round on shm cover it";
+  const int n = world().size();
+  std::vector<ThreadWorld *> worlds = {&world()};
+  std::unique_ptr<ThreadWorld> other;
+  if (std::get<2>(GetParam()) == "shm" && n > 1) {
+    hb::comm::BackendConfig cfg = config_for(path, "shm");
+    cfg.shm_reduce = n >= 3 ? "rings" : "board";
+    other = std::make_unique<ThreadWorld>(n, cfg);
+    worlds.push_back(other.get());
+  }
+  const size_t count = 700001;  // 2.8 MB of float32: pieces and a tail
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  std::vector<std::vector<float>> x(n, std::vector<float>(count));
+  for (auto &v : x)
+    for (auto &e : v) e = dist(rng) * 1000.f;
+  std::vector<float> want(count);
+  for (size_t i = 0; i < count; ++i) {
+    float acc = x[0][i];
+    for (int q = 1; q < n; ++q) acc += x[q][i];
+    want[i] = acc;
+  }
+  for (ThreadWorld *w : worlds) {
+    std::vector<std::vector<float>> buf = x;
+    w->run([&](int r) {
+      w->at(r).allreduce(buf[r].data(), buf[r].data(), count, HB_FLOAT32,
+                         HB_SUM);
+    });
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(buf[r].data(), want.data(), count * 4))
+          << "world " << n << " rank " << r;
+    // reduce_scatter: rank r's block is x[.][r * per ..].
+    const size_t per = count / size_t(n);
+    std::vector<std::vector<float>> rs(n, std::vector<float>(per));
+    w->run([&](int r) {
+      w->at(r).reduce_scatter(x[r].data(), rs[r].data(), per, HB_FLOAT32,
+                              HB_SUM);
+    });
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(
+          0, std::memcmp(rs[r].data(), want.data() + size_t(r) * per, per * 4))
+          << "world " << n << " rank " << r;
+    // Every dtype and op, against the reference.
+    const size_t big = 300007;
+    for (hb_dtype t : hb::test::kAllDtypes)
+      for (hb_reduce_op op : {HB_SUM, HB_MAX}) {
+        std::vector<Bytes> send(n), recv(n);
+        for (int r = 0; r < n; ++r) {
+          send[r] = make(t, big);
+          recv[r] = make(t, big);
+          for (size_t i = 0; i < big; ++i)
+            put(t, send[r].data(), i, input(r, i % 1000, op, t));
+        }
+        w->run([&](int r) {
+          w->at(r).allreduce(send[r].data(), recv[r].data(), big, t, op);
+        });
+        for (int r = 0; r < n; ++r)
+          for (size_t i = 0; i < big; i += 101) {
+            std::vector<double> v(n);
+            for (int q = 0; q < n; ++q) v[q] = input(q, i % 1000, op, t);
+            ASSERT_EQ(get(t, recv[r].data(), i),
+                      through(t, reference(v, op, t)))
+                << "world " << n << " rank " << r << " " << hb::dtype_name(t)
+                << " op " << op << " index " << i;
+          }
+      }
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(
     Worlds, Collectives,
     ::testing::Combine(::testing::Values(1, 2, 3, 4),
