@@ -369,6 +369,24 @@ TEST_P(Collectives, LargeAllreduceAndRepeatedCallsReuseState) {
   }
 }
 
+// n ranks' random float inputs and their sum folded in rank order:
+// ((x0 + x1) + x2) + x3, element by element.
+void random_inputs_and_sum(int n, size_t count, unsigned seed,
+                           std::vector<std::vector<float>> *x,
+                           std::vector<float> *want) {
+  std::mt19937 rng(seed);
+  std::uniform_real_distribution<float> dist(-1, 1);
+  x->assign(size_t(n), std::vector<float>(count));
+  for (auto &v : *x)
+    for (auto &e : v) e = dist(rng) * 1000.f;
+  want->assign(count, 0.f);
+  for (size_t i = 0; i < count; ++i) {
+    float acc = (*x)[0][i];
+    for (int q = 1; q < n; ++q) acc += (*x)[size_t(q)][i];
+    (*want)[i] = acc;
+  }
+}
+
 // Every element of an allreduce is reduced in rank order: the result is
 // bit for bit ((x0 + x1) + x2) + x3 on every rank, whatever the path, also
 // for a buffer whose input and output partly overlap, and reduce_scatter
@@ -380,17 +398,9 @@ TEST_P(Collectives, RankOrderBitsAndOverlaps) {
   if (std::get<1>(GetParam()) == Path::kLegacy)
     GTEST_SKIP() << "halving-doubling reduces in its own order";
   for (size_t count : {size_t(1), size_t(3), size_t(257), size_t(70001)}) {
-    std::mt19937 rng(static_cast<unsigned>(count));
-    std::uniform_real_distribution<float> dist(-1, 1);
-    std::vector<std::vector<float>> x(n, std::vector<float>(count));
-    for (auto &v : x)
-      for (auto &e : v) e = dist(rng) * 1000.f;
-    std::vector<float> want(count);
-    for (size_t i = 0; i < count; ++i) {
-      float acc = x[0][i];
-      for (int q = 1; q < n; ++q) acc += x[q][i];
-      want[i] = acc;
-    }
+    std::vector<std::vector<float>> x;
+    std::vector<float> want;
+    random_inputs_and_sum(n, count, static_cast<unsigned>(count), &x, &want);
     // Allreduce with recv = send + 1 element (a partial overlap).
     std::vector<std::vector<float>> buf(n);
     for (int r = 0; r < n; ++r) {
@@ -446,17 +456,9 @@ TEST_P(Collectives, LargeReductionsFoldInRankOrder) {
     worlds.push_back(other.get());
   }
   const size_t count = 700001;  // 2.8 MB of float32: pieces and a tail
-  std::mt19937 rng(7);
-  std::uniform_real_distribution<float> dist(-1, 1);
-  std::vector<std::vector<float>> x(n, std::vector<float>(count));
-  for (auto &v : x)
-    for (auto &e : v) e = dist(rng) * 1000.f;
-  std::vector<float> want(count);
-  for (size_t i = 0; i < count; ++i) {
-    float acc = x[0][i];
-    for (int q = 1; q < n; ++q) acc += x[q][i];
-    want[i] = acc;
-  }
+  std::vector<std::vector<float>> x;
+  std::vector<float> want;
+  random_inputs_and_sum(n, count, 7, &x, &want);
   for (ThreadWorld *w : worlds) {
     std::vector<std::vector<float>> buf = x;
     w->run([&](int r) {
