@@ -383,6 +383,7 @@ class Context(_Handle):
         super().__init__(_c.hb_context_create(opts))
         self._listeners = []
         self._children = weakref.WeakSet()
+        self._cuda_stream = None  # the last set_cuda_stream (hb.torch skips repeats)
 
     def close(self):
         """Close the embeddings and metrics made on this context, then it."""
@@ -424,8 +425,14 @@ class Context(_Handle):
         _c.hb_context_abort(self._handle, reason)
 
     def set_cuda_stream(self, stream):
-        """A cudaStream_t as an integer (e.g. torch's stream.cuda_stream); None: own."""
-        _c.hb_context_set_cuda_stream(self._handle, stream)
+        """Enqueue hb's GPU work on this cudaStream_t (an integer: torch's
+        ``stream.cuda_stream``, CuPy's ``stream.ptr``); None: the context's
+        own stream. 0, the legacy default stream's handle in torch and CuPy,
+        is passed as cudaStreamLegacy (0x1), which names that stream (a NULL
+        handle would mean the context's own). Switching streams first waits
+        for hb's work on the old one."""
+        _c.hb_context_set_cuda_stream(self._handle, None if stream is None else int(stream) or 1)
+        self._cuda_stream = stream
 
     def synchronize(self):
         """Wait for the GPU work enqueued on the context's stream."""
