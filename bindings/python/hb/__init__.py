@@ -465,15 +465,15 @@ class Context(_Handle):
                                    "pass %s (a CUDA array of %d elements), or %s=send to work in place"
                                    % (param, param, math.prod(shape), param))
             return np.empty(shape, dtype=send.dtype)
-        recv = self._cuda(_array(recv, param, send.dtype, writable=True, device=True), param)
+        recv = _array(recv, param, send.dtype, writable=True, device=True)
         _same_memory(send, recv, "send", param)
         _check_size(recv, math.prod(shape), param)
-        return recv
+        return self._cuda(recv, param)  # last: every other refusal first
 
     def _send(self, send, dtype, convert, param="send"):
         """(array, hb dtype) of a send argument (a CUDA array: as it is)."""
         want = _NP_DTYPE.get(dtype) if convert and dtype is not None else None
-        send = self._cuda(_array(send, param, want, convert=convert, device=True), param)
+        send = _array(send, param, want, convert=convert, device=True)
         return send, _hb_dtype(send, dtype, param)
 
     def allreduce(self, send, recv=None, op=None, dtype=None, convert=False):
@@ -532,13 +532,14 @@ class Context(_Handle):
         """root's send lands in recv everywhere; recv=None: in place in send
         (which then must be a writable array on every rank)."""
         if recv is None:
-            recv = self._cuda(_array(send, "send", writable=True, device=True), "send")
+            send = recv = self._cuda(_array(send, "send", writable=True, device=True), "send")
         else:
-            recv = self._cuda(_array(recv, "recv", writable=True, device=True), "recv")
+            recv = _array(recv, "recv", writable=True, device=True)
             if send is not None:
                 send = _array(send, "send", recv.dtype, convert=convert, device=True)
                 _same_memory(send, recv, "send", "recv")
                 _check_size(send, recv.size, "send")
+            self._cuda(recv, "recv")
         dt = _hb_dtype(recv, dtype, "recv")
         _c.hb_broadcast(self._handle, send, recv, recv.size, dt, root)
         return _user(recv)
@@ -559,8 +560,7 @@ class Context(_Handle):
         """Reduce every array in place, fused into buckets (grad_nbuckets /
         grad_bucket_bytes); the result equals one allreduce per array. The
         arrays share one dtype and must be writable and C-contiguous."""
-        arrays = [self._cuda(_array(a, "arrays[%d]" % i, writable=True, device=True), "arrays[%d]" % i)
-                  for i, a in enumerate(arrays)]
+        arrays = [_array(a, "arrays[%d]" % i, writable=True, device=True) for i, a in enumerate(arrays)]
         if not arrays:
             return arrays
         for i, a in enumerate(arrays[1:], 1):
@@ -570,6 +570,7 @@ class Context(_Handle):
             if a.dtype != arrays[0].dtype:
                 raise HbTypeError("arrays[%d]: dtype %s differs from arrays[0]'s %s (one call per dtype)"
                                   % (i, a.dtype, arrays[0].dtype))
+        self._cuda(arrays[0], "arrays")
         _c.hb_allreduce_many(self._handle, arrays, dt, SUM if op is None else op)  # noqa: F821
         return [_user(a) for a in arrays]
 
