@@ -1,8 +1,11 @@
 /* hb_python.i - Python typemaps for the roles of ../hb.i (module hb.capi).
  * Buffers use the buffer protocol: a C-contiguous numpy array is passed
  * without a copy; anything else is an hb.HbTypeError or hb.HbValueError
- * (also TypeError / ValueError) naming the parameter. The GIL is released
- * around every call (swig -threads). */
+ * (also TypeError / ValueError) naming the parameter. A device array of the
+ * Python layer (hb._device.DeviceArray, from __cuda_array_interface__)
+ * passes its CUDA pointer, only to the calls whose C side takes device
+ * memory (hbpy_device_ok). The GIL is released around every call
+ * (swig -threads). */
 %module(package="hb", threads="1") capi
 
 %{

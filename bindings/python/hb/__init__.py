@@ -11,6 +11,12 @@ call is given ``convert=True``, the explicit opt-in that converts inputs
 (``recv``, ``out``, ``allreduce_many``'s arrays) are never converted: they
 are written in place. Results come back as numpy arrays.
 
+CUDA arrays (``__cuda_array_interface__``: CuPy, torch CUDA tensors, Numba)
+are passed by device pointer to the calls whose C side takes device memory
+(the collectives, GPU tables: ``Embedding(..., device="cuda")``), on the
+context's CUDA stream (:meth:`Context.set_cuda_stream`); calls that take
+host memory only refuse them with :class:`HbDeviceError`.
+
 Errors: every refusal of hb's own is an :class:`HbError` (``except
 hb.HbError`` catches all of them): a failing libhb call carries its status
 and hb_last_error(); an argument refused here is an :class:`HbTypeError` /
