@@ -310,7 +310,7 @@ class _Batch:
     views of the KeyedJaggedTensor's storage when its keys are in that order)."""
 
     __slots__ = ("coll", "values", "offsets", "weights", "b", "present")
-    # GPU tables: coll is None; values and weights are CUDA tensors.
+    # GPU tables (the per-table path): coll is None; values and weights are tensors.
 
     def __init__(self, coll, values, offsets, weights, b, present):
         self.coll, self.values, self.offsets, self.weights = coll, values, offsets, weights
@@ -404,8 +404,9 @@ class EmbeddingCollection(nn.Module):
                 self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, device=cfg.device, **cfg.hb_config))
             gpu = self._tables[0].device if self._tables else -1
             self._device = torch.device("cuda", gpu) if gpu >= 0 else torch.device("cpu")
-            if gpu >= 0:  # hb collections take host tables: GPU tables are looked up one by one
-                self._init_gpu()
+            self._per_table = gpu >= 0
+            if self._per_table:  # hb collections take host tables: GPU tables are looked up one by one
+                self._init_per_table()
                 return
             codes = [[getattr(hb, _COLLECTION_POOLING[self._feature_config(f).pooling][weighted])
                       for f in self._order] for weighted in (0, 1)]
@@ -421,7 +422,7 @@ class EmbeddingCollection(nn.Module):
                          if coll.column(i) >= 0}
         self._widths = [dim for _, dim in self._columns.values()]  # column order: feature order
 
-    def _init_gpu(self):
+    def _init_per_table(self):
         """Columns of the pooled output (pooled features in feature order, as
         a collection's) and each table's range of features (contiguous: the
         feature order is the table order)."""
@@ -465,7 +466,7 @@ class EmbeddingCollection(nn.Module):
         reused_plans, rounds, ids, wire bytes ...), summed over the module's
         collections (a second one exists for weighted batches when a table
         pools with "mean"). GPU tables have no collection: HbError."""
-        if self._device.type == "cuda":
+        if self._per_table:
             raise HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
                           "collection_stats: GPU tables are looked up one by one, without an hb.Collection "
                           "(hb collections take host tables only)")
@@ -495,14 +496,14 @@ class EmbeddingCollection(nn.Module):
         if features.device != self._device:
             raise HbDeviceError("features: ids on %s, but this collection's tables are on %s: pass "
                                 "features.to(%r)" % (features.device, self._device, str(self._device)))
-        gpu = self._device.type == "cuda"
+        per_table = self._per_table
         values, weights = features._values, features._weights
-        coll = None if gpu else self._colls[weights is not None]
+        coll = None if per_table else self._colls[weights is not None]
         b, off = features._stride, features._offsets
-        if not gpu:
+        if not per_table:
             values = values.numpy()
             weights = None if weights is None else weights.numpy()
-        cat = torch.cat if gpu else np.concatenate
+        cat = torch.cat if per_table else np.concatenate
         if keys != self._order:  # rearrange: the collection's order, empty bags for missing keys
             at = {k: i for i, k in enumerate(keys)}
             spans = [(off[at[f] * b], off[(at[f] + 1) * b]) if f in at else (0, 0) for f in self._order]
@@ -514,7 +515,7 @@ class EmbeddingCollection(nn.Module):
             if weights is not None:
                 weights = cat([weights[lo:hi] for lo, hi in spans])
             off = offsets
-        if weights is not None and self._none and not gpu:
+        if weights is not None and self._none and not per_table:
             # Rows of pooling "none" are not weighted: weight 1 there (GPU
             # tables: the module pools, and does not weight them).
             weights = weights.copy()
@@ -539,6 +540,10 @@ class EmbeddingCollection(nn.Module):
 
     # ---- The two calls that talk to hb ----------------------------------------
 
+    def _use_stream(self):
+        if self._device.type == "cuda":
+            _on_torch_stream(self._ctx, self._device)
+
     def _table_ids(self, batch, t):
         """The ids of table t's features: one contiguous slice of values."""
         first, end = self._table_features[t]
@@ -549,12 +554,13 @@ class EmbeddingCollection(nn.Module):
         collection lookup. GPU tables: the rows of each table's ids, one
         lookup per table in table order (every rank the same)."""
         if batch.coll is None:
-            _on_torch_stream(self._ctx, self._device)
+            self._use_stream()
             rows = []
             for t, table in enumerate(self._tables):
                 ids = self._table_ids(batch, t)
                 out = torch.empty((ids.numel(), table.dim), dtype=torch.float32, device=self._device)
-                rows.append(table.lookup(ids, out=out))
+                table.lookup(_hb_array(ids), out=_hb_array(out))
+                rows.append(out)
             return tuple(rows)
         try:
             pooled = batch.coll.lookup(batch.values, batch.offsets, batch.weights)
@@ -576,9 +582,9 @@ class EmbeddingCollection(nn.Module):
             return g * scale if scale != 1.0 else g
 
         if batch.coll is None:
-            _on_torch_stream(self._ctx, self._device)
+            self._use_stream()
             for t, (table, g) in enumerate(zip(self._tables, grads)):
-                table.apply_gradients(self._table_ids(batch, t), scaled(g).contiguous())
+                table.apply_gradients(_hb_array(self._table_ids(batch, t)), _hb_array(scaled(g).contiguous()))
             return
         grad_pooled, grad_unpooled = grads
 
@@ -603,7 +609,7 @@ class EmbeddingCollection(nn.Module):
         else:
             rows = self._lookup(batch)
         if batch.coll is None:
-            return self._pool_gpu(batch, rows)
+            return self._pool_per_table(batch, rows)
         pooled, unpooled = rows
         b, off, w = batch.b, batch.offsets, batch.weights
         out, at, denom = {}, 0, None
@@ -632,9 +638,9 @@ class EmbeddingCollection(nn.Module):
                 out[f] = part
         return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
-    def _pool_gpu(self, batch, rows):
+    def _pool_per_table(self, batch, rows):
         """The EmbeddingOutput of GPU tables from each table's rows: pooling
-        in torch, on the device (embedding_bag over the feature's rows, as
+        in torch, on the tables' device (embedding_bag over the feature's rows, as
         nn.EmbeddingBag; its backward gives each row its bag's gradient)."""
         b, off, w, dev = batch.b, batch.offsets, batch.weights, self._device
         out, parts = {}, []
@@ -652,9 +658,11 @@ class EmbeddingCollection(nn.Module):
                 continue
             fw = None if w is None else w[lo:hi]
             bags = torch.from_numpy(off[i * b:(i + 1) * b] - lo).to(dev)
+            # Weighted: the product rounded, then summed, as hb's collection
+            # (embedding_bag's per_sample_weights would fuse them into an FMA).
             p = torch.nn.functional.embedding_bag(
-                torch.arange(hi - lo, device=dev), r, bags, mode="mean" if pooling == "mean" and fw is None
-                else "sum", per_sample_weights=fw)
+                torch.arange(hi - lo, device=dev), r if fw is None else r * fw[:, None], bags,
+                mode="mean" if pooling == "mean" and fw is None else "sum")
             if pooling == "sqrtn" or (pooling == "mean" and fw is not None):
                 p = p / self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b, dev)[:, None]
             parts.append(p)

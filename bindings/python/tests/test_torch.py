@@ -27,6 +27,24 @@ def ctx():
         yield c
 
 
+@pytest.fixture(params=["collection", "per_table"])
+def path(request):
+    """How a module reads its tables: one hb.Collection (host tables), or
+    one lookup / update per table with pooling in torch, the path of GPU
+    tables, run here on host tables: its logic checked without a GPU."""
+    return request.param
+
+
+def module(ctx, tables, path, **kw):
+    ec = ht.EmbeddingCollection(ctx, tables, **kw)
+    if path == "per_table":
+        for c in {id(c): c for c in ec._colls.values()}.values():
+            c.close()
+        ec._colls, ec._per_table = {}, True
+        ec._init_per_table()
+    return ec
+
+
 def table_weights(table, n):
     return torch.from_numpy(table.lookup(np.arange(n, dtype=np.int64)))
 
@@ -61,11 +79,11 @@ def reference_pool(weight, pooling, weighted):
 
 @pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
+def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted, path):
     rows, dim, lr = 12, 3, 1.0
-    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
-                                                     initializer="normal", init_b=0.5, seed=7,
-                                                     optimizer="sgd", learning_rate=lr)])
+    ec = module(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
+                                     initializer="normal", init_b=0.5, seed=7,
+                                     optimizer="sgd", learning_rate=lr)], path)
     weight = table_weights(ec.tables["t"], rows).requires_grad_()
     out = ec(jagged(weighted=weighted))["f"]
     want = reference_pool(weight, pooling, weighted)
@@ -94,14 +112,14 @@ def test_one_id_per_bag_weighted(ctx, pooling):
     assert torch.allclose(got, want, rtol=1e-6, atol=0), (got, want)
 
 
-def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
+def test_pooling_none_and_shared_tables_equal_plain_torch(ctx, path):
     """Two features reading one table (one lookup for both), one unpooled."""
     rows, dim = 16, 2
-    ec = ht.EmbeddingCollection(ctx, [
+    ec = module(ctx, [
         ht.TableConfig("shared", dim, num_rows=rows, features=["a", "b"], pooling="sum",
                        initializer="uniform", init_a=-1, init_b=1, optimizer="sgd", learning_rate=0.5),
         ht.TableConfig("seq", dim, num_rows=rows, pooling="none", initializer="normal", init_b=1.0,
-                       optimizer="adagrad", learning_rate=0.25, initial_accumulator=0.1)])
+                       optimizer="adagrad", learning_rate=0.25, initial_accumulator=0.1)], path)
     w_shared = table_weights(ec.tables["shared"], rows).requires_grad_()
     w_seq = table_weights(ec.tables["seq"], rows).requires_grad_()
     # keys a, seq, b (any order); batch of 2.
@@ -173,13 +191,13 @@ def reference_feature(rows, bags, w, pooling):
     return torch.stack(out)
 
 
-def test_mixed_tables_in_one_module_equal_single_table_calls(ctx):
+def test_mixed_tables_in_one_module_equal_single_table_calls(ctx, path):
     """Tables of different dims, poolings, optimizers and a dynamic one in
     one module (one collection): outputs and every table after each step
     bit-equal to the single-table calls (lookup, pooling as plain torch,
     apply_gradients of the per-id gradients) on twin tables; weighted and
     unweighted batches, keys in another order and a missing feature."""
-    ec = ht.EmbeddingCollection(ctx, mixed_configs())
+    ec = module(ctx, mixed_configs(), path)
     twin_ctx = hb.Context(rank=0, world_size=1)  # same names, so the same initial rows
     twins = {c.name: hb.Embedding(twin_ctx, c.name, c.dim, **c.hb_config) for c in mixed_configs()}
     table_of = {f: (n, p) for n, _, _, fs, p, _ in MIXED for f in fs}
@@ -216,6 +234,10 @@ def test_mixed_tables_in_one_module_equal_single_table_calls(ctx):
                                                for i in b] for s in range(step + 1) for f in fs] + [[0]]))
             every = every.astype(np.int64)
             assert np.array_equal(ec.tables[name].lookup(every), twins[name].lookup(every)), (step, name)
+    if path == "per_table":
+        with pytest.raises(hb.HbError, match="without an hb.Collection"):
+            ec.collection_stats()
+        return
     st = ec.collection_stats()
     assert st["lookups"] == 4 and st["updates"] == 4 and st["reused_plans"] == 4, st
 
