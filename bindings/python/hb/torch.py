@@ -377,9 +377,15 @@ class EmbeddingCollection(nn.Module):
     Collective: every rank builds the same collection and runs every forward
     (empty batches allowed) and backward in the same order; with a table of
     pooling "mean", either every rank's batch carries weights or none does.
+
+    GPU tables (TableConfig device="cuda"): forward takes a CUDA
+    KeyedJaggedTensor and returns CUDA tensors. hb collections take host
+    tables, so each table is looked up and updated on its own (in table
+    order) and pooled by torch on the device. per_table=True takes that
+    path with host tables too (to compare the two, or to debug).
     """
 
-    def __init__(self, ctx, tables, average_gradients=True):
+    def __init__(self, ctx, tables, average_gradients=True, per_table=False):
         super().__init__()
         self._ctx = ctx
         self._configs = list(tables)
@@ -404,7 +410,7 @@ class EmbeddingCollection(nn.Module):
                 self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, device=cfg.device, **cfg.hb_config))
             gpu = self._tables[0].device if self._tables else -1
             self._device = torch.device("cuda", gpu) if gpu >= 0 else torch.device("cpu")
-            self._per_table = gpu >= 0
+            self._per_table = gpu >= 0 or bool(per_table)
             if self._per_table:  # hb collections take host tables: GPU tables are looked up one by one
                 self._init_per_table()
                 return

@@ -35,14 +35,8 @@ def path(request):
     return request.param
 
 
-def module(ctx, tables, path, **kw):
-    ec = ht.EmbeddingCollection(ctx, tables, **kw)
-    if path == "per_table":
-        for c in {id(c): c for c in ec._colls.values()}.values():
-            c.close()
-        ec._colls, ec._per_table = {}, True
-        ec._init_per_table()
-    return ec
+def module(ctx, tables, path):
+    return ht.EmbeddingCollection(ctx, tables, per_table=path == "per_table")
 
 
 def table_weights(table, n):
