@@ -28,9 +28,9 @@ static void hbpy_raise(hb_status status) {
   Py_XDECREF(mod);
 }
 
-/* Raises hb.HbTypeError / hb.HbValueError (cls_name) with a printf-style
- * message (PyUnicode_FromFormat's formats); falls back to the builtin
- * TypeError / ValueError if hb._errors cannot be imported. */
+/* Raises hb.HbTypeError / hb.HbValueError / hb.HbDeviceError (cls_name)
+ * with a printf-style message (PyUnicode_FromFormat's formats); falls back
+ * to the builtin TypeError / ValueError if hb._errors cannot be imported. */
 static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
   va_list ap;
   PyObject *msg, *mod, *cls = NULL, *exc = NULL;
@@ -46,8 +46,8 @@ static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
     PyErr_SetObject(cls, exc);
   } else {
     PyErr_Clear();
-    PyErr_SetObject(strcmp(cls_name, "HbTypeError") == 0 ? PyExc_TypeError
-                                                          : PyExc_ValueError,
+    PyErr_SetObject(strcmp(cls_name, "HbValueError") == 0 ? PyExc_ValueError
+                                                           : PyExc_TypeError,
                     msg);
   }
   Py_XDECREF(exc);

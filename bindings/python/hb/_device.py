@@ -16,8 +16,12 @@ from ._errors import HbDeviceError, HbTypeError, HbValueError
 
 def is_device_array(x):
     """True when x exposes __cuda_array_interface__ (a CUDA array)."""
-    # hasattr: a torch CPU tensor's property raises AttributeError, as wanted.
-    return not isinstance(x, np.ndarray) and hasattr(x, "__cuda_array_interface__")
+    if isinstance(x, np.ndarray):
+        return False
+    try:  # a torch CPU tensor's property raises AttributeError: not a device array
+        return hasattr(x, "__cuda_array_interface__")
+    except Exception:  # it has one but cannot give it now (torch: requires grad): device_array says why
+        return True
 
 
 class DeviceArray:

@@ -176,6 +176,8 @@ class KeyedJaggedTensor:
     def to(self, device):
         """This batch with values and weights on device (self if already there)."""
         device = torch.device(device)
+        if device.type == "cuda" and device.index is None:  # "cuda": torch's current device
+            device = torch.device("cuda", torch.cuda.current_device())
         if device == self.device:
             return self
         w = None if self._weights is None else self._weights.to(device)

@@ -77,8 +77,11 @@ def test_malformed_interface_is_refused():
 
     with pytest.raises(hb.HbTypeError, match="lacks 'typestr'"):
         _device.device_array(Broken(), "x")
+    assert _device.is_device_array(Raising())
+    ctx = hb.Context(rank=0, world_size=1)
     with pytest.raises(hb.HbTypeError, match="requires grad"):
-        _device.device_array(Raising(), "x")
+        ctx.allreduce(Raising(), recv=FakeCuda((3,)))
+    ctx.close()
 
 
 # ---- Collectives -----------------------------------------------------------------------
