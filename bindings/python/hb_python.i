@@ -1,8 +1,11 @@
 /* hb_python.i - Python typemaps for the roles of ../hb.i (module hb.capi).
  * Buffers use the buffer protocol: a C-contiguous numpy array is passed
  * without a copy; anything else is an hb.HbTypeError or hb.HbValueError
- * (also TypeError / ValueError) naming the parameter. The GIL is released
- * around every call (swig -threads). */
+ * (also TypeError / ValueError) naming the parameter. A device array of the
+ * Python layer (hb._device.DeviceArray, from __cuda_array_interface__)
+ * passes its CUDA pointer, only to the calls whose C side takes device
+ * memory (hbpy_device_ok). The GIL is released around every call
+ * (swig -threads). */
 %module(package="hb", threads="1") capi
 
 %{
@@ -25,9 +28,9 @@ static void hbpy_raise(hb_status status) {
   Py_XDECREF(mod);
 }
 
-/* Raises hb.HbTypeError / hb.HbValueError (cls_name) with a printf-style
- * message (PyUnicode_FromFormat's formats); falls back to the builtin
- * TypeError / ValueError if hb._errors cannot be imported. */
+/* Raises hb.HbTypeError / hb.HbValueError / hb.HbDeviceError (cls_name)
+ * with a printf-style message (PyUnicode_FromFormat's formats); falls back
+ * to the builtin TypeError / ValueError if hb._errors cannot be imported. */
 static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
   va_list ap;
   PyObject *msg, *mod, *cls = NULL, *exc = NULL;
@@ -43,8 +46,8 @@ static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
     PyErr_SetObject(cls, exc);
   } else {
     PyErr_Clear();
-    PyErr_SetObject(strcmp(cls_name, "HbTypeError") == 0 ? PyExc_TypeError
-                                                          : PyExc_ValueError,
+    PyErr_SetObject(strcmp(cls_name, "HbValueError") == 0 ? PyExc_ValueError
+                                                           : PyExc_TypeError,
                     msg);
   }
   Py_XDECREF(exc);
@@ -53,13 +56,66 @@ static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
   Py_DECREF(msg);
 }
 
+/* The calls (and their parameters) whose C side takes CUDA device memory:
+ * the collectives, and the ids / rows of an embedding table (a GPU table
+ * needs them; a host table is refused by the Python layer). Any other call
+ * would read a device pointer on the host, so it never gets one. */
+static int hbpy_device_ok(const char *fn, const char *param) {
+  static const char *const fns[] = {
+      "hb_allreduce", "hb_allgather", "hb_allgatherv", "hb_alltoall",
+      "hb_alltoallv", "hb_broadcast", "hb_reduce_scatter", "hb_allreduce_many",
+      "hb_embedding_lookup", "hb_embedding_apply_gradients", NULL};
+  static const char *const params[] = {"send", "recv", "bufs", "ids",
+                                       "out", "grads", NULL};
+  int i, f = 0, p = 0;
+  for (i = 0; fns[i]; ++i) f |= strcmp(fn, fns[i]) == 0;
+  for (i = 0; params[i]; ++i) p |= strcmp(param, params[i]) == 0;
+  return f && p;
+}
+
+/* 1 and *ptr set when obj is a device array of hb's Python layer
+ * (hb._DeviceArray: built from __cuda_array_interface__ and checked there,
+ * it carries _hb_device_ptr and size); 0 when it is not one; -1 with an
+ * HbDeviceError when fn does not take device memory. */
+static int hbpy_device(PyObject *obj, const char *fn, const char *param,
+                       void **ptr, size_t *count) {
+  PyObject *p, *n = NULL;
+  if (PyObject_CheckBuffer(obj)) return 0; /* numpy: the common case, fast */
+  p = PyObject_GetAttrString(obj, "_hb_device_ptr");
+  if (!p) {
+    PyErr_Clear();
+    return 0;
+  }
+  if (!hbpy_device_ok(fn, param)) {
+    Py_DECREF(p);
+    hbpy_arg_error("HbDeviceError",
+                   "%s: CUDA device memory, but %s takes host memory only "
+                   "(pass a numpy array)", param, fn);
+    return -1;
+  }
+  *ptr = PyLong_AsVoidPtr(p);
+  Py_DECREF(p);
+  if (!PyErr_Occurred() && count) {
+    n = PyObject_GetAttrString(obj, "size");
+    *count = n ? (size_t)PyLong_AsSize_t(n) : 0;
+    Py_XDECREF(n);
+  }
+  return PyErr_Occurred() ? -1 : 1;
+}
+
 /* kind: 'f' float, 'i' signed, 'u' unsigned, 0 any; itemsize 0: any. */
 static int hbpy_get_buffer(PyObject *obj, Py_buffer *view, int writable,
                            char kind, size_t itemsize, const char *param) {
   int flags = PyBUF_C_CONTIGUOUS | PyBUF_FORMAT | (writable ? PyBUF_WRITABLE : 0);
   if (!PyObject_CheckBuffer(obj)) {
-    hbpy_arg_error("HbTypeError", "%s: expected a numpy array, got %s", param,
-                 Py_TYPE(obj)->tp_name);
+    if (PyObject_HasAttrString(obj, "__cuda_array_interface__"))
+      hbpy_arg_error("HbDeviceError", "%s: a CUDA array (%s) reaches hb.capi "
+                     "unchecked: pass it to hb's Python API (hb.Context, "
+                     "hb.Embedding), which checks it", param,
+                     Py_TYPE(obj)->tp_name);
+    else
+      hbpy_arg_error("HbTypeError", "%s: expected a numpy array, got %s", param,
+                     Py_TYPE(obj)->tp_name);
     return -1;
   }
   if (PyObject_GetBuffer(obj, view, flags) < 0) {
@@ -133,9 +189,12 @@ static void hbpy_listener(hb_context *ctx, int32_t event, const char *path,
 
 /* ---- Buffers -------------------------------------------------------------- */
 %define HBPY_BUFFER(TYPE, WRITABLE, KIND, ITEMSIZE)
-%typemap(in) TYPE (Py_buffer view, int have_view = 0) {
+%typemap(in) TYPE (Py_buffer view, int have_view = 0, void *dptr = NULL, int dev = 0) {
   if ($input == Py_None) {
     $1 = NULL;
+  } else if ((dev = hbpy_device($input, "$symname", "$1_name", &dptr, NULL)) != 0) {
+    if (dev < 0) SWIG_fail;
+    $1 = ($1_ltype)dptr;
   } else {
     if (hbpy_get_buffer($input, &view, WRITABLE, KIND, ITEMSIZE, "$1_name") < 0)
       SWIG_fail;
@@ -173,6 +232,14 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
   }
   for (i = 0; i < n; ++i) {
     char param[32];
+    void *dptr = NULL;
+    int dev = hbpy_device(PySequence_Fast_GET_ITEM(seq, i), "$symname", "bufs",
+                          &dptr, &$2[i]);
+    if (dev < 0) SWIG_fail;
+    if (dev) {
+      $1[i] = dptr;
+      continue;
+    }
     PyOS_snprintf(param, sizeof param, "bufs[%zd]", i);
     if (hbpy_get_buffer(PySequence_Fast_GET_ITEM(seq, i), &views[i], 1, 0, 0,
                         param) < 0)

@@ -11,6 +11,12 @@ call is given ``convert=True``, the explicit opt-in that converts inputs
 (``recv``, ``out``, ``allreduce_many``'s arrays) are never converted: they
 are written in place. Results come back as numpy arrays.
 
+CUDA arrays (``__cuda_array_interface__``: CuPy, torch CUDA tensors, Numba)
+are passed by device pointer to the calls whose C side takes device memory
+(the collectives, GPU tables: ``Embedding(..., device="cuda")``), on the
+context's CUDA stream (:meth:`Context.set_cuda_stream`); calls that take
+host memory only refuse them with :class:`HbDeviceError`.
+
 Errors: every refusal of hb's own is an :class:`HbError` (``except
 hb.HbError`` catches all of them): a failing libhb call carries its status
 and hb_last_error(); an argument refused here is an :class:`HbTypeError` /
@@ -34,7 +40,9 @@ import weakref
 import numpy as np
 
 from . import capi as _c
-from ._errors import HbArgumentError, HbError, HbTypeError, HbValueError  # noqa: F401 (public)
+from ._device import DeviceArray as _DeviceArray, device_array as _device_array, \
+    is_device_array as _is_device_array
+from ._errors import HbArgumentError, HbDeviceError, HbError, HbTypeError, HbValueError  # noqa: F401 (public)
 
 for _name in dir(_c):
     if _name.startswith("HB_") and isinstance(getattr(_c, _name), int):
@@ -83,9 +91,17 @@ _NP_DTYPE = {v: k for k, v in _HB_DTYPE.items()}
 
 # ---- Argument checks ---------------------------------------------------------
 
-def _array(x, param, dtype=None, writable=False, convert=False):
+def _array(x, param, dtype=None, writable=False, convert=False, device=False):
     """x itself when it can be handed to C without a copy; with convert (and
-    not writable) a C-contiguous copy of dtype; raises otherwise."""
+    not writable) a C-contiguous copy of dtype; raises otherwise. A CUDA
+    array (__cuda_array_interface__) is a checked _DeviceArray when device
+    is True (never converted: that would copy), an HbDeviceError otherwise."""
+    if _is_device_array(x):
+        if not device:
+            raise HbDeviceError("%s: a CUDA array (%s), but this call takes host memory only; pass a "
+                                "numpy array (copy it to the host yourself: x.get() / x.cpu().numpy())"
+                                % (param, type(x).__name__))
+        return _device_array(x, param, dtype, writable)
     if convert and not writable:
         try:
             x = np.ascontiguousarray(x, dtype=dtype)
@@ -149,6 +165,42 @@ def _extent(counts, offsets):
 def _check_size(arr, want, param):
     if arr.size < want:
         raise HbValueError("%s: needs %d elements, the array has %d" % (param, want, arr.size))
+
+
+def _same_memory(a, b, param_a, param_b):
+    """Refuses a mix of host and CUDA arrays in one call."""
+    if isinstance(a, _DeviceArray) != isinstance(b, _DeviceArray):
+        raise HbDeviceError("%s is %s but %s is %s: pass both in host memory or both on the device"
+                            % (param_a, _kind(a), param_b, _kind(b)))
+
+
+def _kind(a):
+    return "a CUDA array" if isinstance(a, _DeviceArray) else "host memory"
+
+
+def _user(a):
+    """What a call hands back: the caller's own object for a CUDA array."""
+    return a.obj if isinstance(a, _DeviceArray) else a
+
+
+def _device_index(device, ctx):
+    """hb_embedding_config.device for device=: None / "cpu" / -1: host;
+    "cuda": the context's CUDA device; "cuda:N" / N: device N."""
+    if device is None or device == "cpu" or device == -1:
+        return -1
+    if isinstance(device, int) and not isinstance(device, bool) and device >= 0:
+        return device
+    if isinstance(device, str) and device.startswith("cuda"):
+        spec = device[4:]
+        if spec == "":
+            where = ctx.device
+            if not where.startswith("cuda:"):
+                raise HbValueError("device: 'cuda', but the context's device is %r (this process sees "
+                                   "%d CUDA devices): pass device='cuda:N'" % (where, ctx.num_gpus))
+            return int(where[5:])
+        if spec.startswith(":") and spec[1:].isdigit():
+            return int(spec[1:])
+    raise HbValueError("device: %r; pass 'cpu', 'cuda', 'cuda:N' or N >= 0" % (device,))
 
 
 # ---- Library-wide calls --------------------------------------------------------
@@ -313,6 +365,16 @@ class Context(_Handle):
     uint16 arrays with ``dtype=hb.BFLOAT16``). ``convert=True`` converts a
     send that is not a C-contiguous numpy array (a list, a strided view, a
     CPU torch tensor) with a copy instead of refusing it.
+
+    CUDA arrays (anything with ``__cuda_array_interface__``: CuPy, torch
+    CUDA tensors, Numba) are passed by device pointer, without a copy, and
+    reduced through NCCL: C-contiguous, send and recv both on the device
+    (pass ``recv``: hb allocates no device memory). The work is enqueued on
+    the context's CUDA stream: point it at the stream that produced the
+    data with :meth:`set_cuda_stream` (CuPy:
+    ``cupy.cuda.get_current_stream().ptr``, torch:
+    ``torch.cuda.current_stream().cuda_stream``) and read the result in
+    that stream, or after :meth:`synchronize`.
     """
 
     _destroy = staticmethod(_c.hb_context_destroy)
@@ -327,6 +389,7 @@ class Context(_Handle):
         super().__init__(_c.hb_context_create(opts))
         self._listeners = []
         self._children = weakref.WeakSet()
+        self._cuda_stream = None  # the last set_cuda_stream (hb.torch skips repeats)
 
     def close(self):
         """Close the embeddings and metrics made on this context, then it."""
@@ -368,8 +431,14 @@ class Context(_Handle):
         _c.hb_context_abort(self._handle, reason)
 
     def set_cuda_stream(self, stream):
-        """A cudaStream_t as an integer (e.g. torch's stream.cuda_stream); None: own."""
-        _c.hb_context_set_cuda_stream(self._handle, stream)
+        """Enqueue hb's GPU work on this cudaStream_t (an integer: torch's
+        ``stream.cuda_stream``, CuPy's ``stream.ptr``); None: the context's
+        own stream. 0, the legacy default stream's handle in torch and CuPy,
+        is passed as cudaStreamLegacy (0x1), which names that stream (a NULL
+        handle would mean the context's own). Switching streams first waits
+        for hb's work on the old one."""
+        _c.hb_context_set_cuda_stream(self._handle, None if stream is None else int(stream) or 1)
+        self._cuda_stream = stream
 
     def synchronize(self):
         """Wait for the GPU work enqueued on the context's stream."""
@@ -386,18 +455,31 @@ class Context(_Handle):
         cont, empty = _c.hb_data_sync(self._handle, int(bool(has_data)), int(bool(drop_remainder)))
         return bool(cont), bool(empty)
 
+    def _cuda(self, arr, param):
+        """arr; a CUDA array only when hb sees a CUDA device (libhb would
+        otherwise take its pointer for host memory)."""
+        if isinstance(arr, _DeviceArray) and self.num_gpus <= 0:
+            raise HbError(ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",  # noqa: F821
+                          "%s: a CUDA array, but hb sees no CUDA device (%s); pass a numpy array"
+                          % (param, build_info()))
+        return arr
+
     def _recv(self, recv, send, shape, param="recv"):
         if recv is None:
+            if isinstance(send, _DeviceArray):
+                raise HbValueError("%s: send is a CUDA array and hb does not allocate device memory: "
+                                   "pass %s (a CUDA array of %d elements), or %s=send to work in place"
+                                   % (param, param, math.prod(shape), param))
             return np.empty(shape, dtype=send.dtype)
-        recv = _array(recv, param, send.dtype, writable=True)
+        recv = _array(recv, param, send.dtype, writable=True, device=True)
+        _same_memory(send, recv, "send", param)
         _check_size(recv, math.prod(shape), param)
-        return recv
+        return self._cuda(recv, param)  # last: every other refusal first
 
-    @staticmethod
-    def _send(send, dtype, convert, param="send"):
-        """(array, hb dtype) of a send argument."""
+    def _send(self, send, dtype, convert, param="send"):
+        """(array, hb dtype) of a send argument (a CUDA array: as it is)."""
         want = _NP_DTYPE.get(dtype) if convert and dtype is not None else None
-        send = _array(send, param, want, convert=convert)
+        send = _array(send, param, want, convert=convert, device=True)
         return send, _hb_dtype(send, dtype, param)
 
     def allreduce(self, send, recv=None, op=None, dtype=None, convert=False):
@@ -406,14 +488,14 @@ class Context(_Handle):
         send, dt = self._send(send, dtype, convert)
         recv = self._recv(recv, send, send.shape)
         _c.hb_allreduce(self._handle, send, recv, send.size, dt, SUM if op is None else op)  # noqa: F821
-        return recv
+        return _user(recv)
 
     def allgather(self, send, recv=None, dtype=None, convert=False):
         """Every rank's send, stacked: shape (world_size,) + send.shape."""
         send, dt = self._send(send, dtype, convert)
         recv = self._recv(recv, send, (self.world_size,) + send.shape)
         _c.hb_allgather(self._handle, send, recv, send.size, dt)
-        return recv
+        return _user(recv)
 
     def allgatherv(self, send, recv_counts, recv=None, recv_offsets=None, dtype=None, convert=False):
         """Every rank's send (of recv_counts[r] elements), packed in rank
@@ -424,7 +506,7 @@ class Context(_Handle):
         offsets = _counts(recv_offsets, "recv_offsets", world)
         recv = self._recv(recv, send, (_extent(counts, offsets),))
         _c.hb_allgatherv(self._handle, send, send.size, recv, counts, offsets, dt)
-        return recv
+        return _user(recv)
 
     def alltoall(self, send, recv=None, dtype=None, convert=False):
         """send is world_size equal blocks; block p goes to rank p. recv
@@ -435,7 +517,7 @@ class Context(_Handle):
             raise HbValueError("send: %d elements do not split into %d equal blocks" % (send.size, world))
         recv = self._recv(recv, send, send.shape)
         _c.hb_alltoall(self._handle, send, recv, send.size // world, dt)
-        return recv
+        return _user(recv)
 
     def alltoallv(self, send, send_counts, recv_counts, recv=None, send_offsets=None,
                   recv_offsets=None, dtype=None, convert=False):
@@ -450,21 +532,23 @@ class Context(_Handle):
         _check_size(send, _extent(scounts, soffsets), "send")
         recv = self._recv(recv, send, (_extent(rcounts, roffsets),))
         _c.hb_alltoallv(self._handle, send, scounts, soffsets, recv, rcounts, roffsets, dt)
-        return recv
+        return _user(recv)
 
     def broadcast(self, send, recv=None, root=0, dtype=None, convert=False):
         """root's send lands in recv everywhere; recv=None: in place in send
         (which then must be a writable array on every rank)."""
         if recv is None:
-            recv = _array(send, "send", writable=True)
+            send = recv = self._cuda(_array(send, "send", writable=True, device=True), "send")
         else:
-            recv = _array(recv, "recv", writable=True)
+            recv = _array(recv, "recv", writable=True, device=True)
             if send is not None:
-                send = _array(send, "send", recv.dtype, convert=convert)
+                send = _array(send, "send", recv.dtype, convert=convert, device=True)
+                _same_memory(send, recv, "send", "recv")
                 _check_size(send, recv.size, "send")
+            self._cuda(recv, "recv")
         dt = _hb_dtype(recv, dtype, "recv")
         _c.hb_broadcast(self._handle, send, recv, recv.size, dt, root)
-        return recv
+        return _user(recv)
 
     def reduce_scatter(self, send, recv=None, op=None, dtype=None, convert=False):
         """send is world_size equal blocks; rank r gets the reduction of
@@ -476,22 +560,25 @@ class Context(_Handle):
         recv = self._recv(recv, send, (send.size // world,))
         _c.hb_reduce_scatter(self._handle, send, recv, send.size // world, dt,
                              SUM if op is None else op)  # noqa: F821
-        return recv
+        return _user(recv)
 
     def allreduce_many(self, arrays, op=None, dtype=None):
         """Reduce every array in place, fused into buckets (grad_nbuckets /
         grad_bucket_bytes); the result equals one allreduce per array. The
         arrays share one dtype and must be writable and C-contiguous."""
-        arrays = [_array(a, "arrays[%d]" % i, writable=True) for i, a in enumerate(arrays)]
+        arrays = [_array(a, "arrays[%d]" % i, writable=True, device=True) for i, a in enumerate(arrays)]
         if not arrays:
             return arrays
+        for i, a in enumerate(arrays[1:], 1):
+            _same_memory(arrays[0], a, "arrays[0]", "arrays[%d]" % i)
         dt = _hb_dtype(arrays[0], dtype, "arrays[0]")
         for i, a in enumerate(arrays[1:], 1):
             if a.dtype != arrays[0].dtype:
                 raise HbTypeError("arrays[%d]: dtype %s differs from arrays[0]'s %s (one call per dtype)"
                                   % (i, a.dtype, arrays[0].dtype))
+        self._cuda(arrays[0], "arrays")
         _c.hb_allreduce_many(self._handle, arrays, dt, SUM if op is None else op)  # noqa: F821
-        return arrays
+        return [_user(a) for a in arrays]
 
 
 class Embedding(_Handle):
@@ -502,14 +589,23 @@ class Embedding(_Handle):
     initializer, init_a, init_b, seed, optimizer, learning_rate, ...).
     Collective to create; lookup, apply_gradients, save, load and export
     are collective too (ranks may pass different numbers of ids, even 0).
+
+    device: "cpu" (default), "cuda" (the context's CUDA device), "cuda:N"
+    or N: a GPU table, whose rows live on that device (the context's). Its
+    ids, out and grads are then CUDA arrays (``__cuda_array_interface__``,
+    C-contiguous; ``out`` must be passed), the work is enqueued on the
+    context's CUDA stream (see :meth:`Context.set_cuda_stream`), and results
+    and checkpoints equal a host table's. A host table takes numpy arrays.
     """
 
     _destroy = staticmethod(_c.hb_embedding_destroy)
 
-    def __init__(self, ctx, name, dim, **config):
+    def __init__(self, ctx, name, dim, device=None, **config):
+        config["device"] = _device_index(device, ctx)
         cfg = _fill(_c.hb_embedding_config(), dict(config, name=name, dim=dim), "embedding config")
         super().__init__(_c.hb_embedding_create(ctx._handle, cfg))
         self._ctx = ctx
+        self.device = cfg.device
         ctx._children.add(self)
 
     @classmethod
@@ -518,6 +614,7 @@ class Embedding(_Handle):
         self = cls.__new__(cls)
         _Handle.__init__(self, _c.hb_embedding_open(path))
         self._ctx = None
+        self.device = -1
         return self
 
     dim = property(lambda self: _c.hb_embedding_dim(self._handle), doc="Row width.")
@@ -526,26 +623,41 @@ class Embedding(_Handle):
     misses = property(lambda self: _c.hb_embedding_misses(self._handle),
                       doc="Serving tables: ids looked up that were not in the file.")
 
+    def _memory(self, arr, param):
+        """Refuses arr when its memory is not the table's (host / CUDA)."""
+        if isinstance(arr, _DeviceArray) != (self.device >= 0):
+            raise HbDeviceError(
+                "%s: %s, but this is a %s table: pass %s" % (
+                    param, _kind(arr), "GPU (cuda:%d)" % self.device if self.device >= 0 else "host",
+                    "a CUDA array on that device" if self.device >= 0 else
+                    "a numpy array (or create the table with device='cuda')"))
+        return arr
+
     def lookup(self, ids, out=None, convert=False):
         """Rows of ids (an int64 array) as an (n, dim) float32 array.
-        convert=True: ids may be any integer sequence (copied to int64)."""
-        ids = _array(ids, "ids", np.int64, convert=convert)
+        convert=True: ids may be any integer sequence (copied to int64).
+        GPU table: ids and out are CUDA arrays (out is required)."""
+        ids = self._memory(_array(ids, "ids", np.int64, convert=convert, device=True), "ids")
         shape = (ids.size, self.dim)
         if out is None:
+            if self.device >= 0:
+                raise HbValueError("out: a GPU table writes into a CUDA array you pass (%d x %d float32); "
+                                   "hb allocates no device memory" % shape)
             out = np.empty(shape, dtype=np.float32)
         else:
-            out = _array(out, "out", np.float32, writable=True)
+            out = self._memory(_array(out, "out", np.float32, writable=True, device=True), "out")
             if out.size != ids.size * shape[1]:
                 raise HbValueError("out: needs %d x %d elements, the array has %d" % (shape + (out.size,)))
         _c.hb_embedding_lookup(self._handle, ids, ids.size, out)
-        return out
+        return _user(out)
 
     def apply_gradients(self, ids, grads, convert=False):
         """One optimizer step for each row in ids; grads is n x dim float32
         (gradients of duplicate ids are summed). convert=True: ids and grads
-        are converted to int64 / float32 C-contiguous copies if needed."""
-        ids = _array(ids, "ids", np.int64, convert=convert)
-        grads = _array(grads, "grads", np.float32, convert=convert)
+        are converted to int64 / float32 C-contiguous copies if needed.
+        GPU table: both are CUDA arrays."""
+        ids = self._memory(_array(ids, "ids", np.int64, convert=convert, device=True), "ids")
+        grads = self._memory(_array(grads, "grads", np.float32, convert=convert, device=True), "grads")
         if grads.size != ids.size * self.dim:
             raise HbValueError("grads: needs %d x %d elements, the array has %d"
                                % (ids.size, self.dim, grads.size))

@@ -52,3 +52,9 @@ class HbTypeError(HbArgumentError, TypeError):
 class HbValueError(HbArgumentError, ValueError):
     """Wrong value, size or layout: not C-contiguous, read-only, too small,
     a closed handle."""
+
+
+class HbDeviceError(HbTypeError):
+    """Memory of the wrong kind: a CUDA array (``__cuda_array_interface__``)
+    where the call takes host memory only (metrics, collections, host
+    tables), or a host array where it needs CUDA memory (a GPU table)."""

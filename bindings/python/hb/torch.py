@@ -21,10 +21,15 @@
   in one checkpoint directory, loadable at another world size.
 
 Tensors: CPU tensors are passed to hb without a copy when contiguous and of
-the dtype hb needs (ids int64, rows float32). CUDA tensors are refused with
-an HbError (``ERR_UNSUPPORTED``): hb's GPU tables and NCCL path are reached
-from C, not yet from Python (the binding takes host buffers only, and
-collections take host tables only).
+the dtype hb needs (ids int64, rows float32). CUDA tensors are passed by
+device pointer, also without a copy: an EmbeddingCollection whose tables
+have ``device="cuda"`` keeps its rows on the GPU (hb GPU tables, one lookup
+and one update per table), and gradients, parameters and :func:`all_reduce`
+of CUDA tensors go through hb's NCCL path. hb's GPU work runs on torch's
+current CUDA stream (hb.torch points the context's stream at it before
+each call), so it is ordered with torch's kernels without a host
+synchronization. Metrics run on the host (:class:`Metric` copies CUDA
+tensors there).
 
 Collectives: every rank runs the same forward/backward sequence. A rank
 that has no data for a step passes an empty batch (see :func:`data_sync`)
@@ -44,7 +49,7 @@ except ImportError as e:
     raise ImportError("hb.torch needs PyTorch (Debian: apt-get install python3-torch): %s" % e) from e
 
 import hb
-from ._errors import HbError, HbTypeError, HbValueError
+from ._errors import HbDeviceError, HbError, HbTypeError, HbValueError
 
 __all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "EmbeddingOutput", "DistributedDataParallel",
            "broadcast_parameters", "allreduce_gradients", "Metric", "data_sync", "all_reduce",
@@ -57,16 +62,20 @@ POOLINGS = ("none", "sum", "mean", "sqrtn")
 
 def _unsupported_device(param, t):
     return HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
-                   "%s: a %s tensor; hb.torch works on CPU tensors (hb's GPU tables are reachable "
-                   "from C only): pass x.cpu()" % (param, t.device))
+                   "%s: a %s tensor; hb.torch takes CPU and CUDA tensors only: pass x.cpu()"
+                   % (param, t.device))
 
 
-def _cpu_tensor(t, param, dtype):
-    """t itself: a contiguous CPU tensor of dtype; refuses anything else."""
+def _tensor(t, param, dtype, device=None):
+    """t itself: a contiguous 1-D CPU or CUDA tensor of dtype (on device,
+    when given); refuses anything else."""
     if not isinstance(t, torch.Tensor):
         raise HbTypeError("%s: expected a torch.Tensor of %s, got %s" % (param, dtype, type(t).__name__))
-    if t.device.type != "cpu":
+    if t.device.type not in ("cpu", "cuda"):
         raise _unsupported_device(param, t)
+    if device is not None and t.device != device:
+        raise HbDeviceError("%s: a %s tensor, expected one on %s (pass x.to(%r))"
+                            % (param, t.device, device, str(device)))
     if t.dtype != dtype:
         raise HbTypeError("%s: expected dtype %s, got %s (pass x.to(%s))" % (param, dtype, t.dtype, dtype))
     if t.dim() != 1:
@@ -74,6 +83,15 @@ def _cpu_tensor(t, param, dtype):
     if not t.is_contiguous():
         raise HbValueError("%s: the tensor is not contiguous (pass x.contiguous())" % param)
     return t
+
+
+def _on_torch_stream(ctx, device):
+    """Points ctx's CUDA stream at torch's current stream on device: hb's
+    kernels and NCCL calls then run in stream order with torch's, and their
+    results are ready for torch's next kernels without a host sync."""
+    stream = torch.cuda.current_stream(device).cuda_stream
+    if ctx._cuda_stream != stream:
+        ctx.set_cuda_stream(stream)
 
 
 def _numpy(t):
@@ -94,22 +112,25 @@ class KeyedJaggedTensor:
     lengths (int64, F*B, ids per bag) or offsets (int64, F*B+1, bag
     boundaries into values, from 0 to len(values), non-decreasing): pass one
     (or both, consistent). weights: optional float32 per id (pooling weights;
-    they receive no gradient). All CPU tensors, 1-D, contiguous (values and
-    weights are handed to hb without a copy). Anything else is an
-    :class:`hb.HbError` naming what to pass.
+    they receive no gradient). All 1-D and contiguous; values and weights
+    are handed to hb without a copy. values may be a CUDA tensor (for GPU
+    tables); weights then live on the same device, and lengths / offsets
+    may be CPU or CUDA tensors (they are read on the host once, to check
+    them and to split the batch: a small device-to-host copy). Anything
+    else is an :class:`hb.HbError` naming what to pass.
     """
 
     def __init__(self, keys, values, lengths=None, offsets=None, weights=None):
         keys = list(keys)
         if not keys or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
             raise HbValueError("keys: expected distinct feature names (str), got %r" % (keys,))
-        values = _cpu_tensor(values, "values", torch.int64)
+        values = _tensor(values, "values", torch.int64)
         n = values.numel()
         if lengths is None and offsets is None:
             raise HbValueError("lengths / offsets: pass one of them")
         if lengths is not None:
-            lengths = _cpu_tensor(lengths, "lengths", torch.int64)
-            ln = lengths.numpy()
+            lengths = _tensor(lengths, "lengths", torch.int64)
+            ln = lengths.cpu().numpy()
             if ln.size % len(keys):
                 raise HbValueError("lengths: %d entries do not split into %d features" % (ln.size, len(keys)))
             if ln.size and ln.min() < 0:
@@ -119,8 +140,8 @@ class KeyedJaggedTensor:
             if off[-1] != n:
                 raise HbValueError("lengths: they sum to %d, values has %d ids" % (off[-1], n))
         if offsets is not None:
-            offsets = _cpu_tensor(offsets, "offsets", torch.int64)
-            of = offsets.numpy()
+            offsets = _tensor(offsets, "offsets", torch.int64)
+            of = offsets.cpu().numpy()
             if of.size < 1 or (of.size - 1) % len(keys):
                 raise HbValueError("offsets: %d entries; expected F*B+1 for F=%d features"
                                    % (of.size, len(keys)))
@@ -134,7 +155,7 @@ class KeyedJaggedTensor:
                 raise HbValueError("offsets: disagree with lengths")
             off = of
         if weights is not None:
-            weights = _cpu_tensor(weights, "weights", torch.float32)
+            weights = _tensor(weights, "weights", torch.float32, values.device)
             if weights.numel() != n:
                 raise HbValueError("weights: %d entries, values has %d" % (weights.numel(), n))
         self._keys = keys
@@ -146,6 +167,22 @@ class KeyedJaggedTensor:
     def keys(self):
         """Feature names, in order."""
         return list(self._keys)
+
+    @property
+    def device(self):
+        """The device of values (and weights)."""
+        return self._values.device
+
+    def to(self, device):
+        """This batch with values and weights on device (self if already there)."""
+        device = torch.device(device)
+        if device.type == "cuda" and device.index is None:  # "cuda": torch's current device
+            device = torch.device("cuda", torch.cuda.current_device())
+        if device == self.device:
+            return self
+        w = None if self._weights is None else self._weights.to(device)
+        return KeyedJaggedTensor(self._keys, self._values.to(device), offsets=torch.from_numpy(self._offsets),
+                                 weights=w)
 
     def values(self):
         """Every id (int64 tensor), feature-major."""
@@ -219,11 +256,15 @@ class TableConfig:
     and any of initial_accumulator, beta1, beta2, epsilon, l1, l2, lr_power.
     partition: "mod" (owner = id mod world) or "div" (blocks; static only).
     wire_dtype: hb.FLOAT32 (default), hb.FLOAT16 or hb.BFLOAT16 on the wire.
+    device: "cpu" (default) or "cuda" / "cuda:N": a GPU table on the
+    context's CUDA device (hb.Context's ``device`` option picks it, by
+    default cuda:<local_rank>), whose inputs and outputs are CUDA tensors.
+    The tables of one EmbeddingCollection share one device.
     """
 
     def __init__(self, name, dim, num_rows=0, features=None, pooling="sum", initializer="zeros",
                  init_a=0.0, init_b=0.0, seed=0, optimizer="sgd", learning_rate=0.01,
-                 partition="mod", wire_dtype=None, **optimizer_args):
+                 partition="mod", wire_dtype=None, device="cpu", **optimizer_args):
         unknown = sorted(set(optimizer_args) - set(_OPTIMIZER_ARGS))
         if unknown:
             raise HbTypeError("TableConfig %r: unknown argument(s) %s (optimizer arguments: %s)"
@@ -233,7 +274,13 @@ class TableConfig:
         if not isinstance(dim, int) or dim <= 0 or not isinstance(num_rows, int) or num_rows < 0:
             raise HbValueError("TableConfig %r: dim must be > 0 and num_rows >= 0 (0: dynamic), got %r, %r"
                                % (name, dim, num_rows))
+        if isinstance(device, torch.device):
+            device = str(device)
+        if not isinstance(device, str) or not (device in ("cpu", "cuda") or
+                                               (device.startswith("cuda:") and device[5:].isdigit())):
+            raise HbValueError("TableConfig %r: device %r; pass 'cpu', 'cuda' or 'cuda:N'" % (name, device))
         self.name, self.dim, self.num_rows, self.pooling = name, dim, num_rows, pooling
+        self.device = device
         self.features = [name] if features is None else list(features)
         self.hb_config = dict(
             num_rows=num_rows, initializer=_code(initializer, _INITIALIZERS, "initializer"),
@@ -245,8 +292,8 @@ class TableConfig:
             self.hb_config["wire_dtype"] = int(wire_dtype)
 
     def __repr__(self):
-        return "TableConfig(%r, dim=%d, num_rows=%d, features=%r, pooling=%r)" % (
-            self.name, self.dim, self.num_rows, self.features, self.pooling)
+        return "TableConfig(%r, dim=%d, num_rows=%d, features=%r, pooling=%r, device=%r)" % (
+            self.name, self.dim, self.num_rows, self.features, self.pooling, self.device)
 
 
 # ---- The embedding module --------------------------------------------------------------
@@ -265,6 +312,7 @@ class _Batch:
     views of the KeyedJaggedTensor's storage when its keys are in that order)."""
 
     __slots__ = ("coll", "values", "offsets", "weights", "b", "present")
+    # GPU tables (the per-table path): coll is None; values and weights are tensors.
 
     def __init__(self, coll, values, offsets, weights, b, present):
         self.coll, self.values, self.offsets, self.weights = coll, values, offsets, weights
@@ -272,9 +320,11 @@ class _Batch:
 
 
 class _CollectionRows(torch.autograd.Function):
-    """The pooled matrix and the unpooled rows of one collection lookup;
-    backward hands their gradients to one collection update, which reuses
-    the lookup's plan (one exchange)."""
+    """What one forward reads from hb: host tables, the pooled matrix and
+    the unpooled rows of one collection lookup (backward: one collection
+    update, which reuses the lookup's plan: one exchange); GPU tables, the
+    rows of every table's ids (backward: one update per table, in table
+    order on every rank)."""
 
     @staticmethod
     def forward(fctx, anchor, module, batch):
@@ -282,8 +332,8 @@ class _CollectionRows(torch.autograd.Function):
         return module._lookup(batch)
 
     @staticmethod
-    def backward(fctx, grad_pooled, grad_unpooled):
-        fctx.module._update(fctx.batch, grad_pooled, grad_unpooled)
+    def backward(fctx, *grads):
+        fctx.module._update(fctx.batch, *grads)
         return None, None, None
 
 
@@ -329,9 +379,15 @@ class EmbeddingCollection(nn.Module):
     Collective: every rank builds the same collection and runs every forward
     (empty batches allowed) and backward in the same order; with a table of
     pooling "mean", either every rank's batch carries weights or none does.
+
+    GPU tables (TableConfig device="cuda"): forward takes a CUDA
+    KeyedJaggedTensor and returns CUDA tensors. hb collections take host
+    tables, so each table is looked up and updated on its own (in table
+    order) and pooled by torch on the device. per_table=True takes that
+    path with host tables too (to compare the two, or to debug).
     """
 
-    def __init__(self, ctx, tables, average_gradients=True):
+    def __init__(self, ctx, tables, average_gradients=True, per_table=False):
         super().__init__()
         self._ctx = ctx
         self._configs = list(tables)
@@ -346,10 +402,20 @@ class EmbeddingCollection(nn.Module):
                 self._feature_table[f] = i
         self._order = self.feature_names()
         self._none = [i for i, f in enumerate(self._order) if self._feature_config(f).pooling == "none"]
+        devices = sorted({cfg.device for cfg in self._configs})
+        if len(devices) > 1:
+            raise HbValueError("tables: on devices %s; the tables of one EmbeddingCollection share one device"
+                               % devices)
         self._tables, self._colls = [], {}
         try:
             for cfg in self._configs:
-                self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, **cfg.hb_config))
+                self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, device=cfg.device, **cfg.hb_config))
+            gpu = self._tables[0].device if self._tables else -1
+            self._device = torch.device("cuda", gpu) if gpu >= 0 else torch.device("cpu")
+            self._per_table = gpu >= 0 or bool(per_table)
+            if self._per_table:  # hb collections take host tables: GPU tables are looked up one by one
+                self._init_per_table()
+                return
             codes = [[getattr(hb, _COLLECTION_POOLING[self._feature_config(f).pooling][weighted])
                       for f in self._order] for weighted in (0, 1)]
             for weighted in (False, True):
@@ -363,6 +429,27 @@ class EmbeddingCollection(nn.Module):
         self._columns = {f: (coll.column(i), coll.dim(i)) for i, f in enumerate(self._order)
                          if coll.column(i) >= 0}
         self._widths = [dim for _, dim in self._columns.values()]  # column order: feature order
+
+    def _init_per_table(self):
+        """Columns of the pooled output (pooled features in feature order, as
+        a collection's) and each table's range of features (contiguous: the
+        feature order is the table order)."""
+        self._columns, col = {}, 0
+        for f in self._order:
+            cfg = self._feature_config(f)
+            if cfg.pooling != "none":
+                self._columns[f] = (col, cfg.dim)
+                col += cfg.dim
+        self._widths = [dim for _, dim in self._columns.values()]
+        self._table_features, at = [], 0
+        for cfg in self._configs:
+            self._table_features.append((at, at + len(cfg.features)))
+            at += len(cfg.features)
+
+    @property
+    def device(self):
+        """Where the tables live: cpu, or the CUDA device of GPU tables."""
+        return self._device
 
     def _feature_config(self, feature):
         return self._configs[self._feature_table[feature]]
@@ -386,7 +473,11 @@ class EmbeddingCollection(nn.Module):
         """This rank's hb.Collection counters (lookups, updates,
         reused_plans, rounds, ids, wire bytes ...), summed over the module's
         collections (a second one exists for weighted batches when a table
-        pools with "mean")."""
+        pools with "mean"). GPU tables have no collection: HbError."""
+        if self._per_table:
+            raise HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
+                          "collection_stats: GPU tables are looked up one by one, without an hb.Collection "
+                          "(hb collections take host tables only)")
         colls = {id(c): c for c in self._colls.values()}.values()
         total = {}
         for c in colls:
@@ -410,11 +501,17 @@ class EmbeddingCollection(nn.Module):
         if unknown:
             raise HbValueError("features: unknown feature(s) %s (this collection reads %s)"
                                % (unknown, self._order))
-        weights = features._weights
-        coll = self._colls[weights is not None]
+        if features.device != self._device:
+            raise HbDeviceError("features: ids on %s, but this collection's tables are on %s: pass "
+                                "features.to(%r)" % (features.device, self._device, str(self._device)))
+        per_table = self._per_table
+        values, weights = features._values, features._weights
+        coll = None if per_table else self._colls[weights is not None]
         b, off = features._stride, features._offsets
-        values = features._values.numpy()
-        weights = None if weights is None else weights.numpy()
+        if not per_table:
+            values = values.numpy()
+            weights = None if weights is None else weights.numpy()
+        cat = torch.cat if per_table else np.concatenate
         if keys != self._order:  # rearrange: the collection's order, empty bags for missing keys
             at = {k: i for i, k in enumerate(keys)}
             spans = [(off[at[f] * b], off[(at[f] + 1) * b]) if f in at else (0, 0) for f in self._order]
@@ -422,12 +519,13 @@ class EmbeddingCollection(nn.Module):
                        for f in self._order]
             offsets = np.zeros(len(self._order) * b + 1, np.int64)
             np.cumsum(np.concatenate(lengths), out=offsets[1:])
-            values = np.concatenate([values[lo:hi] for lo, hi in spans])
+            values = cat([values[lo:hi] for lo, hi in spans])
             if weights is not None:
-                weights = np.concatenate([weights[lo:hi] for lo, hi in spans])
+                weights = cat([weights[lo:hi] for lo, hi in spans])
             off = offsets
-        if weights is not None and self._none:
-            # Rows of pooling "none" are not weighted: weight 1 there.
+        if weights is not None and self._none and not per_table:
+            # Rows of pooling "none" are not weighted: weight 1 there (GPU
+            # tables: the module pools, and does not weight them).
             weights = weights.copy()
             for f in self._none:
                 weights[off[f * b]:off[(f + 1) * b]] = 1.0
@@ -450,8 +548,28 @@ class EmbeddingCollection(nn.Module):
 
     # ---- The two calls that talk to hb ----------------------------------------
 
+    def _use_stream(self):
+        if self._device.type == "cuda":
+            _on_torch_stream(self._ctx, self._device)
+
+    def _table_ids(self, batch, t):
+        """The ids of table t's features: one contiguous slice of values."""
+        first, end = self._table_features[t]
+        return batch.values[batch.offsets[first * batch.b]:batch.offsets[end * batch.b]]
+
     def _lookup(self, batch):
-        """(pooled (B, pooled_width), unpooled rows, flat) tensors: one collection lookup."""
+        """(pooled (B, pooled_width), unpooled rows, flat) tensors: one
+        collection lookup. GPU tables: the rows of each table's ids, one
+        lookup per table in table order (every rank the same)."""
+        if batch.coll is None:
+            self._use_stream()
+            rows = []
+            for t, table in enumerate(self._tables):
+                ids = self._table_ids(batch, t)
+                out = torch.empty((ids.numel(), table.dim), dtype=torch.float32, device=self._device)
+                table.lookup(_hb_array(ids), out=_hb_array(out))
+                rows.append(out)
+            return tuple(rows)
         try:
             pooled = batch.coll.lookup(batch.values, batch.offsets, batch.weights)
         except HbError as e:
@@ -462,15 +580,24 @@ class EmbeddingCollection(nn.Module):
         return (torch.from_numpy(pooled),
                 torch.from_numpy(unpooled) if unpooled is not None else torch.zeros(0))
 
-    def _update(self, batch, grad_pooled, grad_unpooled):
-        """One collection update (reusing the lookup's plan)."""
+    def _update(self, batch, *grads):
+        """One collection update (reusing the lookup's plan); GPU tables:
+        one update per table, in table order."""
         scale = 1.0 / self._ctx.world_size if self.average_gradients else 1.0
 
+        def scaled(g):
+            g = g.detach().to(torch.float32)
+            return g * scale if scale != 1.0 else g
+
+        if batch.coll is None:
+            self._use_stream()
+            for t, (table, g) in enumerate(zip(self._tables, grads)):
+                table.apply_gradients(_hb_array(self._table_ids(batch, t)), _hb_array(scaled(g).contiguous()))
+            return
+        grad_pooled, grad_unpooled = grads
+
         def arr(g):
-            g = g.detach()
-            if scale != 1.0:
-                g = g * scale
-            return _numpy(g.to(torch.float32))
+            return _numpy(scaled(g))
 
         gu = arr(grad_unpooled) if grad_unpooled is not None and grad_unpooled.numel() else None
         batch.coll.apply_gradients(batch.values, batch.offsets, arr(grad_pooled), batch.weights, gu)
@@ -486,9 +613,12 @@ class EmbeddingCollection(nn.Module):
         batch = self._batch(features)
         if torch.is_grad_enabled():
             anchor = torch.empty(0, requires_grad=True)  # makes the rows part of the graph
-            pooled, unpooled = _CollectionRows.apply(anchor, self, batch)
+            rows = _CollectionRows.apply(anchor, self, batch)
         else:
-            pooled, unpooled = self._lookup(batch)
+            rows = self._lookup(batch)
+        if batch.coll is None:
+            return self._pool_per_table(batch, rows)
+        pooled, unpooled = rows
         b, off, w = batch.b, batch.offsets, batch.weights
         out, at, denom = {}, 0, None
         present = set(batch.present)
@@ -516,14 +646,55 @@ class EmbeddingCollection(nn.Module):
                 out[f] = part
         return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
+    def _pool_per_table(self, batch, rows):
+        """The EmbeddingOutput of GPU tables from each table's rows: pooling
+        in torch, on the tables' device (embedding_bag over the feature's rows, as
+        nn.EmbeddingBag; its backward gives each row its bag's gradient)."""
+        b, off, w, dev = batch.b, batch.offsets, batch.weights, self._device
+        out, parts = {}, []
+        for i, f in enumerate(self._order):
+            t = self._feature_table[f]
+            base = off[self._table_features[t][0] * b]
+            lo, hi = int(off[i * b]), int(off[(i + 1) * b])
+            r = rows[t][lo - base:hi - base]
+            pooling = self._feature_config(f).pooling
+            if pooling == "none":
+                out[f] = r
+                continue
+            if b == 0:
+                parts.append(r[:0])
+                continue
+            fw = None if w is None else w[lo:hi]
+            bags = torch.from_numpy(off[i * b:(i + 1) * b] - lo).to(dev)
+            # Weighted: the product rounded, then summed, as hb's collection
+            # (embedding_bag's per_sample_weights would fuse them into an FMA).
+            p = torch.nn.functional.embedding_bag(
+                torch.arange(hi - lo, device=dev), r if fw is None else r * fw[:, None], bags,
+                mode="mean" if pooling == "mean" and fw is None else "sum")
+            if pooling == "sqrtn" or (pooling == "mean" and fw is not None):
+                p = p / self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b, dev)[:, None]
+            parts.append(p)
+        pooled = torch.cat(parts, dim=1) if parts else torch.zeros((b, 0), device=dev)
+        for f, part in zip(self._columns, pooled.split(self._widths, dim=1)):
+            out[f] = part
+        return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
+
     @staticmethod
-    def _denominator(pooling, offsets, w, b):
+    def _denominator(pooling, offsets, w, b, device="cpu"):
         """Per bag: sqrt(n) (sqrtn), sum(w) (weighted mean) or sqrt(sum(w*w))
         (weighted sqrtn), float32, the sums in double; 1 where it is 0.
-        (Unweighted mean is the collection's own MEAN.)"""
+        (Unweighted mean is the collection's own MEAN.) w: the batch's
+        weights, numpy (host tables) or a CUDA tensor (GPU tables)."""
         lengths = np.diff(offsets)
         if w is None:
-            denom = torch.from_numpy(lengths.astype(np.float32)).sqrt()
+            denom = torch.from_numpy(lengths.astype(np.float32)).to(device).sqrt()
+        elif isinstance(w, torch.Tensor):  # summed per bag on the device, in double
+            wd = w[offsets[0]:offsets[-1]].double()
+            bags = torch.from_numpy(offsets[:-1] - offsets[0]).to(device)
+            s = torch.nn.functional.embedding_bag(torch.arange(wd.numel(), device=device),
+                                                  (wd if pooling == "mean" else wd * wd)[:, None], bags,
+                                                  mode="sum")[:, 0]
+            denom = (s if pooling == "mean" else s.sqrt()).float()
         else:
             seg = np.repeat(np.arange(b, dtype=np.int64), lengths)
             wd = w[offsets[0]:offsets[-1]].astype(np.float64)
@@ -543,26 +714,44 @@ def _tensors_of(obj, buffers):
     return list(obj)
 
 
+def _by_device(tensors, what):
+    """{device: [(index, tensor)]} in first-seen order (the same on every
+    rank for the same module); refuses devices other than CPU and CUDA."""
+    groups = {}
+    for i, t in enumerate(tensors):
+        if t.device.type not in ("cpu", "cuda"):
+            raise _unsupported_device("%s[%d]" % (what, i), t)
+        groups.setdefault(t.device, []).append(t)
+    return groups
+
+
+def _hb_array(t):
+    """What hb is handed for a contiguous tensor: a zero-copy numpy view
+    (CPU), or the detached tensor itself, read by device pointer (CUDA:
+    after pointing the context at torch's current stream)."""
+    return t.detach().numpy() if t.device.type == "cpu" else t.detach()
+
+
 def broadcast_parameters(ctx, module, root=0):
     """Copy root's parameters and buffers (a module, or an iterable of
-    tensors) to every rank, in place, in one broadcast (collective)."""
+    tensors) to every rank, in place, in one broadcast per device (CPU
+    tensors by Gloo, CUDA tensors by NCCL on torch's current stream).
+    Collective."""
     tensors = [t for t in _tensors_of(module, buffers=True) if t.numel()]
-    for i, t in enumerate(tensors):
-        if t.device.type != "cpu":
-            raise _unsupported_device("parameters[%d]" % i, t)
-    nbytes = [t.numel() * t.element_size() for t in tensors]
-    packed = np.empty(sum(nbytes), np.uint8)
-    pos = 0
-    for t, n in zip(tensors, nbytes):
-        packed[pos:pos + n] = t.detach().contiguous().reshape(-1).view(torch.uint8).numpy()
-        pos += n
-    ctx.broadcast(packed, root=root)
-    pos = 0
-    with torch.no_grad():
-        for t, n in zip(tensors, nbytes):
-            src = torch.from_numpy(packed[pos:pos + n]).view(t.dtype).reshape(t.shape)
-            t.copy_(src)
-            pos += n
+    for device, group in _by_device(tensors, "parameters").items():
+        if device.type == "cuda":
+            _on_torch_stream(ctx, device)
+        # Each tensor at a 16-byte aligned offset, so its bytes view back as its dtype.
+        at = [0]
+        for t in group:
+            at.append(at[-1] + -(-t.numel() * t.element_size() // 16) * 16)
+        packed = torch.zeros(at[-1], dtype=torch.uint8, device=device)
+        for t, pos in zip(group, at):
+            packed[pos:pos + t.numel() * t.element_size()] = t.detach().contiguous().reshape(-1).view(torch.uint8)
+        ctx.broadcast(_hb_array(packed), root=root)
+        with torch.no_grad():
+            for t, pos in zip(group, at):
+                t.copy_(packed[pos:pos + t.numel() * t.element_size()].view(t.dtype).reshape(t.shape))
 
 
 def allreduce_gradients(ctx, params, average=True):
@@ -570,19 +759,22 @@ def allreduce_gradients(ctx, params, average=True):
     hb.AVG (average=True) or hb.SUM, fused into buckets with
     allreduce_many, one call per dtype. A parameter without a gradient gets
     zeros first, so every rank reduces the same list. Results are bit-equal
-    on every rank (hb's rank-order allreduce). Collective."""
+    on every rank (hb's rank-order allreduce). CUDA gradients are reduced
+    on the device by NCCL (one call per device and dtype), on torch's
+    current stream. Collective."""
     params = [p for p in _tensors_of(params, buffers=False) if p.requires_grad]
-    by_dtype = {}
-    for i, p in enumerate(params):
-        if p.device.type != "cpu":
-            raise _unsupported_device("parameters[%d]" % i, p)
-        if p.grad is None:
-            p.grad = torch.zeros_like(p)
-        by_dtype.setdefault(p.grad.dtype, []).append(p.grad)
+    groups = {}
+    for device, group in _by_device(params, "parameters").items():
+        for p in group:
+            if p.grad is None:
+                p.grad = torch.zeros_like(p)
+            groups.setdefault((device, p.grad.dtype), []).append(p.grad)
     op = hb.AVG if average else hb.SUM
-    for grads in by_dtype.values():
+    for (device, _), grads in groups.items():
+        if device.type == "cuda":
+            _on_torch_stream(ctx, device)
         views = [g if g.is_contiguous() else g.contiguous() for g in grads]
-        ctx.allreduce_many([v.numpy() for v in views], op=op)
+        ctx.allreduce_many([_hb_array(v) for v in views], op=op)
         for g, v in zip(grads, views):
             if v is not g:
                 g.copy_(v)
@@ -690,7 +882,8 @@ def _map_tensors(out, fn):
 class Metric(hb.Metric):
     """hb.Metric whose update takes tensors (any float dtype and device:
     they are detached and converted to float32 / int64 CPU copies where
-    needed; contiguous float32 CPU tensors are not copied)."""
+    needed, CUDA tensors included, since hb's metrics run on the host;
+    contiguous float32 CPU tensors are not copied)."""
 
     def update(self, labels, preds, weights=None, groups=None, convert=True):
         """Add samples (tensors or numpy arrays)."""
@@ -711,15 +904,17 @@ def data_sync(ctx, batch, drop_remainder=False):
 
 
 def all_reduce(ctx, tensor, op=None):
-    """Reduce a contiguous CPU tensor in place over every rank (hb.SUM by
-    default); returns it. Collective."""
+    """Reduce a contiguous CPU or CUDA tensor in place over every rank
+    (hb.SUM by default; CUDA: NCCL on torch's current stream); returns it.
+    Collective."""
     if not isinstance(tensor, torch.Tensor):
         raise HbTypeError("tensor: expected a torch.Tensor, got %s" % type(tensor).__name__)
-    if tensor.device.type != "cpu":
-        raise _unsupported_device("tensor", tensor)
+    _by_device([tensor], "tensor")
     if not tensor.is_contiguous():
         raise HbValueError("tensor: not contiguous (pass x.contiguous())")
-    a = tensor.detach().numpy()
+    if tensor.device.type == "cuda":
+        _on_torch_stream(ctx, tensor.device)
+    a = _hb_array(tensor)
     ctx.allreduce(a, recv=a, op=op)
     return tensor
 

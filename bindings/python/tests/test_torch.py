@@ -27,6 +27,18 @@ def ctx():
         yield c
 
 
+@pytest.fixture(params=["collection", "per_table"])
+def path(request):
+    """How a module reads its tables: one hb.Collection (host tables), or
+    one lookup / update per table with pooling in torch, the path of GPU
+    tables, run here on host tables: its logic checked without a GPU."""
+    return request.param
+
+
+def module(ctx, tables, path):
+    return ht.EmbeddingCollection(ctx, tables, per_table=path == "per_table")
+
+
 def table_weights(table, n):
     return torch.from_numpy(table.lookup(np.arange(n, dtype=np.int64)))
 
@@ -61,11 +73,11 @@ def reference_pool(weight, pooling, weighted):
 
 @pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn"])
 @pytest.mark.parametrize("weighted", [False, True])
-def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted):
+def test_pooled_output_and_gradient_equal_plain_torch(ctx, pooling, weighted, path):
     rows, dim, lr = 12, 3, 1.0
-    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
-                                                     initializer="normal", init_b=0.5, seed=7,
-                                                     optimizer="sgd", learning_rate=lr)])
+    ec = module(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
+                                     initializer="normal", init_b=0.5, seed=7,
+                                     optimizer="sgd", learning_rate=lr)], path)
     weight = table_weights(ec.tables["t"], rows).requires_grad_()
     out = ec(jagged(weighted=weighted))["f"]
     want = reference_pool(weight, pooling, weighted)
@@ -94,14 +106,14 @@ def test_one_id_per_bag_weighted(ctx, pooling):
     assert torch.allclose(got, want, rtol=1e-6, atol=0), (got, want)
 
 
-def test_pooling_none_and_shared_tables_equal_plain_torch(ctx):
+def test_pooling_none_and_shared_tables_equal_plain_torch(ctx, path):
     """Two features reading one table (one lookup for both), one unpooled."""
     rows, dim = 16, 2
-    ec = ht.EmbeddingCollection(ctx, [
+    ec = module(ctx, [
         ht.TableConfig("shared", dim, num_rows=rows, features=["a", "b"], pooling="sum",
                        initializer="uniform", init_a=-1, init_b=1, optimizer="sgd", learning_rate=0.5),
         ht.TableConfig("seq", dim, num_rows=rows, pooling="none", initializer="normal", init_b=1.0,
-                       optimizer="adagrad", learning_rate=0.25, initial_accumulator=0.1)])
+                       optimizer="adagrad", learning_rate=0.25, initial_accumulator=0.1)], path)
     w_shared = table_weights(ec.tables["shared"], rows).requires_grad_()
     w_seq = table_weights(ec.tables["seq"], rows).requires_grad_()
     # keys a, seq, b (any order); batch of 2.
@@ -173,13 +185,13 @@ def reference_feature(rows, bags, w, pooling):
     return torch.stack(out)
 
 
-def test_mixed_tables_in_one_module_equal_single_table_calls(ctx):
+def test_mixed_tables_in_one_module_equal_single_table_calls(ctx, path):
     """Tables of different dims, poolings, optimizers and a dynamic one in
     one module (one collection): outputs and every table after each step
     bit-equal to the single-table calls (lookup, pooling as plain torch,
     apply_gradients of the per-id gradients) on twin tables; weighted and
     unweighted batches, keys in another order and a missing feature."""
-    ec = ht.EmbeddingCollection(ctx, mixed_configs())
+    ec = module(ctx, mixed_configs(), path)
     twin_ctx = hb.Context(rank=0, world_size=1)  # same names, so the same initial rows
     twins = {c.name: hb.Embedding(twin_ctx, c.name, c.dim, **c.hb_config) for c in mixed_configs()}
     table_of = {f: (n, p) for n, _, _, fs, p, _ in MIXED for f in fs}
@@ -216,6 +228,10 @@ def test_mixed_tables_in_one_module_equal_single_table_calls(ctx):
                                                for i in b] for s in range(step + 1) for f in fs] + [[0]]))
             every = every.astype(np.int64)
             assert np.array_equal(ec.tables[name].lookup(every), twins[name].lookup(every)), (step, name)
+    if path == "per_table":
+        with pytest.raises(hb.HbError, match="without an hb.Collection"):
+            ec.collection_stats()
+        return
     st = ec.collection_stats()
     assert st["lookups"] == 4 and st["updates"] == 4 and st["reused_plans"] == 4, st
 
@@ -316,12 +332,86 @@ def test_jagged_accessors():
     assert "batch=2" in repr(kjt)
 
 
-def test_cuda_tensors_are_refused_clearly():
-    if not torch.cuda.is_available():
-        pytest.skip("no CUDA device here: hb.torch refuses CUDA tensors (checked on a GPU machine)")
-    with pytest.raises(hb.HbError, match="hb.torch works on CPU tensors") as info:
-        ht.KeyedJaggedTensor(["t"], i64([1]).cuda(), lengths=i64([1]))
+def test_devices_other_than_cpu_and_cuda_are_refused_clearly(ctx):
+    with pytest.raises(hb.HbError, match="CPU and CUDA tensors only") as info:
+        ht.KeyedJaggedTensor(["t"], torch.zeros(1, dtype=torch.int64, device="meta"), lengths=i64([1]))
     assert info.value.status == hb.ERR_UNSUPPORTED
+    with pytest.raises(hb.HbError, match="CPU and CUDA tensors only"):
+        ht.all_reduce(ctx, torch.zeros(2, device="meta"))
+
+
+def test_table_device_is_checked(ctx):
+    for bad in ("gpu", "cuda:x", 0):
+        with pytest.raises(hb.HbValueError, match="pass 'cpu', 'cuda' or 'cuda:N'"):
+            ht.TableConfig("t", 2, device=bad)
+    assert ht.TableConfig("t", 2, device=torch.device("cuda", 1)).device == "cuda:1"
+    with pytest.raises(hb.HbValueError, match="share one device"):
+        ht.EmbeddingCollection(ctx, [ht.TableConfig("a", 2, device="cpu"), ht.TableConfig("b", 2, device="cuda:0")])
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("c", 2, num_rows=4)])
+    assert ec.device == torch.device("cpu")
+    if ctx.num_gpus <= 0:  # no CUDA: a GPU table is refused by libhb, not faked
+        with pytest.raises(hb.HbError) as info:
+            ht.EmbeddingCollection(ctx, [ht.TableConfig("d", 2, num_rows=4, device="cuda:0")])
+        assert info.value.status == hb.ERR_UNSUPPORTED
+
+
+# ---- CUDA (run where torch and hb see a GPU; skipped with the reason otherwise) --------
+
+def cuda_or_skip(ctx):
+    if not torch.cuda.is_available():
+        pytest.skip("torch sees no CUDA device (Debian's python3-torch is CPU-only): CUDA paths not run")
+    if ctx.num_gpus <= 0:
+        pytest.skip("hb sees no CUDA device (%s)" % hb.build_info())
+    return torch.device("cuda", int(ctx.device[5:]) if ctx.device.startswith("cuda:") else 0)
+
+
+def gpu_table_weights(table, n, dev):
+    out = torch.empty((n, table.dim), dtype=torch.float32, device=dev)
+    return table.lookup(torch.arange(n, device=dev), out=out)
+
+
+@pytest.mark.parametrize("pooling", ["sum", "mean", "sqrtn", "none"])
+@pytest.mark.parametrize("weighted", [False, True])
+def test_cuda_collection_equals_plain_torch(ctx, pooling, weighted):
+    dev = cuda_or_skip(ctx)
+    rows, dim, lr = 12, 3, 1.0
+    ec = ht.EmbeddingCollection(ctx, [ht.TableConfig("t", dim, num_rows=rows, pooling=pooling, features=["f"],
+                                                     initializer="normal", init_b=0.5, seed=7,
+                                                     optimizer="sgd", learning_rate=lr, device="cuda")])
+    assert ec.device == dev
+    kjt = jagged(weighted=weighted)
+    with pytest.raises(hb.HbDeviceError, match="features.to"):
+        ec(kjt)
+    weight = gpu_table_weights(ec.tables["t"], rows, dev).cpu().requires_grad_()
+    out = ec(kjt.to(dev))["f"]
+    assert out.device == dev and out.dtype == torch.float32 and out.requires_grad
+    if pooling == "none":
+        want = F.embedding(kjt.values(), weight)
+    else:
+        want = reference_pool(weight, pooling, weighted)
+    torch.testing.assert_close(out.cpu(), want, rtol=1e-6, atol=1e-6)
+    upstream = torch.arange(want.numel(), dtype=torch.float32).reshape(want.shape) - 4
+    (out * upstream.to(dev)).sum().backward()
+    (want * upstream).sum().backward()
+    after = gpu_table_weights(ec.tables["t"], rows, dev).cpu()
+    torch.testing.assert_close(after, weight.detach() - lr * weight.grad, rtol=1e-6, atol=1e-6)
+
+
+def test_cuda_dense_sync_and_all_reduce(ctx):
+    dev = cuda_or_skip(ctx)
+    model = torch.nn.Linear(4, 2).to(dev)
+    ht.broadcast_parameters(ctx, model)
+    ddp = ht.DistributedDataParallel(model, ctx)
+    ddp(torch.ones(3, 4, device=dev)).sum().backward()
+    want = torch.ones(3, 4).sum(0).expand(2, 4)
+    assert torch.equal(model.weight.grad.cpu(), want)  # averaged over one rank: unchanged
+    x = torch.arange(5, dtype=torch.float32, device=dev)
+    assert ht.all_reduce(ctx, x) is x
+    assert x.cpu().tolist() == [0.0, 1.0, 2.0, 3.0, 4.0]
+    out = torch.empty_like(x)
+    assert ctx.allreduce(x, recv=out) is out  # the plain binding takes torch CUDA tensors too
+    torch.cuda.current_stream(dev).synchronize()
+    assert torch.equal(out, x)
 
 
 class Model(torch.nn.Module):

@@ -17,6 +17,10 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
                                      the values it must hold (DIR/expect.npz)
     torch_mp_check.py --load DIR     load DIR at this world size: every
                                      parameter and row bit-equal to expect.npz
+    --mode per_table                 the tables looked up one by one and pooled
+                                     by torch (the path of GPU tables), on host
+    --mode cuda                      GPU tables, CUDA batches and MLP (NCCL);
+                                     prints "torch_mp_check skipped" without a GPU
 """
 
 import argparse
@@ -32,16 +36,18 @@ import hb.torch as ht
 F = torch.nn.functional
 G, STEPS, V = 12, 4, 20  # global batch (divisible by 1, 2, 3), steps, static rows
 TAG_IDS = np.array([10 ** 12 + 7 * k for k in range(9)], np.int64)  # the dynamic table's ids
+MODE, DEV = "collection", torch.device("cpu")  # set by main (--mode)
 
 
 def tables():
+    dev = "cuda" if MODE == "cuda" else "cpu"
     return [
         ht.TableConfig("cat", 4, num_rows=V, features=["c1", "c2"], pooling="sum", initializer="normal",
-                       init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5),
+                       init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5, device=dev),
         ht.TableConfig("tag", 3, pooling="mean", initializer="uniform", init_a=-0.5, init_b=0.5, seed=4,
-                       optimizer="adagrad", learning_rate=0.3, initial_accumulator=0.1),
+                       optimizer="adagrad", learning_rate=0.3, initial_accumulator=0.1, device=dev),
         ht.TableConfig("seq", 2, num_rows=V, pooling="none", initializer="normal", init_b=1.0,
-                       optimizer="sgd", learning_rate=0.2),
+                       optimizer="sgd", learning_rate=0.2, device=dev),
     ]
 
 
@@ -53,13 +59,13 @@ def mlp(seed):
 class Model(torch.nn.Module):
     def __init__(self, ctx, seed):
         super().__init__()
-        self.sparse = ht.EmbeddingCollection(ctx, tables())
-        self.mlp = mlp(seed)
+        self.sparse = ht.EmbeddingCollection(ctx, tables(), per_table=MODE == "per_table")
+        self.mlp = mlp(seed).to(DEV)
 
     def forward(self, kjt, dense, seq_seg):
         e = self.sparse(kjt)
         x = torch.cat([e["c1"], e["c2"], e["tag"], dense], 1)
-        per_sample_seq = torch.zeros(dense.shape[0]).index_add(0, seq_seg, e["seq"].pow(2).sum(1))
+        per_sample_seq = torch.zeros(dense.shape[0], device=dense.device).index_add(0, seq_seg, e["seq"].pow(2).sum(1))
         return self.mlp(x).squeeze(1), per_sample_seq
 
 
@@ -98,16 +104,30 @@ def train_hb(ctx, model):
     for step in range(STEPS):
         b = batch(step, lo, lo + per)
         opt.zero_grad()
-        logit, seq_term = ddp(to_kjt(b), torch.from_numpy(b["dense"]), seq_segments(b))
-        loss_of(logit, seq_term, torch.from_numpy(b["label"])).backward()
+        logit, seq_term = ddp(to_kjt(b).to(DEV), torch.from_numpy(b["dense"]).to(DEV), seq_segments(b).to(DEV))
+        loss_of(logit, seq_term, torch.from_numpy(b["label"]).to(DEV)).backward()
         opt.step()
     return opt
 
 
-def rows(model):
+def lookup(ctx, table, ids):
+    """Rows of ids as numpy (GPU tables: on torch's stream, then copied)."""
+    if MODE != "cuda":
+        return table.lookup(ids)
+    ctx.set_cuda_stream(torch.cuda.current_stream(DEV).cuda_stream)
+    out = torch.empty((ids.size, table.dim), dtype=torch.float32, device=DEV)
+    table.lookup(torch.from_numpy(ids).to(DEV), out=out)
+    return out.cpu().numpy()
+
+
+def dense_state(model):
+    return {k: v.cpu() for k, v in model.mlp.state_dict().items()}
+
+
+def rows(ctx, model):
     t = model.sparse.tables
-    return dict(cat=t["cat"].lookup(np.arange(V, dtype=np.int64)), tag=t["tag"].lookup(TAG_IDS),
-                seq=t["seq"].lookup(np.arange(V, dtype=np.int64)))
+    return dict(cat=lookup(ctx, t["cat"], np.arange(V, dtype=np.int64)), tag=lookup(ctx, t["tag"], TAG_IDS),
+                seq=lookup(ctx, t["seq"], np.arange(V, dtype=np.int64)))
 
 
 def train_reference(initial_rows, seed):
@@ -141,31 +161,33 @@ def train_reference(initial_rows, seed):
 
 def check_trained(ctx, model):
     rank, world = ctx.rank, ctx.world_size
-    initial = rows(model)  # collective lookups: every rank, same order
+    initial = rows(ctx, model)  # collective lookups: every rank, same order
     opt = train_hb(ctx, model)
     # One collection exchange per direction for the three tables: a lookup
     # (3 rounds) and an update reusing its plan (1 round) per step.
-    st = model.sparse.collection_stats()
-    assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
-        (STEPS, STEPS, STEPS, 4 * STEPS), st
+    if MODE == "collection":
+        st = model.sparse.collection_stats()
+        assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
+            (STEPS, STEPS, STEPS, 4 * STEPS), st
     # Bit-equal on every rank: dense parameters, and the rows every rank reads.
-    for name, p in model.mlp.state_dict().items():
+    for name, p in dense_state(model).items():
         every = ctx.allgather(np.ascontiguousarray(p.numpy().ravel()))
         assert all(np.array_equal(every[0], every[r]) for r in range(world)), name
-    final_rows = rows(model)
+    final_rows = rows(ctx, model)
     for name, r in final_rows.items():
         every = ctx.allgather(np.ascontiguousarray(r.ravel()))
         assert all(np.array_equal(every[0], every[k]) for k in range(world)), name
     # Equal to plain PyTorch on the global batch (float rounding apart).
     ref_dense, ref_rows = train_reference(initial, seed=0)  # rank 0's MLP, broadcast by the wrapper
-    for name, p in model.mlp.state_dict().items():
+    for name, p in dense_state(model).items():
         want = ref_dense[name]
         assert torch.allclose(p, want, rtol=1e-5, atol=1e-6), (name, p, want)
     for name, r in final_rows.items():
         assert np.allclose(r, ref_rows[name], rtol=1e-5, atol=1e-6), (name, r, ref_rows[name])
         assert not np.array_equal(r, initial[name]), name + ": the table did not train"
     if rank == 0:
-        print("torch_mp_check: world %d matches plain PyTorch; dense and rows bit-equal on every rank" % world)
+        print("torch_mp_check (%s): world %d matches plain PyTorch; dense and rows bit-equal on every rank"
+              % (MODE, world))
     return opt
 
 
@@ -173,9 +195,18 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--save")
     p.add_argument("--load")
+    p.add_argument("--mode", choices=("collection", "per_table", "cuda"), default="collection")
     a = p.parse_args()
     torch.set_num_threads(1)
+    global MODE, DEV
+    MODE = a.mode
     with hb.Context() as ctx:
+        if MODE == "cuda":
+            if not torch.cuda.is_available() or ctx.num_gpus <= 0 or not ctx.device.startswith("cuda:"):
+                print("torch_mp_check skipped: no CUDA device for torch (%s) or hb (%s)"
+                      % (torch.cuda.is_available(), ctx.device))
+                return 0
+            DEV = torch.device(ctx.device)
         # Rank 0's MLP initialisation (seed 0) wins the broadcast in the DDP
         # wrapper; the reference uses seed 0 too.
         model = Model(ctx, seed=0 if ctx.rank == 0 else 50 + ctx.rank)
@@ -183,9 +214,9 @@ def main():
             opt = torch.optim.SGD(model.parameters(), lr=0.1)
             ht.load(a.load, model, ctx, opt)
             want = np.load(os.path.join(a.load, "expect.npz"))
-            for name, p in model.mlp.state_dict().items():
+            for name, p in dense_state(model).items():
                 assert np.array_equal(p.numpy(), want["dense." + name]), name
-            for name, r in rows(model).items():
+            for name, r in rows(ctx, model).items():
                 assert np.array_equal(r, want["rows." + name]), name
             if ctx.rank == 0:
                 print("torch_mp_check: checkpoint loaded at world %d: bit-equal" % ctx.world_size)
@@ -193,10 +224,10 @@ def main():
         opt = check_trained(ctx, model)
         if a.save:
             ht.save(a.save, model, ctx, opt)
-            final = rows(model)
+            final = rows(ctx, model)
             if ctx.rank == 0:
                 np.savez(os.path.join(a.save, "expect.npz"),
-                         **{"dense." + k: v.numpy() for k, v in model.mlp.state_dict().items()},
+                         **{"dense." + k: v.numpy() for k, v in dense_state(model).items()},
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
         check_weights_disagree(ctx, model)
@@ -207,7 +238,7 @@ def check_weights_disagree(ctx, model):
     """With a "mean" table, weighted and unweighted batches run on two
     collections: ranks that disagree fail together with a clear error
     instead of waiting for each other."""
-    if ctx.world_size < 2:
+    if ctx.world_size < 2 or MODE != "collection":  # one collection per kind of batch
         return
     kjt = to_kjt(batch(0, 0, 2))
     if ctx.rank == 0:
