@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 #include <sys/stat.h>
 
+#include <climits>
 #include <filesystem>
 #include <mutex>
 #include <string>
@@ -246,6 +247,125 @@ TEST(DevicePlanOnDevice, StaticTablesCopyOnlyCountsToTheHost) {
                 std::vector<size_t>(2 * plan.size(), (world + 1) * 8))
           << "rank " << r << " partition " << partition;
   }
+}
+
+// Dynamic tables map ids on the device (device_id_map.h). Many new ids per
+// step grow the map's hash table, its row -> id array and the records
+// several times; every initializer; the extreme ids (INT64_MIN is the map's
+// empty-key marker); a download in the middle of training (the host shard
+// catches up twice) and a GPU save -> GPU load that trains on. Lookups,
+// records and creation order stay bit-equal to the host table.
+class DynamicOnDevice : public ::testing::TestWithParam<std::tuple<int, int>> {
+};
+
+TEST_P(DynamicOnDevice, NewIdsGrowTheDeviceMapBitEqual) {
+  const int world = std::get<0>(GetParam()), init = std::get<1>(GetParam());
+  hb_embedding_config c = config(HB_OPT_ADAM, 0, HB_PARTITION_MOD);
+  c.initializer = init;
+  c.init_a = init == HB_INIT_NORMAL ? 0.1 : -0.25;
+  c.init_b = init == HB_INIT_NORMAL ? 0.3 : 0.5;
+  const hb::emb::Spec cpu_spec = hb::emb::spec_from_config(&c);
+  hb_embedding_config gc = c;
+  gc.device = 0;
+  const hb::emb::Spec gpu_spec = hb::emb::spec_from_config(&gc);
+  hbtest::Plan plan = hbtest::make_plan(500 + world, world, 24, c, 4000);
+  for (int64_t id : {INT64_MIN, INT64_MAX, int64_t{-1}, int64_t{0}, INT64_MIN})
+    for (hbtest::Batch &b : plan[3]) {
+      b.ids.push_back(id);
+      b.grads.insert(b.grads.end(), c.dim, 0.25f);
+    }
+  const std::string ckpt = temp_dir("dyn");
+
+  ThreadWorld cw(world), hw(world), dw(world);
+  Checker chk;
+  ThreadWorld::run(world, [&](int r) {
+    hb::emb::Table cpu(cpu_spec, cw.endpoint(r));
+    DevRig g(gpu_spec, hw, dw, r);
+    const std::string rank = " rank " + std::to_string(r);
+    for (size_t s = 0; s < plan.size(); ++s) {
+      step_both(cpu, g, plan[s][r], c.dim, "step " + std::to_string(s) + rank,
+                chk);
+      if (s == 5) {
+        g.dt->download();
+        compare_shards(cpu.shard(), g.host.shard(), "at step 5" + rank, chk);
+      }
+    }
+    g.dt->download();
+    compare_shards(cpu.shard(), g.host.shard(), "after training" + rank, chk);
+    if (r == 0 && cpu.shard().rows() < 100)  // past 64: every buffer grew
+      chk.report("too few rows to grow the map: " +
+                 std::to_string(cpu.shard().rows()));
+
+    hb::emb::save_checkpoint(g.host, ckpt.c_str());
+    DevRig g2(gpu_spec, hw, dw, r);
+    hb::emb::load_checkpoint(g2.host, ckpt.c_str());
+    g2.dt->upload();
+    for (size_t s = 0; s < 6; ++s)
+      step_both(cpu, g2, plan[(s * 5) % plan.size()][r], c.dim,
+                "after GPU load, step " + std::to_string(s) + rank, chk);
+    g2.dt->download();
+    compare_shards(cpu.shard(), g2.host.shard(), "GPU save -> GPU load" + rank,
+                   chk);
+  });
+  EXPECT_EQ(chk.first, "");
+}
+
+std::string dynamic_case_name(
+    const ::testing::TestParamInfo<std::tuple<int, int>> &info) {
+  const char *inits[] = {"zeros", "constant", "uniform", "normal"};
+  return std::string(inits[std::get<1>(info.param)]) + "_w" +
+         std::to_string(std::get<0>(info.param));
+}
+
+INSTANTIATE_TEST_SUITE_P(
+    All, DynamicOnDevice,
+    ::testing::Combine(::testing::Values(1, 2, 3, 4),
+                       ::testing::Values(HB_INIT_ZEROS, HB_INIT_CONSTANT,
+                                         HB_INIT_UNIFORM, HB_INIT_NORMAL)),
+    dynamic_case_name);
+
+// A dynamic table's step copies no ids to the host either: the plan's
+// (world + 1) int64 and the device map's row count, 8 bytes (an update
+// whose owner received nothing maps nothing).
+TEST(DynamicOnDevice, CopiesOnlyCountsToTheHost) {
+  const int world = 3;
+  hb_embedding_config c = config(HB_OPT_FTRL, 0, HB_PARTITION_MOD);
+  c.device = 0;
+  const hb::emb::Spec spec = hb::emb::spec_from_config(&c);
+  hbtest::Plan plan = hbtest::make_plan(91, world, 8, c, 3000);
+  ThreadWorld hw(world), dw(world);
+  std::vector<std::vector<size_t>> per_call(world), want(world);
+  ThreadWorld::run(world, [&](int r) {
+    DevRig g(spec, hw, dw, r);
+    for (const auto &step : plan) {
+      bool receives = false;  // does any rank send rank r an id?
+      for (const Batch &b : step)
+        for (int64_t id : b.ids)
+          receives |=
+              static_cast<uint64_t>(id) % world == static_cast<uint64_t>(r);
+      want[r].push_back((world + 2) * 8);
+      want[r].push_back((world + (receives ? 2 : 1)) * 8);
+      const Batch &b = step[r];
+      const size_t n = b.ids.size();
+      DevBuf ids(*g.ops, n * 8), out(*g.ops, n * c.dim * 4),
+          grads(*g.ops, n * c.dim * 4);
+      int64_t *d_ids = n ? ids.put(b.ids) : nullptr;
+      const float *d_grads = n ? grads.put(b.grads) : nullptr;
+      size_t before = g.ops->d2h_bytes();
+      g.dt->lookup(d_ids, n, n ? static_cast<float *>(out.p) : nullptr);
+      g.ops->sync();
+      per_call[r].push_back(g.ops->d2h_bytes() - before);
+      before = g.ops->d2h_bytes();
+      g.dt->apply_gradients(d_ids, n, d_grads);
+      g.ops->sync();
+      per_call[r].push_back(g.ops->d2h_bytes() - before);
+    }
+    // The rows exist all the same: a download brings them to the host.
+    g.dt->download();
+    if (g.host.shard().rows() == 0) per_call[r].push_back(0);
+  });
+  for (int r = 0; r < world; ++r)
+    EXPECT_EQ(per_call[r], want[r]) << "rank " << r;
 }
 
 // Runs fn(rank, rig) on 3 ranks and returns each rank's status and message.

@@ -1,0 +1,103 @@
+#include "embedding/device_id_map.h"
+
+#include <algorithm>
+
+#include "abi/error.h"
+#include "embedding/id_map_math.h"
+
+namespace hb {
+namespace emb {
+namespace {
+
+// The smallest valid capacity with load <= 1/2 for `rows` keys.
+int64_t capacity_for(int64_t rows) {
+  int64_t cap = idmap::kMinCapacity;
+  while (cap < 2 * rows) cap *= 2;
+  return cap;
+}
+
+}  // namespace
+
+void DeviceIdMap::settle() {
+  if (in_flight_) {
+    in_flight_ = false;
+    if (copied_ < 0)
+      fail(HB_ERR_INTERNAL,
+           "embedding '%s': the device id map ran out of room (capacity "
+           "%lld slots, %lld rows); its rows are lost",
+           table_.c_str(), (long long)capacity_, (long long)row_capacity_);
+    rows_ = copied_;
+  }
+  bound_ = rows_;
+}
+
+void DeviceIdMap::reserve(DeviceOps &ops, int64_t rows) {
+  if (rows > row_capacity_) {
+    size_t keep = static_cast<size_t>(row_capacity_);
+    int64_t cap = std::max<int64_t>({rows, 2 * row_capacity_, 64});
+    row_ids_.ensure_keep<int64_t>(ops, static_cast<size_t>(cap), keep);
+    row_capacity_ = cap;
+  }
+  if (2 * rows <= capacity_) return;
+  // Rehash: the exact count first (the last assign's copy), then a new
+  // table built from row_ids.
+  ops.sync();
+  settle();
+  int64_t cap = capacity_for(std::max(rows, 2 * rows_));
+  keys_.ensure<int64_t>(ops, static_cast<size_t>(cap + 1));
+  vals_.ensure<int64_t>(ops, static_cast<size_t>(cap + 1));
+  capacity_ = cap;
+  ops.idmap_build(keys_.get<int64_t>(), vals_.get<int64_t>(), capacity_,
+                  row_ids_.get<int64_t>(), rows_);
+}
+
+void DeviceIdMap::assign(DeviceOps &ops, const int64_t *ids, size_t n,
+                         const int64_t *count, int64_t *out_rows) {
+  const int64_t k = static_cast<int64_t>(n);
+  reserve(ops, bound_ + k);
+  int64_t *counts = counts_.ensure<int64_t>(ops, 2);
+  ops.idmap_assign(keys_.get<int64_t>(), vals_.get<int64_t>(), capacity_, ids,
+                   n, count, row_ids_.get<int64_t>(), row_capacity_, counts + 1,
+                   counts, out_rows);
+  bound_ += k;
+  // The only device-to-host copy: 8 bytes, read after the next wait.
+  ops.copy(&copied_, counts + 1, sizeof copied_);
+  in_flight_ = true;
+}
+
+void DeviceIdMap::load(DeviceOps &ops, const std::vector<int64_t> &ids) {
+  const int64_t rows = static_cast<int64_t>(ids.size());
+  in_flight_ = false;  // a pending count is about the old content
+  rows_ = bound_ = rows;
+  if (rows > row_capacity_ || !row_ids_.get<int64_t>()) {
+    row_capacity_ = std::max<int64_t>(rows, 64);
+    row_ids_.ensure<int64_t>(ops, static_cast<size_t>(row_capacity_));
+  }
+  if (2 * rows > capacity_ || !keys_.get<int64_t>()) {
+    capacity_ = std::max(capacity_, capacity_for(rows));
+    keys_.ensure<int64_t>(ops, static_cast<size_t>(capacity_ + 1));
+    vals_.ensure<int64_t>(ops, static_cast<size_t>(capacity_ + 1));
+  }
+  if (rows) ops.copy(row_ids_.get<int64_t>(), ids.data(), ids.size() * 8);
+  const int64_t counts[2] = {rows, rows};
+  ops.copy(counts_.ensure<int64_t>(ops, 2), counts, sizeof counts);
+  ops.idmap_build(keys_.get<int64_t>(), vals_.get<int64_t>(), capacity_,
+                  row_ids_.get<int64_t>(), rows);
+}
+
+std::vector<int64_t> DeviceIdMap::ids(DeviceOps &ops, int64_t from) const {
+  std::vector<int64_t> out(
+      static_cast<size_t>(std::max<int64_t>(rows_ - from, 0)));
+  if (!out.empty())
+    ops.copy(out.data(), row_ids_.get<int64_t>() + from, out.size() * 8);
+  ops.sync();
+  return out;
+}
+
+void DeviceIdMap::release(DeviceOps &ops) {
+  for (DeviceBuf *b : {&keys_, &vals_, &row_ids_, &counts_}) b->release(ops);
+  capacity_ = row_capacity_ = 0;
+}
+
+}  // namespace emb
+}  // namespace hb
