@@ -21,13 +21,15 @@ int64_t capacity_for(int64_t rows) {
 void DeviceIdMap::settle() {
   if (in_flight_) {
     in_flight_ = false;
-    if (copied_ < 0)
-      fail(HB_ERR_INTERNAL,
-           "embedding '%s': the device id map ran out of room (capacity "
-           "%lld slots, %lld rows); its rows are lost",
-           table_.c_str(), (long long)capacity_, (long long)row_capacity_);
-    rows_ = copied_;
+    broken_ = copied_ < 0;
+    if (!broken_) rows_ = copied_;
   }
+  // Sticky: the map lost rows, every later step would map ids wrongly.
+  if (broken_)
+    fail(HB_ERR_INTERNAL,
+         "embedding '%s': the device id map ran out of room (capacity %lld "
+         "slots, %lld rows); load a checkpoint to rebuild it",
+         table_.c_str(), (long long)capacity_, (long long)row_capacity_);
   bound_ = rows_;
 }
 
@@ -67,7 +69,7 @@ void DeviceIdMap::assign(DeviceOps &ops, const int64_t *ids, size_t n,
 
 void DeviceIdMap::load(DeviceOps &ops, const std::vector<int64_t> &ids) {
   const int64_t rows = static_cast<int64_t>(ids.size());
-  in_flight_ = false;  // a pending count is about the old content
+  in_flight_ = broken_ = false;  // a pending count is about the old content
   rows_ = bound_ = rows;
   if (rows > row_capacity_ || !row_ids_.get<int64_t>()) {
     row_capacity_ = std::max<int64_t>(rows, 64);

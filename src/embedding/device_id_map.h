@@ -30,7 +30,8 @@ class DeviceIdMap {
   explicit DeviceIdMap(std::string table) : table_(std::move(table)) {}
 
   // After ops.sync() following the last assign(): the copied count becomes
-  // the exact row count. Throws HB_ERR_INTERNAL when the map overflowed.
+  // the exact row count. Throws HB_ERR_INTERNAL when the map overflowed
+  // (and at every later call, until load()).
   void settle();
   // The row count as of the last settle(), plus every assign() since.
   int64_t rows_bound() const { return bound_; }
@@ -64,7 +65,7 @@ class DeviceIdMap {
   int64_t capacity_ = 0, row_capacity_ = 0;
   int64_t rows_ = 0, bound_ = 0;
   int64_t copied_ = 0;  // the device count, copied by the last assign()
-  bool in_flight_ = false;
+  bool in_flight_ = false, broken_ = false;
 };
 
 }  // namespace emb

@@ -428,6 +428,55 @@ TEST(DeviceErrors, HostPointersAreRefusedOnEveryRank) {
   EXPECT_NE(res[2].second.find("rank 0"), std::string::npos) << res[2].second;
 }
 
+// Host ops whose device id map has no room for rows (as a map sized
+// wrongly would be): the assign reports -1 in the count.
+struct RoomlessOps : HostDeviceOps {
+  using HostDeviceOps::HostDeviceOps;
+  void idmap_assign(int64_t *keys, int64_t *vals, int64_t capacity,
+                    const int64_t *ids, size_t n, const int64_t *num_ids,
+                    int64_t *row_ids, int64_t, int64_t *num_rows,
+                    int64_t *first_new, int64_t *out_rows) override {
+    HostDeviceOps::idmap_assign(keys, vals, capacity, ids, n, num_ids, row_ids,
+                                0, num_rows, first_new, out_rows);
+  }
+};
+
+TEST(DeviceErrors, LostDeviceMapFailsEveryRankFromThenOn) {
+  hb_embedding_config c = config(HB_OPT_SGD, 0, HB_PARTITION_MOD);
+  c.device = 0;
+  const hb::emb::Spec spec = hb::emb::spec_from_config(&c);
+  ThreadWorld hw(3), dw(3);
+  std::vector<std::vector<hb_status>> st(3);
+  std::string msg;
+  ThreadWorld::run(3, [&](int r) {
+    hb::emb::Table host(spec, hw.endpoint(r));
+    HostDeviceOps *ops = nullptr;
+    hb::emb::DeviceTable dt(host, [&]() -> std::unique_ptr<hb::emb::DeviceOps> {
+      auto o = r == 1 ? std::make_unique<RoomlessOps>(dw.endpoint(r))
+                      : std::make_unique<HostDeviceOps>(dw.endpoint(r));
+      ops = o.get();
+      return o;
+    });
+    const std::vector<int64_t> ids = {1, 4, 7};  // rank 1 owns them
+    DevBuf d_ids(*ops, 24), out(*ops, 3 * c.dim * 4);
+    for (int step = 0; step < 3; ++step) {
+      hb_status s = HB_OK;
+      try {
+        dt.lookup(d_ids.put(ids), 3, static_cast<float *>(out.p));
+      } catch (const hb::Error &e) {
+        s = e.status();
+        if (r == 1) msg = e.what();
+      }
+      st[r].push_back(s);
+    }
+  });
+  // The step that lost the rows cannot tell; the next ones fail everywhere.
+  const std::vector<hb_status> want = {HB_OK, HB_ERR_INTERNAL, HB_ERR_INTERNAL};
+  for (int r = 0; r < 3; ++r) EXPECT_EQ(st[r], want) << "rank " << r;
+  EXPECT_NE(msg.find("device id map ran out of room"), std::string::npos)
+      << msg;
+}
+
 TEST(DeviceErrors, FailedDeviceSetupFailsCreationOnEveryRank) {
   hb_embedding_config c = config(HB_OPT_SGD, 20, HB_PARTITION_MOD);
   c.device = 0;
