@@ -26,15 +26,14 @@ hb_cuda_optimizer optimizer_of(const Spec &s) {
 }
 
 hb_cuda_init init_of(const Spec &s) {
-  hb_cuda_init i = {};
-  i.initializer = s.initializer;
-  i.optimizer = s.optimizer;
-  i.dim = s.dim;
-  i.init_a = s.init_a;
-  i.init_b = s.init_b;
-  i.table_key = init_params(s, fnv1a64(s.name.data(), s.name.size())).table_key;
-  i.initial_accumulator = s.initial_accumulator;
-  return i;
+  const uint64_t name_hash = fnv1a64(s.name.data(), s.name.size());
+  return hb_cuda_init{s.initializer,
+                      s.optimizer,
+                      s.dim,
+                      s.init_a,
+                      s.init_b,
+                      init_params(s, name_hash).table_key,
+                      s.initial_accumulator};
 }
 
 }  // namespace
