@@ -18,11 +18,16 @@ int64_t capacity_for(int64_t rows) {
 
 }  // namespace
 
-void DeviceIdMap::settle() {
+void DeviceIdMap::settle(DeviceOps &ops) {
   if (in_flight_) {
+    // Right after the caller's wait this costs one small copy: the stream
+    // is idle (a copy to pageable memory waits for the stream anyway).
+    int64_t count = 0;
+    ops.copy(&count, num_rows(), sizeof count);
+    ops.sync();
     in_flight_ = false;
-    broken_ = copied_ < 0;
-    if (!broken_) rows_ = copied_;
+    broken_ = count < 0;
+    if (!broken_) rows_ = count;
   }
   // Sticky: the map lost rows, every later step would map ids wrongly.
   if (broken_)
@@ -41,10 +46,8 @@ void DeviceIdMap::reserve(DeviceOps &ops, int64_t rows) {
     row_capacity_ = cap;
   }
   if (2 * rows <= capacity_) return;
-  // Rehash: the exact count first (the last assign's copy), then a new
-  // table built from row_ids.
-  ops.sync();
-  settle();
+  // Rehash: the exact count first, then a new table built from row_ids.
+  settle(ops);
   int64_t cap = capacity_for(std::max(rows, 2 * rows_));
   keys_.ensure<int64_t>(ops, static_cast<size_t>(cap + 1));
   vals_.ensure<int64_t>(ops, static_cast<size_t>(cap + 1));
@@ -62,14 +65,12 @@ void DeviceIdMap::assign(DeviceOps &ops, const int64_t *ids, size_t n,
                    n, count, row_ids_.get<int64_t>(), row_capacity_, counts + 1,
                    counts, out_rows);
   bound_ += k;
-  // The only device-to-host copy: 8 bytes, read after the next wait.
-  ops.copy(&copied_, counts + 1, sizeof copied_);
-  in_flight_ = true;
+  in_flight_ = true;  // the count is read by the next settle()
 }
 
 void DeviceIdMap::load(DeviceOps &ops, const std::vector<int64_t> &ids) {
   const int64_t rows = static_cast<int64_t>(ids.size());
-  in_flight_ = broken_ = false;  // a pending count is about the old content
+  in_flight_ = broken_ = false;
   rows_ = bound_ = rows;
   if (rows > row_capacity_ || !row_ids_.get<int64_t>()) {
     row_capacity_ = std::max<int64_t>(rows, 64);

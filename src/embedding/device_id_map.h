@@ -9,11 +9,11 @@
 // rebuilds the map from a shard's ids.
 //
 // The host knows the row count only as an upper bound between steps:
-// assign() adds its input size to the bound and enqueues an 8-byte copy of
-// the device count, which settle() takes as exact after the caller's next
-// wait (the step plan's). Capacities are sized from the bound (hash load
-// <= 1/2), so the kernels never run out of room; if they did (a bug), the
-// device count becomes -1 and settle() throws.
+// assign() adds its input size to the bound, and settle() copies the device
+// count (8 bytes) back, best right after a wait the caller has anyway (the
+// step plan's), when the stream is idle. Capacities are sized from the
+// bound (hash load <= 1/2), so the kernels never run out of room; if they
+// did (a bug), the device count becomes -1 and settle() throws.
 #pragma once
 
 #include <cstdint>
@@ -29,10 +29,10 @@ class DeviceIdMap {
  public:
   explicit DeviceIdMap(std::string table) : table_(std::move(table)) {}
 
-  // After ops.sync() following the last assign(): the copied count becomes
-  // the exact row count. Throws HB_ERR_INTERNAL when the map overflowed
-  // (and at every later call, until load()).
-  void settle();
+  // Makes the row count exact: after an assign(), copies the device count
+  // and waits. Throws HB_ERR_INTERNAL when the map overflowed (and at every
+  // later call, until load()).
+  void settle(DeviceOps &ops);
   // The row count as of the last settle(), plus every assign() since.
   int64_t rows_bound() const { return bound_; }
   // Exact once settled.
@@ -51,7 +51,8 @@ class DeviceIdMap {
 
   // Replaces the content: ids[r] (host, distinct) gets row r.
   void load(DeviceOps &ops, const std::vector<int64_t> &ids);
-  // The ids of rows [from, rows()) (settled), copied to the host (waits).
+  // The ids of rows [from, rows()) (after settle()), copied to the host
+  // (waits).
   std::vector<int64_t> ids(DeviceOps &ops, int64_t from) const;
 
   void release(DeviceOps &ops);
@@ -64,7 +65,6 @@ class DeviceIdMap {
   DeviceBuf keys_, vals_, row_ids_, counts_;
   int64_t capacity_ = 0, row_capacity_ = 0;
   int64_t rows_ = 0, bound_ = 0;
-  int64_t copied_ = 0;  // the device count, copied by the last assign()
   bool in_flight_ = false, broken_ = false;
 };
 

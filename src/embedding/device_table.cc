@@ -142,8 +142,7 @@ void DeviceTable::upload() {
 }
 
 void DeviceTable::adopt_device_rows() {
-  ops_->sync();
-  map_.settle();
+  map_.settle(*ops_);
   Shard &sh = host_.shard();
   const int64_t have = sh.rows();
   if (map_.rows() < have)
@@ -202,9 +201,9 @@ void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
     plan_.check_args(ids, n, data, what);
     check_device(ids, n, data, what);
     int64_t bad = dplan_.plan(*ops_, ids, n);
-    // The plan's wait delivered the device map's row count (a lost map
-    // fails the step on every rank through the headers).
-    if (host_.spec().dynamic()) map_.settle();
+    // The device map's row count, while the stream is idle after the
+    // plan's wait (a lost map fails the step on every rank: the headers).
+    if (host_.spec().dynamic()) map_.settle(*ops_);
     if (bad >= 0) {  // the first bad id in batch order, as the host plan
       int64_t id = 0;
       ops_->copy(&id, ids + bad, sizeof id);
@@ -253,7 +252,7 @@ const int64_t *DeviceTable::rows_of(const int64_t *ids, size_t n,
   // The device map gives new ids rows in first-occurrence order (the host
   // shard's) and the records are initialized there: no id leaves the
   // device. (settle: a no-op after start_step's.)
-  map_.settle();
+  map_.settle(*ops_);
   ensure_records(map_.rows_bound() + static_cast<int64_t>(n));
   map_.assign(*ops_, ids, n, count, d_rows);
   ops_->init_rows(init_, records_, words_, capacity_, map_.row_ids(),
