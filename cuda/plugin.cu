@@ -49,6 +49,9 @@ hb_cuda_plugin make_table() {
   t.emb_send_slots = emb_send_slots;
   t.emb_find_out_of_range = emb_find_out_of_range;
   t.emb_local_rows = emb_local_rows;
+  t.emb_idmap_build = emb_idmap_build;
+  t.emb_idmap_assign = emb_idmap_assign;
+  t.emb_init_rows = emb_init_rows;
   return t;
 }
 

@@ -76,6 +76,17 @@ typedef struct hb_cuda_optimizer {
   double l1, l2, lr_power;
 } hb_cuda_optimizer;
 
+/* What emb_init_rows needs to initialize a dynamic table's new rows as the
+ * host does (src/embedding/init_math.h, optimizer_math.h: init_slots). */
+typedef struct hb_cuda_init {
+  int32_t initializer; /* hb_initializer_code */
+  int32_t optimizer;   /* hb_optimizer_code: which slots follow the weights */
+  int64_t dim;
+  double init_a, init_b;
+  uint64_t table_key; /* splitmix64(seed ^ FNV-1a 64 of the table name) */
+  double initial_accumulator;
+} hb_cuda_init;
+
 typedef struct hb_cuda_plugin {
   uint32_t abi_version;         /* HB_CUDA_PLUGIN_ABI_VERSION */
   size_t struct_size;           /* sizeof(hb_cuda_plugin) as built */
@@ -246,6 +257,41 @@ typedef struct hb_cuda_plugin {
                             const int64_t *num_ids, int32_t world, int32_t mode,
                             int64_t rows_per_shard, int64_t *rows, void *stream,
                             char *errbuf, size_t errcap);
+
+  /* ---- Device id -> row map of dynamic tables (appended; check with
+   * HB_CUDA_PLUGIN_HAS) ---------------------------------------------------
+   * keys and vals: device int64, capacity + 1 slots each (capacity a power
+   * of two >= 16; layout: src/embedding/id_map_math.h). row_ids: device
+   * int64, row_capacity entries, row r's id. */
+  /* Empties the map and inserts row_ids[r] -> r for r < rows (host count;
+   * distinct ids, rows <= capacity / 2 for short probes). */
+  int32_t (*emb_idmap_build)(int64_t *keys, int64_t *vals, int64_t capacity,
+                             const int64_t *row_ids, int64_t rows, void *stream,
+                             char *errbuf, size_t errcap);
+  /* For i < k = min(*num_ids, n) (num_ids: device int64, NULL for n):
+   * out_rows[i] = the row of ids[i]. Ids the map lacks get new rows
+   * *num_rows, *num_rows + 1, ... in the order of their first occurrence in
+   * ids[0..k) (the host shard's creation order); row_ids gets their ids,
+   * *num_rows (device int64) the new count and *first_new (device int64)
+   * the count before. When the map or row_ids has no room, *num_rows
+   * becomes -1 and the map is unusable until rebuilt (the caller sizes
+   * both beforehand; -1 reaches it with the count). */
+  int32_t (*emb_idmap_assign)(int64_t *keys, int64_t *vals, int64_t capacity,
+                              const int64_t *ids, size_t n,
+                              const int64_t *num_ids, int64_t *row_ids,
+                              int64_t row_capacity, int64_t *num_rows,
+                              int64_t *first_new, int64_t *out_rows,
+                              void *stream, char *errbuf, size_t errcap);
+  /* Initializes the records of rows r in [*first_row, *end_row) (device
+   * int64s, at most max_rows rows, r < table_rows): weights from
+   * row_ids[r] as the host initializer, then the optimizer's slots.
+   * records: table_rows records of record_words floats (emb_apply's
+   * layout). */
+  int32_t (*emb_init_rows)(const hb_cuda_init *init, float *records,
+                           int64_t record_words, int64_t table_rows,
+                           const int64_t *row_ids, const int64_t *first_row,
+                           const int64_t *end_row, size_t max_rows,
+                           void *stream, char *errbuf, size_t errcap);
 } hb_cuda_plugin;
 
 /* True when table t (of t->struct_size bytes) has member m. */

@@ -1,6 +1,7 @@
 // The functions behind the table of plugin_api.h, one group per file:
 // runtime.cu (devices, streams, memory), nccl_ops.cu, embedding_kernels.cu,
-// plan_kernels.cu, auc_histogram.cu. plugin.cu puts them in the table.
+// plan_kernels.cu, auc_histogram.cu, id_map_kernels.cu. plugin.cu puts them
+// in the table.
 #pragma once
 
 #include <cstddef>
@@ -98,5 +99,21 @@ int32_t auc_histogram(const float *labels, const float *preds,
                       int32_t nthresh, uint64_t *pos, uint64_t *neg,
                       double *wpos, double *wneg, void *stream, char *errbuf,
                       size_t errcap);
+
+// id_map_kernels.cu
+int32_t emb_idmap_build(int64_t *keys, int64_t *vals, int64_t capacity,
+                        const int64_t *row_ids, int64_t rows, void *stream,
+                        char *errbuf, size_t errcap);
+int32_t emb_idmap_assign(int64_t *keys, int64_t *vals, int64_t capacity,
+                         const int64_t *ids, size_t n, const int64_t *num_ids,
+                         int64_t *row_ids, int64_t row_capacity,
+                         int64_t *num_rows, int64_t *first_new,
+                         int64_t *out_rows, void *stream, char *errbuf,
+                         size_t errcap);
+int32_t emb_init_rows(const hb_cuda_init *init, float *records,
+                      int64_t record_words, int64_t table_rows,
+                      const int64_t *row_ids, const int64_t *first_row,
+                      const int64_t *end_row, size_t max_rows, void *stream,
+                      char *errbuf, size_t errcap);
 
 }  // namespace hb_cuda

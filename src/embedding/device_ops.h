@@ -79,6 +79,19 @@ class DeviceOps {
   virtual void local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
                           int32_t world, int32_t mode, int64_t rows_per_shard,
                           int64_t *rows) = 0;
+  // The device id -> row map of dynamic tables (device_id_map.h): the
+  // plugin's emb_idmap_build, emb_idmap_assign and emb_init_rows.
+  virtual void idmap_build(int64_t *keys, int64_t *vals, int64_t capacity,
+                           const int64_t *row_ids, int64_t rows) = 0;
+  virtual void idmap_assign(int64_t *keys, int64_t *vals, int64_t capacity,
+                            const int64_t *ids, size_t n,
+                            const int64_t *num_ids, int64_t *row_ids,
+                            int64_t row_capacity, int64_t *num_rows,
+                            int64_t *first_new, int64_t *out_rows) = 0;
+  virtual void init_rows(const hb_cuda_init &init, float *records,
+                         int64_t record_words, int64_t table_rows,
+                         const int64_t *row_ids, const int64_t *first_row,
+                         const int64_t *end_row, size_t max_rows) = 0;
   // Collective over the table's ranks, device buffers packed in rank order
   // (bytes per peer, host arrays), ordered on the stream.
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
@@ -93,6 +106,12 @@ class DeviceBuf {
   T *ensure(DeviceOps &ops, size_t count) {
     return static_cast<T *>(grow(ops, count * sizeof(T)));
   }
+  // As ensure, keeping the first `keep` elements when it grows (a wait).
+  template <class T>
+  T *ensure_keep(DeviceOps &ops, size_t count, size_t keep) {
+    return static_cast<T *>(
+        grow_keep(ops, count * sizeof(T), keep * sizeof(T)));
+  }
   template <class T>
   T *get() const {
     return static_cast<T *>(p_);
@@ -101,6 +120,7 @@ class DeviceBuf {
 
  private:
   void *grow(DeviceOps &ops, size_t bytes);
+  void *grow_keep(DeviceOps &ops, size_t bytes, size_t keep);
   void *p_ = nullptr;
   size_t bytes_ = 0;
 };

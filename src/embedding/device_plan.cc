@@ -29,6 +29,21 @@ void *DeviceBuf::grow(DeviceOps &ops, size_t bytes) {
   return p_;
 }
 
+void *DeviceBuf::grow_keep(DeviceOps &ops, size_t bytes, size_t keep) {
+  size_t need = std::max<size_t>(bytes, 64);
+  if (need <= bytes_) return p_;
+  size_t grown = std::max(need, bytes_ * 2);
+  void *q = ops.alloc(grown);
+  if (p_) {
+    if (keep) ops.copy(q, p_, std::min(keep, bytes_));
+    ops.sync();  // the copy, and earlier work that may use the old memory
+    ops.free(p_);
+  }
+  p_ = q;
+  bytes_ = grown;
+  return p_;
+}
+
 void DeviceBuf::release(DeviceOps &ops) {
   if (p_) ops.free(p_);
   p_ = nullptr;

@@ -5,6 +5,7 @@
 
 #include "abi/error.h"
 #include "common/log.h"
+#include "embedding/init.h"
 
 namespace hb {
 namespace emb {
@@ -24,6 +25,17 @@ hb_cuda_optimizer optimizer_of(const Spec &s) {
   return o;
 }
 
+hb_cuda_init init_of(const Spec &s) {
+  const uint64_t name_hash = fnv1a64(s.name.data(), s.name.size());
+  return hb_cuda_init{s.initializer,
+                      s.optimizer,
+                      s.dim,
+                      s.init_a,
+                      s.init_b,
+                      init_params(s, name_hash).table_key,
+                      s.initial_accumulator};
+}
+
 }  // namespace
 
 DeviceTable::DeviceTable(
@@ -34,7 +46,9 @@ DeviceTable::DeviceTable(
       opt_(optimizer_of(host.spec())),
       dim_(host.spec().dim),
       words_(host.shard().record_words()),
-      wire_(host.spec().wire_dtype) {
+      wire_(host.spec().wire_dtype),
+      map_(host.spec().name),
+      init_(init_of(host.spec())) {
   const Spec &s = host_.spec();
   std::string what = "hb_embedding_create('" + s.name + "')";
   Outcome o;
@@ -71,16 +85,10 @@ void DeviceTable::release() {
   records_ = nullptr;
   capacity_ = 0;
   dplan_.release(*ops_);
+  map_.release(*ops_);
   for (DeviceBuf *b :
        {&recv_ids_, &rows_, &count_, &fa_, &fb_, &fc_, &wsend_, &wrecv_})
     b->release(*ops_);
-}
-
-template <class T>
-T *DeviceTable::upload_vec(DeviceBuf &b, const std::vector<T> &v) {
-  T *d = b.ensure<T>(*ops_, v.size());
-  if (!v.empty()) ops_->copy(d, v.data(), v.size() * sizeof(T));
-  return d;
 }
 
 std::vector<int64_t> DeviceTable::bytes_of(const int64_t *counts,
@@ -122,13 +130,42 @@ void DeviceTable::copy_records(int64_t from, int64_t to, bool to_device) {
 
 void DeviceTable::upload() {
   ops_->make_current();
-  int64_t rows = host_.shard().rows();
+  const Shard &sh = host_.shard();
+  int64_t rows = sh.rows();
   ensure_records(rows);
   copy_records(0, rows, true);
+  if (!host_.spec().dynamic()) return;
+  std::vector<int64_t> ids;
+  ids.reserve(static_cast<size_t>(rows));
+  sh.for_each([&](int64_t id, const float *) { ids.push_back(id); });
+  map_.load(*ops_, ids);  // row r of the shard is row r on the device
+}
+
+void DeviceTable::adopt_device_rows() {
+  map_.settle(*ops_);
+  Shard &sh = host_.shard();
+  const int64_t have = sh.rows();
+  if (map_.rows() < have)
+    fail(HB_ERR_INTERNAL,
+         "embedding '%s': the device map has %lld rows, the host shard %lld",
+         host_.spec().name.c_str(), (long long)map_.rows(), (long long)have);
+  // Created in device order, the host shard gives them the device's rows
+  // (their host initialization is overwritten by the download).
+  const std::vector<int64_t> ids = map_.ids(*ops_, have);
+  for (size_t j = 0; j < ids.size(); ++j) {
+    const int64_t want = have + static_cast<int64_t>(j);
+    if (sh.index(ids[j]) != want)
+      fail(HB_ERR_INTERNAL,
+           "embedding '%s': device row %lld (id %lld) is not row %lld of the "
+           "host shard",
+           host_.spec().name.c_str(), (long long)want, (long long)ids[j],
+           (long long)want);
+  }
 }
 
 void DeviceTable::download() {
   ops_->make_current();
+  if (host_.spec().dynamic()) adopt_device_rows();
   copy_records(0, host_.shard().rows(), false);
   ops_->sync();
 }
@@ -164,6 +201,9 @@ void DeviceTable::start_step(const int64_t *ids, size_t n, const void *data,
     plan_.check_args(ids, n, data, what);
     check_device(ids, n, data, what);
     int64_t bad = dplan_.plan(*ops_, ids, n);
+    // The device map's row count, while the stream is idle after the
+    // plan's wait (a lost map fails the step on every rank: the headers).
+    if (host_.spec().dynamic()) map_.settle(*ops_);
     if (bad >= 0) {  // the first bad id in batch order, as the host plan
       int64_t id = 0;
       ops_->copy(&id, ids + bad, sizeof id);
@@ -209,26 +249,15 @@ const int64_t *DeviceTable::rows_of(const int64_t *ids, size_t n,
     dplan_.local_rows(*ops_, ids, n, count, d_rows);
     return d_rows;
   }
-  // The IdMap is on the host: the (deduplicated) ids go there to be mapped.
-  int64_t k = static_cast<int64_t>(n);
-  if (count) {
-    ops_->copy(&k, count, sizeof k);
-    ops_->sync();
-    k = std::min<int64_t>(k, static_cast<int64_t>(n));
-  }
-  h_ids_.resize(static_cast<size_t>(k));
-  if (k) ops_->copy(h_ids_.data(), ids, static_cast<size_t>(k) * 8);
-  ops_->sync();
-  Shard &sh = host_.shard();
-  int64_t before = sh.rows();
-  h_rows_.resize(h_ids_.size());
-  for (size_t j = 0; j < h_ids_.size(); ++j) h_rows_[j] = sh.index(h_ids_[j]);
-  int64_t after = sh.rows();
-  if (after > before) {  // rows created on first touch
-    ensure_records(after);
-    copy_records(before, after, true);
-  }
-  return upload_vec(rows_, h_rows_);
+  // The device map gives new ids rows in first-occurrence order (the host
+  // shard's) and the records are initialized there: no id leaves the
+  // device. (settle: a no-op after start_step's.)
+  map_.settle(*ops_);
+  ensure_records(map_.rows_bound() + static_cast<int64_t>(n));
+  map_.assign(*ops_, ids, n, count, d_rows);
+  ops_->init_rows(init_, records_, words_, capacity_, map_.row_ids(),
+                  map_.first_new(), map_.num_rows(), n);
+  return d_rows;
 }
 
 void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {

@@ -9,16 +9,20 @@
 // - ids, rows and gradients travel between devices (ops.alltoallv: NCCL);
 // - the owner dedups what it received on the device too; a static table
 //   maps ids to its dense rows on the device (emb_local_rows); a dynamic
-//   table's IdMap lives on the host, so the owner copies the ids it
-//   received (after its dedup) to the host to map them, initializes new
-//   rows there and uploads them;
+//   table maps them with its device id -> row map (device_id_map.h), which
+//   creates new ids' rows in the host shard's order and initializes them
+//   on the device (init_math.h): only the 8-byte row count reaches the
+//   host;
 // - local duplicates are summed in batch order and the owner sums partial
 //   sums in rank order (emb_segment_sum over the plan's groupings), so
 //   results are bit-equal to the host table's.
 //
-// The host Table keeps the config agreement, the id -> record index map and
-// a host copy of the records that is current only after download() (used
-// by checkpoints and exports); upload() pushes it back after a load.
+// The host Table keeps the config agreement and a host copy of the records
+// (and, dynamic, of the id -> record index map) that is current only after
+// download() (used by checkpoints and exports: it copies the ids of the
+// rows created since, creates them in the host shard in the same order and
+// copies the records); upload() pushes it back after a load, rebuilding
+// the device map.
 // Rows and gradients travel in the wire dtype (float16 / bfloat16 rounded
 // on the device with the host's rounding: abi/half_math.h).
 #pragma once
@@ -28,6 +32,7 @@
 #include <memory>
 #include <vector>
 
+#include "embedding/device_id_map.h"
 #include "embedding/device_ops.h"
 #include "embedding/device_plan.h"
 #include "embedding/plan.h"
@@ -60,8 +65,6 @@ class DeviceTable {
   DeviceOps &ops() { return *ops_; }
 
  private:
-  template <class T>
-  T *upload_vec(DeviceBuf &b, const std::vector<T> &v);
   void check_device(const int64_t *ids, size_t n, const void *data,
                     const char *what);
   // The sender's plan and the id exchange (sum_locally: also the groups of
@@ -76,6 +79,9 @@ class DeviceTable {
   // Record indices of ids[0..min(*count, n)) (count: device, NULL for n),
   // creating a dynamic table's new rows on the device too.
   const int64_t *rows_of(const int64_t *ids, size_t n, const int64_t *count);
+  // Dynamic tables: creates the rows the device map has and the host shard
+  // lacks (waits).
+  void adopt_device_rows();
   void ensure_records(int64_t rows);
   void release();  // waits (bounded) and frees every device buffer
   void copy_records(int64_t from, int64_t to, bool to_device);
@@ -92,7 +98,8 @@ class DeviceTable {
   int64_t capacity_ = 0;  // records allocated on the device
 
   DeviceBuf recv_ids_, rows_, count_, fa_, fb_, fc_, wsend_, wrecv_;
-  std::vector<int64_t> h_ids_, h_rows_;  // dynamic tables' owner mapping
+  DeviceIdMap map_;  // dynamic tables
+  const hb_cuda_init init_;
 };
 
 }  // namespace emb

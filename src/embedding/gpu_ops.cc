@@ -107,6 +107,27 @@ class GpuOps : public DeviceOps {
     gpu::plugin_call("emb_local_rows", p_.emb_local_rows, ids, n, num_ids,
                      world, mode, rows_per_shard, rows, st_.stream());
   }
+  void idmap_build(int64_t *keys, int64_t *vals, int64_t capacity,
+                   const int64_t *row_ids, int64_t rows) override {
+    gpu::plugin_call("emb_idmap_build", p_.emb_idmap_build, keys, vals,
+                     capacity, row_ids, rows, st_.stream());
+  }
+  void idmap_assign(int64_t *keys, int64_t *vals, int64_t capacity,
+                    const int64_t *ids, size_t n, const int64_t *num_ids,
+                    int64_t *row_ids, int64_t row_capacity, int64_t *num_rows,
+                    int64_t *first_new, int64_t *out_rows) override {
+    gpu::plugin_call("emb_idmap_assign", p_.emb_idmap_assign, keys, vals,
+                     capacity, ids, n, num_ids, row_ids, row_capacity, num_rows,
+                     first_new, out_rows, st_.stream());
+  }
+  void init_rows(const hb_cuda_init &init, float *records, int64_t record_words,
+                 int64_t table_rows, const int64_t *row_ids,
+                 const int64_t *first_row, const int64_t *end_row,
+                 size_t max_rows) override {
+    gpu::plugin_call("emb_init_rows", p_.emb_init_rows, &init, records,
+                     record_words, table_rows, row_ids, first_row, end_row,
+                     max_rows, st_.stream());
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     comm::alltoallv(ctx_, comm::Memory::kCuda, send, send_bytes, nullptr, recv,
@@ -137,6 +158,9 @@ std::unique_ptr<DeviceOps> make_gpu_ops(hb_context &ctx, int device,
   HB_GPU_REQUIRE_MEMBER(&p, emb_send_slots);
   HB_GPU_REQUIRE_MEMBER(&p, emb_find_out_of_range);
   HB_GPU_REQUIRE_MEMBER(&p, emb_local_rows);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_idmap_build);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_idmap_assign);
+  HB_GPU_REQUIRE_MEMBER(&p, emb_init_rows);
   if (wire != HB_FLOAT32) {
     HB_GPU_REQUIRE_MEMBER(&p, emb_wire_encode);
     HB_GPU_REQUIRE_MEMBER(&p, emb_wire_decode);

@@ -1,21 +1,22 @@
-// Deterministic row initializers. A row's value is a pure function of
-// (seed, hash of the table name, id, column) through a counter-based
-// generator (splitmix64), so every world size, partition and creation
-// order produces the same initial table.
+// Deterministic row initializers (the arithmetic: init_math.h, shared with
+// the GPU tables' kernels). A row's value is a pure function of (seed, hash
+// of the table name, id, column), so every world size, partition and
+// creation order produces the same initial table.
 #pragma once
 
 #include <cstdint>
 
+#include "embedding/init_math.h"
 #include "embedding/spec.h"
 
 namespace hb {
 namespace emb {
 
-inline uint64_t splitmix64(uint64_t x) {
-  x += 0x9E3779B97F4A7C15ull;
-  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
-  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
-  return x ^ (x >> 31);
+using initmath::splitmix64;
+
+inline initmath::Params init_params(const Spec &spec, uint64_t name_hash) {
+  return initmath::make_params(spec.initializer, spec.init_a, spec.init_b,
+                               spec.seed, name_hash);
 }
 
 // Writes the dim initial weights of row `id` into w.

@@ -30,22 +30,7 @@ int64_t Optimizer::adam_steps(const float *record, int64_t dim) {
 }
 
 void Optimizer::init_slots(float *r) const {
-  float *s = r + dim_;
-  switch (kind_) {
-    case HB_OPT_ADAGRAD:
-      for (int64_t c = 0; c < dim_; ++c) s[c] = h_.init_acc;
-      break;
-    case HB_OPT_ADAM:
-      for (int64_t c = 0; c < 2 * dim_; ++c) s[c] = 0.0f;
-      optmath::set_record_steps(r, dim_, 0);
-      break;
-    case HB_OPT_FTRL:
-      for (int64_t c = 0; c < dim_; ++c) s[c] = h_.init_acc;
-      for (int64_t c = 0; c < dim_; ++c) s[dim_ + c] = 0.0f;
-      break;
-    default:
-      break;
-  }
+  optmath::init_slots(kind_, r, dim_, h_.init_acc);
 }
 
 // One loop per optimizer over optmath's element steps, so each loop

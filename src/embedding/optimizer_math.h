@@ -107,6 +107,28 @@ HB_HD inline void set_record_steps(float *record, int64_t dim, int64_t t) {
   memcpy(record + 3 * dim, &t, 8);
 }
 
+// A new record's optimizer slots (after its dim weights): accumulators at
+// init_acc, everything else zero, Adam's step count 0.
+HB_HD inline void init_slots(int32_t kind, float *record, int64_t dim,
+                             float init_acc) {
+  float *s = record + dim;
+  switch (kind) {
+    case HB_OPT_ADAGRAD:
+      for (int64_t c = 0; c < dim; ++c) s[c] = init_acc;
+      break;
+    case HB_OPT_ADAM:
+      for (int64_t c = 0; c < 2 * dim; ++c) s[c] = 0.0f;
+      set_record_steps(record, dim, 0);
+      break;
+    case HB_OPT_FTRL:
+      for (int64_t c = 0; c < dim; ++c) s[c] = init_acc;
+      for (int64_t c = 0; c < dim; ++c) s[dim + c] = 0.0f;
+      break;
+    default:
+      break;
+  }
+}
+
 // One step of element c of a record with gradient g (lr_t: Adam only).
 HB_HD inline void step_element(int32_t kind, float *record, int64_t dim,
                                int64_t c, float g, float lr_t, const Hyper &h) {

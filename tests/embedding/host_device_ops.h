@@ -13,7 +13,8 @@
 // - kernels: host loops written from cuda/plugin_api.h (gather, segment sum
 //   in input order, optimizer steps with src/embedding/optimizer_math.h,
 //   the plan's sort-based dedup, first-occurrence order, bounded stable
-//   partition, send slots, range check and dense rows); counts the kernels
+//   partition, send slots, range check and dense rows, the device id map
+//   and row initialization with src/embedding/init_math.h); counts the kernels
 //   read on the device are read when the operation runs, not when it is
 //   enqueued;
 // - alltoallv: over the in-process thread exchange.
@@ -31,6 +32,8 @@
 
 #include "embedding/device_ops.h"
 #include "embedding/exchange.h"
+#include "embedding/id_map_math.h"
+#include "embedding/init_math.h"
 #include "embedding/optimizer_math.h"
 #include "embedding/wire.h"
 
@@ -313,6 +316,90 @@ class HostDeviceOps : public hb::emb::DeviceOps {
                                                 : ids[i] / world;
     });
   }
+  void idmap_build(int64_t *keys, int64_t *vals, int64_t capacity,
+                   const int64_t *row_ids, int64_t rows) override {
+    check_capacity(capacity, "idmap_build");
+    if (rows < 0 || rows > capacity / 2)
+      die("idmap_build: %lld rows for capacity %lld", (long long)rows,
+          (long long)capacity);
+    dev(keys, (capacity + 1) * 8, "idmap_build keys");
+    dev(vals, (capacity + 1) * 8, "idmap_build vals");
+    if (rows) dev(row_ids, rows * 8, "idmap_build row_ids");
+    enqueue([=] {
+      std::fill(keys, keys + capacity + 1, hb::idmap::kEmptyKey);
+      std::fill(vals, vals + capacity + 1, hb::idmap::kNoRow);
+      for (int64_t r = 0; r < rows; ++r) {
+        int64_t s = slot_of(keys, capacity, row_ids[r]);
+        if (s < 0) die("idmap_build: no free slot");
+        vals[s] = r;
+      }
+    });
+  }
+  void idmap_assign(int64_t *keys, int64_t *vals, int64_t capacity,
+                    const int64_t *ids, size_t n, const int64_t *num_ids,
+                    int64_t *row_ids, int64_t row_capacity, int64_t *num_rows,
+                    int64_t *first_new, int64_t *out_rows) override {
+    check_capacity(capacity, "idmap_assign");
+    dev(keys, (capacity + 1) * 8, "idmap_assign keys");
+    dev(vals, (capacity + 1) * 8, "idmap_assign vals");
+    dev(num_rows, 8, "idmap_assign num_rows");
+    dev(first_new, 8, "idmap_assign first_new");
+    if (num_ids) dev(num_ids, 8, "idmap_assign num_ids");
+    if (n) {
+      dev(ids, n * 8, "idmap_assign ids");
+      dev(out_rows, n * 8, "idmap_assign out_rows");
+      dev(row_ids, row_capacity * 8, "idmap_assign row_ids");
+    }
+    enqueue([=] {
+      // The contract, sequentially: new ids numbered as first met.
+      *first_new = *num_rows;
+      const int64_t k = num_ids ? std::min<int64_t>(*num_ids, n) : n;
+      bool ok = *num_rows >= 0;
+      for (int64_t i = 0; i < k && ok; ++i) {
+        int64_t s = slot_of(keys, capacity, ids[i]);
+        if (s >= 0 && vals[s] < 0 && *num_rows < row_capacity) {
+          vals[s] = (*num_rows)++;
+          row_ids[vals[s]] = ids[i];
+        }
+        ok = s >= 0 && vals[s] >= 0;
+        out_rows[i] = ok ? vals[s] : -1;
+      }
+      if (!ok) {
+        *num_rows = -1;
+        std::fill(out_rows, out_rows + k, -1);
+      }
+    });
+  }
+  void init_rows(const hb_cuda_init &init, float *records, int64_t record_words,
+                 int64_t table_rows, const int64_t *row_ids,
+                 const int64_t *first_row, const int64_t *end_row,
+                 size_t max_rows) override {
+    if (init.dim <= 0 ||
+        record_words < hb::optmath::record_words(init.optimizer, init.dim))
+      die("init_rows: dim %lld record_words %lld", (long long)init.dim,
+          (long long)record_words);
+    dev(first_row, 8, "init_rows first_row");
+    dev(end_row, 8, "init_rows end_row");
+    const hb_cuda_init in = init;
+    enqueue([=] {
+      const int64_t first = *first_row;
+      const int64_t end =
+          std::min<int64_t>(*end_row, first + static_cast<int64_t>(max_rows));
+      const hb::initmath::Params p = {in.initializer, in.init_a, in.init_b,
+                                      in.table_key};
+      for (int64_t r = std::max<int64_t>(first, 0);
+           r < std::min(end, table_rows); ++r) {
+        dev(row_ids + r, 8, "init_rows row_ids");
+        float *rec = records + r * record_words;
+        dev(rec, record_words * 4, "init_rows record");
+        const uint64_t key = hb::initmath::row_key(p, row_ids[r]);
+        for (int64_t c = 0; c < in.dim; ++c)
+          rec[c] = hb::initmath::weight(p, key, c);
+        hb::optmath::init_slots(in.optimizer, rec, in.dim,
+                                static_cast<float>(in.initial_accumulator));
+      }
+    });
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     int64_t sb = 0, rb = 0;
@@ -355,6 +442,23 @@ class HostDeviceOps : public hb::emb::DeviceOps {
           p);
   }
   void enqueue(std::function<void()> f) { queue_.push_back(std::move(f)); }
+  static void check_capacity(int64_t capacity, const char *what) {
+    if (capacity < hb::idmap::kMinCapacity || (capacity & (capacity - 1)))
+      die("%s: capacity %lld", what, (long long)capacity);
+  }
+  // The slot of id in a device id map (id_map_math.h), claimed when
+  // absent; -1 when full.
+  static int64_t slot_of(int64_t *keys, int64_t capacity, int64_t id) {
+    if (id == hb::idmap::kEmptyKey) return capacity;
+    const int bits = hb::idmap::capacity_bits(capacity);
+    int64_t s = hb::idmap::home_slot(id, bits);
+    for (int64_t probe = 0; probe < capacity;
+         ++probe, s = (s + 1) & (capacity - 1)) {
+      if (keys[s] == hb::idmap::kEmptyKey) keys[s] = id;
+      if (keys[s] == id) return s;
+    }
+    return -1;
+  }
 
   std::unique_ptr<hb::emb::Exchange> x_;
   std::map<uintptr_t, Block> blocks_;

@@ -12,6 +12,7 @@
 
 #include "abi/dtype.h"
 #include "context/health.h"
+#include "embedding/init.h"
 #include "embedding/optimizer_math.h"
 #include "gpu/context_state.h"
 #include "gpu_test_util.h"
@@ -400,6 +401,180 @@ TEST_F(GpuKernels, IntegerAverageDivision) {
   std::vector<int32_t> want;
   for (int32_t x : v) want.push_back(x / 2);  // truncates toward zero
   EXPECT_EQ(download<int32_t>(d, v.size()), want);
+}
+
+// ---- Device id -> row map of dynamic tables (cuda/id_map_kernels.cu) -----
+
+// The host shard's rule: new ids get the next rows as first met.
+struct SequentialMap {
+  std::map<int64_t, int64_t> row;
+  std::vector<int64_t> ids;
+  std::vector<int64_t> assign(const std::vector<int64_t> &in, size_t k) {
+    std::vector<int64_t> out;
+    for (size_t i = 0; i < k; ++i) {
+      auto it = row.emplace(in[i], static_cast<int64_t>(ids.size())).first;
+      if (it->second == static_cast<int64_t>(ids.size())) ids.push_back(in[i]);
+      out.push_back(it->second);
+    }
+    return out;
+  }
+};
+
+class GpuIdMap : public GpuKernels {
+ protected:
+  // A map of `capacity` slots with row_capacity rows, built from `rows`.
+  void make(int64_t capacity, int64_t row_capacity,
+            const std::vector<int64_t> &rows) {
+    capacity_ = capacity;
+    row_capacity_ = row_capacity;
+    keys_.reset(new DeviceBuffer((capacity + 1) * 8));
+    vals_.reset(new DeviceBuffer((capacity + 1) * 8));
+    std::vector<int64_t> ids(row_capacity, 0);
+    std::copy(rows.begin(), rows.end(), ids.begin());
+    row_ids_.reset(new DeviceBuffer(ids, s_));
+    const std::vector<int64_t> counts = {static_cast<int64_t>(rows.size()), 0};
+    counts_.reset(new DeviceBuffer(counts, s_));
+    call("emb_idmap_build", p_->emb_idmap_build, keys_->get<int64_t>(),
+         vals_->get<int64_t>(), capacity, row_ids_->get<const int64_t>(),
+         static_cast<int64_t>(rows.size()));
+  }
+  // Assigns ids[0..k) (k < n: through a device count); returns the rows
+  // and sets *num_rows / *first_new.
+  std::vector<int64_t> assign(const std::vector<int64_t> &ids, size_t k,
+                              int64_t *num_rows, int64_t *first_new) {
+    DeviceBuffer d(ids, s_), out(ids.size() * 8 + 8),
+        dk(std::vector<int64_t>{static_cast<int64_t>(k)}, s_);
+    call("emb_idmap_assign", p_->emb_idmap_assign, keys_->get<int64_t>(),
+         vals_->get<int64_t>(), capacity_, d.get<const int64_t>(), ids.size(),
+         k < ids.size() ? dk.get<const int64_t>() : nullptr,
+         row_ids_->get<int64_t>(), row_capacity_, counts_->get<int64_t>(),
+         counts_->get<int64_t>() + 1, out.get<int64_t>());
+    auto c = download<int64_t>(*counts_, 2);
+    *num_rows = c[0];
+    *first_new = c[1];
+    return download<int64_t>(out, k);
+  }
+  int64_t capacity_ = 0, row_capacity_ = 0;
+  std::unique_ptr<DeviceBuffer> keys_, vals_, row_ids_, counts_;
+};
+
+TEST_F(GpuIdMap, NewIdsGetRowsInFirstOccurrenceOrder) {
+  make(8192, 4096, {});
+  SequentialMap want;
+  for (uint32_t round = 0; round < 6; ++round) {
+    // Duplicate-heavy, negatives, the empty-key marker and INT64_MAX.
+    auto ids = random_ids(3000, 1500 + 200 * round, 40 + round, true);
+    ids[7] = ids[2900] = std::numeric_limits<int64_t>::min();
+    ids[11] = std::numeric_limits<int64_t>::max();
+    const size_t k = round == 3 ? 1234 : ids.size();  // a device bound
+    const int64_t before = static_cast<int64_t>(want.ids.size());
+    int64_t num_rows = 0, first_new = 0;
+    auto rows = assign(ids, k, &num_rows, &first_new);
+    EXPECT_EQ(rows, want.assign(ids, k)) << "round " << round;
+    EXPECT_EQ(num_rows, static_cast<int64_t>(want.ids.size()));
+    EXPECT_EQ(first_new, before);
+    EXPECT_EQ(download<int64_t>(*row_ids_, want.ids.size()), want.ids);
+  }
+  // A rehash into a larger table from row_ids maps every id to its row.
+  const std::vector<int64_t> all = want.ids;
+  make(16384, 4096, all);
+  int64_t num_rows = 0, first_new = 0;
+  auto rows = assign(all, all.size(), &num_rows, &first_new);
+  std::vector<int64_t> iota(all.size());
+  std::iota(iota.begin(), iota.end(), 0);
+  EXPECT_EQ(rows, iota);
+  EXPECT_EQ(num_rows, static_cast<int64_t>(all.size()));
+  EXPECT_EQ(first_new, num_rows);
+}
+
+TEST_F(GpuIdMap, NoRoomIsReportedInTheCount) {
+  int64_t num_rows = 0, first_new = 0;
+  // row_ids full: 4 rows of room, 10 new ids.
+  make(64, 4, {});
+  std::vector<int64_t> ids(10);
+  std::iota(ids.begin(), ids.end(), 100);
+  auto rows = assign(ids, ids.size(), &num_rows, &first_new);
+  EXPECT_EQ(num_rows, -1);
+  EXPECT_EQ(rows, std::vector<int64_t>(ids.size(), -1));
+  // The table full: 16 slots, 20 distinct ids.
+  make(16, 64, {});
+  ids.resize(20);
+  std::iota(ids.begin(), ids.end(), -5);
+  rows = assign(ids, ids.size(), &num_rows, &first_new);
+  EXPECT_EQ(num_rows, -1);
+  EXPECT_EQ(rows, std::vector<int64_t>(ids.size(), -1));
+  // Bad capacities are refused.
+  std::string msg;
+  EXPECT_EQ(
+      hb::gpu::plugin_try(&msg, p_->emb_idmap_build, keys_->get<int64_t>(),
+                          vals_->get<int64_t>(), int64_t{24},
+                          row_ids_->get<const int64_t>(), int64_t{0}, s_),
+      HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(msg.find("power of two"), std::string::npos) << msg;
+}
+
+// New rows initialized on the device equal the host shard's: weights
+// bit-equal for zeros / constant / uniform, normal within 1 ulp (CUDA's
+// log and cos against glibc's); optimizer slots bit-equal.
+TEST_F(GpuIdMap, InitRowsMatchTheHostInitializer) {
+  const int64_t dim = 37, rows = 300, first = 5, end = 5 + 250;
+  std::vector<int64_t> ids = random_ids(rows, 1LL << 40, 9, true);
+  ids[6] = std::numeric_limits<int64_t>::min();
+  DeviceBuffer dids(ids, s_), range(std::vector<int64_t>{first, end}, s_);
+  for (int32_t opt : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL})
+    for (int32_t kind :
+         {HB_INIT_ZEROS, HB_INIT_CONSTANT, HB_INIT_UNIFORM, HB_INIT_NORMAL}) {
+      hb::emb::Spec spec;
+      spec.name = "init";
+      spec.dim = dim;
+      spec.initializer = kind;
+      spec.init_a = kind == HB_INIT_NORMAL ? 0.5 : -0.125;
+      spec.init_b = kind == HB_INIT_NORMAL ? 0.2 : 0.375;
+      spec.seed = 1234;
+      spec.optimizer = opt;
+      spec.initial_accumulator = 0.1;
+      const uint64_t name_hash = 77;
+      const int64_t words = hb::optmath::record_words(opt, dim);
+      hb_cuda_init init = {};
+      init.initializer = kind;
+      init.optimizer = opt;
+      init.dim = dim;
+      init.init_a = spec.init_a;
+      init.init_b = spec.init_b;
+      init.table_key = hb::emb::init_params(spec, name_hash).table_key;
+      init.initial_accumulator = spec.initial_accumulator;
+      std::vector<float> garbage(rows * words, -9.0f);
+      DeviceBuffer rec(garbage, s_);
+      // max_rows caps the range: rows first .. first + 200.
+      call("emb_init_rows", p_->emb_init_rows,
+           static_cast<const hb_cuda_init *>(&init), rec.get<float>(), words,
+           rows, dids.get<const int64_t>(), range.get<const int64_t>(),
+           range.get<const int64_t>() + 1, size_t{200});
+      auto got = download<float>(rec, garbage.size());
+      std::vector<float> want = garbage;
+      for (int64_t r = first; r < first + 200; ++r) {
+        float *w = want.data() + r * words;
+        hb::emb::init_row(spec, name_hash, ids[r], w);
+        hb::optmath::init_slots(opt, w, dim,
+                                static_cast<float>(spec.initial_accumulator));
+      }
+      int64_t ulp1 = 0, worse = 0;
+      for (size_t e = 0; e < want.size(); ++e) {
+        uint32_t a, b;
+        std::memcpy(&a, &got[e], 4);
+        std::memcpy(&b, &want[e], 4);
+        if (a == b) continue;
+        bool weight = static_cast<int64_t>(e % words) < dim;
+        if (kind == HB_INIT_NORMAL && weight && (a - b == 1 || b - a == 1))
+          ++ulp1;
+        else
+          ++worse;
+      }
+      EXPECT_EQ(worse, 0) << "initializer " << kind << " optimizer " << opt;
+      if (ulp1)
+        std::printf("initializer normal: %lld weights 1 ulp off\n",
+                    static_cast<long long>(ulp1));
+    }
 }
 
 }  // namespace
