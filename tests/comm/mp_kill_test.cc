@@ -21,23 +21,22 @@ namespace {
 
 using hb::test::hb_segments;
 
-// waitpid statuses of `world` ranks of `mp_collectives kill <what>` over the
-// given CPU transport; any rank still alive after 60 s is SIGKILLed (and
-// reported as such).
-std::vector<int> run_ranks(int world, const std::string &what,
-                           const std::string &transport) {
+// `world` ranks of `mp_collectives kill <what>` over the given CPU
+// transport; any rank still alive after 60 s is SIGKILLed (and reported as
+// such).
+RankRun run_ranks(int world, const std::string &what,
+                  const std::string &transport) {
   return run_rank_processes(world, {HB_MP_COLLECTIVES_BIN, "kill", what},
-                            {{"HB_CPU_TRANSPORT", transport}}, 60)
-      .status;
+                            {{"HB_CPU_TRANSPORT", transport}}, 60);
 }
 
-// hb's shared-memory segments present now (other programs' are not ours).
 void expect_survivors_clean(int world, const std::string &what,
                             const std::string &transport = "tcp") {
-  const int segments = hb_segments();
-  auto st = run_ranks(world, what, transport);
-  // Segments are unlinked once every rank attached: a SIGKILL leaves none.
-  EXPECT_EQ(hb_segments(), segments) << "segments left in /dev/shm";
+  const RankRun run = run_ranks(world, what, transport);
+  const std::vector<int> &st = run.status;
+  // Segments are unlinked once every rank attached: a SIGKILL leaves none
+  // of the ranks' names behind.
+  EXPECT_EQ(hb_segments(run.pid), 0) << "segments left in /dev/shm";
   const int victim = world - 1;
   EXPECT_TRUE(WIFSIGNALED(st[victim]) && WTERMSIG(st[victim]) == SIGKILL)
       << "victim status " << st[victim];

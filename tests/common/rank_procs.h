@@ -20,6 +20,7 @@
 
 struct RankRun {
   std::vector<int> status;  // waitpid statuses by rank
+  std::vector<pid_t> pid;   // the ranks' process ids
   bool hung = false;        // some rank outlived the deadline (SIGKILLed)
 };
 
@@ -57,6 +58,7 @@ inline RankRun run_rank_processes(
   }
   RankRun run;
   run.status.assign(world, -1);
+  run.pid = pid;
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::seconds(deadline_s);
   for (int left = world; left > 0;) {
