@@ -49,6 +49,10 @@ hb_cuda_plugin make_table() {
   t.emb_send_slots = emb_send_slots;
   t.emb_find_out_of_range = emb_find_out_of_range;
   t.emb_local_rows = emb_local_rows;
+  t.emb_bags = emb_bags;
+  t.emb_pool = emb_pool;
+  t.emb_expand_grads = emb_expand_grads;
+  t.emb_ids_equal = emb_ids_equal;
   return t;
 }
 
