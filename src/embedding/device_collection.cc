@@ -138,28 +138,45 @@ void DeviceCollection::exchange() {
   ops_.alltoallv(sbuf_.get<void>(), sb_.data(), rbuf_.get<void>(), rb_.data());
 }
 
-void DeviceCollection::encode(size_t t, const float *src, int64_t count,
-                              unsigned char *dst) {
-  if (count == 0) return;
+void DeviceCollection::pack(size_t t, const float *rows,
+                            const std::vector<int64_t> &counts) {
   const hb_dtype wire = tables_[t]->spec().wire_dtype;
-  // float32 sections may sit at any even offset: copied, never read by a
-  // kernel as floats; 16-bit sections are 2-aligned (all sizes are even).
-  if (wire == HB_FLOAT32)
-    ops_.copy(dst, src, static_cast<size_t>(count) * 4);
-  else
-    ops_.wire_encode(src, static_cast<size_t>(count), wire,
-                     reinterpret_cast<uint16_t *>(dst));
+  const int64_t dim = tables_[t]->spec().dim;
+  unsigned char *sbuf = sbuf_.get<unsigned char>();
+  int64_t from = 0;
+  for (int p = 0; p < world_; ++p) {
+    const size_t n = static_cast<size_t>(counts[p] * dim);
+    const float *src = rows + from * dim;
+    // float32 sections may sit at any even offset: copied, never read by
+    // a kernel as floats; 16-bit sections are 2-aligned (all sizes are
+    // even).
+    if (n && wire == HB_FLOAT32)
+      ops_.copy(sbuf + sat(p, t), src, n * 4);
+    else if (n)
+      ops_.wire_encode(src, n, wire,
+                       reinterpret_cast<uint16_t *>(sbuf + sat(p, t)));
+    from += counts[p];
+  }
+  // The rows of unique ids to other ranks: what the dedup bounds.
+  stats_.dedup_bound_bytes += plans_[t].remote_sent() * row_bytes_[t];
 }
 
-void DeviceCollection::decode(size_t t, const unsigned char *src, int64_t count,
-                              float *dst) {
-  if (count == 0) return;
+void DeviceCollection::unpack(size_t t, const std::vector<int64_t> &counts,
+                              float *rows) {
   const hb_dtype wire = tables_[t]->spec().wire_dtype;
-  if (wire == HB_FLOAT32)
-    ops_.copy(dst, src, static_cast<size_t>(count) * 4);
-  else
-    ops_.wire_decode(reinterpret_cast<const uint16_t *>(src),
-                     static_cast<size_t>(count), wire, dst);
+  const int64_t dim = tables_[t]->spec().dim;
+  const unsigned char *rbuf = rbuf_.get<unsigned char>();
+  int64_t to = 0;
+  for (int p = 0; p < world_; ++p) {
+    const size_t n = static_cast<size_t>(counts[p] * dim);
+    float *dst = rows + to * dim;
+    if (n && wire == HB_FLOAT32)
+      ops_.copy(dst, rbuf + rat(p, t), n * 4);
+    else if (n)
+      ops_.wire_decode(reinterpret_cast<const uint16_t *>(rbuf + rat(p, t)), n,
+                       wire, dst);
+    to += counts[p];
+  }
 }
 
 void DeviceCollection::route_ids() {
@@ -201,7 +218,6 @@ void DeviceCollection::rows_and_pool(const JaggedBatch &in, float *out,
   const size_t T = tables_.size();
   layouts(0, row_bytes_, /*back=*/true);
   size_payloads();
-  unsigned char *sbuf = sbuf_.get<unsigned char>();
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
@@ -209,29 +225,17 @@ void DeviceCollection::rows_and_pool(const JaggedBatch &in, float *out,
     const size_t nrecv = static_cast<size_t>(pl.recv_total());
     float *found = s.owner.ensure<float>(ops_, nrecv * dim);
     s.dt->gather_received(s.recv_ids.get<int64_t>(), nrecv, found);
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      const int64_t c = pl.recv_counts()[p];
-      encode(t, found + from * dim, c * dim, sbuf + sat(p, t));
-      from += c;
-    }
-    stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
+    pack(t, found, pl.recv_counts());
   }
   exchange();
 
   // Requester: each table's rows in send order, then pooled per feature.
   phase.emplace("emb.pool", "embedding");
-  const unsigned char *rbuf = rbuf_.get<unsigned char>();
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const int64_t dim = tables_[t]->spec().dim;
-    float *rows = s.rows.ensure<float>(ops_, s.plan.send_total() * dim);
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      const int64_t c = plans_[t].send_counts()[p];
-      decode(t, rbuf + rat(p, t), c * dim, rows + from * dim);
-      from += c;
-    }
+    unpack(t, plans_[t].send_counts(),
+           s.rows.ensure<float>(ops_, s.plan.send_total() * dim));
   }
   for (size_t f = 0; f < features_.size(); ++f) {
     Slot &s = slots_[slot_of_[f]];
@@ -304,18 +308,8 @@ bool DeviceCollection::send_partials(Outcome &o, bool reuse, const char *what) {
   // step costs one round as on the host.
   for (int p = 0; p < world_; ++p) ops_.copy(sbuf + sat_[p * (T + 1)], h, H);
   if (ok)
-    for (size_t t = 0; t < T; ++t) {
-      const StepPlan &pl = plans_[t];
-      const int64_t dim = tables_[t]->spec().dim;
-      const float *partial = slots_[t].partial.get<float>();
-      int64_t from = 0;
-      for (int p = 0; p < world_; ++p) {
-        const int64_t c = pl.send_counts()[p];
-        encode(t, partial + from * dim, c * dim, sbuf + sat(p, t));
-        from += c;
-      }
-      stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
-    }
+    for (size_t t = 0; t < T; ++t)
+      pack(t, slots_[t].partial.get<float>(), plans_[t].send_counts());
   exchange();
   if (o.status != HB_OK) throw Error(o.status, o.message);
   const unsigned char *rbuf = rbuf_.get<unsigned char>();
@@ -332,12 +326,7 @@ bool DeviceCollection::send_partials(Outcome &o, bool reuse, const char *what) {
     const int64_t dim = tables_[t]->spec().dim;
     const size_t nrecv = static_cast<size_t>(pl.recv_total());
     float *grads = s.owner.ensure<float>(ops_, nrecv * dim);
-    int64_t to = 0;
-    for (int p = 0; p < world_; ++p) {
-      const int64_t c = pl.recv_counts()[p];
-      decode(t, rbuf + rat(p, t), c * dim, grads + to * dim);
-      to += c;
-    }
+    unpack(t, pl.recv_counts(), grads);
     s.dt->apply_received(s.recv_ids.get<int64_t>(), nrecv, grads, pl.sources());
   }
   return true;

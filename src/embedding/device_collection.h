@@ -74,9 +74,11 @@ class DeviceCollection : public CollectionBase {
                     size_t f);
   void size_payloads();  // sbuf_ / rbuf_ for the current layouts
   void exchange();
-  // count floats of table t to its wire dtype at dst (bytes), and back.
-  void encode(size_t t, const float *src, int64_t count, unsigned char *dst);
-  void decode(size_t t, const unsigned char *src, int64_t count, float *dst);
+  // Table t's float32 rows (counts[p] for peer p, packed by peer) into its
+  // sections of the send payload in its wire dtype; and from the received
+  // payload back to float32 rows.
+  void pack(size_t t, const float *rows, const std::vector<int64_t> &counts);
+  void unpack(size_t t, const std::vector<int64_t> &counts, float *rows);
   void release();
 
   DeviceOps &ops_;  // the first table's: the tables share one device/stream

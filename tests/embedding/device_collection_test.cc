@@ -14,10 +14,8 @@
 #include <mutex>
 #include <string>
 
-#include "abi/error.h"
-#include "collection_ref.h"
+#include "coll_test_util.h"
 #include "host_device_ops.h"
-#include "thread_exchange.h"
 
 using hb::emb::Collection;
 using hb::emb::DeviceCollection;
@@ -30,14 +28,8 @@ using hbtest::ThreadWorld;
 
 namespace {
 
-struct Errors {
-  std::mutex mu;
-  std::string first;
-  void report(const std::string &e) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (first.empty()) first = e;
-  }
-};
+using Errors = hbtest::FirstError;
+using hbtest::Outcomes;
 
 // Three thread worlds: host tables + host collection, GPU tables' host side
 // + device collection, and the device operations' exchange.
@@ -163,13 +155,7 @@ struct DevBatch {
   }
 };
 
-hb::emb::JaggedBatch host_view(JBatch &b) {
-  hb_jagged_batch v = b.view();
-  hb::emb::JaggedBatch j;
-  j.batch = v.batch_size, j.ids = v.ids, j.offsets = v.offsets,
-  j.lengths = v.lengths, j.weights = v.weights;
-  return j;
-}
+using hbtest::internal_view;
 
 bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
   return a.size() == b.size() &&
@@ -191,7 +177,7 @@ void step_both(Rig &g, const CollCase &c, JBatch *look, JBatch &upd,
         unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
         up[f] = unp[f].data();
       }
-    g.hc->lookup(host_view(b), out.data(), up.data());
+    g.hc->lookup(internal_view(b), out.data(), up.data());
     DevBatch d(*g.ops, b, c);
     g.dc->lookup(d.view(b), d.out, d.unpooled.data());
     if (!same_bits(out, d.get(d.out, out.size())))
@@ -203,7 +189,7 @@ void step_both(Rig &g, const CollCase &c, JBatch *look, JBatch &upd,
   }
   std::vector<const float *> gup(F);
   for (size_t f = 0; f < F; ++f) gup[f] = upd.grad_unpooled[f].data();
-  g.hc->apply_gradients(host_view(upd), upd.grad_out.data(), gup.data());
+  g.hc->apply_gradients(internal_view(upd), upd.grad_out.data(), gup.data());
   DevBatch d(*g.ops, upd, c);
   g.dc->apply_gradients(d.view(upd), d.grad_out, d.grad_unpooled.data());
 }
@@ -292,12 +278,7 @@ TEST(DeviceCollection, ReplansWhenUpdateIdsDiffer) {
   std::mt19937_64 g(5);
   std::vector<JBatch> look = hbtest::make_step(g, c, world);
   std::vector<JBatch> upd = look;
-  for (size_t f = 0; f < c.features.size(); ++f)
-    for (size_t k = upd[1].base[f]; k < upd[1].ids[f].size(); ++k) {
-      const auto &tc = c.tables[c.features[f].table];
-      upd[1].ids[f][k] = tc.num_rows > 0 ? (upd[1].ids[f][k] + 1) % tc.num_rows
-                                         : upd[1].ids[f][k] + 1;
-    }
+  hbtest::shift_ids(upd[1], c);
   std::vector<JBatch> look2 = hbtest::make_step(g, c, world);
   std::vector<JBatch> empty;
   for (int r = 0; r < world; ++r) empty.push_back(hbtest::make_jbatch(g, c, 0));
@@ -323,27 +304,11 @@ TEST(DeviceCollection, ReplansWhenUpdateIdsDiffer) {
   EXPECT_EQ(err.first, "");
 }
 
-// Runs fn(rank, rig) on `world` ranks; each rank's status and message.
-struct Outcomes {
-  std::vector<hb_status> st;
-  std::vector<std::string> msg;
-};
 Outcomes run_failing(int world, const CollCase &c,
                      const std::function<void(int, Rig &)> &fn) {
-  Outcomes o;
-  o.st.assign(world, HB_OK);
-  o.msg.resize(world);
   Worlds w(world);
-  ThreadWorld::run(world, [&](int r) {
-    Rig rig(w, r, c);
-    try {
-      fn(r, rig);
-    } catch (const hb::Error &e) {
-      o.st[r] = e.status();
-      o.msg[r] = e.what();
-    }
-  });
-  return o;
+  return hbtest::run_failing<Rig>(
+      world, [&](int r) { return std::unique_ptr<Rig>(new Rig(w, r, c)); }, fn);
 }
 
 TEST(DeviceCollection, BadIdFailsEveryRankAndTheNextStepWorks) {
