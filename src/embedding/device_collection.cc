@@ -179,6 +179,11 @@ void DeviceCollection::unpack(size_t t, const std::vector<int64_t> &counts,
   }
 }
 
+float *DeviceCollection::owner_rows(size_t t) {
+  return slots_[t].owner.ensure<float>(ops_,
+                                       received(t) * tables_[t]->spec().dim);
+}
+
 void DeviceCollection::route_ids() {
   const size_t T = tables_.size();
   layouts(0, std::vector<size_t>(T, 8), /*back=*/false);
@@ -219,13 +224,10 @@ void DeviceCollection::rows_and_pool(const JaggedBatch &in, float *out,
   layouts(0, row_bytes_, /*back=*/true);
   size_payloads();
   for (size_t t = 0; t < T; ++t) {
-    Slot &s = slots_[t];
-    const StepPlan &pl = plans_[t];
-    const int64_t dim = tables_[t]->spec().dim;
-    const size_t nrecv = static_cast<size_t>(pl.recv_total());
-    float *found = s.owner.ensure<float>(ops_, nrecv * dim);
-    s.dt->gather_received(s.recv_ids.get<int64_t>(), nrecv, found);
-    pack(t, found, pl.recv_counts());
+    float *found = owner_rows(t);
+    slots_[t].dt->gather_received(slots_[t].recv_ids.get<int64_t>(),
+                                  received(t), found);
+    pack(t, found, plans_[t].recv_counts());
   }
   exchange();
 
@@ -321,13 +323,10 @@ bool DeviceCollection::send_partials(Outcome &o, bool reuse, const char *what) {
   // Owners: the received sums as float32, one optimizer step per id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {
-    Slot &s = slots_[t];
-    const StepPlan &pl = plans_[t];
-    const int64_t dim = tables_[t]->spec().dim;
-    const size_t nrecv = static_cast<size_t>(pl.recv_total());
-    float *grads = s.owner.ensure<float>(ops_, nrecv * dim);
-    unpack(t, pl.recv_counts(), grads);
-    s.dt->apply_received(s.recv_ids.get<int64_t>(), nrecv, grads, pl.sources());
+    float *grads = owner_rows(t);
+    unpack(t, plans_[t].recv_counts(), grads);
+    slots_[t].dt->apply_received(slots_[t].recv_ids.get<int64_t>(), received(t),
+                                 grads, plans_[t].sources());
   }
   return true;
 }

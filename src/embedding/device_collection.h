@@ -79,6 +79,11 @@ class DeviceCollection : public CollectionBase {
   // payload back to float32 rows.
   void pack(size_t t, const float *rows, const std::vector<int64_t> &counts);
   void unpack(size_t t, const std::vector<int64_t> &counts, float *rows);
+  // Ids table t received as an owner, and a buffer for as many rows.
+  size_t received(size_t t) const {
+    return static_cast<size_t>(plans_[t].recv_total());
+  }
+  float *owner_rows(size_t t);
   void release();
 
   DeviceOps &ops_;  // the first table's: the tables share one device/stream

@@ -262,13 +262,16 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1) {
   EXPECT_EQ(err.first, "");
 }
 
-TEST(DeviceCollection, BitEqualWorld1) { check_world(1, 5, 31); }
-TEST(DeviceCollection, BitEqualWorld2) { check_world(2, 5, 32); }
-TEST(DeviceCollection, BitEqualWorld3) { check_world(3, 5, 33); }
-TEST(DeviceCollection, BitEqualWorld4) { check_world(4, 5, 34); }
-TEST(DeviceCollection, BitEqualPartitionDiv) {
-  check_world(3, 3, 35, HB_PARTITION_DIV);
+class DeviceCollectionWorld : public ::testing::TestWithParam<int> {};
+
+TEST_P(DeviceCollectionWorld, BitEqualToTheHostCollection) {
+  check_world(GetParam(), 5, 30 + GetParam());
 }
+TEST_P(DeviceCollectionWorld, BitEqualPartitionDiv) {
+  check_world(GetParam(), 3, 40 + GetParam(), HB_PARTITION_DIV);
+}
+INSTANTIATE_TEST_SUITE_P(Worlds, DeviceCollectionWorld,
+                         ::testing::Values(1, 2, 3, 4));
 
 // Rank 1 updates other ids than it looked up: every rank plans again, on
 // both collections alike; then a reused step and an update without lookup.
