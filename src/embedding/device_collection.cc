@@ -71,10 +71,13 @@ void DeviceCollection::read_bags(const JaggedBatch &in, const char *what,
   const int64_t B = in.batch;
   const size_t F = features_.size();
   batch_ = B;
-  HB_CHECK_ARG(!pooled || ops_.is_device(pooled),
-               "%s: the pooled buffer is host memory; a collection of GPU "
-               "tables takes device buffers (device %d)",
-               what, ops_.device());
+  // Only buffers the call touches are checked (an empty batch's may be
+  // anything).
+  HB_CHECK_ARG(
+      B == 0 || pooled_width_ == 0 || !pooled || ops_.is_device(pooled),
+      "%s: the pooled buffer is host memory; a collection of GPU "
+      "tables takes device buffers (device %d)",
+      what, ops_.device());
   int64_t *info = info_.ensure<int64_t>(ops_, 5 * F);
   std::fill(h_info_.begin(), h_info_.end(), 0);
   if (B > 0) {
