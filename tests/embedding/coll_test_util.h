@@ -5,25 +5,16 @@
 
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <string>
 #include <vector>
 
 #include "abi/error.h"
 #include "collection_ref.h"
 #include "embedding/collection.h"
+#include "harness.h"
 #include "thread_exchange.h"
 
 namespace hbtest {
-
-struct FirstError {
-  std::mutex mu;
-  std::string first;
-  void report(const std::string &e) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (first.empty()) first = e;
-  }
-};
 
 struct Outcomes {
   std::vector<hb_status> st;
