@@ -52,6 +52,10 @@ hb_cuda_plugin make_table() {
   t.emb_idmap_build = emb_idmap_build;
   t.emb_idmap_assign = emb_idmap_assign;
   t.emb_init_rows = emb_init_rows;
+  t.emb_bags = emb_bags;
+  t.emb_pool = emb_pool;
+  t.emb_expand_grads = emb_expand_grads;
+  t.emb_ids_equal = emb_ids_equal;
   return t;
 }
 

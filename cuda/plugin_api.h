@@ -292,6 +292,31 @@ typedef struct hb_cuda_plugin {
                            const int64_t *row_ids, const int64_t *first_row,
                            const int64_t *end_row, size_t max_rows,
                            void *stream, char *errbuf, size_t errcap);
+  /* ---- Embedding collections (appended; check with HB_CUDA_PLUGIN_HAS) -- */
+  /* One feature's bags (src/embedding/device_ops.h, DeviceOps::bags):
+   * offsets (batch + 1, device) or, offsets NULL, lengths (batch); bag
+   * (batch + 1, device) relative to the first id; info (5 device int64) =
+   * {id count, base, error, sample, value}. */
+  int32_t (*emb_bags)(const int64_t *offsets, const int64_t *lengths,
+                      int64_t batch, int64_t *bag, int64_t *info, void *stream,
+                      char *errbuf, size_t errcap);
+  /* Pools one feature's rows (DeviceOps::pool; pooling: hb_pooling_code),
+   * bit for bit the host collection's float operations. */
+  int32_t (*emb_pool)(const float *rows, int64_t dim, const int64_t *slot,
+                      const float *weights, size_t n, const int64_t *bag,
+                      int64_t batch, int32_t pooling, float *out,
+                      int64_t out_stride, void *stream, char *errbuf,
+                      size_t errcap);
+  /* Per-id gradients of one feature (DeviceOps::expand_grads). */
+  int32_t (*emb_expand_grads)(const float *grad, int64_t grad_stride,
+                              int64_t dim, const float *weights, size_t n,
+                              const int64_t *bag, int64_t batch,
+                              int32_t pooling, float *out, void *stream,
+                              char *errbuf, size_t errcap);
+  /* *differ (device int64) = 1 when a[i] != b[i] for some i < n. */
+  int32_t (*emb_ids_equal)(const int64_t *a, const int64_t *b, size_t n,
+                           int64_t *differ, void *stream, char *errbuf,
+                           size_t errcap);
 } hb_cuda_plugin;
 
 /* True when table t (of t->struct_size bytes) has member m. */

@@ -93,6 +93,22 @@ int32_t emb_local_rows(const int64_t *ids, size_t n, const int64_t *num_ids,
                        int64_t *rows, void *stream, char *errbuf,
                        size_t errcap);
 
+// collection_kernels.cu
+int32_t emb_bags(const int64_t *offsets, const int64_t *lengths, int64_t batch,
+                 int64_t *bag, int64_t *info, void *stream, char *errbuf,
+                 size_t errcap);
+int32_t emb_pool(const float *rows, int64_t dim, const int64_t *slot,
+                 const float *weights, size_t n, const int64_t *bag,
+                 int64_t batch, int32_t pooling, float *out, int64_t out_stride,
+                 void *stream, char *errbuf, size_t errcap);
+int32_t emb_expand_grads(const float *grad, int64_t grad_stride, int64_t dim,
+                         const float *weights, size_t n, const int64_t *bag,
+                         int64_t batch, int32_t pooling, float *out,
+                         void *stream, char *errbuf, size_t errcap);
+int32_t emb_ids_equal(const int64_t *a, const int64_t *b, size_t n,
+                      int64_t *differ, void *stream, char *errbuf,
+                      size_t errcap);
+
 // auc_histogram.cu
 int32_t auc_histogram(const float *labels, const float *preds,
                       const float *weights, size_t n, const float *thresholds,

@@ -590,9 +590,14 @@ HB_API hb_status hb_placement_round_robin(int32_t num_workers,
  *
  * Tables stay ordinary hb_embedding handles: save, load, export and the
  * single-table calls work on them unchanged. A collection references its
- * tables (it does not own them): destroy it before them. Host tables only
- * (a GPU table, device >= 0, is HB_ERR_UNSUPPORTED). A collection is used
- * from one thread at a time, like its context.
+ * tables (it does not own them): destroy it before them. Its tables all live
+ * on the host or all on the context's GPU (device >= 0; mixing them is
+ * HB_ERR_UNSUPPORTED). With GPU tables, the batch's ids, offsets, lengths
+ * and weights, and out, unpooled, grad_out and grad_unpooled are CUDA
+ * device pointers (the arrays of pointers stay in host memory), the calls
+ * are ordered on the context's stream (hb_context_synchronize) and results
+ * are bit-identical to host tables'. A collection is used from one thread
+ * at a time, like its context.
  */
 
 typedef struct hb_collection hb_collection;
@@ -609,7 +614,7 @@ enum hb_pooling_code {
 typedef struct hb_collection_feature {
   size_t struct_size;
   const char *name;      /**< for messages; NULL: "feature<i>" */
-  hb_embedding *table;   /**< a sharded host table on the collection's ctx */
+  hb_embedding *table;   /**< a sharded table on the collection's ctx */
   int32_t pooling;       /**< hb_pooling_code */
 } hb_collection_feature;
 

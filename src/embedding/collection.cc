@@ -54,8 +54,8 @@ uint64_t mix(uint64_t h, uint64_t v) {
 
 }  // namespace
 
-Collection::Collection(std::vector<Feature> features,
-                       std::unique_ptr<Exchange> x)
+CollectionBase::CollectionBase(std::vector<Feature> features,
+                               std::unique_ptr<Exchange> x, bool device)
     : features_(std::move(features)),
       x_(std::move(x)),
       rank_(x_->rank()),
@@ -67,17 +67,35 @@ Collection::Collection(std::vector<Feature> features,
     HB_CHECK_ARG(!features_.empty(), "%s: no features", what);
     column_.assign(features_.size(), -1);
     slot_of_.resize(features_.size());
+    const Feature *first_gpu = nullptr;
+    for (const Feature &ft : features_)
+      if (!first_gpu && ft.table && (ft.device || ft.table->spec().device >= 0))
+        first_gpu = &ft;
     for (size_t f = 0; f < features_.size(); ++f) {
       Feature &ft = features_[f];
       if (ft.name.empty()) ft.name = "feature" + std::to_string(f);
       HB_CHECK_ARG(ft.table, "%s: feature %zu ('%s') has no table", what, f,
                    ft.name.c_str());
       const Spec &sp = ft.table->spec();
-      if (sp.device >= 0)
+      if (!device && sp.device >= 0)
         fail(HB_ERR_UNSUPPORTED,
-             "%s: feature '%s': table '%s' lives on a GPU; collections take "
-             "host tables only",
+             "%s: feature '%s': table '%s' lives on a GPU, but this "
+             "collection takes host tables",
              what, ft.name.c_str(), sp.name.c_str());
+      if (device && (!ft.device || sp.device < 0))
+        fail(HB_ERR_UNSUPPORTED,
+             "%s: feature '%s': table '%s' is a host table, but feature '%s' "
+             "reads GPU table '%s': a collection's tables all live on the "
+             "host or all on the GPU",
+             what, ft.name.c_str(), sp.name.c_str(),
+             first_gpu ? first_gpu->name.c_str() : "?",
+             first_gpu ? first_gpu->table->spec().name.c_str() : "?");
+      if (device && sp.device != features_[0].table->spec().device)
+        fail(HB_ERR_UNSUPPORTED,
+             "%s: feature '%s': table '%s' is on device %d, feature '%s''s "
+             "on device %d: a collection's tables share one GPU",
+             what, ft.name.c_str(), sp.name.c_str(), sp.device,
+             features_[0].name.c_str(), features_[0].table->spec().device);
       HB_CHECK_ARG(
           ft.pooling >= HB_POOLING_NONE && ft.pooling <= HB_POOLING_SQRTN,
           "%s: feature '%s': pooling %d is not an hb_pooling_code", what,
@@ -87,12 +105,14 @@ Collection::Collection(std::vector<Feature> features,
                    "%s: feature '%s': table '%s' is on another context", what,
                    ft.name.c_str(), sp.name.c_str());
       size_t s = 0;
-      while (s < slots_.size() && slots_[s].table != ft.table) ++s;
-      if (s == slots_.size()) {
-        slots_.emplace_back(ft.table, rank_, world_);
+      while (s < tables_.size() && tables_[s] != ft.table) ++s;
+      if (s == tables_.size()) {
+        tables_.push_back(ft.table);
+        slot_features_.emplace_back();
+        plans_.emplace_back(sp, rank_, world_);
         row_bytes_.push_back(ft.table->wire_row_bytes());
       }
-      slots_[s].features.push_back(f);
+      slot_features_[s].push_back(f);
       slot_of_[f] = s;
       if (ft.pooling != HB_POOLING_NONE) {
         column_[f] = pooled_width_;
@@ -102,8 +122,9 @@ Collection::Collection(std::vector<Feature> features,
       fp = mix(fp, fnv1a64(ft.name.data(), ft.name.size()));
       fp = mix(fp, static_cast<uint64_t>(ft.pooling) * 131 + s);
     }
-    bags_.resize(features_.size());
     start_.resize(features_.size());
+    n_.resize(features_.size());
+    base_.resize(features_.size());
   } catch (...) {
     o.capture();
   }
@@ -119,60 +140,50 @@ Collection::Collection(std::vector<Feature> features,
            what, p);
 }
 
-void Collection::read_batch(const JaggedBatch &in, const char *what,
-                            const void *pooled, const void *const *rows,
-                            const char *pooled_name, const char *rows_name) {
+void CollectionBase::bag_error(const char *what, size_t f, int64_t kind,
+                               int64_t sample, int64_t value) const {
+  const char *name = features_[f].name.c_str();
+  if (kind == 1)
+    fail(HB_ERR_INVALID_ARGUMENT, "%s: feature '%s': offsets[0] = %lld < 0",
+         what, name, (long long)value);
+  if (kind == 2)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "%s: feature '%s': offsets decrease at sample %lld", what, name,
+         (long long)sample);
+  fail(HB_ERR_INVALID_ARGUMENT, "%s: feature '%s': length %lld at sample %lld",
+       what, name, (long long)value, (long long)sample);
+}
+
+void CollectionBase::read_batch(const JaggedBatch &in, const char *what,
+                                const void *pooled, const void *const *rows,
+                                const char *pooled_name,
+                                const char *rows_name) {
   const int64_t B = in.batch;
   HB_CHECK_ARG(B >= 0, "%s: batch_size %lld < 0", what, (long long)B);
   HB_CHECK_ARG(B == 0 || in.offsets || in.lengths,
                "%s: offsets and lengths are both NULL", what);
-  std::vector<size_t> next(slots_.size(), 0);
+  for (size_t f = 0; f < features_.size() && B > 0; ++f)
+    HB_CHECK_ARG(in.offsets ? in.offsets[f] : in.lengths[f],
+                 "%s: %s of feature '%s' is NULL", what,
+                 in.offsets ? "offsets" : "lengths", features_[f].name.c_str());
+  read_bags(in, what, pooled, rows);
+  std::vector<size_t> next(tables_.size(), 0);
   for (size_t f = 0; f < features_.size(); ++f) {
-    Bags &g = bags_[f];
     const char *name = features_[f].name.c_str();
-    g.bag.assign(B + 1, 0);
-    int64_t base = 0;
-    if (B > 0 && in.offsets) {
-      const int64_t *o = in.offsets[f];
-      HB_CHECK_ARG(o, "%s: offsets of feature '%s' is NULL", what, name);
-      HB_CHECK_ARG(o[0] >= 0, "%s: feature '%s': offsets[0] = %lld < 0", what,
-                   name, (long long)o[0]);
-      base = o[0];
-      for (int64_t b = 0; b < B; ++b) {
-        HB_CHECK_ARG(o[b + 1] >= o[b],
-                     "%s: feature '%s': offsets decrease at sample %lld", what,
-                     name, (long long)b);
-        g.bag[b + 1] = o[b + 1] - base;
-      }
-    } else if (B > 0) {
-      const int64_t *l = in.lengths[f];
-      HB_CHECK_ARG(l, "%s: lengths of feature '%s' is NULL", what, name);
-      for (int64_t b = 0; b < B; ++b) {
-        HB_CHECK_ARG(l[b] >= 0 && l[b] < (int64_t{1} << 32),
-                     "%s: feature '%s': length %lld at sample %lld", what, name,
-                     (long long)l[b], (long long)b);
-        g.bag[b + 1] = g.bag[b] + l[b];
-      }
-    }
-    g.n = static_cast<size_t>(g.bag[B]);
-    HB_CHECK_ARG(g.n < IdMap::kEmpty, "%s: feature '%s': %zu ids, too many",
-                 what, name, g.n);
-    g.ids = nullptr;
-    g.w = nullptr;
-    if (g.n) {
+    const size_t n = n_[f];
+    HB_CHECK_ARG(n < IdMap::kEmpty, "%s: feature '%s': %zu ids, too many", what,
+                 name, n);
+    if (n)
       HB_CHECK_ARG(in.ids && in.ids[f], "%s: ids of feature '%s' is NULL", what,
                    name);
-      g.ids = in.ids[f] + base;
-      if (in.weights && in.weights[f]) g.w = in.weights[f] + base;
-    }
     size_t s = slot_of_[f];
     start_[f] = next[s];
-    next[s] += g.n;
+    next[s] += n;
     HB_CHECK_ARG(next[s] < IdMap::kEmpty, "%s: table '%s': too many ids", what,
-                 slots_[s].table->spec().name.c_str());
-    stats_.ids += g.n;
+                 tables_[s]->spec().name.c_str());
+    stats_.ids += n;
     if (features_[f].pooling == HB_POOLING_NONE)
-      HB_CHECK_ARG(g.n == 0 || (rows && rows[f]),
+      HB_CHECK_ARG(n == 0 || (rows && rows[f]),
                    "%s: feature '%s' has pooling NONE and %s[%zu] is NULL",
                    what, name, rows_name, f);
   }
@@ -180,67 +191,76 @@ void Collection::read_batch(const JaggedBatch &in, const char *what,
                pooled_name);
 }
 
-void Collection::layouts(size_t header, const std::vector<size_t> &per_id,
-                         bool back) {
+void CollectionBase::layouts(size_t header, const std::vector<size_t> &per_id,
+                             bool back) {
   // Out along the plans: what this rank sends as a requester (send_counts)
   // and receives as an owner (recv_counts); back: the other way round.
-  layout(header, per_id, !back, &sb_, &sat_, &sbuf_);
-  layout(header, per_id, back, &rb_, &rat_, &rbuf_);
-}
-
-void Collection::layout(size_t header, const std::vector<size_t> &per_id,
-                        bool sent, std::vector<int64_t> *bytes,
-                        std::vector<int64_t> *at,
-                        std::vector<unsigned char> *buf) const {
-  const size_t T = slots_.size();
-  bytes->assign(world_, 0);
-  at->resize(world_ * (T + 1));
-  int64_t off = 0;
-  for (int p = 0; p < world_; ++p) {
-    (*at)[p * (T + 1)] = off;
-    int64_t b = static_cast<int64_t>(header);
-    for (size_t t = 0; t < T; ++t) {
-      (*at)[p * (T + 1) + 1 + t] = off + b;
-      const StepPlan &pl = slots_[t].plan;
-      b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
-           static_cast<int64_t>(per_id[t]);
+  const size_t T = tables_.size();
+  for (int side = 0; side < 2; ++side) {
+    const bool sent = (side == 0) != back;
+    std::vector<int64_t> &bytes = side == 0 ? sb_ : rb_;
+    std::vector<int64_t> &at = side == 0 ? sat_ : rat_;
+    bytes.assign(world_, 0);
+    at.resize(world_ * (T + 1));
+    int64_t off = 0;
+    for (int p = 0; p < world_; ++p) {
+      at[p * (T + 1)] = off;
+      int64_t b = static_cast<int64_t>(header);
+      for (size_t t = 0; t < T; ++t) {
+        at[p * (T + 1) + 1 + t] = off + b;
+        const StepPlan &pl = plans_[t];
+        b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
+             static_cast<int64_t>(per_id[t]);
+      }
+      bytes[p] = b;
+      off += b;
     }
-    (*bytes)[p] = b;
-    off += b;
+    (side == 0 ? stotal_ : rtotal_) = off;
   }
-  buf->resize(off);
 }
 
-void Collection::exchange(const void *send, const std::vector<int64_t> &sb,
-                          void *recv, const std::vector<int64_t> &rb) {
+void CollectionBase::count_round() {
   ++stats_.rounds;
   for (int p = 0; p < world_; ++p)
     if (p != rank_) {
-      stats_.wire_bytes_sent += sb[p];
-      stats_.wire_bytes_recv += rb[p];
+      stats_.wire_bytes_sent += sb_[p];
+      stats_.wire_bytes_recv += rb_[p];
     }
-  x_->alltoallv(send, sb.data(), recv, rb.data());
 }
 
-void Collection::plan_and_route(Outcome &o, int op, const char *what) {
-  const size_t T = slots_.size();
+void CollectionBase::verdict(const Outcome &o, bool ok, int64_t *h) const {
+  h[0] = o.status, h[1] = ok, h[2] = static_cast<int64_t>(id_);
+  h[3] = kUpdate, h[4] = static_cast<int64_t>(seq_);
+}
+
+bool CollectionBase::verdicts(const int64_t *h, const char *what) const {
+  const CallId me{static_cast<int64_t>(id_), kUpdate,
+                  static_cast<int64_t>(seq_)};
+  bool all_ok = true;
+  for (int p = 0; p < world_; ++p) {
+    const int64_t *v = h + p * kVerdictWords;
+    int64_t st[3] = {v[0], 0, 0};
+    check_peer_status(st, p, what);
+    check_call(me, v + 2, p, what);
+    all_ok = all_ok && v[1];
+  }
+  return all_ok;
+}
+
+void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
+  const size_t T = tables_.size();
   // One timeline span per phase (a new one ends the last).
   std::optional<timeline::Span> phase;
   phase.emplace("emb.plan", "embedding");
   if (o.status == HB_OK) {
     try {
-      for (Slot &s : slots_) {
-        s.ids.clear();
-        for (size_t f : s.features)
-          s.ids.insert(s.ids.end(), bags_[f].ids, bags_[f].ids + bags_[f].n);
-        s.plan.prepare(s.ids.data(), s.ids.size(), s.ids.data(), what);
-      }
+      plan_tables(what);
     } catch (...) {
       o.capture();
-      for (Slot &s : slots_)
-        if (s.plan.bad_id()) {
+      for (const StepPlan &pl : plans_)
+        if (pl.bad_id()) {
           o.has_detail = true;
-          o.detail = *s.plan.bad_id();
+          o.detail = *pl.bad_id();
         }
     }
   }
@@ -254,7 +274,7 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
     h[0] = o.status, h[1] = o.has_detail, h[2] = o.detail;
     h[3] = me.coll, h[4] = me.op, h[5] = me.seq;
     if (o.status == HB_OK)
-      for (size_t t = 0; t < T; ++t) h[6 + t] = slots_[t].plan.send_counts()[p];
+      for (size_t t = 0; t < T; ++t) h[6 + t] = plans_[t].send_counts()[p];
   }
   ++stats_.rounds;
   stats_.wire_bytes_sent += k * 8 * (world_ - 1);
@@ -266,46 +286,16 @@ void Collection::plan_and_route(Outcome &o, int op, const char *what) {
   for (size_t t = 0; t < T; ++t) {
     std::vector<int64_t> rc(world_);
     for (int p = 0; p < world_; ++p) rc[p] = recv[p * k + 6 + t];
-    slots_[t].plan.set_recv_counts(std::move(rc));
+    plans_[t].set_recv_counts(std::move(rc));
   }
-
-  // The ids, per peer table after table.
+  // The ids, per peer table after table (part of the ids phase: the
+  // owners' dedup).
   phase.emplace("emb.ids", "embedding");
-  std::vector<size_t> eight(T, 8);
-  layouts(0, eight, /*back=*/false);
-  for (size_t t = 0; t < T; ++t) {
-    const StepPlan &pl = slots_[t].plan;
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.send_counts()[p];
-      if (c)
-        std::memcpy(sbuf_.data() + (sat_[p * (T + 1) + 1 + t]),
-                    pl.send_ids().data() + from, c * 8);
-      from += c;
-    }
-  }
-  exchange(sbuf_.data(), sb_, rbuf_.data(), rb_);
-  for (size_t t = 0; t < T; ++t) {
-    Slot &s = slots_[t];
-    s.recv_ids.resize(s.plan.recv_total());
-    int64_t to = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = s.plan.recv_counts()[p];
-      if (c)
-        std::memcpy(s.recv_ids.data() + to,
-                    rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * 8);
-      to += c;
-    }
-    // The owner's dedup (part of the ids phase on the timeline).
-    s.owner_nu = s.plan.owner_dedup(s.recv_ids.data(), s.recv_ids.size());
-    stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.recv_ids.size();
-    stats_.unique_ids += s.plan.local().unique().size();
-    stats_.dedup_bound_bytes += s.plan.remote_sent() * 8;
-  }
+  route_ids();
 }
 
-void Collection::lookup(const JaggedBatch &in, float *out,
-                        float *const *unpooled) {
+void CollectionBase::lookup(const JaggedBatch &in, float *out,
+                            float *const *unpooled) {
   const char *what = "hb_collection_lookup";
   ++seq_;
   ++stats_.lookups;
@@ -318,56 +308,188 @@ void Collection::lookup(const JaggedBatch &in, float *out,
     o.capture();
   }
   plan_and_route(o, kLookup, what);
+  rows_and_pool(in, out, unpooled);
+  plan_valid_ = true;
+}
 
+void CollectionBase::apply_gradients(const JaggedBatch &in,
+                                     const float *grad_out,
+                                     const float *const *grad_unpooled) {
+  const char *what = "hb_collection_apply_gradients";
+  ++seq_;
+  ++stats_.updates;
+  const bool speculate = plan_valid_;  // the same on every rank
+  plan_valid_ = false;
+  Outcome o;
+  bool same = false;
+  try {
+    read_batch(in, what, grad_out,
+               reinterpret_cast<const void *const *>(grad_unpooled), "grad_out",
+               "grad_unpooled");
+    if (speculate) {
+      // Reuse only when this rank's ids equal its lookup's, exactly.
+      same = same_ids();
+      if (same) expand_grads(grad_out, grad_unpooled);
+    }
+  } catch (...) {
+    o.capture();
+  }
+  if (speculate) {
+    if (send_partials(o, same, what)) {
+      ++stats_.reused_plans;
+      return;
+    }
+    // Some rank's ids differ from its lookup's: plan again, all together.
+  }
+  plan_and_route(o, kUpdate, what);
+  expand_grads(grad_out, grad_unpooled);
+  if (!send_partials(o, true, what))
+    fail(HB_ERR_INTERNAL, "%s: a fresh plan was refused", what);
+}
+
+// ---- Host tables.
+
+Collection::Collection(std::vector<Feature> features,
+                       std::unique_ptr<Exchange> x)
+    : CollectionBase(std::move(features), std::move(x), /*device=*/false),
+      slots_(tables_.size()),
+      bags_(features_.size()) {}
+
+void Collection::read_bags(const JaggedBatch &in, const char *what,
+                           const void *, const void *const *) {
+  const int64_t B = in.batch;
+  for (size_t f = 0; f < features_.size(); ++f) {
+    Bags &g = bags_[f];
+    g.bag.assign(B + 1, 0);
+    int64_t base = 0;
+    if (B > 0 && in.offsets) {
+      const int64_t *o = in.offsets[f];
+      if (o[0] < 0) bag_error(what, f, 1, 0, o[0]);
+      base = o[0];
+      for (int64_t b = 0; b < B; ++b) {
+        if (o[b + 1] < o[b]) bag_error(what, f, 2, b, 0);
+        g.bag[b + 1] = o[b + 1] - base;
+      }
+    } else if (B > 0) {
+      const int64_t *l = in.lengths[f];
+      for (int64_t b = 0; b < B; ++b) {
+        if (l[b] < 0 || l[b] >= (int64_t{1} << 32))
+          bag_error(what, f, 3, b, l[b]);
+        g.bag[b + 1] = g.bag[b] + l[b];
+      }
+    }
+    n_[f] = static_cast<size_t>(g.bag[B]);
+    base_[f] = base;
+    g.ids = n_[f] && in.ids && in.ids[f] ? in.ids[f] + base : nullptr;
+    g.w = g.ids && in.weights && in.weights[f] ? in.weights[f] + base : nullptr;
+  }
+}
+
+void Collection::exchange() {
+  count_round();
+  x_->alltoallv(sbuf_.data(), sb_.data(), rbuf_.data(), rb_.data());
+}
+
+void Collection::plan_tables(const char *what) {
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    Slot &s = slots_[t];
+    s.ids.clear();
+    for (size_t f : slot_features_[t])
+      s.ids.insert(s.ids.end(), bags_[f].ids, bags_[f].ids + n_[f]);
+    plans_[t].prepare(s.ids.data(), s.ids.size(), s.ids.data(), what);
+  }
+}
+
+void Collection::route_ids() {
+  const size_t T = tables_.size();
+  std::vector<size_t> eight(T, 8);
+  layouts(0, eight, /*back=*/false);
+  sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
+  for (size_t t = 0; t < T; ++t) {
+    const StepPlan &pl = plans_[t];
+    int64_t from = 0;
+    for (int p = 0; p < world_; ++p) {
+      int64_t c = pl.send_counts()[p];
+      if (c)
+        std::memcpy(sbuf_.data() + sat(p, t), pl.send_ids().data() + from,
+                    c * 8);
+      from += c;
+    }
+  }
+  exchange();
+  for (size_t t = 0; t < T; ++t) {
+    Slot &s = slots_[t];
+    StepPlan &pl = plans_[t];
+    s.recv_ids.resize(pl.recv_total());
+    int64_t to = 0;
+    for (int p = 0; p < world_; ++p) {
+      int64_t c = pl.recv_counts()[p];
+      if (c)
+        std::memcpy(s.recv_ids.data() + to, rbuf_.data() + rat(p, t), c * 8);
+      to += c;
+    }
+    s.owner_nu = pl.owner_dedup(s.recv_ids.data(), s.recv_ids.size());
+    stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.recv_ids.size();
+    stats_.unique_ids += pl.local().unique().size();
+    stats_.dedup_bound_bytes += pl.remote_sent() * 8;
+  }
+}
+
+void Collection::rows_and_pool(const JaggedBatch &in, float *out,
+                               float *const *unpooled) {
   // Owners: the rows of what they received, back per peer table after
   // table.
   std::optional<timeline::Span> phase;
   phase.emplace("emb.rows", "embedding");
-  const size_t T = slots_.size();
+  const size_t T = tables_.size();
   layouts(0, row_bytes_, /*back=*/true);
+  sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
+    const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
     s.wire.resize(s.recv_ids.size() * rbt);
-    s.table->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                         s.plan.owner(), s.wire.data());
+    tables_[t]->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
+                            pl.owner(), s.wire.data());
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
-      int64_t c = s.plan.recv_counts()[p];
+      int64_t c = pl.recv_counts()[p];
       if (c)
-        std::memcpy(sbuf_.data() + (sat_[p * (T + 1) + 1 + t]),
-                    s.wire.data() + from * rbt, c * rbt);
+        std::memcpy(sbuf_.data() + sat(p, t), s.wire.data() + from * rbt,
+                    c * rbt);
       from += c;
     }
-    stats_.dedup_bound_bytes += s.plan.remote_sent() * rbt;
+    stats_.dedup_bound_bytes += pl.remote_sent() * rbt;
   }
-  exchange(sbuf_.data(), sb_, rbuf_.data(), rb_);
+  exchange();
 
   // Requester: each table's rows in send order, then pooled per feature.
   phase.emplace("emb.pool", "embedding");
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
-    const int64_t dim = s.table->spec().dim;
-    s.partial.resize(s.plan.send_ids().size() * dim);
+    const StepPlan &pl = plans_[t];
+    const Spec &sp = tables_[t]->spec();
+    s.partial.resize(pl.send_ids().size() * sp.dim);
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
-      int64_t c = s.plan.send_counts()[p];
-      wire_decode(rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * dim,
-                  s.table->spec().wire_dtype, s.partial.data() + from * dim);
+      int64_t c = pl.send_counts()[p];
+      wire_decode(rbuf_.data() + rat(p, t), c * sp.dim, sp.wire_dtype,
+                  s.partial.data() + from * sp.dim);
       from += c;
     }
   }
   const int64_t B = in.batch;
   for (size_t f = 0; f < features_.size(); ++f) {
-    const Slot &s = slots_[slot_of_[f]];
+    const size_t t = slot_of_[f];
+    const Slot &s = slots_[t];
     const Bags &g = bags_[f];
-    const int64_t dim = s.table->spec().dim;
-    const uint32_t *inv = s.plan.local().inverse().data() + start_[f];
-    const uint32_t *pos = s.plan.pos().data();
+    const int64_t dim = tables_[t]->spec().dim;
+    const uint32_t *inv = plans_[t].local().inverse().data() + start_[f];
+    const uint32_t *pos = plans_[t].pos().data();
     auto row = [&](size_t k) { return &s.partial[pos[inv[k]] * dim]; };
     const int32_t pooling = features_[f].pooling;
     if (pooling == HB_POOLING_NONE) {
-      for (size_t k = 0; k < g.n; ++k) {
+      for (size_t k = 0; k < n_[f]; ++k) {
         const float *r = row(k);
         float *o = unpooled[f] + k * dim;
         if (g.w)
@@ -402,53 +524,71 @@ void Collection::lookup(const JaggedBatch &in, float *out,
       for (int64_t c = 0; c < dim; ++c) o[c] /= d;
     }
   }
-  plan_valid_ = true;
 }
 
-void Collection::expand_grads(Slot &s, const float *grad_out,
+bool Collection::same_ids() {
+  std::vector<size_t> total(tables_.size(), 0);
+  for (size_t f = 0; f < features_.size(); ++f) {
+    const Slot &s = slots_[slot_of_[f]];
+    const size_t n = n_[f];
+    total[slot_of_[f]] += n;
+    if (start_[f] + n > s.ids.size() ||
+        (n && std::memcmp(bags_[f].ids, &s.ids[start_[f]], n * 8)))
+      return false;
+  }
+  for (size_t t = 0; t < tables_.size(); ++t)
+    if (total[t] != slots_[t].ids.size()) return false;
+  return true;
+}
+
+void Collection::expand_grads(const float *grad_out,
                               const float *const *grad_unpooled) {
-  const int64_t dim = s.table->spec().dim;
-  s.rows.resize(s.ids.size() * dim);
-  for (size_t f : s.features) {
-    const Bags &g = bags_[f];
-    float *G = s.rows.data() + start_[f] * dim;
-    const int32_t pooling = features_[f].pooling;
-    if (pooling == HB_POOLING_NONE) {
-      const float *src = grad_unpooled[f];
-      if (!g.w) {
-        if (g.n) std::memcpy(G, src, g.n * dim * 4);
-        continue;
-      }
-      for (size_t k = 0; k < g.n; ++k)
-        for (int64_t c = 0; c < dim; ++c)
-          G[k * dim + c] = src[k * dim + c] * g.w[k];
-      continue;
-    }
-    const int64_t B = static_cast<int64_t>(g.bag.size()) - 1;
-    for (int64_t b = 0; b < B; ++b) {
-      const int64_t lo = g.bag[b], hi = g.bag[b + 1];
-      if (lo == hi) continue;
-      const float *src = grad_out + b * pooled_width_ + column_[f];
-      const float d = pooling == HB_POOLING_MEAN
-                          ? static_cast<float>(hi - lo)
-                          : std::sqrt(static_cast<float>(hi - lo));
-      for (int64_t k = lo; k < hi; ++k) {
-        float *o = G + k * dim;
-        if (pooling == HB_POOLING_SUM && !g.w) {
-          for (int64_t c = 0; c < dim; ++c) o[c] = src[c];
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    Slot &s = slots_[t];
+    const int64_t dim = tables_[t]->spec().dim;
+    s.rows.resize(s.ids.size() * dim);
+    for (size_t f : slot_features_[t]) {
+      const Bags &g = bags_[f];
+      float *G = s.rows.data() + start_[f] * dim;
+      const int32_t pooling = features_[f].pooling;
+      if (pooling == HB_POOLING_NONE) {
+        const float *src = grad_unpooled[f];
+        if (!g.w) {
+          if (n_[f]) std::memcpy(G, src, n_[f] * dim * 4);
           continue;
         }
-        float sc = g.w ? g.w[k] : 1.0f;
-        if (pooling != HB_POOLING_SUM) sc = sc / d;
-        for (int64_t c = 0; c < dim; ++c) o[c] = src[c] * sc;
+        for (size_t k = 0; k < n_[f]; ++k)
+          for (int64_t c = 0; c < dim; ++c)
+            G[k * dim + c] = src[k * dim + c] * g.w[k];
+        continue;
+      }
+      const int64_t B = static_cast<int64_t>(g.bag.size()) - 1;
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t lo = g.bag[b], hi = g.bag[b + 1];
+        if (lo == hi) continue;
+        const float *src = grad_out + b * pooled_width_ + column_[f];
+        const float d = pooling == HB_POOLING_MEAN
+                            ? static_cast<float>(hi - lo)
+                            : std::sqrt(static_cast<float>(hi - lo));
+        for (int64_t k = lo; k < hi; ++k) {
+          float *o = G + k * dim;
+          if (pooling == HB_POOLING_SUM && !g.w) {
+            for (int64_t c = 0; c < dim; ++c) o[c] = src[c];
+            continue;
+          }
+          float sc = g.w ? g.w[k] : 1.0f;
+          if (pooling != HB_POOLING_SUM) sc = sc / d;
+          for (int64_t c = 0; c < dim; ++c) o[c] = src[c] * sc;
+        }
       }
     }
+    // Partial sums per unique id, in send order (the table's contract:
+    // first occurrence, then += in batch order).
+    const StepPlan &pl = plans_[t];
+    s.partial.resize(pl.send_ids().size() * dim);
+    sum_rows(s.rows.data(), s.ids.size(), pl.local().inverse().data(),
+             pl.pos().data(), dim, s.partial.data());
   }
-  // Partial sums per unique id, in send order (the table's contract:
-  // first occurrence, then += in batch order).
-  s.partial.resize(s.plan.send_ids().size() * dim);
-  sum_rows(s.rows.data(), s.ids.size(), s.plan.local().inverse().data(),
-           s.plan.pos().data(), dim, s.partial.data());
 }
 
 bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
@@ -456,105 +596,54 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   // table after table.
   std::optional<timeline::Span> phase;
   phase.emplace("emb.grads", "embedding");
-  const size_t T = slots_.size();
-  const size_t H = 5 * 8;
+  const size_t T = tables_.size();
+  const size_t H = kVerdictWords * 8;
   layouts(H, row_bytes_, /*back=*/false);
-  const CallId me{static_cast<int64_t>(id_), kUpdate,
-                  static_cast<int64_t>(seq_)};
+  sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   const bool ok = o.status == HB_OK && reuse;
-  for (int p = 0; p < world_; ++p) {
-    int64_t h[5] = {o.status, ok, me.coll, me.op, me.seq};
-    std::memcpy(sbuf_.data() + (sat_[p * (T + 1)]), h, H);
-  }
+  int64_t h[kVerdictWords];
+  verdict(o, ok, h);
+  for (int p = 0; p < world_; ++p)
+    std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
   if (ok)
     for (size_t t = 0; t < T; ++t) {
       const Slot &s = slots_[t];
-      const int64_t dim = s.table->spec().dim;
+      const StepPlan &pl = plans_[t];
+      const Spec &sp = tables_[t]->spec();
       int64_t from = 0;
       for (int p = 0; p < world_; ++p) {
-        int64_t c = s.plan.send_counts()[p];
-        wire_encode(s.partial.data() + from * dim, c * dim,
-                    s.table->spec().wire_dtype,
-                    sbuf_.data() + (sat_[p * (T + 1) + 1 + t]));
+        int64_t c = pl.send_counts()[p];
+        wire_encode(s.partial.data() + from * sp.dim, c * sp.dim, sp.wire_dtype,
+                    sbuf_.data() + sat(p, t));
         from += c;
       }
-      stats_.dedup_bound_bytes += s.plan.remote_sent() * row_bytes_[t];
+      stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
     }
-  exchange(sbuf_.data(), sb_, rbuf_.data(), rb_);
+  exchange();
   if (o.status != HB_OK) throw Error(o.status, o.message);
-  bool all_ok = true;
-  for (int p = 0; p < world_; ++p) {
-    int64_t h[5];
-    std::memcpy(h, rbuf_.data() + (rat_[p * (T + 1)]), H);
-    int64_t st[3] = {h[0], 0, 0};
-    check_peer_status(st, p, what);
-    check_call(me, h + 2, p, what);
-    all_ok = all_ok && h[1];
-  }
-  if (!all_ok) return false;
+  std::vector<int64_t> hv(world_ * kVerdictWords);
+  for (int p = 0; p < world_; ++p)
+    std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
+  if (!verdicts(hv.data(), what)) return false;
   // Owners: one optimizer step per unique id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
+    const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
     s.wire.resize(s.recv_ids.size() * rbt);
     int64_t to = 0;
     for (int p = 0; p < world_; ++p) {
-      int64_t c = s.plan.recv_counts()[p];
+      int64_t c = pl.recv_counts()[p];
       if (c)
-        std::memcpy(s.wire.data() + to * rbt,
-                    rbuf_.data() + (rat_[p * (T + 1) + 1 + t]), c * rbt);
+        std::memcpy(s.wire.data() + to * rbt, rbuf_.data() + rat(p, t),
+                    c * rbt);
       to += c;
     }
-    s.table->apply_received(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                            s.plan.owner(), s.wire.data());
+    tables_[t]->apply_received(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
+                               pl.owner(), s.wire.data());
   }
   return true;
-}
-
-void Collection::apply_gradients(const JaggedBatch &in, const float *grad_out,
-                                 const float *const *grad_unpooled) {
-  const char *what = "hb_collection_apply_gradients";
-  ++seq_;
-  ++stats_.updates;
-  const bool speculate = plan_valid_;  // the same on every rank
-  plan_valid_ = false;
-  Outcome o;
-  bool same = false;
-  try {
-    read_batch(in, what, grad_out,
-               reinterpret_cast<const void *const *>(grad_unpooled), "grad_out",
-               "grad_unpooled");
-    if (speculate) {
-      // Reuse only when this rank's ids equal its lookup's, exactly.
-      same = true;
-      std::vector<size_t> total(slots_.size(), 0);
-      for (size_t f = 0; f < features_.size() && same; ++f) {
-        const Slot &s = slots_[slot_of_[f]];
-        const Bags &g = bags_[f];
-        total[slot_of_[f]] += g.n;
-        same = start_[f] + g.n <= s.ids.size() &&
-               (g.n == 0 || !std::memcmp(g.ids, &s.ids[start_[f]], g.n * 8));
-      }
-      for (size_t t = 0; t < slots_.size() && same; ++t)
-        same = total[t] == slots_[t].ids.size();
-      if (same)
-        for (Slot &s : slots_) expand_grads(s, grad_out, grad_unpooled);
-    }
-  } catch (...) {
-    o.capture();
-  }
-  if (speculate) {
-    if (send_partials(o, same, what)) {
-      ++stats_.reused_plans;
-      return;
-    }
-    // Some rank's ids differ from its lookup's: plan again, all together.
-  }
-  plan_and_route(o, kUpdate, what);
-  for (Slot &s : slots_) expand_grads(s, grad_out, grad_unpooled);
-  if (!send_partials(o, true, what))
-    fail(HB_ERR_INTERNAL, "%s: a fresh plan was refused", what);
 }
 
 }  // namespace emb

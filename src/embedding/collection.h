@@ -1,6 +1,7 @@
 // An embedding collection: the features of a model over several sharded
 // tables, looked up and updated in one collective step
-// (docs/embedding-collections.md).
+// (docs/embedding-collections.md). Host tables here; GPU tables in
+// device_collection.h, over the same step.
 //
 // lookup: per table, the ids of its features are concatenated (feature
 // order) and planned by the table's StepPlan (dedup, range check, bucketing
@@ -34,10 +35,14 @@
 namespace hb {
 namespace emb {
 
+class DeviceTable;
+
 struct Feature {
   std::string name;
   Table *table = nullptr;
   int32_t pooling = HB_POOLING_SUM;
+  // The table's rows on a GPU (its DeviceTable), for a device collection.
+  DeviceTable *device = nullptr;
 };
 
 // One rank's batch, as the C API passes it (hb_jagged_batch).
@@ -55,10 +60,14 @@ struct CollectionStats {
   uint64_t wire_bytes_sent = 0, wire_bytes_recv = 0, dedup_bound_bytes = 0;
 };
 
-class Collection {
+// The step every collection runs -- argument checks, the header round, plan
+// reuse and its verdicts, the payload layouts -- over hooks that keep the
+// data where the tables are: Collection (host tables, host buffers) and
+// DeviceCollection (GPU tables, device buffers; device_collection.h). Both
+// cost the same rounds.
+class CollectionBase {
  public:
-  // Collective: checks that every rank passed the same features.
-  Collection(std::vector<Feature> features, std::unique_ptr<Exchange> x);
+  virtual ~CollectionBase() = default;
 
   size_t num_features() const { return features_.size(); }
   int64_t pooled_width() const { return pooled_width_; }
@@ -71,76 +80,128 @@ class Collection {
   void apply_gradients(const JaggedBatch &in, const float *grad_out,
                        const float *const *grad_unpooled);
 
+ protected:
+  // Collective: checks that every rank passed the same features. device:
+  // every feature's table lives on a GPU (Feature::device, one device);
+  // otherwise none may.
+  CollectionBase(std::vector<Feature> features, std::unique_ptr<Exchange> x,
+                 bool device);
+
+  // ---- Hooks of one call (the batch's data stays where the tables are).
+  // Reads feature f's bags into n_[f] and base_[f] (its first id's index in
+  // ids[f]), failing through bag_error(); checks that the non-NULL buffers
+  // are of the right kind (host or device).
+  virtual void read_bags(const JaggedBatch &in, const char *what,
+                         const void *pooled, const void *const *rows) = 0;
+  // Plans every table on its features' ids (plans_[t]: the send counts, or
+  // reject_id()).
+  virtual void plan_tables(const char *what) = 0;
+  // After the header round: sends the ids (one exchange) and the owners'
+  // side of it.
+  virtual void route_ids() = 0;
+  // The rows back (one exchange) and the pooling.
+  virtual void rows_and_pool(const JaggedBatch &in, float *out,
+                             float *const *unpooled) = 0;
+  // Whether this rank's ids equal its last lookup's, exactly.
+  virtual bool same_ids() = 0;
+  // Every table's partial sums per unique id, in send order.
+  virtual void expand_grads(const float *grad_out,
+                            const float *const *grad_unpooled) = 0;
+  // Sends the partial sums behind a verdict header (one exchange; the
+  // header from verdict()) and, when every rank's verdict is OK
+  // (verdicts()), applies them; returns false when some rank could not
+  // reuse (nothing applied).
+  virtual bool send_partials(Outcome &o, bool reuse, const char *what) = 0;
+
+  // ---- Shared pieces.
+  [[noreturn]] void bag_error(const char *what, size_t f, int64_t kind,
+                              int64_t sample, int64_t value) const;
+  // Layout of a payload [peer][header, table 0, table 1, ...] with
+  // `per_id[t]` bytes per id of table t: out along the plans (requesters to
+  // owners: send_counts out, recv_counts in) or back. sb_/rb_: bytes per
+  // peer; sat_/rat_[p * (T + 1)]: peer p's block, [p * (T + 1) + 1 + t]:
+  // its table t; stotal_/rtotal_: the payload sizes.
+  void layouts(size_t header, const std::vector<size_t> &per_id, bool back);
+  int64_t sat(int p, size_t t) const {
+    return sat_[p * (tables_.size() + 1) + 1 + t];
+  }
+  int64_t rat(int p, size_t t) const {
+    return rat_[p * (tables_.size() + 1) + 1 + t];
+  }
+  void count_round();  // the stats of one exchange of sb_ / rb_
+  static constexpr size_t kVerdictWords = 5;
+  void verdict(const Outcome &o, bool ok, int64_t *h) const;
+  // Checks every peer's verdict header (world x kVerdictWords); throws on
+  // a failed peer or another call, returns whether all could reuse.
+  bool verdicts(const int64_t *h, const char *what) const;
+
+  std::vector<Feature> features_;
+  std::unique_ptr<Exchange> x_;
+  int rank_, world_;
+  uint64_t id_ = 0;
+  uint64_t seq_ = 0;  // calls so far: part of every fingerprint
+  std::vector<int64_t> column_;
+  int64_t pooled_width_ = 0;
+  // The distinct tables ("slots"), each with its plan.
+  std::vector<Table *> tables_;
+  std::vector<std::vector<size_t>> slot_features_;  // in feature order
+  std::vector<StepPlan> plans_;
+  std::vector<size_t> row_bytes_;  // slot -> wire row bytes
+  std::vector<size_t> slot_of_;    // feature -> slot
+  std::vector<size_t> start_;      // feature -> first index in its slot's ids
+  std::vector<size_t> n_;          // feature -> id count in this call
+  std::vector<int64_t> base_;      // feature -> index of its first id
+  bool plan_valid_ = false;        // the last call was a successful lookup
+  CollectionStats stats_;
+  std::vector<int64_t> sb_, rb_, sat_, rat_;  // payload layouts
+  int64_t stotal_ = 0, rtotal_ = 0;
+
+ private:
+  void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
+                  const void *const *rows, const char *pooled_name,
+                  const char *rows_name);
+  // Plans every table and exchanges the header (one round: status, call id,
+  // counts of every table) and the ids; op: lookup or update.
+  void plan_and_route(Outcome &o, int op, const char *what);
+};
+
+// A collection of host tables; inputs, outputs and gradients in host memory.
+class Collection : public CollectionBase {
+ public:
+  // Collective: checks that every rank passed the same features.
+  Collection(std::vector<Feature> features, std::unique_ptr<Exchange> x);
+
  private:
   // A feature's bags in this call: ids[0, n), bag b = [bag[b], bag[b+1]).
   struct Bags {
     const int64_t *ids = nullptr;
     const float *w = nullptr;
-    size_t n = 0;
     std::vector<int64_t> bag;
   };
-  // The distinct tables, each with its plan and per-call buffers.
+  // Per-call buffers of a table.
   struct Slot {
-    Table *table;
-    std::vector<size_t> features;  // feature indices on this table, in order
-    StepPlan plan;
     std::vector<int64_t> ids;         // concatenated ids of its features
     std::vector<int64_t> recv_ids;    // packed by source rank
     int64_t owner_nu = -1;            // StepPlan::owner_dedup's result
-    std::vector<float> rows;          // unique rows (lookup) / per-id grads
-    std::vector<float> partial;       // partial sums in send order
+    std::vector<float> rows;          // per-id grads
+    std::vector<float> partial;       // rows / partial sums in send order
     std::vector<unsigned char> wire;  // owner side, received order
-    Slot(Table *t, int rank, int world)
-        : table(t), plan(t->spec(), rank, world) {}
   };
 
-  // Reads and checks a batch into bags_ and start_, and that the outputs
-  // (or gradients) it needs are there: `pooled` (B x pooled_width) and
-  // rows[f] for the pooling-NONE features with ids.
-  void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
-                  const void *const *rows, const char *pooled_name,
-                  const char *rows_name);
-  // Plans every table on the ids in bags_ and exchanges header and ids;
-  // op: what the fingerprint says (lookup or update).
-  void plan_and_route(Outcome &o, int op, const char *what);
-  // Layout of a payload [peer][header, table 0, table 1, ...] with
-  // `per_id[t]` bytes per id of table t, for the ids this rank sends
-  // (sent: plan send_counts) or receives (recv_counts): bytes per peer,
-  // at[p * (T + 1)] = peer p's block, at[p * (T + 1) + 1 + t] = its table t;
-  // buf sized to the whole payload.
-  void layout(size_t header, const std::vector<size_t> &per_id, bool sent,
-              std::vector<int64_t> *bytes, std::vector<int64_t> *at,
-              std::vector<unsigned char> *buf) const;
-  // Both layouts of one exchange (sb_/sat_/sbuf_, rb_/rat_/rbuf_): out
-  // along the plans (requesters to owners), or back.
-  void layouts(size_t header, const std::vector<size_t> &per_id, bool back);
-  void exchange(const void *send, const std::vector<int64_t> &sb, void *recv,
-                const std::vector<int64_t> &rb);
-  uint64_t fingerprint(int op) const;
-  // The per-id gradients of table slot s into s.rows (its ids' order).
-  void expand_grads(Slot &s, const float *grad_out,
-                    const float *const *grad_unpooled);
-  // Sends the partial sums (with a verdict header) and, when every rank's
-  // verdict is OK, applies them; returns false when some rank could not
-  // reuse (nothing applied).
-  bool send_partials(Outcome &o, bool reuse, const char *what);
+  void read_bags(const JaggedBatch &in, const char *what, const void *pooled,
+                 const void *const *rows) override;
+  void plan_tables(const char *what) override;
+  void route_ids() override;
+  void rows_and_pool(const JaggedBatch &in, float *out,
+                     float *const *unpooled) override;
+  bool same_ids() override;
+  void expand_grads(const float *grad_out,
+                    const float *const *grad_unpooled) override;
+  bool send_partials(Outcome &o, bool reuse, const char *what) override;
+  void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
 
-  std::vector<Feature> features_;
-  std::unique_ptr<Exchange> x_;
-  int rank_, world_;
-  uint64_t id_;
-  uint64_t seq_ = 0;  // calls so far: part of every fingerprint
-  std::vector<int64_t> column_;
-  int64_t pooled_width_ = 0;
   std::vector<Slot> slots_;
-  std::vector<size_t> slot_of_;    // feature -> slot
-  std::vector<size_t> start_;      // feature -> first index in its slot's ids
-  std::vector<size_t> row_bytes_;  // slot -> wire row bytes
   std::vector<Bags> bags_;
-  bool plan_valid_ = false;  // the last call was a successful lookup
-  CollectionStats stats_;
-
-  std::vector<int64_t> sb_, rb_, sat_, rat_;  // payload layouts
   std::vector<unsigned char> sbuf_, rbuf_;
 };
 

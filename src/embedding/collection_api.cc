@@ -1,5 +1,6 @@
 // The hb_collection_* entry points (EXPERIMENTAL section of hb.h).
 #include "embedding/collection.h"  // first: it turns on HB_EXPERIMENTAL
+#include "embedding/device_collection.h"
 
 #include <algorithm>
 #include <cstring>
@@ -11,12 +12,12 @@
 
 struct hb_collection {
   hb_context *ctx = nullptr;
-  std::unique_ptr<hb::emb::Collection> coll;
+  std::unique_ptr<hb::emb::CollectionBase> coll;
 };
 
 namespace {
 
-hb::emb::Collection &coll_ref(hb_collection *c, const char *fn) {
+hb::emb::CollectionBase &coll_ref(hb_collection *c, const char *fn) {
   if (!c) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: collection is NULL", fn);
   c->ctx->check();
   return *c->coll;
@@ -52,6 +53,7 @@ hb_status hb_collection_create(hb_context *ctx,
     c.check();
     HB_CHECK_ARG(features || num_features == 0, "%s: features is NULL", fn);
     std::vector<hb::emb::Feature> fs(num_features);
+    bool device = false;  // GPU tables: a device collection
     for (size_t f = 0; f < num_features; ++f) {
       hb_collection_feature in = HB_COLLECTION_FEATURE_INIT;
       HB_CHECK_ARG(
@@ -71,11 +73,16 @@ hb_status hb_collection_create(hb_context *ctx,
                    "%s: features[%zu]: table '%s' belongs to another context",
                    fn, f, e->table->spec().name.c_str());
       fs[f].table = e->table.get();
+      fs[f].device = e->gpu.get();
+      device = device || e->gpu;
     }
     std::unique_ptr<hb_collection> h(new hb_collection);
     h->ctx = ctx;
-    h->coll.reset(new hb::emb::Collection(std::move(fs),
-                                          hb::emb::make_context_exchange(ctx)));
+    auto x = hb::emb::make_context_exchange(ctx);
+    if (device)
+      h->coll.reset(new hb::emb::DeviceCollection(std::move(fs), std::move(x)));
+    else
+      h->coll.reset(new hb::emb::Collection(std::move(fs), std::move(x)));
     *out = h.release();
   });
 }
@@ -106,7 +113,7 @@ hb_status hb_collection_lookup(hb_collection *coll,
                                float *const *unpooled) {
   return hb::guard([&] {
     const char *fn = "hb_collection_lookup";
-    hb::emb::Collection &c = coll_ref(coll, fn);
+    hb::emb::CollectionBase &c = coll_ref(coll, fn);
     c.lookup(jagged(batch, fn), out, unpooled);
   });
 }
@@ -117,7 +124,7 @@ hb_status hb_collection_apply_gradients(hb_collection *coll,
                                         const float *const *grad_unpooled) {
   return hb::guard([&] {
     const char *fn = "hb_collection_apply_gradients";
-    hb::emb::Collection &c = coll_ref(coll, fn);
+    hb::emb::CollectionBase &c = coll_ref(coll, fn);
     c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled);
   });
 }

@@ -96,6 +96,37 @@ class DeviceOps {
   // (bytes per peer, host arrays), ordered on the stream.
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
                          void *recv, const int64_t *recv_bytes) = 0;
+
+  // A collection's kernels (device_collection.h): the plugin's emb_bags,
+  // emb_pool, emb_expand_grads and emb_ids_equal (cuda/plugin_api.h).
+  // bags: one feature's bag bounds from offsets (batch + 1) or, offsets
+  // NULL, lengths (batch): bag[b] relative to the first id (batch + 1
+  // entries) and info = {id count, offsets[0] (0 with lengths), error,
+  // sample, value}, error 0 (none), 1 (offsets[0] = value < 0), 2 (offsets
+  // decrease at sample), 3 (length value at sample outside [0, 2^32)): the
+  // first error in sample order.
+  virtual void bags(const int64_t *offsets, const int64_t *lengths,
+                    int64_t batch, int64_t *bag, int64_t *info) = 0;
+  // pool: rows[slot[k]] (dim floats) is the row of id k of the feature, w
+  // its weight (NULL: 1). NONE: out[k * out_stride + c] = w * row, k < n.
+  // Else out[b * out_stride + c], b < batch: the bag's weighted rows summed
+  // in bag order (the first assigned), divided by the id count (MEAN) or
+  // its sqrt (SQRTN); an empty bag is zeros. No FMA contraction.
+  virtual void pool(const float *rows, int64_t dim, const int64_t *slot,
+                    const float *w, size_t n, const int64_t *bag, int64_t batch,
+                    int32_t pooling, float *out, int64_t out_stride) = 0;
+  // expand_grads: out (n x dim) = each id's share of its gradient: NONE:
+  // grad[k * grad_stride + c] * w[k] (a copy without w); pooled: g =
+  // grad[b * grad_stride + c] of its bag b, times w[k] (SUM), or times
+  // (w[k] or 1) / count (MEAN) or / sqrt(count) (SQRTN); SUM without w
+  // copies.
+  virtual void expand_grads(const float *grad, int64_t grad_stride, int64_t dim,
+                            const float *w, size_t n, const int64_t *bag,
+                            int64_t batch, int32_t pooling, float *out) = 0;
+  // ids_equal: *differ = 1 when a[i] != b[i] for some i < n; left as it is
+  // otherwise (one flag for several calls).
+  virtual void ids_equal(const int64_t *a, const int64_t *b, size_t n,
+                         int64_t *differ) = 0;
 };
 
 // A device buffer that grows (doubling) on demand; growing waits for the

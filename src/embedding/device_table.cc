@@ -260,16 +260,21 @@ const int64_t *DeviceTable::rows_of(const int64_t *ids, size_t n,
   return d_rows;
 }
 
+void DeviceTable::gather_received(const int64_t *recv_ids, size_t nrecv,
+                                  float *rows) {
+  const int64_t *d_rows = rows_of(recv_ids, nrecv, nullptr);
+  if (nrecv)
+    ops_->gather(records_, capacity_, words_, dim_, d_rows, nrecv, rows);
+}
+
 void DeviceTable::lookup(const int64_t *ids, size_t n, float *out) {
   start_step(ids, n, out, "hb_embedding_lookup", false);
 
   // Owner: the rows of every received id, in received order.
   const size_t nrecv = static_cast<size_t>(plan_.recv_total()),
                nsend = dplan_.send_total();
-  const int64_t *d_rows = rows_of(recv_ids_.get<int64_t>(), nrecv, nullptr);
   float *d_found = fa_.ensure<float>(*ops_, nrecv * dim_);
-  if (nrecv)
-    ops_->gather(records_, capacity_, words_, dim_, d_rows, nrecv, d_found);
+  gather_received(recv_ids_.get<int64_t>(), nrecv, d_found);
   // Back to the requesters, in the order they sent the ids.
   float *d_back = exchange_rows(d_found, plan_.recv_counts().data(), fb_,
                                 plan_.send_counts().data());
@@ -293,14 +298,17 @@ void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
   }
   float *d_recv = exchange_rows(d_partial, plan_.send_counts().data(), fb_,
                                 plan_.recv_counts().data());
-  if (nrecv == 0) return;
+  apply_received(recv_ids_.get<int64_t>(), nrecv, d_recv, plan_.sources());
+}
 
-  // Owner: sum the ranks' partial sums of each id in rank order (received
-  // data is packed by source rank), then one optimizer step per id.
-  const int64_t *recv_ids = recv_ids_.get<int64_t>();
-  const float *d_grads = d_recv;
+void DeviceTable::apply_received(const int64_t *recv_ids, size_t nrecv,
+                                 const float *grads, int sources) {
+  if (nrecv == 0) return;
+  // Sum the ranks' partial sums of each id in rank order (received data is
+  // packed by source rank), then one optimizer step per id.
+  const float *d_grads = grads;
   const int64_t *d_rows, *d_count;
-  if (plan_.sources() <= 1) {  // already unique
+  if (sources <= 1) {  // already unique
     d_rows = rows_of(recv_ids, nrecv, nullptr);
     int64_t *c = count_.ensure<int64_t>(*ops_, 1);
     const int64_t k = static_cast<int64_t>(nrecv);
@@ -311,9 +319,8 @@ void DeviceTable::apply_gradients(const int64_t *ids, size_t n,
     const DeviceDedup &u = dplan_.owner();
     const DeviceGrouping &g = dplan_.owner_groups();
     float *d_sum = fc_.ensure<float>(*ops_, nrecv * dim_);
-    ops_->segment_sum(d_recv, dim_, g.order.get<int64_t>(),
-                      g.seg.get<int64_t>(), g.count.get<int64_t>(), nrecv,
-                      d_sum);
+    ops_->segment_sum(grads, dim_, g.order.get<int64_t>(), g.seg.get<int64_t>(),
+                      g.count.get<int64_t>(), nrecv, d_sum);
     d_grads = d_sum;
     d_count = u.count.get<int64_t>();
     d_rows = rows_of(u.unique.get<int64_t>(), nrecv, d_count);

@@ -62,7 +62,20 @@ class DeviceTable {
   void download();
   void upload();
 
+  // The owner halves of a step, shared with device collections
+  // (device_collection.h), which route the ids and rows of several tables
+  // at once. gather_received: rows (device, nrecv x dim float32) = the rows
+  // of the ids received from peers (device, packed by source rank), creating
+  // a dynamic table's new rows. apply_received: one optimizer step per
+  // distinct received id with grads (nrecv x dim, one partial sum per
+  // received id, packed like the ids) summed in rank order; sources: the
+  // ranks that sent ids (at most one: the ids are already distinct).
+  void gather_received(const int64_t *recv_ids, size_t nrecv, float *rows);
+  void apply_received(const int64_t *recv_ids, size_t nrecv, const float *grads,
+                      int sources);
+
   DeviceOps &ops() { return *ops_; }
+  Table &host() { return host_; }
 
  private:
   void check_device(const int64_t *ids, size_t n, const void *data,

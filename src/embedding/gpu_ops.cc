@@ -128,6 +128,34 @@ class GpuOps : public DeviceOps {
                      record_words, table_rows, row_ids, first_row, end_row,
                      max_rows, st_.stream());
   }
+  void bags(const int64_t *offsets, const int64_t *lengths, int64_t batch,
+            int64_t *bag, int64_t *info) override {
+    HB_GPU_REQUIRE_MEMBER(&p_, emb_bags);  // appended: checked at first use
+    gpu::plugin_call("emb_bags", p_.emb_bags, offsets, lengths, batch, bag,
+                     info, st_.stream());
+  }
+  void pool(const float *rows, int64_t dim, const int64_t *slot, const float *w,
+            size_t n, const int64_t *bag, int64_t batch, int32_t pooling,
+            float *out, int64_t out_stride) override {
+    HB_GPU_REQUIRE_MEMBER(&p_, emb_pool);  // appended: checked at first use
+    gpu::plugin_call("emb_pool", p_.emb_pool, rows, dim, slot, w, n, bag, batch,
+                     pooling, out, out_stride, st_.stream());
+  }
+  void expand_grads(const float *grad, int64_t grad_stride, int64_t dim,
+                    const float *w, size_t n, const int64_t *bag, int64_t batch,
+                    int32_t pooling, float *out) override {
+    HB_GPU_REQUIRE_MEMBER(&p_,
+                          emb_expand_grads);  // appended: checked at first use
+    gpu::plugin_call("emb_expand_grads", p_.emb_expand_grads, grad, grad_stride,
+                     dim, w, n, bag, batch, pooling, out, st_.stream());
+  }
+  void ids_equal(const int64_t *a, const int64_t *b, size_t n,
+                 int64_t *differ) override {
+    HB_GPU_REQUIRE_MEMBER(&p_,
+                          emb_ids_equal);  // appended: checked at first use
+    gpu::plugin_call("emb_ids_equal", p_.emb_ids_equal, a, b, n, differ,
+                     st_.stream());
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     comm::alltoallv(ctx_, comm::Memory::kCuda, send, send_bytes, nullptr, recv,

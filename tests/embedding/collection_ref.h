@@ -181,6 +181,16 @@ inline std::vector<JBatch> make_step(std::mt19937_64 &g, const CollCase &c,
   return step;
 }
 
+// Other ids of the same shape: each id + 1 (modulo a static table's rows).
+inline void shift_ids(JBatch &b, const CollCase &c) {
+  for (size_t f = 0; f < c.features.size(); ++f)
+    for (size_t k = b.base[f]; k < b.ids[f].size(); ++k) {
+      const hb_embedding_config &tc = c.tables[c.features[f].table];
+      b.ids[f][k] =
+          tc.num_rows > 0 ? (b.ids[f][k] + 1) % tc.num_rows : b.ids[f][k] + 1;
+    }
+}
+
 struct CollRef {
   CollCase c;
   std::vector<RefTable> tables;

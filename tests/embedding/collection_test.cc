@@ -11,8 +11,7 @@
 #include <string>
 
 #include "abi/error.h"
-#include "collection_ref.h"
-#include "thread_exchange.h"
+#include "coll_test_util.h"
 
 using hb::emb::Collection;
 using hb::emb::Table;
@@ -22,14 +21,8 @@ using hbtest::JBatch;
 
 namespace {
 
-struct Errors {
-  std::mutex mu;
-  std::string first;
-  void report(const std::string &e) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (first.empty()) first = e;
-  }
-};
+using Errors = hbtest::FirstError;
+using hbtest::Outcomes;
 
 // One rank's tables and collection over a thread world.
 struct RankSetup {
@@ -47,13 +40,7 @@ struct RankSetup {
   }
 };
 
-hb::emb::JaggedBatch jb(JBatch &b) {
-  hb_jagged_batch v = b.view();
-  hb::emb::JaggedBatch j;
-  j.batch = v.batch_size, j.ids = v.ids, j.offsets = v.offsets,
-  j.lengths = v.lengths, j.weights = v.weights;
-  return j;
-}
+hb::emb::JaggedBatch jb(JBatch &b) { return hbtest::internal_view(b); }
 
 using hbtest::make_step;
 
@@ -173,12 +160,7 @@ TEST(Collection, ReplansWhenUpdateIdsDiffer) {
   std::vector<JBatch> look = make_step(g, c, world);
   std::vector<JBatch> upd = look;
   // Rank 1 updates other ids than it looked up (same shape), others equal.
-  for (size_t f = 0; f < c.features.size(); ++f)
-    for (size_t k = upd[1].base[f]; k < upd[1].ids[f].size(); ++k) {
-      const auto &tc = c.tables[c.features[f].table];
-      upd[1].ids[f][k] = tc.num_rows > 0 ? (upd[1].ids[f][k] + 1) % tc.num_rows
-                                         : upd[1].ids[f][k] + 1;
-    }
+  hbtest::shift_ids(upd[1], c);
   upd[1].B = look[1].B;
   std::vector<float> o;
   std::vector<std::vector<float>> u;
@@ -234,27 +216,15 @@ TEST(Collection, ReplansWhenUpdateIdsDiffer) {
   EXPECT_EQ(err.first, "");
 }
 
-// Runs fn(rank, setup) and collects each rank's status and message.
-struct Outcomes {
-  std::vector<hb_status> st;
-  std::vector<std::string> msg;
-};
 Outcomes run_failing(int world, const CollCase &c,
                      const std::function<void(int, RankSetup &)> &fn) {
-  Outcomes o;
-  o.st.assign(world, HB_OK);
-  o.msg.resize(world);
   hbtest::ThreadWorld tw(world);
-  hbtest::ThreadWorld::run(world, [&](int r) {
-    RankSetup rs(tw, r, c);
-    try {
-      fn(r, rs);
-    } catch (const hb::Error &e) {
-      o.st[r] = e.status();
-      o.msg[r] = e.what();
-    }
-  });
-  return o;
+  return hbtest::run_failing<RankSetup>(
+      world,
+      [&](int r) {
+        return std::unique_ptr<RankSetup>(new RankSetup(tw, r, c));
+      },
+      fn);
 }
 
 TEST(Collection, BadIdFailsEveryRank) {

@@ -92,14 +92,7 @@ bool same_bits(const float *a, const float *b, size_t n) {
   return n == 0 || std::memcmp(a, b, n * 4) == 0;
 }
 
-struct Checker {
-  std::mutex mu;
-  std::string first;
-  void report(const std::string &e) {
-    std::lock_guard<std::mutex> lk(mu);
-    if (first.empty()) first = e;
-  }
-};
+using Checker = hbtest::FirstError;
 
 // One step on both tables: lookups compared bit for bit, then the update.
 void step_both(hb::emb::Table &cpu, DevRig &g, const Batch &b, int64_t dim,

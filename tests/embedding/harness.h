@@ -5,7 +5,9 @@
 #include <algorithm>
 #include <cmath>
 #include <functional>
+#include <mutex>
 #include <random>
+#include <string>
 #include <vector>
 
 #include "embedding/table.h"
@@ -13,6 +15,16 @@
 #include "thread_exchange.h"
 
 namespace hbtest {
+
+// The first error any rank thread reports.
+struct FirstError {
+  std::mutex mu;
+  std::string first;
+  void report(const std::string &e) {
+    std::lock_guard<std::mutex> lk(mu);
+    if (first.empty()) first = e;
+  }
+};
 
 // Zipf(alpha) ranks over [0, n) by inverse CDF.
 class Zipf {

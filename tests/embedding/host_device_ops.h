@@ -14,13 +14,17 @@
 //   in input order, optimizer steps with src/embedding/optimizer_math.h,
 //   the plan's sort-based dedup, first-occurrence order, bounded stable
 //   partition, send slots, range check and dense rows, the device id map
-//   and row initialization with src/embedding/init_math.h); counts the kernels
+//   and row initialization with src/embedding/init_math.h, a collection's
+//   bags, pooling, gradient shares and id comparison); counts the kernels
 //   read on the device are read when the operation runs, not when it is
 //   enqueued;
+// - several ops may share one Device (memory and stream), as the GPU tables
+//   of one context do;
 // - alltoallv: over the in-process thread exchange.
 #pragma once
 
 #include <algorithm>
+#include <cmath>
 #include <cstdarg>
 #include <cstdio>
 #include <cstdlib>
@@ -41,16 +45,37 @@ namespace hbtest {
 
 class HostDeviceOps : public hb::emb::DeviceOps {
  public:
-  explicit HostDeviceOps(std::unique_ptr<hb::emb::Exchange> x)
-      : x_(std::move(x)) {}
+  struct Block {
+    std::unique_ptr<unsigned char[]> mem;
+    size_t bytes;
+  };
+  // One device: its memory and its stream. Ops that share it see each
+  // other's blocks and run in one order, as the GPU tables of a context
+  // share its device and stream.
+  struct Device {
+    std::map<uintptr_t, Block> blocks;
+    std::vector<std::function<void()>> queue;
+    size_t ops_run = 0, d2h_bytes = 0;
+  };
+
+  explicit HostDeviceOps(std::unique_ptr<hb::emb::Exchange> x,
+                         std::shared_ptr<Device> d = std::make_shared<Device>())
+      : x_(std::move(x)),
+        d_(std::move(d)),
+        blocks_(d_->blocks),
+        queue_(d_->queue),
+        ops_run_(d_->ops_run),
+        d2h_bytes_(d_->d2h_bytes) {}
   ~HostDeviceOps() override {
-    if (!blocks_.empty()) die("%zu device blocks leaked", blocks_.size());
+    if (d_.use_count() == 1 && !blocks_.empty())
+      die("%zu device blocks leaked", blocks_.size());
   }
 
   int device() const override { return 0; }
   void make_current() override {}
   bool is_device(const void *p) override { return block_of(p, 0) != nullptr; }
   size_t live_blocks() const { return blocks_.size(); }
+  std::shared_ptr<Device> shared_device() const { return d_; }
   size_t ops_run() const { return ops_run_; }
   // Bytes copied from device to host memory so far.
   size_t d2h_bytes() const { return d2h_bytes_; }
@@ -400,6 +425,96 @@ class HostDeviceOps : public hb::emb::DeviceOps {
       }
     });
   }
+  void bags(const int64_t *offsets, const int64_t *lengths, int64_t batch,
+            int64_t *bag, int64_t *info) override {
+    if (batch < 0 || (batch > 0 && !offsets && !lengths))
+      die("bags: batch %lld", (long long)batch);
+    if (offsets) dev(offsets, (batch + 1) * 8, "bags offsets");
+    if (!offsets && batch) dev(lengths, batch * 8, "bags lengths");
+    dev(bag, (batch + 1) * 8, "bags bag");
+    dev(info, 5 * 8, "bags info");
+    enqueue([=] {
+      int64_t e[5] = {0, offsets ? offsets[0] : 0, 0, 0, 0};
+      bag[0] = 0;
+      if (offsets && offsets[0] < 0) e[2] = 1, e[4] = offsets[0];
+      for (int64_t b = 0; b < batch; ++b) {
+        int64_t step = offsets ? offsets[b + 1] - offsets[b] : lengths[b];
+        bool bad = offsets ? step < 0 : step < 0 || step >= (int64_t{1} << 32);
+        if (bad && !e[2]) e[2] = offsets ? 2 : 3, e[3] = b, e[4] = step;
+        bag[b + 1] = offsets ? offsets[b + 1] - offsets[0] : bag[b] + step;
+      }
+      if (e[2] == 2) e[4] = 0;
+      if (e[2] == 3) e[4] = lengths[e[3]];
+      e[0] = bag[batch];
+      std::memcpy(info, e, sizeof e);
+    });
+  }
+  void pool(const float *rows, int64_t dim, const int64_t *slot, const float *w,
+            size_t n, const int64_t *bag, int64_t batch, int32_t pooling,
+            float *out, int64_t out_stride) override {
+    if (dim <= 0 || out_stride < dim || pooling < 0 || pooling > 3)
+      die("pool: dim %lld pooling %d", (long long)dim, pooling);
+    const size_t outs = pooling == 0 ? n : static_cast<size_t>(batch);
+    if (outs == 0) return;
+    if (n) dev(slot, n * 8, "pool slot");
+    if (n && w) dev(w, n * 4, "pool weights");
+    if (pooling) dev(bag, (batch + 1) * 8, "pool bag");
+    dev(out, ((outs - 1) * out_stride + dim) * 4, "pool out");
+    enqueue([=] {
+      auto term = [&](size_t k, int64_t c) {
+        dev(rows + slot[k] * dim, dim * 4, "pool row");
+        float r = rows[slot[k] * dim + c];
+        return w ? w[k] * r : r;
+      };
+      for (size_t o = 0; o < outs; ++o)
+        for (int64_t c = 0; c < dim; ++c) {
+          if (pooling == 0) {
+            out[o * out_stride + c] = term(o, c);
+            continue;
+          }
+          const int64_t lo = bag[o], hi = bag[o + 1];
+          float acc = 0.0f;
+          for (int64_t k = lo; k < hi; ++k)
+            acc = k == lo ? term(k, c) : acc + term(k, c);
+          if (hi > lo && pooling != 1) acc = acc / divisor(pooling, hi - lo);
+          out[o * out_stride + c] = acc;
+        }
+    });
+  }
+  void expand_grads(const float *grad, int64_t grad_stride, int64_t dim,
+                    const float *w, size_t n, const int64_t *bag, int64_t batch,
+                    int32_t pooling, float *out) override {
+    if (dim <= 0 || grad_stride < dim || pooling < 0 || pooling > 3)
+      die("expand_grads: dim %lld pooling %d", (long long)dim, pooling);
+    if (n == 0) return;
+    if (w) dev(w, n * 4, "expand_grads weights");
+    dev(out, n * dim * 4, "expand_grads out");
+    const size_t rows = pooling == 0 ? n : static_cast<size_t>(batch);
+    dev(grad, ((rows - 1) * grad_stride + dim) * 4, "expand_grads grad");
+    if (pooling) dev(bag, (batch + 1) * 8, "expand_grads bag");
+    enqueue([=] {
+      for (int64_t b = 0; b < (pooling ? batch : 1); ++b) {
+        const size_t lo = pooling ? bag[b] : 0, hi = pooling ? bag[b + 1] : n;
+        for (size_t k = lo; k < hi; ++k)
+          for (int64_t c = 0; c < dim; ++c) {
+            const float g = grad[(pooling ? b : k) * grad_stride + c];
+            float sc = w ? w[k] : 1.0f;
+            if (pooling > 1) sc = sc / divisor(pooling, hi - lo);
+            out[k * dim + c] = pooling <= 1 && !w ? g : g * sc;
+          }
+      }
+    });
+  }
+  void ids_equal(const int64_t *a, const int64_t *b, size_t n,
+                 int64_t *differ) override {
+    dev(differ, 8, "ids_equal differ");
+    if (n == 0) return;
+    dev(a, n * 8, "ids_equal a");
+    dev(b, n * 8, "ids_equal b");
+    enqueue([=] {
+      if (std::memcmp(a, b, n * 8)) *differ = 1;
+    });
+  }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
     int64_t sb = 0, rb = 0;
@@ -412,10 +527,6 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   }
 
  private:
-  struct Block {
-    std::unique_ptr<unsigned char[]> mem;
-    size_t bytes;
-  };
   [[noreturn]] static void die(const char *fmt, ...)
       __attribute__((format(printf, 1, 2))) {
     va_list ap;
@@ -425,6 +536,10 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     std::fprintf(stderr, "\n");
     va_end(ap);
     std::abort();
+  }
+  static float divisor(int32_t pooling, int64_t count) {
+    float n = static_cast<float>(count);
+    return pooling == 2 ? n : std::sqrt(n);
   }
   const Block *block_of(const void *p, size_t bytes) const {
     uintptr_t a = reinterpret_cast<uintptr_t>(p);
@@ -461,9 +576,10 @@ class HostDeviceOps : public hb::emb::DeviceOps {
   }
 
   std::unique_ptr<hb::emb::Exchange> x_;
-  std::map<uintptr_t, Block> blocks_;
-  std::vector<std::function<void()>> queue_;
-  size_t ops_run_ = 0, d2h_bytes_ = 0;
+  std::shared_ptr<Device> d_;
+  std::map<uintptr_t, Block> &blocks_;
+  std::vector<std::function<void()>> &queue_;
+  size_t &ops_run_, &d2h_bytes_;
 };
 
 }  // namespace hbtest

@@ -4,6 +4,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <cmath>
 #include <limits>
 #include <map>
 #include <numeric>
@@ -575,6 +576,129 @@ TEST_F(GpuIdMap, InitRowsMatchTheHostInitializer) {
         std::printf("initializer normal: %lld weights 1 ulp off\n",
                     static_cast<long long>(ulp1));
     }
+}
+
+// The collection kernels (cuda/collection_kernels.cu) against the host
+// collection's loops (src/embedding/collection.cc), written out here:
+// bags from offsets and lengths with their errors, pooling and gradient
+// shares for every pooling mode (hb_pooling_code 0-3) with and without
+// weights, empty bags included, bit for bit; the id comparison.
+TEST_F(GpuKernels, CollectionKernelsMatchTheHostCollection) {
+  if (!HB_CUDA_PLUGIN_HAS(p_, emb_ids_equal))
+    GTEST_SKIP() << "the plugin has no collection kernels";
+  const int64_t B = 37, dim = 5, base = 3;
+  std::mt19937 rng(11);
+  std::vector<int64_t> lengths(B), offsets(B + 1, base), bag(B + 1, 0);
+  for (int64_t b = 0; b < B; ++b) {
+    lengths[b] = b % 6 == 2 ? 0 : rng() % 5;
+    offsets[b + 1] = offsets[b] + lengths[b];
+    bag[b + 1] = bag[b] + lengths[b];
+  }
+  const size_t n = static_cast<size_t>(bag[B]);
+  // Bags: from offsets (starting at `base`) and from lengths.
+  DeviceBuffer doff(offsets, s_), dlen(lengths, s_), dbag((B + 1) * 8),
+      info(5 * 8);
+  for (int from_lengths = 0; from_lengths < 2; ++from_lengths) {
+    call("emb_bags", p_->emb_bags,
+         from_lengths ? nullptr : doff.get<const int64_t>(),
+         dlen.get<const int64_t>(), B, dbag.get<int64_t>(),
+         info.get<int64_t>());
+    EXPECT_EQ(download<int64_t>(dbag, B + 1), bag);
+    EXPECT_EQ(
+        download<int64_t>(info, 5),
+        (std::vector<int64_t>{int64_t(n), from_lengths ? 0 : base, 0, 0, 0}));
+  }
+  // The first error in sample order: {kind, sample, value}.
+  auto bad = [&](std::vector<int64_t> arr, bool is_offsets) {
+    DeviceBuffer d(arr, s_);
+    call("emb_bags", p_->emb_bags,
+         is_offsets ? d.get<const int64_t>() : nullptr,
+         is_offsets ? nullptr : d.get<const int64_t>(), B, dbag.get<int64_t>(),
+         info.get<int64_t>());
+    auto e = download<int64_t>(info, 5);
+    return std::vector<int64_t>(e.begin() + 2, e.end());
+  };
+  std::vector<int64_t> o2 = offsets, l2 = lengths, o3 = offsets;
+  o2[5] = o2[4] - 1, o2[9] = 0;
+  l2[7] = -1, l2[20] = int64_t{1} << 32;
+  o3[0] = -5;
+  EXPECT_EQ(bad(o2, true), (std::vector<int64_t>{2, 4, 0}));
+  EXPECT_EQ(bad(l2, false), (std::vector<int64_t>{3, 7, -1}));
+  EXPECT_EQ(bad(o3, true), (std::vector<int64_t>{1, 0, -5}));
+
+  // Pooling and gradient shares.
+  const int64_t nrows = 9, stride = dim + 4;
+  auto rows = random_floats(nrows * dim, 12),
+       grad = random_floats(B * stride, 13), w = random_floats(n, 14),
+       ugrad = random_floats(n * dim, 15);
+  std::vector<int64_t> slot(n);
+  for (auto &x : slot) x = rng() % nrows;
+  DeviceBuffer drows(rows, s_), dgrad(grad, s_), dw(w, s_), dugrad(ugrad, s_),
+      dslot(slot, s_), out((std::max<size_t>(B * stride, n * dim) + 1) * 4),
+      per_id(n * dim * 4 + 4);
+  call("emb_bags", p_->emb_bags, doff.get<const int64_t>(),
+       static_cast<const int64_t *>(nullptr), B, dbag.get<int64_t>(),
+       info.get<int64_t>());
+  for (int32_t pooling = 0; pooling <= 3; ++pooling)
+    for (bool weighted : {false, true}) {
+      SCOPED_TRACE("pooling " + std::to_string(pooling) +
+                   (weighted ? " weighted" : ""));
+      const float *wp = weighted ? dw.get<const float>() : nullptr;
+      auto wt = [&](size_t k) { return weighted ? w[k] : 1.0f; };
+      std::vector<float> want_out(pooling ? B * stride : n * dim, 0.0f),
+          want_grad(n * dim);
+      for (int64_t b = 0; b < B; ++b)
+        for (int64_t k = bag[b]; k < bag[b + 1]; ++k)
+          for (int64_t c = 0; c < dim; ++c) {
+            const float r = rows[slot[k] * dim + c];
+            const float v = weighted ? w[k] * r : r;
+            const int64_t cnt = bag[b + 1] - bag[b];
+            const float d = pooling == 2 ? static_cast<float>(cnt)
+                                         : std::sqrt(static_cast<float>(cnt));
+            if (pooling == 0) {
+              want_out[k * dim + c] = v;
+              const float g = ugrad[k * dim + c];
+              want_grad[k * dim + c] = weighted ? g * w[k] : g;
+              continue;
+            }
+            float &o = want_out[b * stride + c];
+            o = k == bag[b] ? v : o + v;
+            if (k + 1 == bag[b + 1] && pooling > 1) o = o / d;
+            const float g = grad[b * stride + c];
+            float sc = wt(k);
+            if (pooling > 1) sc = sc / d;
+            want_grad[k * dim + c] = pooling == 1 && !weighted ? g : g * sc;
+          }
+      // out starts as garbage: every written element must be set.
+      std::vector<float> junk(std::max<size_t>(B * stride, n * dim) + 1, -7.0f);
+      out.upload(junk.data(), junk.size() * 4, s_);
+      call("emb_pool", p_->emb_pool, drows.get<const float>(), dim,
+           dslot.get<const int64_t>(), wp, n, dbag.get<const int64_t>(), B,
+           pooling, out.get<float>(), pooling ? stride : dim);
+      call("emb_expand_grads", p_->emb_expand_grads,
+           pooling ? dgrad.get<const float>() : dugrad.get<const float>(),
+           pooling ? stride : dim, dim, wp, n, dbag.get<const int64_t>(), B,
+           pooling, per_id.get<float>());
+      auto got = download<float>(out, want_out.size());
+      for (size_t i = 0; i < want_out.size(); ++i)
+        if (pooling && int64_t(i % stride) >= dim) got[i] = 0.0f;  // padding
+      EXPECT_EQ(0, std::memcmp(got.data(), want_out.data(), got.size() * 4));
+      auto gg = download<float>(per_id, n * dim);
+      EXPECT_EQ(0, std::memcmp(gg.data(), want_grad.data(), gg.size() * 4));
+    }
+
+  // ids_equal: the flag is set by a difference and left alone otherwise.
+  auto a = random_ids(1000, 50, 3), b2 = a;
+  b2[777] += 1;
+  DeviceBuffer da(a, s_), db(b2, s_), flag(8);
+  std::vector<int64_t> zero = {0};
+  flag.upload(zero.data(), 8, s_);
+  call("emb_ids_equal", p_->emb_ids_equal, da.get<const int64_t>(),
+       da.get<const int64_t>(), a.size(), flag.get<int64_t>());
+  EXPECT_EQ(download<int64_t>(flag, 1)[0], 0);
+  call("emb_ids_equal", p_->emb_ids_equal, da.get<const int64_t>(),
+       db.get<const int64_t>(), a.size(), flag.get<int64_t>());
+  EXPECT_EQ(download<int64_t>(flag, 1)[0], 1);
 }
 
 }  // namespace

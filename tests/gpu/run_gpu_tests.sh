@@ -28,7 +28,7 @@ cmake_build() {
     -DHB_BUILD_BENCH=OFF -DHB_BUILD_EXAMPLES=OFF >"$build.cmake.log" 2>&1 || return 1
   grep -q '^HB_NCCL_LIBRARY:FILEPATH=/' "$build/CMakeCache.txt" || return 1
   cmake --build "$build" -j"$jobs" --target hb hb_cuda hbrun gpu_test gpu_device_test \
-    gpu_api_test gpu_embedding_test gpu_mp_collectives
+    gpu_api_test gpu_embedding_test gpu_collection_test gpu_mp_collectives
 }
 
 run_cmake_tests() {
