@@ -76,13 +76,14 @@ const std::vector<OptionSpec> &option_table() {
        "share memory is an error; tcp = TCP (Gloo) only. Results are the "
        "same bits on every transport."},
       {"cpu_shm_reduce", OptionType::kEnum, "auto", "auto|board|rings", 0, 0,
-       "Where every pair of ranks shares memory: how reductions larger than "
-       "the call board's 64 KiB inline payload run. board = piece by piece "
-       "through each rank's staging area on the board: every rank folds "
-       "its share of a piece straight from the peers' slots, then copies "
-       "the others' results out; rings = the rank-order reduce-scatter and "
-       "gather over the shared-memory rings; auto = board from 3 ranks, "
-       "rings at 2 (where they measured faster). Same bits either way."},
+       "Where every pair of ranks shares memory: how reductions run that "
+       "are larger than 16 KiB (board) or than the call board's 64 KiB "
+       "inline payload (rings). board = piece by piece through each rank's "
+       "staging area on the board: every rank folds its share of a piece "
+       "straight from the peers' slots, then copies the others' results "
+       "out; rings = the rank-order reduce-scatter and gather over the "
+       "shared-memory rings; auto = board from 3 ranks, rings at 2 (where "
+       "they measured faster). Same bits either way."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "
