@@ -56,21 +56,37 @@ static void hbpy_arg_error(const char *cls_name, const char *fmt, ...) {
   Py_DECREF(msg);
 }
 
-/* The calls (and their parameters) whose C side takes CUDA device memory:
- * the collectives, and the ids / rows of an embedding table (a GPU table
- * needs them; a host table is refused by the Python layer). Any other call
- * would read a device pointer on the host, so it never gets one. */
+/* The calls and the parameters of each whose C side takes CUDA device
+ * memory: the collectives, the ids / rows of an embedding table and the
+ * batch / rows of a collection (GPU tables need them; host ones are refused
+ * by the Python layer). hb.i's flat hb_collection_lookup / _apply_gradients
+ * read offsets on the host to split the unpooled rows, so only the
+ * hbpy_collection_* wrappers below (the split passed in host memory) take
+ * device arrays. Any other call would read a device pointer on the host, so
+ * it never gets one. */
 static int hbpy_device_ok(const char *fn, const char *param) {
-  static const char *const fns[] = {
-      "hb_allreduce", "hb_allgather", "hb_allgatherv", "hb_alltoall",
-      "hb_alltoallv", "hb_broadcast", "hb_reduce_scatter", "hb_allreduce_many",
-      "hb_embedding_lookup", "hb_embedding_apply_gradients", NULL};
-  static const char *const params[] = {"send", "recv", "bufs", "ids",
-                                       "out", "grads", NULL};
-  int i, f = 0, p = 0;
-  for (i = 0; fns[i]; ++i) f |= strcmp(fn, fns[i]) == 0;
-  for (i = 0; params[i]; ++i) p |= strcmp(param, params[i]) == 0;
-  return f && p;
+  static const char *const calls[][2] = {
+      {"hb_allreduce", " send recv "},
+      {"hb_allgather", " send recv "},
+      {"hb_allgatherv", " send recv "},
+      {"hb_alltoall", " send recv "},
+      {"hb_alltoallv", " send recv "},
+      {"hb_broadcast", " send recv "},
+      {"hb_reduce_scatter", " send recv "},
+      {"hb_allreduce_many", " bufs "},
+      {"hb_embedding_lookup", " ids out "},
+      {"hb_embedding_apply_gradients", " ids grads "},
+      {"hbpy_collection_lookup", " values offsets weights out unpooled "},
+      {"hbpy_collection_apply_gradients",
+       " values offsets weights grad_out grad_unpooled "},
+      {NULL, NULL}};
+  char word[40];
+  size_t i;
+  if (strlen(param) + 3 > sizeof word) return 0;
+  PyOS_snprintf(word, sizeof word, " %s ", param);
+  for (i = 0; calls[i][0]; ++i)
+    if (strcmp(fn, calls[i][0]) == 0) return strstr(calls[i][1], word) != NULL;
+  return 0;
 }
 
 /* 1 and *ptr set when obj is a device array of hb's Python layer
@@ -320,3 +336,51 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
 }
 
 %include "hb.i"
+
+/* ---- Collections of the Python layer -------------------------------------- */
+/* hb.i's flat collection calls, with the unpooled rows split by the caller:
+ * row_starts (host, num_features int64) holds feature f's first element in
+ * unpooled / grad_unpooled, -1 for a pooled feature; NULL when there are no
+ * rows. The wrapper then reads no array on the host, so the batch and the
+ * rows may be CUDA arrays (a collection of GPU tables; hb.Collection checks
+ * which, and the library refuses the other kind too). */
+%apply const int64_t *HB_ARRAY_IN { const int64_t *row_starts };
+%{
+static void hbpy_split_rows(hbw_flat *f, const hb_collection *coll,
+                            float *rows, const int64_t *row_starts) {
+  size_t i, n = hb_collection_num_features(coll);
+  for (i = 0; rows && row_starts && i < n; ++i)
+    if (row_starts[i] >= 0) f->rows[i] = rows + row_starts[i];
+}
+%}
+%inline %{
+static hb_status hbpy_collection_lookup(hb_collection *coll, int64_t batch,
+                                        const int64_t *values,
+                                        const int64_t *offsets,
+                                        const float *weights, void *out,
+                                        void *unpooled,
+                                        const int64_t *row_starts) {
+  hbw_flat f;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights, NULL);
+  if (s == HB_OK) {
+    hbpy_split_rows(&f, coll, (float *)unpooled, row_starts);
+    s = hb_collection_lookup(coll, &f.b, (float *)out, f.rows);
+  }
+  hbw_flat_free(&f);
+  return s;
+}
+static hb_status hbpy_collection_apply_gradients(
+    hb_collection *coll, int64_t batch, const int64_t *values,
+    const int64_t *offsets, const float *weights, const float *grad_out,
+    const float *grad_unpooled, const int64_t *row_starts) {
+  hbw_flat f;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights, NULL);
+  if (s == HB_OK) {
+    hbpy_split_rows(&f, coll, (float *)grad_unpooled, row_starts);
+    s = hb_collection_apply_gradients(coll, &f.b, grad_out,
+                                      (const float *const *)f.rows);
+  }
+  hbw_flat_free(&f);
+  return s;
+}
+%}

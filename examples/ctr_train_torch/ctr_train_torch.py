@@ -1,7 +1,7 @@
 """End-to-end CTR training with PyTorch and hb.torch: the model and data of
 examples/ctr_train (C++) and examples/ctr_train_py (numpy), same flags.
 
-    python3 -m hb.run -n 4 -- ctr_train_torch.py [--train-samples N] [--batch B] [--out DIR] ...
+    python3 -m hb.run -n 4 -- ctr_train_torch.py [--device cpu|cuda] [--train-samples N] [--batch B] ...
 
 criteo-synth samples (../ctr_train_py/synth_data.py) with a planted
 logistic model. The model is an nn.Module: an hb.torch.EmbeddingCollection
@@ -17,7 +17,19 @@ every --eval-every steps the held-out split is scored with the exact AUC
 (merged across ranks). One intra-op torch thread per rank. At the end: a checkpoint
 (hb.torch.save: the MLP plus the tables), a serving export per table, and
 the final AUC next to the planted model's AUC.
+
+--device cpu (default) keeps everything on the host. --device cuda puts
+the tables (hb GPU tables) and the MLP on the GPU of each rank: hb's
+context device, which is cuda:0 of the worker's own CUDA_VISIBLE_DEVICES
+when hbrun starts one worker per GPU. The batches go to the device once
+per step; the lookup and the update stay one collection call each (hb's
+device collection, on torch's stream) and the MLP's gradients are summed
+by NCCL. Without a CUDA build of torch, or a GPU that hb sees, --device
+cuda stops with a message (exit status 2) instead of training on the host.
 """
+
+import argparse
+import functools
 
 import os
 import sys
@@ -25,6 +37,7 @@ import sys
 import torch
 from torch import nn
 
+import hb
 import hb.torch as ht
 
 sys.path.insert(1, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "ctr_train_py"))
@@ -38,9 +51,10 @@ CAT = ["cat_%02d" % t for t in range(T)]
 class CtrModel(nn.Module):
     """26 embedded categorical features, a wide (linear) part and an MLP."""
 
-    def __init__(self, ctx, f):
+    def __init__(self, ctx, f, device):
         super().__init__()
-        adagrad = dict(seed=f.seed, optimizer="adagrad", learning_rate=f.lr, initial_accumulator=0.1)
+        adagrad = dict(seed=f.seed, optimizer="adagrad", learning_rate=f.lr, initial_accumulator=0.1,
+                       device="cuda" if device.type == "cuda" else "cpu")
         # Gradients arrive already divided by the global batch (see Trainer.step):
         # the tables sum them over the ranks, as the MLP's allreduce does.
         self.sparse = ht.EmbeddingCollection(ctx, [
@@ -57,10 +71,13 @@ class CtrModel(nn.Module):
             for p, v in zip(self.mlp.parameters(), (w1, b1, w2.reshape(1, -1), b2)):
                 p.copy_(torch.from_numpy(v))
         self.register_buffer("table_offsets", torch.arange(T, dtype=torch.int64) * f.vocab, persistent=False)
+        self.to(device)
 
     def features(self, ids):
         """The jagged input of a batch of ids (n, T): feature t's n ids, one
-        per sample, then the wide feature's 26 ids per sample."""
+        per sample, then the wide feature's 26 ids per sample. The ids on
+        the tables' device; the lengths stay on the host (hb.torch reads
+        them there)."""
         n = ids.shape[0]
         values = torch.cat([ids.t().reshape(-1), (ids + self.table_offsets).reshape(-1)])
         lengths = torch.cat([torch.ones(T * n, dtype=torch.int64), torch.full((n,), T, dtype=torch.int64)])
@@ -79,11 +96,12 @@ class Trainer(numpy_demo.Trainer):
     """The numpy demo's loop (data sync, logging, evaluation, final line)
     with this module, autograd and torch's optimizer for the model."""
 
-    def __init__(self, ctx, f):  # no super().__init__: it would build the numpy model
+    def __init__(self, ctx, f, device="cpu"):  # no super().__init__: it would build the numpy model
         self.ctx, self.f = ctx, f
         self.rank, self.world = ctx.rank, ctx.world_size
         self.gen = synth.Generator(f.seed, f.vocab)
-        self.model = CtrModel(ctx, f)
+        self.device = cuda_device(ctx) if device == "cuda" else torch.device("cpu")
+        self.model = CtrModel(ctx, f, self.device)
         self.ddp = ht.DistributedDataParallel(self.model, ctx, average_gradients=False)
         self.opt = torch.optim.Adagrad(self.ddp.parameters(), lr=f.lr, initial_accumulator_value=0.1, eps=0.0)
         self.shard_begin, self.shard_end = numpy_demo.plan_train_shard(f, self.world, self.rank)
@@ -92,21 +110,25 @@ class Trainer(numpy_demo.Trainer):
         """Evaluation: samples [begin, end) of split, no gradients."""
         s = self.samples(split, begin, end)
         with torch.no_grad():
-            prob = torch.sigmoid(self.model(torch.from_numpy(s.ids), torch.from_numpy(s.dense)))
-        return dict(s=s, label=s.label, prob=prob.numpy())
+            prob = torch.sigmoid(self.model(*self.inputs(s)))
+        return dict(s=s, label=s.label, prob=prob.cpu().numpy())
+
+    def inputs(self, s):
+        """The ids and dense features of samples s on the model's device."""
+        return torch.from_numpy(s.ids).to(self.device), torch.from_numpy(s.dense).to(self.device)
 
     def train_step(self, lo, hi):
         """One training step on samples [lo, hi) (maybe empty)."""
         s = self.samples(0, lo, hi)
-        label = torch.from_numpy(s.label)
-        logits = self.ddp(torch.from_numpy(s.ids), torch.from_numpy(s.dense))
+        label = torch.from_numpy(s.label).to(self.device)
+        logits = self.ddp(*self.inputs(s))
         loss_sum = nn.functional.binary_cross_entropy_with_logits(logits, label, reduction="sum")
         stats = ht.all_reduce(self.ctx, torch.tensor([float(hi - lo), loss_sum.item()], dtype=torch.float64))
         global_n = stats[0].item()
         self.opt.zero_grad()
         (loss_sum / global_n).backward()  # the tables step here; the MLP's gradients are summed
         self.opt.step()
-        return int(global_n), stats[1].item(), s.label, torch.sigmoid(logits.detach()).numpy()
+        return int(global_n), stats[1].item(), s.label, torch.sigmoid(logits.detach()).cpu().numpy()
 
     def save(self, ckpt, exp):
         """Checkpoint (MLP + tables, loadable at any world size) and a serving export per table."""
@@ -118,15 +140,34 @@ class Trainer(numpy_demo.Trainer):
             table.export(os.path.join(exp, name + ".hbe"))
 
     def banner(self):
-        return super().banner() + ", torch " + torch.__version__
+        return super().banner() + ", torch " + torch.__version__ + ", " + str(self.device)
+
+
+def cuda_device(ctx):
+    """torch's device for hb's context device (a GPU table's device)."""
+    if not ctx.device.startswith("cuda:"):
+        raise hb.HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
+                         "--device cuda: hb sees no CUDA device (context device %r; %s); pass --device cpu"
+                         % (ctx.device, hb.build_info()))
+    return torch.device("cuda", int(ctx.device[5:]))
 
 
 def main(argv):
+    # --device is this demo's own flag; the rest are the numpy demo's.
+    p = argparse.ArgumentParser(add_help=False)
+    p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
+                   help="cpu: everything on the host; cuda: the tables and the MLP on the rank's GPU")
+    mine, rest = p.parse_known_args(argv)
+    if mine.device == "cuda" and not torch.cuda.is_available():
+        print("%s: --device cuda, but this torch (%s) has no CUDA device available (a CPU-only build, or "
+              "no GPU visible): pass --device cpu, or install a CUDA build of torch"
+              % (os.path.basename(sys.argv[0]), torch.__version__), file=sys.stderr)
+        return 2
     # One intra-op thread per rank: this model's tensors are small, and
     # torch's thread pool on a shared or busy core slows each op down ~3x
     # (measured on 2 cores: 2.1 s vs 6.1 s for the same 40 steps).
     torch.set_num_threads(1)
-    return numpy_demo.main(argv, Trainer)
+    return numpy_demo.main(rest, functools.partial(Trainer, device=mine.device))
 
 
 if __name__ == "__main__":

@@ -183,6 +183,18 @@ def _user(a):
     return a.obj if isinstance(a, _DeviceArray) else a
 
 
+def _memory(arr, param, device, what):
+    """arr, or an HbDeviceError when its memory (host / CUDA) is not that of
+    the table or collection (what) living on device (-1: the host)."""
+    if isinstance(arr, _DeviceArray) != (device >= 0):
+        raise HbDeviceError(
+            "%s: %s, but this is a %s %s: pass %s" % (
+                param, _kind(arr), "GPU (cuda:%d)" % device if device >= 0 else "host", what,
+                "a CUDA array on that device" if device >= 0 else
+                "a numpy array (or create the tables with device='cuda')"))
+    return arr
+
+
 def _device_index(device, ctx):
     """hb_embedding_config.device for device=: None / "cpu" / -1: host;
     "cuda": the context's CUDA device; "cuda:N" / N: device N."""
@@ -624,14 +636,7 @@ class Embedding(_Handle):
                       doc="Serving tables: ids looked up that were not in the file.")
 
     def _memory(self, arr, param):
-        """Refuses arr when its memory is not the table's (host / CUDA)."""
-        if isinstance(arr, _DeviceArray) != (self.device >= 0):
-            raise HbDeviceError(
-                "%s: %s, but this is a %s table: pass %s" % (
-                    param, _kind(arr), "GPU (cuda:%d)" % self.device if self.device >= 0 else "host",
-                    "a CUDA array on that device" if self.device >= 0 else
-                    "a numpy array (or create the table with device='cuda')"))
-        return arr
+        return _memory(arr, param, self.device, "table")
 
     def lookup(self, ids, out=None, convert=False):
         """Rows of ids (an int64 array) as an (n, dim) float32 array.
@@ -701,6 +706,17 @@ class Collection(_Handle):
     produce one row per id: their rows, concatenated in feature order, go
     to the ``unpooled`` float32 array (``unpooled_size(offsets)`` elements;
     ``unpooled_views`` splits it per feature).
+
+    GPU tables (``device >= 0``: every table on the context's GPU, mixing
+    is refused by libhb): values, offsets, weights, out, unpooled, grad_out
+    and grad_unpooled are CUDA arrays (``__cuda_array_interface__``,
+    C-contiguous); ``out`` (and ``unpooled`` with pooling-NONE features)
+    must be passed, since hb allocates no device memory, and with
+    pooling-NONE features ``host_offsets``, a host copy of offsets, splits
+    the unpooled rows (hb reads no device memory on the host; it must equal
+    offsets). The work is enqueued on the context's CUDA stream. Host arrays
+    to a GPU collection and CUDA arrays to a host one are an
+    :class:`HbDeviceError`.
     """
 
     _destroy = staticmethod(_c.hb_collection_destroy)
@@ -721,6 +737,7 @@ class Collection(_Handle):
         self._tables = tables  # keep them alive
         self._ctx = ctx
         ctx._children.add(self)
+        self.device = tables[0].device  # libhb refused a mix of host and GPU tables
         self.num_features = len(tables)
         self.pooled_width = _c.hb_collection_pooled_width(self._h)
         self._cols = [_c.hb_collection_feature_column(self._h, f) for f in range(len(tables))]
@@ -735,85 +752,120 @@ class Collection(_Handle):
         """Row width of feature f's table."""
         return self._dims[f]
 
-    def _batch(self, values, offsets, weights):
+    def _arg(self, x, param, dtype, writable=False):
+        """x checked, in the collection's memory (CUDA arrays for GPU tables)."""
+        return _memory(_array(x, param, dtype, writable=writable, device=True), param, self.device, "collection")
+
+    def _batch(self, values, offsets, weights, host_offsets):
+        """(values, offsets, weights, B, offsets on the host): the host
+        offsets split the unpooled rows; a GPU collection's come from
+        host_offsets (None without pooling-NONE features: nothing to split)."""
         for t in self._tables:  # a closed table would be freed memory in C
             if t.closed:
                 raise HbValueError("Collection: one of its tables is closed")
-        values = _array(values, "values", np.int64)
-        offsets = _array(offsets, "offsets", np.int64)
+        values = self._arg(values, "values", np.int64)
+        offsets = self._arg(offsets, "offsets", np.int64)
         nf = self.num_features
-        if offsets.ndim != 1 or offsets.size < 1 or (offsets.size - 1) % nf:
+        if len(offsets.shape) != 1 or offsets.size < 1 or (offsets.size - 1) % nf:
             raise HbValueError("offsets: expected num_features * B + 1 = %d * B + 1 entries, got %d"
-                             % (nf, offsets.size))
+                               % (nf, offsets.size))
         b = (offsets.size - 1) // nf
-        if int(offsets[-1]) > values.size:
-            raise HbValueError("values: offsets end at %d, values has %d" % (offsets[-1], values.size))
         if weights is not None:
-            weights = _array(weights, "weights", np.float32)
-            if weights.size < int(offsets[-1]):
-                raise HbValueError("weights: needs %d elements, the array has %d"
-                                 % (offsets[-1], weights.size))
-        return values, offsets, weights, b
+            weights = self._arg(weights, "weights", np.float32)
+        if self.device < 0:
+            host_offsets = offsets
+        elif host_offsets is not None:
+            host_offsets = _array(host_offsets, "host_offsets", np.int64)
+            if host_offsets.shape != offsets.shape:
+                raise HbValueError("host_offsets: %d entries, offsets has %d (pass a host copy of offsets)"
+                                   % (host_offsets.size, offsets.size))
+        elif self._none:
+            raise HbValueError("host_offsets: this GPU collection has pooling-NONE features; pass a host "
+                               "copy of offsets (numpy) to split their rows (hb reads no device memory "
+                               "on the host)")
+        if host_offsets is not None:  # device arrays: libhb checks the bags on the device
+            end = int(host_offsets[-1])
+            if end > values.size:
+                raise HbValueError("values: offsets end at %d, values has %d" % (end, values.size))
+            if weights is not None and weights.size < end:
+                raise HbValueError("weights: needs %d elements, the array has %d" % (end, weights.size))
+        return values, offsets, weights, b, host_offsets
 
     def unpooled_size(self, offsets):
-        """Elements of the unpooled rows of a batch with these offsets."""
+        """Elements of the unpooled rows of a batch with these (host) offsets."""
+        return sum(n * self._dims[f] for f, n in self._none_counts(offsets))
+
+    def _none_counts(self, offsets):
+        """(feature, id count) of the pooling-NONE features."""
         if not self._none:
-            return 0
+            return []
         b = (len(offsets) - 1) // self.num_features
-        return sum(int(offsets[(f + 1) * b] - offsets[f * b]) * self._dims[f] for f in self._none)
+        return [(f, int(offsets[(f + 1) * b] - offsets[f * b])) for f in self._none]
 
     def unpooled_views(self, buf, offsets):
         """Per feature, an (n_f, dim) view of buf for pooling-NONE features
         (None for pooled ones)."""
-        b = (len(offsets) - 1) // self.num_features
         views, at = [None] * self.num_features, 0
-        for f in self._none:
-            n = int(offsets[(f + 1) * b] - offsets[f * b]) * self._dims[f]
-            views[f] = buf[at:at + n].reshape(-1, self._dims[f])
-            at += n
+        for f, n in self._none_counts(offsets):
+            views[f] = buf[at:at + n * self._dims[f]].reshape(-1, self._dims[f])
+            at += n * self._dims[f]
         return views
 
-    def _rows(self, arr, offsets, param, writable):
-        want = self.unpooled_size(offsets)
-        if arr is None:
-            if want and not writable:
+    def _rows(self, arr, host_offsets, param, writable):
+        """(the unpooled rows or their gradient, row_starts for the C call)."""
+        if not self._none and arr is None:
+            return None, None
+        starts, at = np.full(self.num_features, -1, np.int64), 0
+        for f, n in self._none_counts(host_offsets):
+            starts[f] = at
+            at += n * self._dims[f]
+        if arr is None:  # there are pooling-NONE features
+            if not writable:
                 raise HbValueError("%s: the collection has pooling-NONE features; pass their rows" % param)
-            return np.empty(want, dtype=np.float32) if want else None
-        arr = _array(arr, param, np.float32, writable=writable)
-        if arr.size != want:
-            raise HbValueError("%s: needs %d elements, the array has %d" % (param, want, arr.size))
-        return arr
+            if self.device >= 0:
+                raise HbValueError("%s: a GPU collection writes the pooling-NONE rows into a CUDA array you "
+                                   "pass (%d float32); hb allocates no device memory" % (param, at))
+            return np.empty(at, dtype=np.float32), starts
+        arr = self._arg(arr, param, np.float32, writable)
+        if arr.size != at:
+            raise HbValueError("%s: needs %d elements, the array has %d" % (param, at, arr.size))
+        return (arr, starts) if self._none else (None, None)
 
-    def lookup(self, values, offsets, weights=None, out=None, unpooled=None):
+    def lookup(self, values, offsets, weights=None, out=None, unpooled=None, host_offsets=None):
         """Collective. Returns the pooled (B, pooled_width) float32 matrix
         (``out`` when given); pooling-NONE rows go to ``unpooled`` (allocated
-        when None and kept as ``self.last_unpooled``)."""
-        values, offsets, weights, b = self._batch(values, offsets, weights)
+        when None on the host, and kept as ``self.last_unpooled``). GPU
+        tables: CUDA arrays, ``out`` (and ``unpooled``) required."""
+        values, offsets, weights, b, host_offsets = self._batch(values, offsets, weights, host_offsets)
         want = b * self.pooled_width
         if out is None:
+            if self.device >= 0:
+                raise HbValueError("out: a GPU collection writes into a CUDA array you pass (%d x %d float32); "
+                                   "hb allocates no device memory" % (b, self.pooled_width))
             out = np.empty((b, self.pooled_width), dtype=np.float32)
         else:
-            out = _array(out, "out", np.float32, writable=True)
+            out = self._arg(out, "out", np.float32, writable=True)
             if out.size != want:
                 raise HbValueError("out: needs %d x %d elements, the array has %d"
-                                 % (b, self.pooled_width, out.size))
-        unpooled = self._rows(unpooled, offsets, "unpooled", True)
-        _c.hb_collection_lookup(self._handle, b, values, offsets, weights, out, unpooled)
-        self.last_unpooled = unpooled
-        return out
+                                   % (b, self.pooled_width, out.size))
+        unpooled, starts = self._rows(unpooled, host_offsets, "unpooled", True)
+        _c.hbpy_collection_lookup(self._handle, b, values, offsets, weights, out, unpooled, starts)
+        self.last_unpooled = None if unpooled is None else _user(unpooled)
+        return _user(out)
 
-    def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None):
+    def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None, host_offsets=None):
         """Collective: grad_out is the gradient of the pooled output (B x
         pooled_width float32), grad_unpooled that of the unpooled rows. Reuses
-        the last lookup's plan when every rank passes the same ids."""
-        values, offsets, weights, b = self._batch(values, offsets, weights)
-        grad_out = _array(grad_out, "grad_out", np.float32)
+        the last lookup's plan when every rank passes the same ids. GPU
+        tables: CUDA arrays."""
+        values, offsets, weights, b, host_offsets = self._batch(values, offsets, weights, host_offsets)
+        grad_out = self._arg(grad_out, "grad_out", np.float32)
         if grad_out.size != b * self.pooled_width:
             raise HbValueError("grad_out: needs %d x %d elements, the array has %d"
-                             % (b, self.pooled_width, grad_out.size))
-        grad_unpooled = self._rows(grad_unpooled, offsets, "grad_unpooled", False)
-        _c.hb_collection_apply_gradients(self._handle, b, values, offsets, weights, grad_out,
-                                         grad_unpooled)
+                               % (b, self.pooled_width, grad_out.size))
+        grad_unpooled, starts = self._rows(grad_unpooled, host_offsets, "grad_unpooled", False)
+        _c.hbpy_collection_apply_gradients(self._handle, b, values, offsets, weights, grad_out,
+                                           grad_unpooled, starts)
 
     _STATS = ("lookups", "updates", "reused_plans", "rounds", "ids", "unique_ids",
               "owner_unique", "wire_bytes_sent", "wire_bytes_recv", "dedup_bound_bytes")

@@ -23,8 +23,9 @@
 Tensors: CPU tensors are passed to hb without a copy when contiguous and of
 the dtype hb needs (ids int64, rows float32). CUDA tensors are passed by
 device pointer, also without a copy: an EmbeddingCollection whose tables
-have ``device="cuda"`` keeps its rows on the GPU (hb GPU tables, one lookup
-and one update per table), and gradients, parameters and :func:`all_reduce`
+have ``device="cuda"`` keeps its rows on the GPU (hb GPU tables, still one
+collection lookup and one collection update for all of them, outputs and
+gradients as CUDA tensors), and gradients, parameters and :func:`all_reduce`
 of CUDA tensors go through hb's NCCL path. hb's GPU work runs on torch's
 current CUDA stream (hb.torch points the context's stream at it before
 each call), so it is ordered with torch's kernels without a host
@@ -311,20 +312,23 @@ class _Batch:
     """One forward's input, flat, in the collection's feature order (numpy
     views of the KeyedJaggedTensor's storage when its keys are in that order)."""
 
-    __slots__ = ("coll", "values", "offsets", "weights", "b", "present")
-    # GPU tables (the per-table path): coll is None; values and weights are tensors.
+    __slots__ = ("coll", "values", "offsets", "weights", "b", "present", "dev_offsets")
+    # offsets: numpy (the host's view, to split and pool). GPU tables: values
+    # and weights are CUDA tensors and dev_offsets the offsets on the device
+    # (what the collection reads). The per-table path: coll is None, values
+    # and weights are tensors.
 
-    def __init__(self, coll, values, offsets, weights, b, present):
+    def __init__(self, coll, values, offsets, weights, b, present, dev_offsets=None):
         self.coll, self.values, self.offsets, self.weights = coll, values, offsets, weights
-        self.b, self.present = b, present
+        self.b, self.present, self.dev_offsets = b, present, dev_offsets
 
 
 class _CollectionRows(torch.autograd.Function):
-    """What one forward reads from hb: host tables, the pooled matrix and
-    the unpooled rows of one collection lookup (backward: one collection
-    update, which reuses the lookup's plan: one exchange); GPU tables, the
-    rows of every table's ids (backward: one update per table, in table
-    order on every rank)."""
+    """What one forward reads from hb: the pooled matrix and the unpooled
+    rows of one collection lookup (backward: one collection update, which
+    reuses the lookup's plan: one exchange); the per-table path, the rows
+    of every table's ids (backward: one update per table, in table order on
+    every rank)."""
 
     @staticmethod
     def forward(fctx, anchor, module, batch):
@@ -381,10 +385,15 @@ class EmbeddingCollection(nn.Module):
     pooling "mean", either every rank's batch carries weights or none does.
 
     GPU tables (TableConfig device="cuda"): forward takes a CUDA
-    KeyedJaggedTensor and returns CUDA tensors. hb collections take host
-    tables, so each table is looked up and updated on its own (in table
-    order) and pooled by torch on the device. per_table=True takes that
-    path with host tables too (to compare the two, or to debug).
+    KeyedJaggedTensor and returns CUDA tensors; the lookup and the update
+    are still one collection call each (hb's device collection), on torch's
+    current CUDA stream, bit-equal to host tables. The bag offsets go to
+    the device once per forward (a small host-to-device copy).
+
+    per_table=True: each table is looked up and updated on its own (in
+    table order) and pooled by torch (embedding_bag). Slower; kept as an
+    independent implementation of the same semantics that the tests compare
+    the collection with (host or GPU tables), and for debugging.
     """
 
     def __init__(self, ctx, tables, average_gradients=True, per_table=False):
@@ -412,8 +421,8 @@ class EmbeddingCollection(nn.Module):
                 self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, device=cfg.device, **cfg.hb_config))
             gpu = self._tables[0].device if self._tables else -1
             self._device = torch.device("cuda", gpu) if gpu >= 0 else torch.device("cpu")
-            self._per_table = gpu >= 0 or bool(per_table)
-            if self._per_table:  # hb collections take host tables: GPU tables are looked up one by one
+            self._per_table = bool(per_table)
+            if self._per_table:
                 self._init_per_table()
                 return
             codes = [[getattr(hb, _COLLECTION_POOLING[self._feature_config(f).pooling][weighted])
@@ -473,11 +482,11 @@ class EmbeddingCollection(nn.Module):
         """This rank's hb.Collection counters (lookups, updates,
         reused_plans, rounds, ids, wire bytes ...), summed over the module's
         collections (a second one exists for weighted batches when a table
-        pools with "mean"). GPU tables have no collection: HbError."""
+        pools with "mean"). per_table=True has no collection: HbError."""
         if self._per_table:
             raise HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
-                          "collection_stats: GPU tables are looked up one by one, without an hb.Collection "
-                          "(hb collections take host tables only)")
+                          "collection_stats: per_table=True looks the tables up one by one, without an "
+                          "hb.Collection")
         colls = {id(c): c for c in self._colls.values()}.values()
         total = {}
         for c in colls:
@@ -508,10 +517,11 @@ class EmbeddingCollection(nn.Module):
         values, weights = features._values, features._weights
         coll = None if per_table else self._colls[weights is not None]
         b, off = features._stride, features._offsets
-        if not per_table:
+        tensors = per_table or self._device.type == "cuda"  # else numpy views, for the host collection
+        if not tensors:
             values = values.numpy()
             weights = None if weights is None else weights.numpy()
-        cat = torch.cat if per_table else np.concatenate
+        cat = torch.cat if tensors else np.concatenate
         if keys != self._order:  # rearrange: the collection's order, empty bags for missing keys
             at = {k: i for i, k in enumerate(keys)}
             spans = [(off[at[f] * b], off[(at[f] + 1) * b]) if f in at else (0, 0) for f in self._order]
@@ -524,14 +534,17 @@ class EmbeddingCollection(nn.Module):
                 weights = cat([weights[lo:hi] for lo, hi in spans])
             off = offsets
         if weights is not None and self._none and not per_table:
-            # Rows of pooling "none" are not weighted: weight 1 there (GPU
-            # tables: the module pools, and does not weight them).
-            weights = weights.copy()
+            # Rows of pooling "none" are not weighted: weight 1 there (the
+            # per-table path pools itself, and does not weight them).
+            weights = weights.clone() if tensors else weights.copy()
             for f in self._none:
                 weights[off[f * b]:off[(f + 1) * b]] = 1.0
         have = set(keys)
         present = [f for f in self._order if f in have]
-        return _Batch(coll, values, off, weights, b, present)
+        dev_offsets = None
+        if not per_table and self._device.type == "cuda":  # the device collection reads them there
+            dev_offsets = torch.from_numpy(off).to(self._device)
+        return _Batch(coll, values, off, weights, b, present, dev_offsets)
 
     def _explain(self, batch):
         """Raises an HbValueError naming this rank's first out-of-range id, if any."""
@@ -539,6 +552,8 @@ class EmbeddingCollection(nn.Module):
         for i, f in enumerate(self._order):
             cfg = self._feature_config(f)
             ids = batch.values[off[i * b]:off[(i + 1) * b]]
+            if isinstance(ids, torch.Tensor):  # GPU tables: a copy, only to explain a failure
+                ids = ids.cpu().numpy()
             if not cfg.num_rows or not ids.size:
                 continue
             bad = (ids < 0) | (ids >= cfg.num_rows)
@@ -559,7 +574,8 @@ class EmbeddingCollection(nn.Module):
 
     def _lookup(self, batch):
         """(pooled (B, pooled_width), unpooled rows, flat) tensors: one
-        collection lookup. GPU tables: the rows of each table's ids, one
+        collection lookup (GPU tables: into CUDA tensors, on torch's
+        stream). The per-table path: the rows of each table's ids, one
         lookup per table in table order (every rank the same)."""
         if batch.coll is None:
             self._use_stream()
@@ -571,18 +587,27 @@ class EmbeddingCollection(nn.Module):
                 rows.append(out)
             return tuple(rows)
         try:
-            pooled = batch.coll.lookup(batch.values, batch.offsets, batch.weights)
+            if batch.dev_offsets is None:
+                pooled = torch.from_numpy(batch.coll.lookup(batch.values, batch.offsets, batch.weights))
+                unpooled = batch.coll.last_unpooled
+                unpooled = torch.from_numpy(unpooled) if unpooled is not None else torch.zeros(0)
+            else:
+                self._use_stream()
+                dev, coll = self._device, batch.coll
+                pooled = torch.empty((batch.b, coll.pooled_width), dtype=torch.float32, device=dev)
+                unpooled = torch.empty(coll.unpooled_size(batch.offsets), dtype=torch.float32, device=dev)
+                coll.lookup(batch.values, batch.dev_offsets, batch.weights, out=pooled,
+                            unpooled=unpooled if coll._none else None, host_offsets=batch.offsets)
         except HbError as e:
             if e.status == hb.ERR_INVALID_ARGUMENT:
                 self._explain(batch)  # this rank's ids: a clearer message than C's
             raise
-        unpooled = batch.coll.last_unpooled
-        return (torch.from_numpy(pooled),
-                torch.from_numpy(unpooled) if unpooled is not None else torch.zeros(0))
+        return pooled, unpooled
 
     def _update(self, batch, *grads):
-        """One collection update (reusing the lookup's plan); GPU tables:
-        one update per table, in table order."""
+        """One collection update (reusing the lookup's plan; GPU tables: the
+        gradients stay CUDA tensors, on torch's stream); the per-table
+        path: one update per table, in table order."""
         scale = 1.0 / self._ctx.world_size if self.average_gradients else 1.0
 
         def scaled(g):
@@ -595,12 +620,20 @@ class EmbeddingCollection(nn.Module):
                 table.apply_gradients(_hb_array(self._table_ids(batch, t)), _hb_array(scaled(g).contiguous()))
             return
         grad_pooled, grad_unpooled = grads
+        if batch.dev_offsets is None:
+            offsets, host_offsets = batch.offsets, None
 
-        def arr(g):
-            return _numpy(scaled(g))
+            def arr(g):
+                return _numpy(scaled(g))
+        else:  # hb reads them on torch's stream, which orders their reuse after it
+            self._use_stream()
+            offsets, host_offsets = batch.dev_offsets, batch.offsets
 
-        gu = arr(grad_unpooled) if grad_unpooled is not None and grad_unpooled.numel() else None
-        batch.coll.apply_gradients(batch.values, batch.offsets, arr(grad_pooled), batch.weights, gu)
+            def arr(g):
+                return scaled(g).contiguous()
+        gu = arr(grad_unpooled) if batch.coll._none else None  # autograd gives zeros for unused outputs
+        batch.coll.apply_gradients(batch.values, offsets, arr(grad_pooled), batch.weights, gu,
+                                   host_offsets=host_offsets)
 
     # ---- Forward --------------------------------------------------------------
 
@@ -633,9 +666,10 @@ class EmbeddingCollection(nn.Module):
             elif pooling == "sqrtn" or (pooling == "mean" and w is not None):
                 # Pooled by SUM in C; divided here, in one op for every such feature.
                 if denom is None:
-                    denom = torch.ones(pooled.shape)
+                    denom = torch.ones(pooled.shape, device=pooled.device)
                 col, dim = self._columns[f]
-                denom[:, col:col + dim] = self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b)[:, None]
+                denom[:, col:col + dim] = self._denominator(pooling, off[i * b:(i + 1) * b + 1], w, b,
+                                                            pooled.device)[:, None]
         if denom is not None:
             pooled = pooled / denom  # x / 1 is x: the other features keep their bits
         # One split, not a slice per feature: backward then assembles the
