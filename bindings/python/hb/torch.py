@@ -421,6 +421,7 @@ class EmbeddingCollection(nn.Module):
                 self._tables.append(hb.Embedding(ctx, cfg.name, cfg.dim, device=cfg.device, **cfg.hb_config))
             gpu = self._tables[0].device if self._tables else -1
             self._device = torch.device("cuda", gpu) if gpu >= 0 else torch.device("cpu")
+            self._on_gpu = gpu >= 0  # the collections take tensors (CUDA arrays), not numpy views
             self._per_table = bool(per_table)
             if self._per_table:
                 self._init_per_table()
@@ -517,7 +518,7 @@ class EmbeddingCollection(nn.Module):
         values, weights = features._values, features._weights
         coll = None if per_table else self._colls[weights is not None]
         b, off = features._stride, features._offsets
-        tensors = per_table or self._device.type == "cuda"  # else numpy views, for the host collection
+        tensors = per_table or self._on_gpu  # else numpy views, for the host collection
         if not tensors:
             values = values.numpy()
             weights = None if weights is None else weights.numpy()
@@ -542,7 +543,7 @@ class EmbeddingCollection(nn.Module):
         have = set(keys)
         present = [f for f in self._order if f in have]
         dev_offsets = None
-        if not per_table and self._device.type == "cuda":  # the device collection reads them there
+        if not per_table and self._on_gpu:  # the device collection reads them there
             dev_offsets = torch.from_numpy(off).to(self._device)
         return _Batch(coll, values, off, weights, b, present, dev_offsets)
 

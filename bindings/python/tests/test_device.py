@@ -145,6 +145,113 @@ def test_capi_takes_device_pointers_only_where_c_does(ctx):
         hb.capi.hb_allreduce(ctx._handle, FakeCuda((3,)), None, 3, hb.FLOAT32, hb.SUM)
 
 
+# ---- Collections ---------------------------------------------------------------------------
+
+def host_collection(ctx):
+    """A host collection of one pooled and one pooling-NONE feature, over
+    two tables (dims 2 and 3)."""
+    a = hb.Embedding(ctx, "coll_a", 2, num_rows=8)
+    b = hb.Embedding(ctx, "coll_b", 3, num_rows=8)
+    return hb.Collection(ctx, [(a, hb.POOLING_SUM), (b, hb.POOLING_NONE)]), a, b
+
+
+# B = 2: feature 0 has 3 ids, feature 1 (pooling NONE, dim 3) 2 ids.
+OFFSETS = np.array([0, 2, 3, 3, 5], np.int64)
+
+
+def test_host_collection_refuses_device_arrays(ctx):
+    """Every array of a host collection's calls: a CUDA array is an
+    HbDeviceError naming the parameter and what to pass, before C."""
+    coll, a, b = host_collection(ctx)
+    ids, off, w = np.zeros(5, np.int64), OFFSETS, np.ones(5, np.float32)
+    out, rows = np.zeros((2, 2), np.float32), np.zeros(6, np.float32)
+    dev = dict(values=FakeCuda((5,), "<i8"), offsets=FakeCuda((5,), "<i8"), weights=FakeCuda((5,)),
+               out=FakeCuda((2, 2)), unpooled=FakeCuda((6,)), grad_out=FakeCuda((2, 2)),
+               grad_unpooled=FakeCuda((6,)))
+    lookups = dict(values=lambda x: coll.lookup(x, off), offsets=lambda x: coll.lookup(ids, x),
+                   weights=lambda x: coll.lookup(ids, off, x), out=lambda x: coll.lookup(ids, off, out=x),
+                   unpooled=lambda x: coll.lookup(ids, off, unpooled=x),
+                   grad_out=lambda x: coll.apply_gradients(ids, off, x, grad_unpooled=rows),
+                   grad_unpooled=lambda x: coll.apply_gradients(ids, off, out, w, x))
+    for param, call in lookups.items():
+        with pytest.raises(hb.HbDeviceError, match="%s: a CUDA array, but this is a host collection: pass a "
+                           "numpy array" % param):
+            call(dev[param])
+    assert coll.device == -1 and coll.stats()["lookups"] == 0  # nothing reached C
+    coll.close(), a.close(), b.close()
+
+
+def test_gpu_collection_refuses_host_arrays_and_checks_sizes(ctx):
+    """The Python routing of a GPU collection, without a GPU: a host
+    collection whose device is set as a GPU one's. Every case is refused
+    in Python (the fake device pointers never reach C)."""
+    coll, a, b = host_collection(ctx)
+    coll.device = 0
+    i64, f32 = (lambda n: FakeCuda((n,), "<i8")), (lambda *s: FakeCuda(s))
+    ids, off = i64(5), i64(5)
+    cases = [
+        (lambda: coll.lookup(np.zeros(5, np.int64), off), hb.HbDeviceError,
+         r"values: host memory, but this is a GPU \(cuda:0\) collection: pass a CUDA array on that device"),
+        (lambda: coll.lookup(ids, OFFSETS), hb.HbDeviceError, "offsets: host memory, but this is a GPU"),
+        (lambda: coll.lookup(ids, off, np.ones(5, np.float32)), hb.HbDeviceError, "weights: host memory"),
+        (lambda: coll.lookup(ids, off, out=np.zeros((2, 2), np.float32), unpooled=f32(6), host_offsets=OFFSETS),
+         hb.HbDeviceError, "out: host memory"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), unpooled=np.zeros(6, np.float32), host_offsets=OFFSETS),
+         hb.HbDeviceError, "unpooled: host memory"),
+        (lambda: coll.apply_gradients(ids, off, np.zeros((2, 2), np.float32), grad_unpooled=f32(6),
+                                      host_offsets=OFFSETS), hb.HbDeviceError, "grad_out: host memory"),
+        (lambda: coll.lookup(ids, off, unpooled=f32(6), host_offsets=OFFSETS), hb.HbValueError,
+         r"out: a GPU collection writes into a CUDA array you pass \(2 x 2 float32\); hb allocates no device"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2)), hb.HbValueError,
+         "host_offsets: this GPU collection has pooling-NONE features; pass a host copy of offsets"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), host_offsets=OFFSETS), hb.HbValueError,
+         r"unpooled: a GPU collection writes the pooling-NONE rows into a CUDA array you pass \(6 float32\)"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 3), unpooled=f32(6), host_offsets=OFFSETS), hb.HbValueError,
+         "out: needs 2 x 2 elements, the array has 6"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), unpooled=f32(5), host_offsets=OFFSETS), hb.HbValueError,
+         "unpooled: needs 6 elements, the array has 5"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), unpooled=f32(6), host_offsets=OFFSETS[:3]),
+         hb.HbValueError, "host_offsets: 3 entries, offsets has 5"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), unpooled=f32(6), host_offsets=FakeCuda((5,), "<i8")),
+         hb.HbDeviceError, "host_offsets: a CUDA array"),
+        (lambda: coll.lookup(i64(4), off, out=f32(2, 2), unpooled=f32(6), host_offsets=OFFSETS),
+         hb.HbValueError, "values: offsets end at 5, values has 4"),
+        (lambda: coll.lookup(ids, i64(4), out=f32(2, 2)), hb.HbValueError, "offsets: expected num_features"),
+        (lambda: coll.lookup(FakeCuda((5,), "<i4"), off), hb.HbTypeError, "expected a CUDA array of dtype int64"),
+        (lambda: coll.lookup(ids, off, out=f32(2, 2), unpooled=FakeCuda((6,), readonly=True),
+                             host_offsets=OFFSETS), hb.HbValueError, "unpooled: the CUDA array is read-only"),
+        (lambda: coll.apply_gradients(ids, off, f32(2, 2), host_offsets=OFFSETS), hb.HbValueError,
+         "grad_unpooled: the collection has pooling-NONE features; pass their rows"),
+    ]
+    for call, cls, match in cases:
+        with pytest.raises(cls, match=match):
+            call()
+    assert coll.stats()["lookups"] == 0 and coll.stats()["updates"] == 0
+    coll.device = -1
+    coll.close(), a.close(), b.close()
+
+
+def test_capi_collection_calls_take_device_pointers_only_in_the_split_wrappers(ctx):
+    """hb.i's flat hb_collection_lookup reads offsets on the host (to split
+    the unpooled rows): it never gets a device pointer. hbpy_collection_*
+    (the split passed in host memory) pass them through: a NULL collection
+    shows the call reached C, which refuses it, not the typemap."""
+    d64, d32 = _device.device_array(FakeCuda((5,), "<i8"), "values"), _device.device_array(FakeCuda((4,)), "out")
+    with pytest.raises(hb.HbDeviceError, match="values: CUDA device memory, but hb_collection_lookup takes host"):
+        hb.capi.hb_collection_lookup(0, 2, d64, d64, None, d32, None)
+    with pytest.raises(hb.HbDeviceError, match="hb_collection_apply_gradients takes host memory only"):
+        hb.capi.hb_collection_apply_gradients(0, 2, d64, d64, None, d32, None)
+    with pytest.raises(hb.HbDeviceError, match="row_starts: CUDA device memory"):
+        hb.capi.hbpy_collection_lookup(0, 2, d64, d64, None, d32, d32, d64)
+    calls = (lambda: hb.capi.hbpy_collection_lookup(0, 2, d64, d64, d32, d32, d32, np.zeros(2, np.int64)),
+             lambda: hb.capi.hbpy_collection_apply_gradients(0, 2, d64, d64, d32, d32, d32, None))
+    for call in calls:
+        with pytest.raises(hb.HbError) as info:
+            call()
+        assert not isinstance(info.value, hb.HbDeviceError) and info.value.status == hb.ERR_INVALID_ARGUMENT
+        assert "hb_collection_" in info.value.message
+
+
 # ---- Tables -------------------------------------------------------------------------------
 
 def test_device_option_of_tables(ctx):

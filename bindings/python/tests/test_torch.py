@@ -397,6 +397,96 @@ def test_cuda_collection_equals_plain_torch(ctx, pooling, weighted):
     torch.testing.assert_close(after, weight.detach() - lr * weight.grad, rtol=1e-6, atol=1e-6)
 
 
+def check_equals_cpu_module(mod, ref, dev):
+    """mod (tables on dev) against ref, the CPU module over tables of the
+    same configs: outputs, the gradients of what consumes them and every
+    table after each step bit for bit (mixed tables, dims, poolings,
+    optimizers, a dynamic table; weighted and not, keys reordered, a
+    feature missing), and collection_stats() counts the same calls and
+    rounds."""
+    runs = [(["s1", "s2", "dyn", "q", "seq"], False), (["s1", "s2", "dyn", "q", "seq"], True),
+            (["seq", "q", "s1", "dyn"], True), (["dyn", "s2", "s1", "q", "seq"], False)]
+    seen = {n: {0} for n, _, _, _, _, _ in MIXED}
+    for step, (keys, weighted) in enumerate(runs):
+        kjt, bags = mixed_batch(step, keys, weighted)
+        out_m, out_r = mod(kjt.to(dev)), ref(kjt)
+        assert list(out_m) == list(out_r) and out_m.pooled.device == dev
+        loss_m, loss_r, consumers = 0, 0, []
+        for k in out_r:
+            assert out_m[k].device == dev and out_m[k].dtype == torch.float32 and out_m[k].requires_grad
+            assert torch.equal(out_m[k].cpu(), out_r[k]), (step, k)
+            up = torch.randn(out_r[k].shape, generator=torch.Generator().manual_seed(step * 10 + len(k)))
+            p_m, p_r = up.to(dev, copy=True).requires_grad_(), up.requires_grad_()
+            loss_m = loss_m + (out_m[k] * p_m).sum()
+            loss_r = loss_r + (out_r[k] * p_r).sum()
+            consumers.append((k, p_m, p_r))
+        loss_m.backward()
+        loss_r.backward()
+        for k, p_m, p_r in consumers:  # d loss / d p = the output, exactly
+            assert torch.equal(p_m.grad.cpu(), p_r.grad), (step, k)
+        for name, _, _, fs, _, _ in MIXED:
+            seen[name].update(i for f in fs for bag in bags.get(f, []) for i in bag)
+            ids = np.array(sorted(seen[name]), np.int64)
+            table = mod.tables[name]
+            if table.device >= 0:
+                rows = torch.empty((ids.size, table.dim), dtype=torch.float32, device=dev)
+                rows = table.lookup(torch.from_numpy(ids).to(dev), out=rows).cpu().numpy()
+            else:
+                rows = table.lookup(ids)
+            assert np.array_equal(rows, ref.tables[name].lookup(ids)), (step, name)
+    st_m, st_r = mod.collection_stats(), ref.collection_stats()
+    assert st_m == st_r, (st_m, st_r)
+    assert st_m["lookups"] == st_m["updates"] == st_m["reused_plans"] == len(runs), st_m
+
+
+def test_gpu_collection_path_emulated_on_host_tables(ctx, monkeypatch):
+    """hb.torch's path for GPU tables without a GPU: tensors (not numpy
+    views) handed to one collection call per direction, offsets copied to
+    the tables' device, the unpooled rows split by the host offsets. The
+    module's collections are host ones marked as GPU collections, and hb is
+    shown CPU tensors as CUDA arrays over their host memory, so the library
+    reads them as the host memory they are. A numpy array or a missing
+    array would be refused (a GPU collection), so this checks the routing."""
+    real_is, real_array = hb._is_device_array, hb._device_array
+    handed = []
+
+    def device_array(x, param, dtype=None, writable=False):
+        if not isinstance(x, torch.Tensor):
+            return real_array(x, param, dtype, writable)
+        assert x.is_contiguous() and x.dtype == {np.dtype(np.int64): torch.int64,
+                                                 np.dtype(np.float32): torch.float32}[np.dtype(dtype)], param
+        handed.append(param)
+        return hb._DeviceArray(x, x.data_ptr(), tuple(x.shape), np.dtype(dtype))
+
+    monkeypatch.setattr(hb, "_is_device_array", lambda x: isinstance(x, torch.Tensor) or real_is(x))
+    monkeypatch.setattr(hb, "_device_array", device_array)
+    mod = ht.EmbeddingCollection(ctx, mixed_configs())
+    mod._on_gpu = True
+    for c in mod._colls.values():
+        c.device = 0
+    twin_ctx = hb.Context(rank=0, world_size=1)  # same names, so the same initial rows
+    ref = ht.EmbeddingCollection(twin_ctx, mixed_configs())
+    check_equals_cpu_module(mod, ref, torch.device("cpu"))
+    assert {"values", "offsets", "weights", "out", "unpooled", "grad_out", "grad_unpooled"} <= set(handed)
+    for c in mod._colls.values():
+        c.device = -1
+    mod.close(), ref.close(), twin_ctx.close()
+
+
+def test_cuda_collection_equals_cpu_collection_bit_for_bit(ctx):
+    """GPU tables run by one device collection per direction equal the CPU
+    module bit for bit (check_equals_cpu_module)."""
+    dev = cuda_or_skip(ctx)
+    gpu = ht.EmbeddingCollection(ctx, [ht.TableConfig(n, d, num_rows=r, features=fs, pooling=p,
+                                                      initializer="normal", init_b=0.5, seed=11, device="cuda", **o)
+                                       for n, d, r, fs, p, o in MIXED])
+    assert gpu.device == dev and all(c.device == dev.index for c in gpu._colls.values())
+    twin_ctx = hb.Context(rank=0, world_size=1)  # same names, so the same initial rows
+    cpu = ht.EmbeddingCollection(twin_ctx, mixed_configs())
+    check_equals_cpu_module(gpu, cpu, dev)
+    gpu.close(), cpu.close(), twin_ctx.close()
+
+
 def test_cuda_dense_sync_and_all_reduce(ctx):
     dev = cuda_or_skip(ctx)
     model = torch.nn.Linear(4, 2).to(dev)
