@@ -2,8 +2,9 @@
 torch CUDA tensors, Numba device arrays), read without a copy.
 
 hb takes their device pointer where its C call accepts CUDA memory (the
-collectives; ids and rows of a GPU table). The object must be C-contiguous,
-unmasked and of the dtype the call needs; anything else is refused with an
+collectives; ids and rows of a GPU table; the batch, outputs and
+gradients of a collection of GPU tables). The object must be
+C-contiguous, unmasked and of the dtype the call needs; anything else is refused with an
 :class:`HbError` subclass saying what to pass. Calls that take host memory
 only refuse device arrays with :class:`HbDeviceError`: hb never copies
 between host and device behind the caller's back.

@@ -682,8 +682,8 @@ class EmbeddingCollection(nn.Module):
         return EmbeddingOutput({f: out[f] for f in batch.present}, pooled, self._columns)
 
     def _pool_per_table(self, batch, rows):
-        """The EmbeddingOutput of GPU tables from each table's rows: pooling
-        in torch, on the tables' device (embedding_bag over the feature's rows, as
+        """The EmbeddingOutput of the per-table path from each table's rows:
+        pooling in torch, on the tables' device (embedding_bag over the feature's rows, as
         nn.EmbeddingBag; its backward gives each row its bag's gradient)."""
         b, off, w, dev = batch.b, batch.offsets, batch.weights, self._device
         out, parts = {}, []

@@ -18,8 +18,9 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
     torch_mp_check.py --load DIR     load DIR at this world size: every
                                      parameter and row bit-equal to expect.npz
     --mode per_table                 the tables looked up one by one and pooled
-                                     by torch (the path of GPU tables), on host
-    --mode cuda                      GPU tables, CUDA batches and MLP (NCCL);
+                                     by torch (per_table=True), on host
+    --mode cuda                      GPU tables (one device collection per
+                                     direction), CUDA batches and MLP (NCCL);
                                      prints "torch_mp_check skipped" without a GPU
 """
 
@@ -165,7 +166,7 @@ def check_trained(ctx, model):
     opt = train_hb(ctx, model)
     # One collection exchange per direction for the three tables: a lookup
     # (3 rounds) and an update reusing its plan (1 round) per step.
-    if MODE == "collection":
+    if MODE in ("collection", "cuda"):
         st = model.sparse.collection_stats()
         assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
             (STEPS, STEPS, STEPS, 4 * STEPS), st
