@@ -158,6 +158,8 @@ def main(argv):
     p.add_argument("--device", choices=("cpu", "cuda"), default="cpu",
                    help="cpu: everything on the host; cuda: the tables and the MLP on the rank's GPU")
     mine, rest = p.parse_known_args(argv)
+    if "-h" in rest or "--help" in rest:  # the numpy demo's parser prints the rest and exits
+        print(p.format_help().replace("usage: ", "ctr_train_torch.py's own flag: ", 1))
     if mine.device == "cuda" and not torch.cuda.is_available():
         print("%s: --device cuda, but this torch (%s) has no CUDA device available (a CPU-only build, or "
               "no GPU visible): pass --device cpu, or install a CUDA build of torch"
