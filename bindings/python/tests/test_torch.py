@@ -435,6 +435,8 @@ def check_equals_cpu_module(mod, ref, dev):
                 rows = table.lookup(ids)
             assert np.array_equal(rows, ref.tables[name].lookup(ids)), (step, name)
     st_m, st_r = mod.collection_stats(), ref.collection_stats()
+    if dev.type == "cuda":  # a device collection's owner_unique counts the ids before the owners'
+        del st_m["owner_unique"], st_r["owner_unique"]  # dedup (docs/embedding-collections.md)
     assert st_m == st_r, (st_m, st_r)
     assert st_m["lookups"] == st_m["updates"] == st_m["reused_plans"] == len(runs), st_m
 
