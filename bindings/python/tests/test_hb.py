@@ -403,13 +403,15 @@ def test_collection_matches_single_table_calls(ctx):
     ctx2 = hb.Context()
     twin_a = hb.Embedding(ctx2, "ca", 3, **cfg)
     twin_b = hb.Embedding(ctx2, "cb", 2, **dict(cfg, num_rows=0))
-    feats = [(a, hb.POOLING_SUM), (b, hb.POOLING_MEAN), (a, hb.POOLING_SQRTN), (b, hb.POOLING_NONE)]
+    # Two pooling-NONE features: their rows are split in one unpooled array.
+    feats = [(a, hb.POOLING_SUM), (b, hb.POOLING_NONE), (b, hb.POOLING_MEAN), (a, hb.POOLING_SQRTN),
+             (a, hb.POOLING_NONE)]
     coll = hb.Collection(ctx, feats)
-    assert coll.pooled_width == 3 + 2 + 3 and [coll.column(f) for f in range(4)] == [0, 3, 5, -1]
+    assert coll.pooled_width == 3 + 2 + 3 and [coll.column(f) for f in range(5)] == [0, -1, 3, 5, -1]
     rng = np.random.default_rng(3)
     for step in range(3):
         B = 4
-        lengths = rng.integers(0, 4, size=4 * B)
+        lengths = rng.integers(1 if step == 0 else 0, 4, size=len(feats) * B)
         offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
         values = rng.integers(0, 10, size=int(offsets[-1])).astype(np.int64)
         weights = (rng.integers(1, 8, size=values.size) * 0.25).astype(np.float32)
