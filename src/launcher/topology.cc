@@ -173,15 +173,6 @@ int count_nvidia_device_nodes(const std::string &dev_dir) {
   return n;
 }
 
-int usable_cpus() {
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  if (::sched_getaffinity(0, sizeof set, &set) == 0 && CPU_COUNT(&set) > 0)
-    return CPU_COUNT(&set);
-  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
-  return n > 0 ? static_cast<int>(n) : 1;
-}
-
 std::vector<int> usable_cpu_list() {
   std::vector<int> out;
   cpu_set_t set;
@@ -190,6 +181,13 @@ std::vector<int> usable_cpu_list() {
     for (int c = 0; c < CPU_SETSIZE; ++c)
       if (CPU_ISSET(c, &set)) out.push_back(c);
   return out;
+}
+
+int usable_cpus() {
+  const size_t mask = usable_cpu_list().size();
+  if (mask > 0) return static_cast<int>(mask);
+  long n = ::sysconf(_SC_NPROCESSORS_ONLN);
+  return n > 0 ? static_cast<int>(n) : 1;
 }
 
 std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
