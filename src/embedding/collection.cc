@@ -48,10 +48,6 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
   fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
 }
 
-uint64_t mix(uint64_t h, uint64_t v) {
-  return (h ^ v) * 0x100000001b3ull + (h >> 29);
-}
-
 }  // namespace
 
 CollectionBase::CollectionBase(std::vector<Feature> features,
@@ -62,7 +58,8 @@ CollectionBase::CollectionBase(std::vector<Feature> features,
       world_(x_->world()) {
   const char *what = "hb_collection_create";
   Outcome o;
-  uint64_t fp = 0xcbf29ce484222325ull;
+  ConfigFields fields;  // what every rank must pass alike
+  fields.add("features", static_cast<int64_t>(features_.size()));
   try {
     HB_CHECK_ARG(!features_.empty(), "%s: no features", what);
     column_.assign(features_.size(), -1);
@@ -118,9 +115,7 @@ CollectionBase::CollectionBase(std::vector<Feature> features,
         column_[f] = pooled_width_;
         pooled_width_ += sp.dim;
       }
-      fp = mix(fp, spec_fingerprint(sp));
-      fp = mix(fp, fnv1a64(ft.name.data(), ft.name.size()));
-      fp = mix(fp, static_cast<uint64_t>(ft.pooling) * 131 + s);
+      describe_feature(f, &fields);
     }
     start_.resize(features_.size());
     n_.resize(features_.size());
@@ -128,16 +123,31 @@ CollectionBase::CollectionBase(std::vector<Feature> features,
   } catch (...) {
     o.capture();
   }
+  const uint64_t fp = fields.fingerprint();
   id_ = fp >> 1;  // positive as an int64 in messages
   std::vector<int64_t> got =
-      agree(*x_, o, std::vector<int64_t>(world_, static_cast<int64_t>(id_)),
+      agree(*x_, o, std::vector<int64_t>(world_, static_cast<int64_t>(fp)),
             what, nullptr);
-  for (int p = 0; p < world_; ++p)
-    if (got[p] != static_cast<int64_t>(id_))
-      fail(HB_ERR_INVALID_ARGUMENT,
-           "%s: rank %d passed different features (tables, order, names or "
-           "pooling differ)",
-           what, p);
+  check_same_fields(
+      fields, std::vector<uint64_t>(got.begin(), got.end()),
+      [this](const std::string &s) { return gather_strings(*x_, s); },
+      HB_ERR_INVALID_ARGUMENT, what, "features");
+}
+
+void CollectionBase::describe_feature(size_t f, ConfigFields *out) const {
+  static const char *const kPooling[] = {"HB_POOLING_NONE", "HB_POOLING_SUM",
+                                         "HB_POOLING_MEAN", "HB_POOLING_SQRTN"};
+  const Feature &ft = features_[f];
+  const Spec &sp = ft.table->spec();
+  const std::string key = format("features[%zu].", f),
+                    label = format("feature %zu ('%s') ", f, ft.name.c_str());
+  out->add(key + "name", "'" + ft.name + "'", format("feature %zu name", f));
+  out->add(key + "table", "'" + sp.name + "'", label + "table");
+  out->add(key + "pooling", kPooling[ft.pooling], label + "pooling");
+  out->add(key + "dim", format("%lld", (long long)sp.dim), label + "dim");
+  // Tables of one name agree (checked at their creation); which features
+  // share a table follows from the names.
+  out->add_hash(key + "table config", spec_fingerprint(sp));
 }
 
 void CollectionBase::bag_error(const char *what, size_t f, int64_t kind,

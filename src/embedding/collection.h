@@ -114,6 +114,9 @@ class CollectionBase {
   virtual bool send_partials(Outcome &o, bool reuse, const char *what) = 0;
 
   // ---- Shared pieces.
+  // Feature f's name, table, pooling and dim as named fields (checked
+  // across ranks at creation).
+  void describe_feature(size_t f, ConfigFields *out) const;
   [[noreturn]] void bag_error(const char *what, size_t f, int64_t kind,
                               int64_t sample, int64_t value) const;
   // Layout of a payload [peer][header, table 0, table 1, ...] with

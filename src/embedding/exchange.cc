@@ -64,9 +64,19 @@ std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
     h[6] = mine.sig.seq;
   }
   x.alltoall(send.data(), recv.data(), kHeader);
-  check_same_calls(recv.data(), w, kHeader, 4, 3, what, [](const int64_t *h) {
-    return format("%s, table %016llx, call %lld", call_op_name(h[4]),
-                  (unsigned long long)h[5], (long long)h[6]);
+  // Calls on different tables: every rank sees it and sends its table's
+  // name, so the message can name the tables.
+  std::vector<std::string> names;
+  for (int p = 1; p < w && names.empty(); ++p)
+    if (recv[kHeader * p + 5] != recv[5])
+      names = gather_strings(x, mine.sig.name ? *mine.sig.name : "");
+  check_same_calls(recv.data(), w, kHeader, 4, 3, what, [&](const int64_t *h) {
+    const size_t p = static_cast<size_t>(h - recv.data()) / kHeader;
+    std::string table = names.empty() || names[p].empty()
+                            ? format("table %016llx", (unsigned long long)h[5])
+                            : format("table '%s'", names[p].c_str());
+    return format("%s, %s, call %lld", call_op_name(h[4]), table.c_str(),
+                  (long long)h[6]);
   });
   if (mine.sig.counter) ++*mine.sig.counter;
   if (mine.status != HB_OK) throw Error(mine.status, mine.message);
@@ -83,6 +93,29 @@ std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
     values[p] = h[3];
   }
   return values;
+}
+
+std::vector<std::string> gather_strings(Exchange &x, const std::string &mine) {
+  const int w = x.world();
+  std::vector<int64_t> size_to(w, static_cast<int64_t>(mine.size())), sizes(w);
+  x.alltoall(size_to.data(), sizes.data(), 1);
+  int64_t total = 0;
+  for (int p = 0; p < w; ++p) {
+    if (sizes[p] < 0 || sizes[p] > (int64_t(1) << 24))
+      fail(HB_ERR_CORRUPT, "rank %d announced a config of %lld bytes", p,
+           (long long)sizes[p]);
+    total += sizes[p];
+  }
+  std::string send, all(static_cast<size_t>(total), '\0');
+  for (int p = 0; p < w; ++p) send += mine;
+  x.alltoallv(send.data(), size_to.data(), &all[0], sizes.data());
+  std::vector<std::string> out;
+  size_t at = 0;
+  for (int p = 0; p < w; ++p) {
+    out.push_back(all.substr(at, static_cast<size_t>(sizes[p])));
+    at += static_cast<size_t>(sizes[p]);
+  }
+  return out;
 }
 
 }  // namespace emb

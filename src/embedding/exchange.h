@@ -53,6 +53,9 @@ struct CallSig {
   int64_t seq = 0;    // the table's matched collective calls so far
   // Advanced by agree() once every rank made the same call.
   int64_t *counter = nullptr;
+  // The table's name: exchanged (error path only) when ranks call on
+  // different tables, so the message names them instead of fingerprints.
+  const std::string *name = nullptr;
 };
 
 // What one rank's local preparation of a collective step produced: OK, or
@@ -76,6 +79,10 @@ struct Outcome {
 std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
                            const std::vector<int64_t> &value_to,
                            const char *what, const char *detail_name);
+
+// Every rank's bytes, in rank order (an alltoall of the sizes, then an
+// alltoallv): for the config descriptions of common/mismatch.h.
+std::vector<std::string> gather_strings(Exchange &x, const std::string &mine);
 
 // Barrier-like agreement with no payload.
 inline void agree(Exchange &x, const Outcome &mine, const char *what) {

@@ -140,30 +140,40 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
   return s;
 }
 
+ConfigFields spec_fields(const Spec &s) {
+  static const char *const kPartitions[] = {"HB_PARTITION_MOD",
+                                            "HB_PARTITION_DIV"};
+  static const char *const kInits[] = {"HB_INIT_ZEROS", "HB_INIT_CONSTANT",
+                                       "HB_INIT_UNIFORM", "HB_INIT_NORMAL"};
+  static const char *const kOpts[] = {"HB_OPT_SGD", "HB_OPT_ADAGRAD",
+                                      "HB_OPT_ADAM", "HB_OPT_FTRL"};
+  // A validated spec: every enum is in range.
+  ConfigFields f;
+  f.add("name", "'" + s.name + "'");
+  f.add("dim", s.dim);
+  f.add("num_rows", s.num_rows);
+  f.add("partition", kPartitions[s.partition]);
+  f.add("initializer", kInits[s.initializer]);
+  f.add_real("init_a", s.init_a);
+  f.add_real("init_b", s.init_b);
+  f.add("seed", format("%llu", static_cast<unsigned long long>(s.seed)));
+  f.add("optimizer", kOpts[s.optimizer]);
+  f.add_real("learning_rate", s.learning_rate);
+  f.add_real("initial_accumulator", s.initial_accumulator);
+  f.add_real("beta1", s.beta1);
+  f.add_real("beta2", s.beta2);
+  f.add_real("epsilon", s.epsilon);
+  f.add_real("l1", s.l1);
+  f.add_real("l2", s.l2);
+  f.add_real("lr_power", s.lr_power);
+  f.add("wire_dtype", s.wire_dtype == HB_FLOAT16    ? "HB_FLOAT16"
+                      : s.wire_dtype == HB_BFLOAT16 ? "HB_BFLOAT16"
+                                                    : "HB_FLOAT32");
+  return f;
+}
+
 uint64_t spec_fingerprint(const Spec &s) {
-  uint64_t h = fnv1a64(s.name.data(), s.name.size());
-  auto mix = [&h](const void *p, size_t n) {
-    h ^= fnv1a64(p, n) + 0x9e3779b97f4a7c15ull + (h << 6) + (h >> 2);
-  };
-  mix(&s.dim, 8);
-  mix(&s.num_rows, 8);
-  mix(&s.partition, 4);
-  mix(&s.initializer, 4);
-  mix(&s.init_a, 8);
-  mix(&s.init_b, 8);
-  mix(&s.seed, 8);
-  mix(&s.optimizer, 4);
-  double hp[] = {s.learning_rate,
-                 s.initial_accumulator,
-                 s.beta1,
-                 s.beta2,
-                 s.epsilon,
-                 s.l1,
-                 s.l2,
-                 s.lr_power};
-  mix(hp, sizeof hp);
-  mix(&s.wire_dtype, 4);
-  return h;
+  return spec_fields(s).fingerprint();
 }
 
 }  // namespace emb

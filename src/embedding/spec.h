@@ -6,6 +6,7 @@
 #include <string>
 
 #include "common/fnv.h"
+#include "common/mismatch.h"
 #include "hb.h"
 
 namespace hb {
@@ -35,7 +36,12 @@ struct Spec {
 // the field and its value.
 Spec spec_from_config(const hb_embedding_config *cfg);
 
-// A hash of the fields that must agree on every rank (and in a checkpoint).
+// The fields that must agree on every rank, named as in
+// hb_embedding_config (enums by their hb.h names). Where the rows live is
+// not among them (a checkpoint of a GPU table loads into a host table).
+ConfigFields spec_fields(const Spec &s);
+
+// spec_fields(s).fingerprint().
 uint64_t spec_fingerprint(const Spec &s);
 
 }  // namespace emb

@@ -27,21 +27,18 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
   } catch (...) {
     o.capture();
   }
-  // Where the rows live is not part of the fingerprint (a checkpoint of a
-  // GPU table loads into a host table), but the ranks must agree on it:
-  // the two paths exchange differently.
-  int64_t fp = static_cast<int64_t>(spec_fingerprint(spec_) ^
-                                    (spec_.device >= 0 ? 0x5a5aull : 0));
-  id_ = fp;
+  // Where the rows live is not part of the spec (a checkpoint of a GPU
+  // table loads into a host table), but the ranks must agree on it: the
+  // two paths exchange differently.
+  ConfigFields fields = spec_fields(spec_);
+  fields.add("memory", spec_.device >= 0 ? "GPU" : "host");
+  id_ = static_cast<int64_t>(fields.fingerprint());
   std::vector<int64_t> got =
-      agree(*x_, o, std::vector<int64_t>(world_, fp), what.c_str(), nullptr);
-  for (int p = 0; p < world_; ++p)
-    if (got[p] != fp)
-      fail(HB_ERR_INVALID_ARGUMENT,
-           "%s: rank %d passed a different config (name, dim, num_rows, "
-           "partition, initializer, optimizer, wire dtype or host/GPU "
-           "placement differ)",
-           what.c_str(), p);
+      agree(*x_, o, std::vector<int64_t>(world_, id_), what.c_str(), nullptr);
+  check_same_fields(
+      fields, std::vector<uint64_t>(got.begin(), got.end()),
+      [this](const std::string &s) { return gather_strings(*x_, s); },
+      HB_ERR_INVALID_ARGUMENT, what, "configs");
 }
 
 void Table::exchange_payload(const void *send,

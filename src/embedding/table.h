@@ -63,7 +63,9 @@ class Table {
 
   // The signature of this rank's next collective call on the table (the
   // first agreement of the call checks it across ranks).
-  CallSig call(CallOp op) { return CallSig{op, id_, calls_, &calls_}; }
+  CallSig call(CallOp op) {
+    return CallSig{op, id_, calls_, &calls_, &spec_.name};
+  }
 
   void lookup(const int64_t *ids, size_t n, float *out);
   void apply_gradients(const int64_t *ids, size_t n, const float *grads);

@@ -6,6 +6,7 @@
 #include <cstdint>
 #include <vector>
 
+#include "common/mismatch.h"
 #include "hb.h"
 #include "metrics/wire.h"
 
@@ -20,11 +21,13 @@ struct Gathered {
 // What a rank's hb_metric_result is merging: checked across ranks in the
 // size exchange, so ranks merging different metrics (kind or config) or at
 // different points of a metric's merge sequence all fail with
-// HB_ERR_MISMATCH.
+// HB_ERR_MISMATCH. Configs travel as their fingerprint; when those differ,
+// the ranks exchange the fields and the message names each one that
+// differs with every rank's value.
 struct MergeSig {
   int64_t kind = 0;
-  int64_t config = 0;          // config_fingerprint
-  int64_t seq = 0;             // matched merges of this metric so far
+  const ConfigFields *config = nullptr;  // config_fields of the metric
+  int64_t seq = 0;                       // matched merges of this metric so far
   int64_t *counter = nullptr;  // advanced once the ranks' signatures match
 };
 

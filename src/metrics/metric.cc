@@ -31,8 +31,8 @@ double merged_result(hb_metric &m) {
   hb::timeline::Span span("metric_merge", "metrics");
   Bytes mine = serialize(m.cfg, *m.state);
   span.set_bytes(static_cast<int64_t>(mine.size()));
-  MergeSig sig{m.cfg.kind, static_cast<int64_t>(config_fingerprint(m.cfg)),
-               m.merges, &m.merges};
+  hb::ConfigFields fields = config_fields(m.cfg);
+  MergeSig sig{m.cfg.kind, &fields, m.merges, &m.merges};
   Gathered g = allgather_bytes(m.ctx, mine, sig);
   std::unique_ptr<State> merged = make_state(m.cfg);
   for (size_t r = 0; r < g.sizes.size(); ++r) {

@@ -6,7 +6,6 @@
 #include <cstring>
 
 #include "abi/error.h"
-#include "common/fnv.h"
 #include "metrics/auc_state.h"
 #include "metrics/ratio_state.h"
 
@@ -20,18 +19,26 @@ constexpr int64_t kMaxBins = int64_t(1) << 28;
 
 }  // namespace
 
-uint64_t config_fingerprint(const Config &c) {
-  // Field by field (no padding bytes).
-  uint64_t h = kFnvBasis;
-  auto mix = [&h](const void *p, size_t n) { h = fnv1a64(p, n, h); };
-  mix(&c.kind, 4);
-  mix(&c.num_thresholds, 4);
-  mix(&c.curve, 4);
-  mix(&c.summation, 4);
-  mix(&c.gauc_weighting, 4);
-  mix(&c.threshold, 8);
-  mix(&c.bins, 8);
-  return h;
+ConfigFields config_fields(const Config &c) {
+  static const char *const kKinds[] = {"HB_METRIC_ACCURACY", "HB_METRIC_MEAN",
+                                       "HB_METRIC_AUC", "HB_METRIC_AUC_EXACT",
+                                       "HB_METRIC_GAUC"};
+  static const char *const kCurves[] = {"HB_CURVE_ROC", "HB_CURVE_PR"};
+  static const char *const kSummations[] = {
+      "HB_SUMMATION_TRAPEZOIDAL", "HB_SUMMATION_CAREFUL_INTERPOLATION",
+      "HB_SUMMATION_MINORING", "HB_SUMMATION_MAJORING"};
+  static const char *const kWeightings[] = {
+      "HB_GAUC_UNWEIGHTED", "HB_GAUC_IMPRESSIONS", "HB_GAUC_CLICKS"};
+  // A validated config: every enum is in range.
+  ConfigFields f;
+  f.add("kind", kKinds[c.kind]);
+  f.add("num_thresholds", int64_t{c.num_thresholds});
+  f.add("curve", kCurves[c.curve]);
+  f.add("summation", kSummations[c.summation]);
+  f.add("gauc_weighting", kWeightings[c.gauc_weighting]);
+  f.add_real("threshold", c.threshold);
+  f.add("bins", c.bins);
+  return f;
 }
 
 Config config_from_public(const hb_metric_config *cfg) {

@@ -13,6 +13,7 @@
 #include <memory>
 #include <vector>
 
+#include "common/mismatch.h"
 #include "hb.h"
 #include "metrics/wire.h"
 
@@ -34,8 +35,9 @@ struct Config {
 // every field, naming the bad one.
 Config config_from_public(const hb_metric_config *cfg);
 
-// A hash of every field of cfg: ranks merging a metric must agree on it.
-uint64_t config_fingerprint(const Config &cfg);
+// Every field of cfg, named, as ranks merging a metric must agree on it
+// (kind and enums by their hb.h names).
+ConfigFields config_fields(const Config &cfg);
 
 struct Batch {
   const float *labels;  // NULL only for HB_METRIC_MEAN

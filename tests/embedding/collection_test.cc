@@ -320,26 +320,48 @@ TEST(Collection, RejectsGpuTablesAndBadFeatures) {
             HB_OK);
 }
 
-// Ranks that build different collections fail at creation.
+// Ranks that build different collections fail at creation, naming the
+// feature, what differs and every rank's value (worlds 2 and 3).
 TEST(Collection, DifferentFeaturesFailCreation) {
   CollCase c = hbtest::standard_case();
-  std::vector<hb_status> st(2, HB_OK);
-  hbtest::ThreadWorld tw(2);
-  hbtest::ThreadWorld::run(2, [&](int r) {
-    std::vector<std::unique_ptr<Table>> ts;
-    for (const auto &cfg : c.tables)
-      ts.emplace_back(
-          new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
-    std::vector<hb::emb::Feature> fs = {
-        {"x", ts[0].get(), r == 0 ? HB_POOLING_SUM : HB_POOLING_MEAN}};
-    try {
-      Collection coll(fs, tw.endpoint(r));
-    } catch (const hb::Error &e) {
-      st[r] = e.status();
+  for (int world : {2, 3}) {
+    std::vector<hb_status> st(world, HB_OK);
+    std::vector<std::string> msg(world);
+    hbtest::ThreadWorld tw(world);
+    hbtest::ThreadWorld::run(world, [&](int r) {
+      std::vector<std::unique_ptr<Table>> ts;
+      for (const auto &cfg : c.tables)
+        ts.emplace_back(
+            new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
+      std::vector<hb::emb::Feature> fs = {
+          {"x", ts[0].get(), r == 1 ? HB_POOLING_MEAN : HB_POOLING_SUM},
+          {"y", ts[r == 1 ? 1 : 0].get(), HB_POOLING_NONE}};
+      if (r == world - 1 && world == 3) fs.pop_back();
+      try {
+        Collection coll(fs, tw.endpoint(r));
+      } catch (const hb::Error &e) {
+        st[r] = e.status();
+        msg[r] = e.what();
+      }
+    });
+    const std::string sum = world == 2 ? "(rank 0)" : "(ranks 0,2)";
+    std::vector<std::string> needles = {
+        "feature 0 ('x') pooling: HB_POOLING_SUM " + sum +
+            " vs HB_POOLING_MEAN (rank 1)",
+        "feature 1 ('y') table: 'ta' (rank 0) vs 'tb' (rank 1)",
+        "feature 1 ('y') dim: 3 (rank 0) vs 5 (rank 1)"};
+    if (world == 3) {
+      needles.push_back("ranks 1,2 differ from rank 0");
+      needles.push_back("features: 2 (ranks 0,1) vs 1 (rank 2)");
+      needles.push_back("feature 1 name: 'y' (ranks 0,1) vs (none) (rank 2)");
     }
-  });
-  EXPECT_EQ(st[0], HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(st[1], HB_ERR_INVALID_ARGUMENT);
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(st[r], HB_ERR_INVALID_ARGUMENT) << r;
+      for (const std::string &n : needles)
+        EXPECT_NE(msg[r].find(n), std::string::npos)
+            << "world " << world << " rank " << r << ": " << msg[r];
+    }
+  }
 }
 
 }  // namespace

@@ -386,22 +386,43 @@ TEST(Errors, NegativeIdInStaticTable) {
   });
 }
 
+// Ranks passing different configs all fail, naming each field that
+// differs and every rank's value (at worlds 2 and 3, rank 1 the odd one).
 TEST(Errors, ConfigMismatchAcrossRanks) {
   hb_embedding_config c =
       base_config(HB_OPT_SGD, 10, HB_PARTITION_MOD, HB_FLOAT32);
-  hbtest::ThreadWorld tw(2);
-  std::vector<hb_status> st(2, HB_OK);
-  hbtest::ThreadWorld::run(2, [&](int r) {
-    hb_embedding_config mine = c;
-    if (r == 1) mine.dim = 6;
-    try {
-      hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
-    } catch (const hb::Error &e) {
-      st[r] = e.status();
+  for (int world : {2, 3}) {
+    hbtest::ThreadWorld tw(world);
+    std::vector<hb_status> st(world, HB_OK);
+    std::vector<std::string> msg(world);
+    hbtest::ThreadWorld::run(world, [&](int r) {
+      hb_embedding_config mine = c;
+      if (r == 1) {
+        mine.dim = 6;
+        mine.optimizer = HB_OPT_ADAGRAD;
+        mine.partition = HB_PARTITION_DIV;
+      }
+      try {
+        hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
+      } catch (const hb::Error &e) {
+        st[r] = e.status();
+        msg[r] = e.what();
+      }
+    });
+    const std::string others = world == 2 ? "(rank 0)" : "(ranks 0,2)";
+    for (int r = 0; r < world; ++r) {
+      EXPECT_EQ(st[r], HB_ERR_INVALID_ARGUMENT) << r;
+      for (const std::string &n :
+           {std::string("rank 1 differs from rank 0"),
+            "dim: 5 " + others + " vs 6 (rank 1)",
+            "partition: HB_PARTITION_MOD " + others +
+                " vs HB_PARTITION_DIV (rank 1)",
+            "optimizer: HB_OPT_SGD " + others + " vs HB_OPT_ADAGRAD (rank 1)"})
+        EXPECT_NE(msg[r].find(n), std::string::npos)
+            << "world " << world << " rank " << r << ": " << msg[r];
+      EXPECT_EQ(msg[r].find("learning_rate"), std::string::npos) << msg[r];
     }
-  });
-  EXPECT_EQ(st[0], HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(st[1], HB_ERR_INVALID_ARGUMENT);
+  }
 }
 
 TEST(Errors, BadConfigs) {

@@ -264,6 +264,30 @@ void mode_mismatch(hb_context *ctx, const char *dir) {
   expect_status(hb_embedding_create(ctx, &ca, &dup), HB_ERR_INVALID_ARGUMENT,
                 "duplicate name", {"mm_a", "unique"});
   REQUIRE(dup == nullptr, "duplicate handle");
+  // Different configs fail on every rank, naming each field that differs
+  // and every rank's value (not a fingerprint); the name stays free.
+  hb_embedding_config cc = ca;
+  cc.name = "mm_c";
+  if (g_rank == 1) {
+    cc.dim = 6;
+    cc.initial_accumulator = 0.25;
+    cc.wire_dtype = HB_FLOAT16;
+  }
+  std::string others = g_world == 2 ? "(rank 0)" : "(ranks 0,2)";
+  hb_embedding *c = nullptr;
+  expect_status(
+      hb_embedding_create(ctx, &cc, &c), HB_ERR_INVALID_ARGUMENT,
+      "config mismatch",
+      {"hb_embedding_create('mm_c')", "rank 1 differs",
+       ("dim: 8 " + others + " vs 6 (rank 1)").c_str(),
+       ("initial_accumulator: 0.1 " + others + " vs 0.25 (rank 1)").c_str(),
+       ("wire_dtype: HB_FLOAT32 " + others + " vs HB_FLOAT16 (rank 1)")
+           .c_str()});
+  REQUIRE(c == nullptr, "mismatched handle");
+  cc = ca;
+  cc.name = "mm_c";
+  ok(hb_embedding_create(ctx, &cc, &c), "create mm_c");
+  hb_embedding_destroy(c);
 
   std::vector<int64_t> ids;
   for (int64_t i = 0; i < 40; ++i) ids.push_back(i * 7 + g_rank);
@@ -284,7 +308,11 @@ void mode_mismatch(hb_context *ctx, const char *dir) {
   // apply_gradients on two different tables.
   st = hb_embedding_apply_gradients(odd ? b : a, ids.data(), ids.size(),
                                     grads.data());
-  expect_status(st, HB_ERR_MISMATCH, "a vs b", {"rank 1 differs", "table"});
+  expect_status(st, HB_ERR_MISMATCH, "a vs b",
+                {"rank 1 differs",
+                 "rank 0: hb_embedding_apply_gradients, "
+                 "table 'mm_a'",
+                 "rank 1: hb_embedding_apply_gradients, table 'mm_b'"});
   // save against load.
   st = odd ? hb_embedding_load(a, dir) : hb_embedding_save(a, dir);
   expect_status(st, HB_ERR_MISMATCH, "save vs load",

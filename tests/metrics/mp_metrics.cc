@@ -111,21 +111,48 @@ int main() {
   }
 
   // Ranks that disagree on the config all get HB_ERR_MISMATCH naming the
-  // odd rank, and nobody hangs.
+  // odd rank, the field and every rank's value, and nobody hangs.
   hb_metric_config c = HB_METRIC_CONFIG_INIT;
   c.num_thresholds = g_mp_rank == world - 1 ? 100 : 200;
   hb_metric *m = nullptr;
   CHECK_OK(hb_metric_create(ctx, &c, &m));
   double out;
   std::string odd = "rank " + std::to_string(world - 1) + " differs";
-  auto expect_mismatch = [&](hb_status st, const char *what) {
+  auto expect_mismatch = [&](hb_status st, const char *what,
+                             std::vector<std::string> needles) {
     CHECK(st == HB_ERR_MISMATCH, "%s gave %s: %s", what, hb_status_name(st),
           hb_last_error());
-    CHECK(std::strstr(hb_last_error(), odd.c_str()) &&
-              std::strstr(hb_last_error(), "hb_metric_result"),
-          "%s: message: %s", what, hb_last_error());
+    needles.push_back(odd);
+    needles.push_back("hb_metric_result");
+    for (const std::string &n : needles)
+      CHECK(std::strstr(hb_last_error(), n.c_str()),
+            "%s: message lacks '%s': %s", what, n.c_str(), hb_last_error());
+    CHECK(!std::strstr(hb_last_error(), "config "),
+          "%s: message names a fingerprint: %s", what, hb_last_error());
   };
-  expect_mismatch(hb_metric_result(m, &out), "config mismatch");
+  // "ranks 0,1" at world 3, "rank 0" at world 2.
+  std::string others = world == 2 ? "rank 0" : "ranks 0";
+  std::string last = "rank " + std::to_string(world - 1);
+  expect_mismatch(hb_metric_result(m, &out), "config mismatch",
+                  {"num_thresholds: 200 (" + others, "100 (" + last + ")"});
+  hb_metric_destroy(m);
+  // Several fields at once, with symbolic values.
+  hb_metric_config g = HB_METRIC_CONFIG_INIT, h = HB_METRIC_CONFIG_INIT;
+  g.kind = h.kind = HB_METRIC_GAUC;
+  h.gauc_weighting = HB_GAUC_CLICKS;
+  hb_metric_config a = HB_METRIC_CONFIG_INIT;
+  a.kind = HB_METRIC_ACCURACY;
+  a.threshold = 0.25;
+  CHECK_OK(hb_metric_create(ctx, g_mp_rank == world - 1 ? &h : &g, &m));
+  expect_mismatch(hb_metric_result(m, &out), "gauc_weighting mismatch",
+                  {"gauc_weighting: HB_GAUC_UNWEIGHTED (" + others,
+                   "HB_GAUC_CLICKS (" + last + ")"});
+  hb_metric_destroy(m);
+  CHECK_OK(hb_metric_create(ctx, g_mp_rank == world - 1 ? &a : &g, &m));
+  expect_mismatch(
+      hb_metric_result(m, &out), "kind and threshold mismatch",
+      {"kind: HB_METRIC_GAUC (" + others, "HB_METRIC_ACCURACY (" + last + ")",
+       "threshold: -1 (" + others, "0.25 (" + last + ")"});
   hb_metric_destroy(m);
   // Two metrics with one config: merging different ones is caught by their
   // merge sequence; a kind mismatch by the kind. Matched merges then work.
@@ -138,9 +165,11 @@ int main() {
   float label = 1, pred = 0.75f;
   CHECK_OK(hb_metric_update(x, &label, &pred, nullptr, 1));
   CHECK_OK(hb_metric_result(x, &out));
-  const bool last = g_mp_rank == world - 1;
-  expect_mismatch(hb_metric_result(last ? y : x, &out), "sequence mismatch");
-  expect_mismatch(hb_metric_result(last ? z : x, &out), "kind mismatch");
+  const bool last_rank = g_mp_rank == world - 1;
+  expect_mismatch(hb_metric_result(last_rank ? y : x, &out),
+                  "sequence mismatch", {"merge 1", "merge 0"});
+  expect_mismatch(hb_metric_result(last_rank ? z : x, &out), "kind mismatch",
+                  {"kind: HB_METRIC_AUC (", "HB_METRIC_ACCURACY (" + last});
   CHECK_OK(hb_metric_result(x, &out));
   CHECK_OK(hb_metric_result(z, &out));
   hb_metric_destroy(x);
