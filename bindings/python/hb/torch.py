@@ -39,6 +39,8 @@ training is matched by one backward on every rank.
 """
 
 import contextlib
+import hashlib
+import json
 import os
 
 import numpy as np
@@ -297,6 +299,87 @@ class TableConfig:
             self.name, self.dim, self.num_rows, self.features, self.pooling, self.device)
 
 
+def _table_fields(i, cfg):
+    """Every field of table i that ranks must pass alike, as (key, label,
+    value text): the effective values (hb's defaults filled in), enums by
+    name, the device by kind (the CUDA index is each rank's own)."""
+    eff = hb.capi.hb_embedding_config()
+    for k, v in cfg.hb_config.items():
+        setattr(eff, k, v)
+    names = {f: {getattr(hb, c): n for n, c in t.items()} for f, t in (
+        ("initializer", _INITIALIZERS), ("optimizer", _OPTIMIZERS), ("partition", _PARTITIONS))}
+    wires = {hb.FLOAT32: "FLOAT32", hb.FLOAT16: "FLOAT16", hb.BFLOAT16: "BFLOAT16"}
+    fields = [("name", repr(cfg.name)), ("dim", repr(cfg.dim)), ("num_rows", repr(cfg.num_rows)),
+              ("features", repr(cfg.features)), ("pooling", repr(cfg.pooling)),
+              ("device", repr(cfg.device.split(":")[0]))]
+    for f in ("initializer", "init_a", "init_b", "seed", "optimizer", "learning_rate") + _OPTIMIZER_ARGS + (
+            "partition", "wire_dtype"):
+        v = getattr(eff, f)
+        v = names[f].get(v, v) if f in names else wires.get(v, v) if f == "wire_dtype" else v
+        fields.append((f, repr(v)))
+    return [("tables[%d].%s" % (i, f), "table %d (%r) %s" % (i, cfg.name, f), v) for f, v in fields]
+
+
+def _rank_list(ranks):
+    """"rank 2", "ranks 0,1,5", "ranks 0-7,9" (runs of three or more), as hb's C messages."""
+    parts, i = [], 0
+    while i < len(ranks):
+        j = i
+        while j + 1 < len(ranks) and ranks[j + 1] == ranks[j] + 1:
+            j += 1
+        if j < i + 2:
+            j = i
+        parts.append("%d-%d" % (ranks[i], ranks[j]) if j > i else str(ranks[i]))
+        i = j + 1
+    return ("rank " if len(ranks) == 1 else "ranks ") + ",".join(parts)
+
+
+def _differences(descs, limit=8):
+    """"label: v0 (ranks 0,2) vs v1 (rank 1); ..." for each field whose value
+    differs between the ranks' descriptions (lists of (key, label, value);
+    fields pair up by key; a field a rank lacks reads "(none)"), in rank 0's
+    order: the format of hb's C messages (src/common/mismatch.h)."""
+    labels = {}
+    for d in descs:
+        for key, label, _ in d:
+            labels.setdefault(key, label)
+    out = []
+    for key, label in labels.items():
+        groups = {}
+        for r, d in enumerate(descs):
+            groups.setdefault(next((v for k, _, v in d if k == key), "(none)"), []).append(r)
+        if len(groups) > 1:
+            out.append("%s: %s" % (label, " vs ".join("%s (%s)" % (v, _rank_list(rs))
+                                                      for v, rs in groups.items())))
+    more = "; and %d more fields" % (len(out) - limit) if len(out) > limit else ""
+    return "; ".join(out[:limit]) + more
+
+
+def _check_same_config(ctx, what, noun, desc):
+    """Collective, once per construction: every rank must pass the same desc
+    ([(key, label, value text)]). One allgather of its hash; only when the
+    hashes differ are the descriptions exchanged, and then every rank raises
+    HbValueError naming the ranks, each field that differs and every rank's
+    value."""
+    world = ctx.world_size
+    if world == 1:
+        return
+    blob = json.dumps(desc).encode()
+    mine = np.frombuffer(hashlib.sha256(blob).digest()[:8], np.int64).copy()
+    hashes = ctx.allgather(mine).reshape(-1)
+    differ = [r for r in range(1, world) if hashes[r] != hashes[0]]
+    if not differ:
+        return
+    sizes = ctx.allgather(np.array([len(blob)], np.int64)).reshape(-1)
+    packed = ctx.allgatherv(np.frombuffer(blob, np.uint8), sizes).tobytes()
+    descs, at = [], 0
+    for n in sizes:
+        descs.append(json.loads(packed[at:at + n].decode()))
+        at += n
+    raise HbValueError("%s: ranks passed different %s (%s from rank 0): %s" % (
+        what, noun, _rank_list(differ) + (" differs" if len(differ) == 1 else " differ"), _differences(descs)))
+
+
 # ---- The embedding module --------------------------------------------------------------
 
 # Pooling in the collection, per TableConfig pooling, for (unweighted,
@@ -383,6 +466,9 @@ class EmbeddingCollection(nn.Module):
     Collective: every rank builds the same collection and runs every forward
     (empty batches allowed) and backward in the same order; with a table of
     pooling "mean", either every rank's batch carries weights or none does.
+    Construction compares every rank's TableConfigs (every field, in order)
+    and average_gradients / per_table: ranks that differ all raise
+    HbValueError naming the table, the field and every rank's value.
 
     GPU tables (TableConfig device="cuda"): forward takes a CUDA
     KeyedJaggedTensor and returns CUDA tensors; the lookup and the update
@@ -415,6 +501,15 @@ class EmbeddingCollection(nn.Module):
         if len(devices) > 1:
             raise HbValueError("tables: on devices %s; the tables of one EmbeddingCollection share one device"
                                % devices)
+        # hb.torch pools mean (weighted) and sqrtn itself, and scales the
+        # gradients: the C collection cannot see these settings, so compare
+        # every rank's whole configuration here, once.
+        desc = [("tables", "tables", repr(len(self._configs))),
+                ("average_gradients", "average_gradients", repr(bool(average_gradients))),
+                ("per_table", "per_table", repr(bool(per_table)))]
+        for i, cfg in enumerate(self._configs):
+            desc += _table_fields(i, cfg)
+        _check_same_config(ctx, "hb.torch.EmbeddingCollection", "table configs", desc)
         self._tables, self._colls = [], {}
         try:
             for cfg in self._configs:
@@ -815,6 +910,24 @@ def allreduce_gradients(ctx, params, average=True):
                 g.copy_(v)
 
 
+def _module_fields(module, average_gradients):
+    """What ranks must wrap alike: every parameter's and buffer's name,
+    shape, dtype and device kind, in order (what broadcast and the gradient
+    allreduce pair up by position), and the averaging."""
+    desc = [("average_gradients", "average_gradients", repr(bool(average_gradients)))]
+    for kind, items in (("parameter", module.named_parameters()), ("buffer", module.named_buffers())):
+        items = list(items)
+        desc.append((kind + "s", kind + "s", repr(len(items))))
+        for i, (name, t) in enumerate(items):
+            key, label = "%ss[%d]." % (kind, i), "%s %d (%r) " % (kind, i, name)
+            desc += [(key + "name", "%s %d name" % (kind, i), repr(name)),
+                     (key + "shape", label + "shape", repr(tuple(t.shape))),
+                     (key + "dtype", label + "dtype", str(t.dtype)),
+                     (key + "device", label + "device", repr(t.device.type)),
+                     (key + "requires_grad", label + "requires_grad", repr(t.requires_grad))]
+    return desc
+
+
 class _SyncAfterBackward(torch.autograd.Function):
     """Identity on the outputs; its backward queues the gradient allreduce
     to run once the whole backward pass is done (as torch's DDP does)."""
@@ -835,7 +948,10 @@ class DistributedDataParallel(nn.Module):
     replicated on every rank (an EmbeddingCollection inside keeps its
     sharded tables; they have no parameters).
 
-    At construction, rank 0's parameters and buffers are broadcast. After
+    At construction every rank's parameters and buffers (name, shape, dtype,
+    device kind, in order) and average_gradients are compared (ranks that
+    differ all raise HbValueError naming the parameter, the field and every
+    rank's value), then rank 0's parameters and buffers are broadcast. After
     each ``loss.backward()`` through this module's outputs, the gradients
     are allreduced (averaged, or summed with average_gradients=False) with
     hb's bucketed allreduce_many, bit-equal on every rank, before your
@@ -858,6 +974,8 @@ class DistributedDataParallel(nn.Module):
             raise HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
                           "auto_sync: this torch has no autograd queue_callback; pass auto_sync=False "
                           "and call sync_gradients() after backward")
+        _check_same_config(ctx, "hb.torch.DistributedDataParallel", "modules", _module_fields(
+            module, average_gradients))
         if broadcast:
             broadcast_parameters(ctx, module)
 

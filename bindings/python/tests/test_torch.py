@@ -595,3 +595,18 @@ def test_metric_data_sync_and_all_reduce_take_tensors(ctx):
 def test_every_public_callable_of_hb_torch_has_a_docstring():
     missing = [name for name, obj in _public_callables(ht) if not (getattr(obj, "__doc__", None) or "").strip()]
     assert not missing, missing
+
+
+def test_config_descriptions_name_what_differs():
+    """What the construction check compares and how it words a difference
+    (the multi-rank refusal itself: torch_mp_check.py --mode mismatch)."""
+    a = ht._table_fields(1, ht.TableConfig("tag", 3, pooling="sum", optimizer="adagrad"))
+    b = ht._table_fields(1, ht.TableConfig("tag", 3, pooling="sqrtn", optimizer="adagrad",
+                                           initial_accumulator=0.1))  # hb's default, passed
+    assert ht._differences([a, b, a]) == "table 1 ('tag') pooling: 'sum' (ranks 0,2) vs 'sqrtn' (rank 1)"
+    assert dict((k, v) for k, _, v in a)["tables[1].optimizer"] == "'adagrad'"
+    w = [ht._module_fields(torch.nn.Linear(3, 2), True), ht._module_fields(torch.nn.Linear(2, 3), True)]
+    d = ht._differences(w)
+    assert "parameter 0 ('weight') shape: (2, 3) (rank 0) vs (3, 2) (rank 1)" in d, d
+    assert "parameter 1 ('bias') shape: (2,) (rank 0) vs (3,) (rank 1)" in d, d
+    assert ht._rank_list([0, 1, 2, 3, 5]) == "ranks 0-3,5" and ht._rank_list([4]) == "rank 4"

@@ -22,6 +22,10 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
     --mode cuda                      GPU tables (one device collection per
                                      direction), CUDA batches and MLP (NCCL);
                                      prints "torch_mp_check skipped" without a GPU
+    --mode mismatch                  ranks that build different modules (a
+                                     table's pooling sum vs sqrtn, a parameter
+                                     (2, 3) vs (3, 2)) all fail at construction,
+                                     naming the field and every rank's value
 """
 
 import argparse
@@ -196,12 +200,14 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--save")
     p.add_argument("--load")
-    p.add_argument("--mode", choices=("collection", "per_table", "cuda"), default="collection")
+    p.add_argument("--mode", choices=("collection", "per_table", "cuda", "mismatch"), default="collection")
     a = p.parse_args()
     torch.set_num_threads(1)
     global MODE, DEV
     MODE = a.mode
     with hb.Context() as ctx:
+        if MODE == "mismatch":
+            return check_construction_mismatch(ctx)
         if MODE == "cuda":
             if not torch.cuda.is_available() or ctx.num_gpus <= 0 or not ctx.device.startswith("cuda:"):
                 print("torch_mp_check skipped: no CUDA device for torch (%s) or hb (%s)"
@@ -232,6 +238,55 @@ def main():
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
         check_weights_disagree(ctx, model)
+    return 0
+
+
+def expect_refused(ctx, build, needles):
+    """build() raises HbValueError on every rank, its message naming every
+    needle; the context still works afterwards."""
+    try:
+        build()
+    except hb.HbValueError as e:
+        for n in needles:
+            assert n in e.message, "rank %d: %r lacks %r" % (ctx.rank, e.message, n)
+    else:
+        raise AssertionError("rank %d: ranks with different modules were not refused" % ctx.rank)
+    ctx.barrier()
+
+
+def check_construction_mismatch(ctx):
+    """Rank 1 builds a different module: every rank fails at construction."""
+    assert ctx.world_size >= 2
+    odd = ctx.rank == 1
+    others = "(rank 0)" if ctx.world_size == 2 else "(ranks 0,2)"
+    # (a) pooling sum vs sqrtn: hb.torch pools both with the C collection's
+    # SUM (it divides itself), so only its own check can see them differ.
+    cfgs = tables()
+    cfgs[1].pooling = "sqrtn" if odd else "sum"
+    expect_refused(ctx, lambda: ht.EmbeddingCollection(ctx, cfgs),
+                   ["hb.torch.EmbeddingCollection", "rank 1 differs",
+                    "table 1 ('tag') pooling: 'sum' %s vs 'sqrtn' (rank 1)" % others])
+    # A hyperparameter left at hb's default on one rank and passed
+    # explicitly on the others is the same configuration.
+    cfgs = tables()
+    if not odd:
+        cfgs[0] = ht.TableConfig("cat", 4, num_rows=V, features=["c1", "c2"], pooling="sum", initializer="normal",
+                                 init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5, beta1=0.9)
+    ht.EmbeddingCollection(ctx, cfgs).close()
+    # (b) the same byte size in different shapes, and a dtype.
+    def module():
+        m = torch.nn.Module()
+        m.w = torch.nn.Parameter(torch.zeros((3, 2) if odd else (2, 3)))
+        m.b = torch.nn.Parameter(torch.zeros(4, dtype=torch.float64 if odd else torch.float32))
+        return m
+    expect_refused(ctx, lambda: ht.DistributedDataParallel(module(), ctx),
+                   ["hb.torch.DistributedDataParallel", "rank 1 differs",
+                    "parameter 0 ('w') shape: (2, 3) %s vs (3, 2) (rank 1)" % others,
+                    "parameter 1 ('b') dtype: torch.float32 %s vs torch.float64 (rank 1)" % others])
+    odd = False
+    ht.DistributedDataParallel(module(), ctx)  # the same module on every rank: accepted
+    if ctx.rank == 0:
+        print("torch_mp_check: ranks that build different modules fail at construction, naming the field")
     return 0
 
 
