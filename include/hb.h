@@ -397,8 +397,17 @@ HB_API void hb_embedding_destroy(hb_embedding *emb);
 HB_API hb_status hb_embedding_lookup(hb_embedding *emb, const int64_t *ids,
                                      size_t n, void *out);
 
-/** Collective: grads is n x dim. Duplicate ids are summed; each touched row
- *  gets exactly one optimizer step per call. */
+/**
+ * Collective: grads is n x dim. Duplicate ids are summed; each touched row
+ * gets exactly one optimizer step per call. The sum of an id is float32 in
+ * a fixed order: each rank adds its own occurrences in batch order, the
+ * owner adds the ranks' partial sums in rank order (docs/embedding-format.md,
+ * "Step order"). So results are bit-identical at a fixed world size, for
+ * every partition, run, transport and host or GPU table; at a different
+ * world size they are bit-identical when every partial sum is exact in
+ * float32 (and in the wire dtype), and may otherwise differ in the last
+ * bits (the sum is grouped differently).
+ */
 HB_API hb_status hb_embedding_apply_gradients(hb_embedding *emb,
                                               const int64_t *ids, size_t n,
                                               const void *grads);
@@ -583,10 +592,13 @@ HB_API hb_status hb_placement_round_robin(int32_t num_workers,
  * A feature reads one table (several features may share a table) with a
  * pooling mode. The input is jagged per feature, as TorchRec's
  * KeyedJaggedTensor: per sample a bag of ids (one-hot, multi-hot or empty),
- * optionally a weight per id. Results are bit-identical for every world size
- * and partition, and equal to hb_embedding_lookup / _apply_gradients of the
- * table on the concatenation of its features' ids (feature order, then
- * sample order) followed by the pooling documented there.
+ * optionally a weight per id. Results equal, bit for bit,
+ * hb_embedding_lookup / _apply_gradients of the table on the concatenation
+ * of its features' ids (feature order, then sample order) followed by the
+ * pooling documented there, so the same bits as a table have (see
+ * hb_embedding_apply_gradients): at a fixed world size, for every partition
+ * and run; across world sizes, when every partial sum of the gradients is
+ * exact.
  *
  * Tables stay ordinary hb_embedding handles: save, load, export and the
  * single-table calls work on them unchanged. A collection references its
