@@ -14,6 +14,7 @@
 #include <random>
 #include <vector>
 
+#include "collection_ref.h"
 #include "harness.h"
 
 namespace {
@@ -47,18 +48,7 @@ std::vector<Step> make_steps(bool exact, uint64_t seed) {
 }
 
 hb_embedding_config config(int opt, int partition, hb_dtype wire) {
-  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
-  c.name = "bits";
-  c.dim = kDim;
-  c.num_rows = kRows;
-  c.partition = partition;
-  c.initializer = HB_INIT_NORMAL;
-  c.init_b = 0.2;
-  c.seed = 9;
-  c.optimizer = opt;
-  c.learning_rate = 0.25;
-  c.wire_dtype = wire;
-  return c;
+  return hbtest::coll_table("bits", kDim, kRows, opt, partition, wire);
 }
 
 // Trains the global steps at `world` ranks (sample i of a step goes to
