@@ -376,13 +376,16 @@ typedef struct hb_embedding_config {
         0.0, 0.0, -0.5, HB_FLOAT32, -1                                       \
   }
 
-/** Collective: every rank creates its shard of the table. Names are unique
- *  per context: a second live table with a name is HB_ERR_INVALID_ARGUMENT
- *  on every rank. Every collective call on a table (lookup, apply, save,
- *  load, export) checks across ranks that all ranks made the same call on
- *  the same table at the same point of its call sequence; otherwise it is
- *  HB_ERR_MISMATCH on every rank, naming each rank's call, before any row
- *  moves (the table is unchanged and the next matched call works). */
+/** Collective: every rank creates its shard of the table. Ranks passing
+ *  different configs all get HB_ERR_INVALID_ARGUMENT naming each field that
+ *  differs and every rank's value (e.g. "dim: 8 (ranks 0,2) vs 6 (rank 1)").
+ *  Names are unique per context: a second live table with a name is
+ *  HB_ERR_INVALID_ARGUMENT on every rank. Every collective call on a table
+ *  (lookup, apply, save, load, export) checks across ranks that all ranks
+ *  made the same call on the same table at the same point of its call
+ *  sequence; otherwise it is HB_ERR_MISMATCH on every rank, naming each
+ *  rank's call, before any row moves (the table is unchanged and the next
+ *  matched call works). */
 HB_API hb_status hb_embedding_create(hb_context *ctx,
                                      const hb_embedding_config *cfg,
                                      hb_embedding **out);
@@ -521,7 +524,8 @@ HB_API hb_status hb_metric_update_grouped(hb_metric *m, const float *labels,
  * Collective when the metric has a context: merges every rank's state (the
  * local state is unchanged, so updates may go on). Ranks merging metrics
  * of different kinds or configs, or at different points of the metric's
- * merge sequence, all get HB_ERR_MISMATCH naming each rank's call.
+ * merge sequence, all get HB_ERR_MISMATCH naming each rank's call (for
+ * configs: each field that differs and every rank's value).
  */
 HB_API hb_status hb_metric_result(hb_metric *m, double *out);
 /** hb_metric_flag_code bits of the last result. */
@@ -635,8 +639,10 @@ typedef struct hb_collection_feature {
 
 /**
  * Collective: every rank passes the same features in the same order (the
- * same tables by config, the same pooling); HB_ERR_INVALID_ARGUMENT naming
- * the first rank that differs otherwise. At least one feature.
+ * same tables by config, the same pooling); otherwise every rank gets
+ * HB_ERR_INVALID_ARGUMENT naming the ranks that differ and, per feature,
+ * each of its name, table, pooling and dim that differs with every rank's
+ * value. At least one feature.
  */
 HB_API hb_status hb_collection_create(hb_context *ctx,
                                       const hb_collection_feature *features,
