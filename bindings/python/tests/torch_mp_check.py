@@ -22,10 +22,10 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
     --mode cuda                      GPU tables (one device collection per
                                      direction), CUDA batches and MLP (NCCL);
                                      prints "torch_mp_check skipped" without a GPU
-    --mode mismatch                  ranks that build different modules (a
-                                     table's pooling sum vs sqrtn, a parameter
-                                     (2, 3) vs (3, 2)) all fail at construction,
-                                     naming the field and every rank's value
+
+After training (collection mode, world >= 2): ranks that build different
+modules (a table's pooling sum vs sqrtn, a parameter (2, 3) vs (3, 2)) all
+fail at construction, naming the field and every rank's value.
 """
 
 import argparse
@@ -200,14 +200,12 @@ def main():
     p = argparse.ArgumentParser()
     p.add_argument("--save")
     p.add_argument("--load")
-    p.add_argument("--mode", choices=("collection", "per_table", "cuda", "mismatch"), default="collection")
+    p.add_argument("--mode", choices=("collection", "per_table", "cuda"), default="collection")
     a = p.parse_args()
     torch.set_num_threads(1)
     global MODE, DEV
     MODE = a.mode
     with hb.Context() as ctx:
-        if MODE == "mismatch":
-            return check_construction_mismatch(ctx)
         if MODE == "cuda":
             if not torch.cuda.is_available() or ctx.num_gpus <= 0 or not ctx.device.startswith("cuda:"):
                 print("torch_mp_check skipped: no CUDA device for torch (%s) or hb (%s)"
@@ -238,6 +236,8 @@ def main():
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
         check_weights_disagree(ctx, model)
+        if ctx.world_size >= 2 and MODE == "collection":
+            check_construction_mismatch(ctx)
     return 0
 
 
@@ -255,23 +255,28 @@ def expect_refused(ctx, build, needles):
 
 
 def check_construction_mismatch(ctx):
-    """Rank 1 builds a different module: every rank fails at construction."""
-    assert ctx.world_size >= 2
+    """Rank 1 builds a different module: every rank fails at construction
+    (the model's own tables are alive: these are named mm_*)."""
     odd = ctx.rank == 1
     others = "(rank 0)" if ctx.world_size == 2 else "(ranks 0,2)"
+
+    def configs():
+        cfgs = tables()
+        for c in cfgs:
+            c.name = "mm_" + c.name
+        return cfgs
     # (a) pooling sum vs sqrtn: hb.torch pools both with the C collection's
     # SUM (it divides itself), so only its own check can see them differ.
-    cfgs = tables()
+    cfgs = configs()
     cfgs[1].pooling = "sqrtn" if odd else "sum"
     expect_refused(ctx, lambda: ht.EmbeddingCollection(ctx, cfgs),
                    ["hb.torch.EmbeddingCollection", "rank 1 differs",
-                    "table 1 ('tag') pooling: 'sum' %s vs 'sqrtn' (rank 1)" % others])
+                    "table 1 ('mm_tag') pooling: 'sum' %s vs 'sqrtn' (rank 1)" % others])
     # A hyperparameter left at hb's default on one rank and passed
     # explicitly on the others is the same configuration.
-    cfgs = tables()
+    cfgs = configs()
     if not odd:
-        cfgs[0] = ht.TableConfig("cat", 4, num_rows=V, features=["c1", "c2"], pooling="sum", initializer="normal",
-                                 init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5, beta1=0.9)
+        cfgs[0].hb_config["beta1"] = 0.9
     ht.EmbeddingCollection(ctx, cfgs).close()
     # (b) the same byte size in different shapes, and a dtype.
     def module():
@@ -287,7 +292,6 @@ def check_construction_mismatch(ctx):
     ht.DistributedDataParallel(module(), ctx)  # the same module on every rank: accepted
     if ctx.rank == 0:
         print("torch_mp_check: ranks that build different modules fail at construction, naming the field")
-    return 0
 
 
 def check_weights_disagree(ctx, model):
