@@ -45,10 +45,14 @@ rdv::ServerConfig rendezvous_config(const Topology &topo) {
   return cfg;
 }
 
-std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg) {
+std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg,
+                                              DepartureLog *departures) {
   auto server = rdv::Server::start(cfg);
   server->on_peer_lost([](int rank, const std::string &why) {
     say("rank %d lost (rendezvous): %s", rank, why.c_str());
+  });
+  server->on_departure([departures](int rank, rdv::Server::Departure) {
+    departures->add(rank);
   });
   return server;
 }
@@ -89,12 +93,14 @@ int run(int argc, char **argv) {
     return e.status() == HB_ERR_PERMISSION ? 126 : 127;  // as a shell does
   }
 
-  Supervisor supervisor(SupervisorConfig{opts.grace_ms, opts.timeout_ms});
+  DepartureLog departures;
+  Supervisor supervisor(
+      SupervisorConfig{opts.grace_ms, opts.timeout_ms, &departures});
   std::unique_ptr<rdv::Server> server;
   int port = topo.connect_port;
   if (topo.serve) {
     try {
-      server = start_rendezvous(server_cfg);
+      server = start_rendezvous(server_cfg, &departures);
     } catch (const Error &e) {
       say("cannot serve the rendezvous store: %s", e.what());
       return 1;
@@ -139,16 +145,16 @@ int run(int argc, char **argv) {
     req.inherit_stdin = w.local_rank == 0 && !::isatty(0);
     req.cpus = w.cpus;
     try {
-      supervisor.add(w.label, spawn_process(req));
+      supervisor.add(w.label, w.rank, spawn_process(req));
     } catch (const Error &e) {
       say("rank %s: %s", w.label.c_str(), e.what());
       supervisor.launch_failed(127);
       break;
     }
   }
-  int code = supervisor.wait();
+  supervisor.wait();
   server.reset();  // after the workers: they may still be talking to it
-  return code;
+  return supervisor.exit_code();
 }
 
 }  // namespace

@@ -181,9 +181,13 @@ Output and supervision:
 SIGINT, SIGTERM and SIGHUP are forwarded to every worker's process group;
 workers still running --grace-ms later (or at a second signal) get SIGKILL.
 When a worker exits non-zero or is killed by a signal, the others get
-SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with that first
-failing worker's status: its exit code, or 128+signal. All workers exiting
-0: exit 0. A rank the store declares lost (its connection dropped, or its
+SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with the status of
+the worker that failed first (the root cause): its exit code, or
+128+signal. When a rank dies, the ranks talking to it fail with
+HB_ERR_PEER_FAILED and may exit before hbrun has reaped it; the rank the
+rendezvous store saw leave first is the root cause whatever order hbrun
+reaped them in ("hbrun: rank R ... first: exiting with its status"), and
+workers that hbrun itself stopped never are. All workers exiting 0: exit 0. A rank the store declares lost (its connection dropped, or its
 heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
 lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
 calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as

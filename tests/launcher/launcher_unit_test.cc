@@ -12,6 +12,7 @@
 #include "abi/error.h"
 #include "launcher/launch_options.h"
 #include "launcher/line_relay.h"
+#include "launcher/root_cause.h"
 #include "launcher/topology.h"
 
 using namespace hb::launcher;
@@ -346,6 +347,41 @@ TEST_F(LineRelayTest, CutsOverlongLines) {
   out += read_all(dst[0]);
   EXPECT_EQ(out, "[0] " + std::string(LineRelay::kMaxLine, 'x') +
                      "\n[0] xxxxxxxxxx\n");
+}
+
+}  // namespace
+
+namespace {
+
+WorkerFailure failed(int rank, int code) {
+  return WorkerFailure{std::to_string(rank), rank, code, "failed"};
+}
+
+TEST(RootCause, TheFirstToLeaveTheStoreWinsOverTheFirstReaped) {
+  // Rank 2 aborted; rank 0 saw HB_ERR_PEER_FAILED and was reaped first.
+  EXPECT_EQ(root_cause({failed(0, 4), failed(2, 134)}, {2, 0}), 1u);
+  EXPECT_EQ(root_cause({failed(0, 4), failed(3, 4), failed(2, 3)}, {2, 3, 0}),
+            2u);
+  // Reaped in the order they left: the first.
+  EXPECT_EQ(root_cause({failed(2, 134), failed(0, 4)}, {2, 0}), 0u);
+}
+
+TEST(RootCause, WorkersTheStoreNeverSawKeepTheirReapOrder) {
+  // Rank 1 died before joining: nobody followed it through the store.
+  EXPECT_EQ(root_cause({failed(1, 127), failed(0, 4)}, {0}), 0u);
+  EXPECT_EQ(root_cause({failed(-1, 1), failed(0, 4)}, {0}), 0u);
+  // The first reaped left; a later one never joined: not earlier than it.
+  EXPECT_EQ(root_cause({failed(0, 4), failed(1, 127)}, {0}), 0u);
+  EXPECT_EQ(root_cause({failed(0, 4)}, {}), 0u);
+}
+
+TEST(RootCause, DepartureLogKeepsTheOrder) {
+  DepartureLog log;
+  log.add(3);
+  log.add(1);
+  EXPECT_EQ(log.order(), (std::vector<int>{3, 1}));
+  log.clear();
+  EXPECT_TRUE(log.order().empty());
 }
 
 }  // namespace
