@@ -76,6 +76,11 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
       o.timeout_ms = parse_seconds_as_ms("--timeout", v);
     } else if (value_of(arg, "--grace-ms", &v)) {
       o.grace_ms = parse_int("--grace-ms", v, 0, INT64_C(3600000));
+    } else if (value_of(arg, "--max-restarts", &v)) {
+      o.max_restarts =
+          static_cast<int>(parse_int("--max-restarts", v, 0, 1000000));
+    } else if (value_of(arg, "--min-nproc", &v)) {
+      o.min_nproc = static_cast<int>(parse_int("--min-nproc", v, 1, 4096));
     } else if (value_of(arg, "--bind-to", &v)) {
       if (v != "auto" && v != "core" && v != "none")
         fail(HB_ERR_INVALID_ARGUMENT,
@@ -92,6 +97,14 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
     }
   }
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.min_nproc > 0 && o.nproc > 0 && o.min_nproc > o.nproc)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc: %d is more than the %d workers of -n",
+         o.min_nproc, o.nproc);
+  if (o.min_nproc > 0 && o.max_restarts == 0)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc needs --max-restarts: it applies when the job "
+         "is started again");
   if (!o.help && o.command.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "no program given (usage: hbrun [options] -- program args...)");
@@ -164,6 +177,31 @@ Several machines (TF_CONFIG set and non-empty, unless --no-tf-config):
   A ps or evaluator task is not part of the world: hbrun runs the program
   once, without HB_* variables, prefixed "[ps:<index>]" (or evaluator),
   so it reads its role from TF_CONFIG. TF_CONFIG is passed on unchanged.
+
+Restarts (one machine):
+  --max-restarts N  When a worker fails, stop the others (as below) and start
+                    the whole job again, up to N times (default 0: never).
+                    Each start gets a fresh rendezvous store (on a new port
+                    unless --port fixes it), so nothing of the failed start's
+                    keys or broken state reaches the new one; every worker
+                    gets HB_RESTART_COUNT (0 on the first start, then 1, 2..;
+                    also as torchrun's TORCHELASTIC_RESTART_COUNT, with
+                    TORCHELASTIC_MAX_RESTARTS=N). The program resumes from
+                    its last checkpoint: hb_checkpoint_restore_latest (see
+                    docs/fault-tolerance.md). No restart after a signal to
+                    hbrun or --timeout; after the last one hbrun exits with
+                    the root cause's status (below).
+  --min-nproc M     With --max-restarts: a worker that cannot be started
+                    again is left out and the job goes on with the others,
+                    renumbered 0..n-1 in a smaller world, down to M workers
+                    (tables and readers re-shard at the restore). A worker
+                    cannot be started when, on a restart, its program cannot
+                    be run or it fails before it joins the rendezvous store
+                    (a broken device, a crash at start). Tests:
+                    HB_TEST_FAIL_START=R makes the first start's rank R fail
+                    to start on every restart.
+  With TF_CONFIG (several machines) these options are refused: restart
+  every task's hbrun from the scheduler (docs/fault-tolerance.md).
 
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.

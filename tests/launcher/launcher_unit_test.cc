@@ -385,3 +385,49 @@ TEST(RootCause, DepartureLogKeepsTheOrder) {
 }
 
 }  // namespace
+
+namespace {
+
+TEST(LaunchOptions, RestartOptions) {
+  LaunchOptions o =
+      parse({"-n", "4", "--max-restarts", "3", "--min-nproc=2", "--", "p"});
+  EXPECT_EQ(o.max_restarts, 3);
+  EXPECT_EQ(o.min_nproc, 2);
+  EXPECT_EQ(parse_status({"--max-restarts", "-1", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_status({"-n", "2", "--min-nproc", "1", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);  // without --max-restarts
+  EXPECT_EQ(parse_status({"-n", "2", "--max-restarts", "1", "--min-nproc", "3",
+                          "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Topology, ShrinkRenumbersTheRemainingWorkersAndKeepsTheirGpus) {
+  FakeEnv env;
+  env.vars["CUDA_VISIBLE_DEVICES"] = "4,5,6,7";
+  Topology full = plan_topology(parse({"--", "p"}), env.lookup(), no_gpus);
+  Topology t = shrink_topology(full, {0, 2, 3});
+  EXPECT_EQ(t.world_size, 3);
+  EXPECT_EQ(t.local_world_size, 3);
+  ASSERT_EQ(t.workers.size(), 3u);
+  std::vector<std::string> gpus;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.workers[i].rank, i);
+    EXPECT_EQ(t.workers[i].local_rank, i);
+    EXPECT_EQ(t.workers[i].label, std::to_string(i));
+    gpus.push_back(t.workers[i].cuda_device);
+  }
+  EXPECT_EQ(gpus, (std::vector<std::string>{"4", "6", "7"}));
+  std::vector<std::string> e = worker_environment({}, t, t.workers[2], 99);
+  EXPECT_NE(std::find(e.begin(), e.end(), "HB_WORLD_SIZE=3"), e.end());
+  EXPECT_EQ(std::find(e.begin(), e.end(), "HB_RESTART_COUNT=0"), e.end());
+  t.restart_count = 2;
+  t.max_restarts = 5;
+  e = worker_environment({"HB_RESTART_COUNT=9"}, t, t.workers[2], 99);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "HB_RESTART_COUNT=2"), 1);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "HB_RESTART_COUNT=9"), 0);
+  EXPECT_NE(std::find(e.begin(), e.end(), "TORCHELASTIC_MAX_RESTARTS=5"),
+            e.end());
+}
+
+}  // namespace
