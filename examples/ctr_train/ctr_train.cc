@@ -391,6 +391,22 @@ class Trainer {
     local_tally_ = ckpt::Tally();
   }
 
+  // Says (rank 0) when a save has been committed: with --checkpoint-async
+  // that is some steps after hb_checkpoint_save returned.
+  void report_commits() {
+    hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
+    if (!ckpt_ || hb_checkpoint_get_stats(ckpt_, &st) != HB_OK ||
+        st.committed_step == committed_step_)
+      return;
+    committed_step_ = st.committed_step;
+    if (hb_context_is_chief(ctx_))
+      std::printf("checkpoint: step %" PRId64
+                  " committed (%.2f MB of state on rank 0; the save blocked "
+                  "training %.1f ms, writing took %.1f ms)\n",
+                  st.committed_step, st.state_bytes / 1e6,
+                  1e3 * st.blocked_seconds, 1e3 * st.write_seconds);
+  }
+
   void save(int64_t step) {
     merge_tally();
     if (!ckpt_ || step == saved_step_) return;
@@ -399,6 +415,7 @@ class Trainer {
           .maybe_fire(step, "the save of step");
     CHECK_HB(hb_checkpoint_save(ckpt_, step));
     saved_step_ = step;
+    report_commits();
   }
 
   static int64_t restart_count() {
@@ -504,7 +521,7 @@ class Trainer {
   int64_t pos_ = 0;          // next sample of this rank's synthetic shard
   ckpt::Tally tally_;        // samples trained by every rank, to the last merge
   ckpt::Tally local_tally_;  // this rank's since then
-  int64_t saved_step_ = -1;
+  int64_t saved_step_ = -1, committed_step_ = -1;
   bool resumed_ = false;
 };
 
@@ -788,13 +805,18 @@ int Trainer::run() {
     }
     if (ckpt_ && f_.checkpoint_every > 0 && step % f_.checkpoint_every == 0)
       save(step);
+    else
+      report_commits();
   }
   // The end of training is a checkpoint too: a job started again after it
   // only evaluates and exports.
-  if (ckpt_)
+  if (ckpt_) {
     save(step);
-  else if (tally)
+    CHECK_HB(hb_checkpoint_wait(ckpt_));
+    report_commits();
+  } else if (tally) {
     merge_tally();
+  }
   double train_s = now_s() - t0;
   prof_.print(rank_, step);
   if (files_) {

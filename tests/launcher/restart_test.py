@@ -5,8 +5,9 @@ real processes and real kills, against an uninterrupted run.
   restart_test.py HBRUN CTR_TRAIN CRITEO_SYNTH_TSV MODE [--seed S]
 
 MODE:
-  chaos    3 ranks; SIGKILLs a random rank at a random moment 3 times, and
-           hbrun itself once (then starts hbrun again, as a scheduler would);
+  chaos    3 ranks, asynchronous checkpoints; SIGKILLs a random rank at a
+           random moment 3 times, and hbrun itself once (then starts hbrun
+           again, as a scheduler would);
            the final digest (every table with its optimizer slots, the dense
            parameters and their slots, the metrics, the tally of trained
            samples) must equal the uninterrupted run's bit for bit.
@@ -119,17 +120,26 @@ def run_plain(args, nproc, extra_env=None):
 
 def chaos(args, rng):
     ref = run_plain(args, 3)
+    # Asynchronous saves here (the other modes save synchronously): a kill
+    # may land while the background thread writes.
     cmd = [args.hbrun, "-n", "3", "--max-restarts", "10", "--"] + args.train + [
-        "--checkpoint-dir", args.ckpt, "--checkpoint-every", EVERY]
+        "--checkpoint-dir", args.ckpt, "--checkpoint-every", EVERY,
+        "--checkpoint-async"]
     env = dict(os.environ)
     kills = ["worker", "worker", "hbrun", "worker"]
     job = Job(cmd, env)
     since = 0
     lines = []
     for k, what in enumerate(kills):
-        # Two or three log lines (5 steps each) into this start, past a
-        # checkpoint (every 8 steps), then a random moment within 0.3 s.
-        for _ in range(rng.randint(2, 3)):
+        # Once this start has committed a checkpoint (asynchronous saves
+        # commit some steps after they return), 0-2 log lines (5 steps
+        # each) later, at a random moment within 0.3 s.
+        i = job.wait_line(r"^\[0\] checkpoint: step \d+ committed", since, 120)
+        if i is None:
+            fail("the job ended before kill %d of %d: make it longer" %
+                 (k + 1, len(kills)))
+        since = i + 1
+        for _ in range(rng.randint(0, 2)):
             i = job.wait_line(r"^\[0\] step ", since, 120)
             if i is None:
                 fail("the job ended before kill %d of %d: make it longer" %
