@@ -25,7 +25,9 @@
 
 namespace {
 
-std::string temp(const char *tag) { return hbtest::temp_dir("hb_recovery", tag); }
+std::string temp(const char *tag) {
+  return hbtest::temp_dir("hb_recovery", tag);
+}
 
 struct Ctx {
   hb_context *ctx = nullptr;
@@ -94,7 +96,8 @@ std::vector<int64_t> next_serials(hb_reader *r) {
   std::vector<int64_t> out;
   if (!b) return out;
   for (int64_t i = 0; i < b->size; ++i)
-    out.push_back(int64_t{b->epoch} * 1000000 + static_cast<int64_t>(b->dense[i]));
+    out.push_back(int64_t{b->epoch} * 1000000 +
+                  static_cast<int64_t>(b->dense[i]));
   hb_reader_batch_free(b);
   return out;
 }
@@ -123,9 +126,9 @@ TEST(RecoveryReader, ResumesWithTheSameBatchesAtTheSameShardCount) {
       hb_reader *b = open_reader(paths, cfg);
       auto &bimpl = b->impl;
       uint64_t lines = 0, skipped = 0;
-      hb::reader::Sequence seq = hb::reader::resume_sequence(
-          bimpl->files(), bimpl->settings(), {saved}, shard, 2, &lines,
-          &skipped);
+      hb::reader::Sequence seq =
+          hb::reader::resume_sequence(bimpl->files(), bimpl->settings(),
+                                      {saved}, shard, 2, &lines, &skipped);
       bimpl = std::make_unique<hb::reader::Reader>(
           bimpl->files(), bimpl->settings(), shard, 2, seq, lines, skipped);
       for (auto x = next_serials(b); !x.empty(); x = next_serials(b))
@@ -164,8 +167,8 @@ void reshard_case(int old_n, int new_n, int epochs, bool gzip,
     uint64_t lines = 0, skipped = 0;
     hb::reader::Sequence seq = hb::reader::resume_sequence(
         impl->files(), impl->settings(), saved, s, new_n, &lines, &skipped);
-    impl = std::make_unique<hb::reader::Reader>(
-        impl->files(), impl->settings(), s, new_n, seq, lines, skipped);
+    impl = std::make_unique<hb::reader::Reader>(impl->files(), impl->settings(),
+                                                s, new_n, seq, lines, skipped);
     for (auto b = next_serials(r); !b.empty(); b = next_serials(r))
       for (int64_t v : b) ++count[v];
     total_lines += hb_reader_lines(r);
@@ -173,17 +176,23 @@ void reshard_case(int old_n, int new_n, int epochs, bool gzip,
   }
   EXPECT_EQ(count.size(), static_cast<size_t>(serials) * epochs);
   for (const auto &kv : count)
-    ASSERT_EQ(kv.second, 1) << "epoch " << kv.first / 1000000 << " line "
-                            << kv.first % 1000000;
+    ASSERT_EQ(kv.second, 1)
+        << "epoch " << kv.first / 1000000 << " line " << kv.first % 1000000;
   EXPECT_EQ(total_lines, static_cast<uint64_t>(serials) * epochs);
 }
 
-TEST(RecoveryReader, ReshardsFourToThree) { reshard_case(4, 3, 1, false, {3, 0, 7, 2}); }
+TEST(RecoveryReader, ReshardsFourToThree) {
+  reshard_case(4, 3, 1, false, {3, 0, 7, 2});
+}
 TEST(RecoveryReader, ReshardsAcrossEpochsWithGzip) {
   reshard_case(4, 3, 2, true, {9, 14, 1, 30});
 }
-TEST(RecoveryReader, ReshardsTwoToFive) { reshard_case(2, 5, 2, true, {5, 13}); }
-TEST(RecoveryReader, ReshardsDoneShards) { reshard_case(3, 2, 2, false, {1000, 4, 1000}); }
+TEST(RecoveryReader, ReshardsTwoToFive) {
+  reshard_case(2, 5, 2, true, {5, 13});
+}
+TEST(RecoveryReader, ReshardsDoneShards) {
+  reshard_case(3, 2, 2, false, {1000, 4, 1000});
+}
 
 // ---- the job checkpoint layer --------------------------------------------
 
@@ -214,8 +223,9 @@ struct Model {
     std::vector<int64_t> ids = {k % 7, 100 + k, k % 3};
     std::vector<float> g(ids.size() * 4);
     for (size_t i = 0; i < g.size(); ++i) g[i] = 0.01f * (k + 1) * (i % 5);
-    ASSERT_EQ(hb_embedding_apply_gradients(emb, ids.data(), ids.size(), g.data()),
-              HB_OK);
+    ASSERT_EQ(
+        hb_embedding_apply_gradients(emb, ids.data(), ids.size(), g.data()),
+        HB_OK);
     for (size_t i = 0; i < w.size(); ++i) w[i] += 0.5f / (k + i + 1);
     mine[k % 5] += k;
     float l[2] = {1, 0}, p[2] = {0.3f + 0.01f * k, 0.5f};
@@ -225,7 +235,8 @@ struct Model {
     std::vector<int64_t> ids;
     for (int k = 0; k < 130; ++k) ids.push_back(k);
     std::vector<float> out(ids.size() * 4);
-    EXPECT_EQ(hb_embedding_lookup(emb, ids.data(), ids.size(), out.data()), HB_OK);
+    EXPECT_EQ(hb_embedding_lookup(emb, ids.data(), ids.size(), out.data()),
+              HB_OK);
     return out;
   }
   double metric() {
@@ -235,7 +246,8 @@ struct Model {
   }
   void add(hb_checkpoint *c) {
     ASSERT_EQ(hb_checkpoint_add_table(c, emb), HB_OK);
-    ASSERT_EQ(hb_checkpoint_add_buffer(c, "w", w.data(), w.size() * 4, 0), HB_OK);
+    ASSERT_EQ(hb_checkpoint_add_buffer(c, "w", w.data(), w.size() * 4, 0),
+              HB_OK);
     ASSERT_EQ(hb_checkpoint_add_buffer(c, "mine", mine.data(), mine.size() * 8,
                                        HB_BUFFER_PER_RANK),
               HB_OK);
@@ -283,7 +295,8 @@ void round_trip(int async) {
   ASSERT_EQ(hb_checkpoint_get_stats(c, &st), HB_OK);
   EXPECT_EQ(st.committed_step, 6);
   EXPECT_GT(st.file_bytes, 0u);
-  EXPECT_EQ(ev.seen, (std::vector<int>{HB_EVENT_BEFORE_SAVE, HB_EVENT_AFTER_SAVE}));
+  EXPECT_EQ(ev.seen,
+            (std::vector<int>{HB_EVENT_BEFORE_SAVE, HB_EVENT_AFTER_SAVE}));
   hb_checkpoint_destroy(c);
   std::vector<float> rows = a.rows(), w = a.w;
   std::vector<int64_t> mine = a.mine;
@@ -340,9 +353,9 @@ TEST(RecoveryJob, FreshStartAndLatest) {
   EXPECT_STREQ(path, "");
   ASSERT_EQ(hb_checkpoint_save(c, 3), HB_OK) << hb_last_error();
   ASSERT_EQ(hb_checkpoint_save(c, 9), HB_OK) << hb_last_error();
-  ASSERT_EQ(hb_checkpoint_latest((dir + "/sub/dir").c_str(), path, 4, &need,
-                                 &step),
-            HB_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(
+      hb_checkpoint_latest((dir + "/sub/dir").c_str(), path, 4, &need, &step),
+      HB_ERR_INVALID_ARGUMENT);
   ASSERT_GT(need, 4u);
   ASSERT_EQ(hb_checkpoint_latest((dir + "/sub/dir").c_str(), path, sizeof path,
                                  &need, &step),
@@ -376,7 +389,9 @@ TEST(RecoveryJob, AnotherJobsDirectoryIsRefused) {
   ASSERT_EQ(hb_checkpoint_latest(dir.c_str(), path, sizeof path, &need, &step),
             HB_OK);
   std::string base = std::string(path).substr(dir.size() + 1);
-  ASSERT_EQ(std::system(("cp -r '" + std::string(path) + "' '" + other + "/'").c_str()), 0);
+  ASSERT_EQ(std::system(
+                ("cp -r '" + std::string(path) + "' '" + other + "/'").c_str()),
+            0);
   EXPECT_EQ(hb_checkpoint_restore_latest(c, &step), HB_ERR_INVALID_ARGUMENT);
   err = hb_last_error();
   EXPECT_NE(err.find("belongs to job 'job-a'"), std::string::npos) << err;
@@ -485,10 +500,13 @@ TEST(RecoveryJob, BadArguments) {
   EXPECT_EQ(hb_checkpoint_create(x.ctx, &cfg, &c), HB_ERR_INVALID_ARGUMENT);
   c = open_ckpt(x.ctx, dir, 0);
   float v[2];
-  EXPECT_EQ(hb_checkpoint_add_buffer(c, "a/b", v, 8, 0), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_checkpoint_add_buffer(c, "a/b", v, 8, 0),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_checkpoint_add_buffer(c, "ok", v, 8, 0), HB_OK);
-  EXPECT_EQ(hb_checkpoint_add_buffer(c, "ok", v, 8, 0), HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(hb_checkpoint_add_buffer(c, "f", v, 8, 64), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_checkpoint_add_buffer(c, "ok", v, 8, 0),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_checkpoint_add_buffer(c, "f", v, 8, 64),
+            HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_checkpoint_save(c, -1), HB_ERR_INVALID_ARGUMENT);
   EXPECT_EQ(hb_checkpoint_restore(c, (dir + "/nope").c_str(), nullptr),
             HB_ERR_CORRUPT);
