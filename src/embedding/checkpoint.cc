@@ -136,7 +136,6 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
   return m;
 }
 
-
 std::vector<std::string> list_dir(const std::string &dir) {
   std::vector<std::string> out;
   DIR *d = ::opendir(dir.c_str());
@@ -158,7 +157,6 @@ bool stale_shard_file(const std::string &file, const std::string &name,
   return rest.compare(0, 16, hex16(keep)) != 0 ||
          (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
 }
-
 
 // The shard file format (docs/embedding-format.md): header, then per row
 // its id and record.
@@ -277,16 +275,14 @@ void make_dirs(const std::string &what, const std::string &dir) {
     fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
 }
 
-
-std::string shard_file_name(const std::string &table, uint64_t nonce,
-                            int rank, int world) {
+std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
+                            int world) {
   return shard_file(table, nonce, rank, world);
 }
 
-ShardFile write_shard_file(const Spec &spec, int64_t record_words,
-                           int64_t rows, const RecordSource &each,
-                           const std::string &dir, uint64_t nonce, int rank,
-                           int world) {
+ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
+                           const RecordSource &each, const std::string &dir,
+                           uint64_t nonce, int rank, int world) {
   ShardFile out;
   out.file = shard_file(spec.name, nonce, rank, world);
   out.rows = static_cast<uint64_t>(rows);

@@ -36,10 +36,9 @@ using RecordVisitor = std::function<void(int64_t id, const float *record)>;
 using RecordSource = std::function<void(const RecordVisitor &)>;
 
 // Commits `<name>.<nonce>.shard-<rank>-of-<world>` in dir (atomic).
-ShardFile write_shard_file(const Spec &spec, int64_t record_words,
-                           int64_t rows, const RecordSource &each,
-                           const std::string &dir, uint64_t nonce, int rank,
-                           int world);
+ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
+                           const RecordSource &each, const std::string &dir,
+                           uint64_t nonce, int rank, int world);
 // Commits `<name>.manifest` in dir naming shards[r] as rank r's file: from
 // then on a load of dir finds this save.
 void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,

@@ -11,7 +11,6 @@
 #include "embedding/collection_handle.h"
 #include "embedding/handle.h"
 
-
 namespace {
 
 hb::emb::CollectionBase &coll_ref(hb_collection *c, const char *fn) {

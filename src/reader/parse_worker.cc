@@ -26,7 +26,7 @@ class ChunkParser {
                        last, s_.max_line_bytes);
     Line line;
     while (lines.next(&line)) {
-      if (line.index < c.skip_lines) continue;  // read before a restore
+      if (line.index < c.skip_lines) continue;         // read before a restore
       if (line.size == 0 && !line.too_long) continue;  // blank line
       ParseError err;
       int64_t r = block_->rows;
@@ -114,8 +114,7 @@ void run_parse_worker(const WorkerArgs &a) noexcept {
   hb_status status = HB_OK;
   std::string message;
   try {
-    ChunkCursor cursor(a.files, a.settings, a.shard, a.num_shards,
-                       a.sequence);
+    ChunkCursor cursor(a.files, a.settings, a.shard, a.num_shards, a.sequence);
     Chunk c;
     for (int64_t k = a.thread; cursor.seek(k, &c); k += a.num_threads)
       if (!parser.parse(c)) return;

@@ -20,7 +20,7 @@ Reader::Reader(std::vector<FileInfo> files, Settings s, int shard,
     queues_.push_back(std::make_unique<BlockQueue>(s_.queue_depth));
   try {
     for (int t = 0; t < s_.num_threads; ++t) {
-      WorkerArgs a{&files_, &s_, &seq_,           shard,
+      WorkerArgs a{&files_,    &s_, &seq_,          shard,
                    num_shards, t,   s_.num_threads, queues_[t].get(),
                    &stop_};
       threads_.emplace_back([a] { run_parse_worker(a); });

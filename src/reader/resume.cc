@@ -246,8 +246,8 @@ Sequence resume_sequence(const std::vector<FileInfo> &files,
                  n_old);
   int through = -1;
   for (const SavedReader *s : by_shard)
-    through = std::max(
-        through, current_epoch(files, planned_with(current, *s), *s));
+    through =
+        std::max(through, current_epoch(files, planned_with(current, *s), *s));
   // Per epoch, the old shards' remaining chunks in old shard order.
   std::map<int, std::vector<Chunk>> by_epoch;
   for (const SavedReader *s : by_shard) {

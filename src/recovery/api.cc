@@ -5,11 +5,11 @@
 #include "abi/error.h"
 #include "common/log.h"
 #include "context/context.h"
-#include "gpu/gpu.h"
 #include "embedding/checkpoint.h"
 #include "embedding/collection_handle.h"
 #include "embedding/exchange.h"
 #include "embedding/handle.h"
+#include "gpu/gpu.h"
 #include "metrics/handle.h"
 #include "reader/handle.h"
 #include "recovery/commit.h"
@@ -92,8 +92,8 @@ void save(hb_checkpoint &c, int64_t step) {
       nonce = hb::emb::fresh_nonce();
       ckpt = hb::recovery::join_path(
           c.root, hb::recovery::checkpoint_dir_name(step, nonce));
-      for (const char *sub : {"", "/tables", "/buffers", "/readers",
-                              "/metrics"})
+      for (const char *sub :
+           {"", "/tables", "/buffers", "/readers", "/metrics"})
         hb::emb::make_dirs(what, ckpt + sub);
     }
   } catch (...) {
@@ -102,13 +102,14 @@ void save(hb_checkpoint &c, int64_t step) {
   std::vector<int64_t> nonces = hb::emb::agree(
       *c.x, o, std::vector<int64_t>(world, static_cast<int64_t>(nonce)), what,
       nullptr);
-  std::vector<int64_t> steps = hb::emb::agree(
-      *c.x, hb::emb::Outcome(), std::vector<int64_t>(world, step), what,
-      nullptr);
+  std::vector<int64_t> steps =
+      hb::emb::agree(*c.x, hb::emb::Outcome(),
+                     std::vector<int64_t>(world, step), what, nullptr);
   std::vector<int64_t> fps = hb::emb::agree(
       *c.x, hb::emb::Outcome(),
-      std::vector<int64_t>(world, static_cast<int64_t>(
-                                      hb::recovery::registry_fingerprint(items))),
+      std::vector<int64_t>(
+          world,
+          static_cast<int64_t>(hb::recovery::registry_fingerprint(items))),
       what, nullptr);
   if (!agreed_equal(steps))
     hb::fail(HB_ERR_MISMATCH, "%s: ranks save different steps (%s)", what,
@@ -118,8 +119,8 @@ void save(hb_checkpoint &c, int64_t step) {
              "%s: ranks registered different things (fingerprints %s)", what,
              describe(fps).c_str());
   nonce = static_cast<uint64_t>(nonces[0]);
-  ckpt = hb::recovery::join_path(c.root,
-                                 hb::recovery::checkpoint_dir_name(step, nonce));
+  ckpt = hb::recovery::join_path(
+      c.root, hb::recovery::checkpoint_dir_name(step, nonce));
   ctx.fire(HB_EVENT_BEFORE_SAVE, ckpt.c_str());
   hb::recovery::Snapshot s = hb::recovery::take_snapshot(c, c.async_write);
   s.root = c.root;
@@ -135,22 +136,21 @@ void save(hb_checkpoint &c, int64_t step) {
   c.stats.last_step = step;
   std::string prefix = hb::format("%s/ckpt/%016llx", ctx.scope.c_str(),
                                   static_cast<unsigned long long>(nonce));
-  c.pending = std::make_unique<PendingSave>(std::move(s), ctx.client.get(),
-                                            prefix, c.timeout_ms,
-                                            c.async_write);
+  c.pending = std::make_unique<PendingSave>(
+      std::move(s), ctx.client.get(), prefix, c.timeout_ms, c.async_write);
   c.stats.pending = c.async_write ? 1 : 0;
   if (!c.async_write) finish_or_throw(c);
-  c.stats.blocked_seconds = std::chrono::duration<double>(
-                                std::chrono::steady_clock::now() - t0)
-                                .count();
+  c.stats.blocked_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
 }
 
 // The directory and job id of a config, with the options as fallback.
 void configure(hb_checkpoint &c, const hb_checkpoint_config *in) {
   hb_checkpoint_config cfg = HB_CHECKPOINT_CONFIG_INIT;
   if (in) {
-    HB_CHECK_ARG(in->struct_size >= offsetof(hb_checkpoint_config, keep) +
-                                        sizeof(int32_t),
+    HB_CHECK_ARG(in->struct_size >=
+                     offsetof(hb_checkpoint_config, keep) + sizeof(int32_t),
                  "hb_checkpoint_create: cfg->struct_size %zu is too small",
                  in->struct_size);
     std::memcpy(&cfg, in, std::min(in->struct_size, sizeof cfg));
@@ -160,8 +160,8 @@ void configure(hb_checkpoint &c, const hb_checkpoint_config *in) {
   HB_CHECK_ARG(!c.root.empty(),
                "hb_checkpoint_create: no directory (cfg->dir is NULL and the "
                "option checkpoint_dir / HB_CHECKPOINT_DIR is not set)");
-  c.job = cfg.job_id ? cfg.job_id
-                     : c.ctx->options.get_string("checkpoint_job_id");
+  c.job =
+      cfg.job_id ? cfg.job_id : c.ctx->options.get_string("checkpoint_job_id");
   HB_CHECK_ARG(c.job.find('\n') == std::string::npos,
                "hb_checkpoint_create: job_id contains a newline");
   HB_CHECK_ARG(cfg.keep >= 1, "hb_checkpoint_create: keep = %d (must be >= 1)",
@@ -338,8 +338,7 @@ hb_status hb_checkpoint_save(hb_checkpoint *c, int64_t step) {
 }
 
 hb_status hb_checkpoint_wait(hb_checkpoint *c) {
-  return hb::guard(
-      [&] { finish_or_throw(ref(c, "hb_checkpoint_wait")); });
+  return hb::guard([&] { finish_or_throw(ref(c, "hb_checkpoint_wait")); });
 }
 
 hb_status hb_checkpoint_restore_latest(hb_checkpoint *c, int64_t *step) {

@@ -4,14 +4,18 @@
 
 #include "abi/error.h"
 #include "embedding/file_io.h"
-#include "rendezvous/kv.h"
 #include "recovery/layout.h"
 #include "recovery/manifest.h"
 #include "recovery/retention.h"
+#include "recovery/test_hook.h"
 #include "recovery/writer.h"
+#include "rendezvous/kv.h"
 
 namespace hb {
 namespace recovery {
+
+std::function<void(const char *phase)> g_test_hook;
+
 namespace {
 
 std::string rank_key(const std::string &prefix, int r) {
@@ -64,6 +68,7 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
   std::string mine_text;
   try {
     mine = write_rank_files(s);
+    test_point("files_written");
     res.file_bytes = mine.bytes;
     mine_text = encode_rank_files(mine);
   } catch (...) {
@@ -71,9 +76,9 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
     res.message = hb_last_error();
     mine_text = format("error %d %s", res.status, res.message.c_str());
   }
-  res.write_seconds = std::chrono::duration<double>(
-                          std::chrono::steady_clock::now() - t0)
-                          .count();
+  res.write_seconds =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+          .count();
   try {
     if (s.rank != 0) {
       kv->set(rank_key(prefix, s.rank), mine_text);
@@ -90,8 +95,9 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
       if (res.status != HB_OK) throw Error(res.status, res.message);
       all[0] = mine;
       for (int r = 1; r < s.world; ++r)
-        all[r] = decode_rank_files(kv->get(rank_key(prefix, r), timeout_ms),
-                                   r, s.tables.size());
+        all[r] = decode_rank_files(kv->get(rank_key(prefix, r), timeout_ms), r,
+                                   s.tables.size());
+      test_point("manifest");
       write_manifests(s, all);
     } catch (const Error &e) {
       verdict = format("%s (%s)", e.what(), hb_status_name(e.status()));

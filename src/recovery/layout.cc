@@ -73,8 +73,8 @@ std::string rank_file(const std::string &folder, const std::string &name,
 void check_name(const char *what, const char *name) {
   HB_CHECK_ARG(name && name[0], "%s: name is NULL or empty", what);
   size_t n = std::strlen(name);
-  bool ok = n <= 64 && std::strcmp(name, ".") != 0 &&
-            std::strcmp(name, "..") != 0;
+  bool ok =
+      n <= 64 && std::strcmp(name, ".") != 0 && std::strcmp(name, "..") != 0;
   for (size_t i = 0; ok && i < n; ++i) {
     char c = name[i];
     ok = std::isalnum(static_cast<unsigned char>(c)) || c == '.' || c == '_' ||

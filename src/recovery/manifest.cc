@@ -74,15 +74,17 @@ std::string render_manifest(const Manifest &m) {
     o << "file " << f.rank << " " << f.path << " " << f.bytes << " "
       << hex16(f.checksum) << "\n";
   std::string body = o.str();
-  return body + "checksum " +
-         hex16(emb::checksum64(body.data(), body.size())) + "\n";
+  return body + "checksum " + hex16(emb::checksum64(body.data(), body.size())) +
+         "\n";
 }
 
 Manifest parse_manifest(const std::string &path, const std::string &text) {
   size_t cpos = text.rfind("checksum ");
   if (cpos == std::string::npos || (cpos > 0 && text[cpos - 1] != '\n'))
-    fail(HB_ERR_CORRUPT, "job checkpoint manifest '%s': no checksum line "
-         "(truncated?)", path.c_str());
+    fail(HB_ERR_CORRUPT,
+         "job checkpoint manifest '%s': no checksum line "
+         "(truncated?)",
+         path.c_str());
   unsigned long long got = 0;
   if (std::sscanf(text.c_str() + cpos, "checksum %16llx", &got) != 1 ||
       got != emb::checksum64(text.data(), cpos))
@@ -219,8 +221,8 @@ bool files_present(const std::string &ckpt, const Manifest &m,
       return false;
     }
     if (static_cast<uint64_t>(st.st_size) != f.bytes) {
-      *why = format("'%s' has %lld bytes, the manifest says %llu",
-                    path.c_str(), static_cast<long long>(st.st_size),
+      *why = format("'%s' has %lld bytes, the manifest says %llu", path.c_str(),
+                    static_cast<long long>(st.st_size),
                     static_cast<unsigned long long>(f.bytes));
       return false;
     }

@@ -13,28 +13,27 @@ std::vector<std::string> registry_items(const hb_checkpoint &c) {
   std::vector<std::string> items;
   for (hb_embedding *e : c.tables) {
     const emb::Spec &s = e->table->spec();
-    items.push_back(format("table %s dim %lld num_rows %lld optimizer %d "
-                           "record_words %lld",
-                           s.name.c_str(), static_cast<long long>(s.dim),
-                           static_cast<long long>(s.num_rows), s.optimizer,
-                           static_cast<long long>(
-                               e->table->shard().record_words())));
+    items.push_back(
+        format("table %s dim %lld num_rows %lld optimizer %d "
+               "record_words %lld",
+               s.name.c_str(), static_cast<long long>(s.dim),
+               static_cast<long long>(s.num_rows), s.optimizer,
+               static_cast<long long>(e->table->shard().record_words())));
   }
   for (const Buffer &b : c.buffers) {
     if (b.flags & HB_BUFFER_PER_RANK)
       items.push_back("buffer " + b.name + " per_rank");
     else
-      items.push_back(format("buffer %s replicated %zu", b.name.c_str(),
-                             b.bytes));
+      items.push_back(
+          format("buffer %s replicated %zu", b.name.c_str(), b.bytes));
   }
   for (size_t i = 0; i < c.readers.size(); ++i)
     items.push_back(format("reader %zu", i));
   for (const MetricEntry &m : c.metrics)
-    items.push_back(format(
-        "metric %s kind %d config %016llx", m.name.c_str(),
-        m.metric->cfg.kind,
-        static_cast<unsigned long long>(
-            metrics::config_fingerprint(m.metric->cfg))));
+    items.push_back(format("metric %s kind %d config %016llx", m.name.c_str(),
+                           m.metric->cfg.kind,
+                           static_cast<unsigned long long>(
+                               metrics::config_fingerprint(m.metric->cfg))));
   return items;
 }
 

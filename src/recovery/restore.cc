@@ -19,6 +19,7 @@
 #include "recovery/registry.h"
 #include "recovery/retention.h"
 #include "recovery/snapshot.h"
+#include "recovery/test_hook.h"
 
 namespace hb {
 namespace recovery {
@@ -77,17 +78,16 @@ bool agree_on_candidate(hb_checkpoint &c, const std::string &path,
   std::string message;
   hb_status mine = check_candidate(c, path, m, &message);
   const int world = c.ctx->cluster.world_size;
-  std::vector<int64_t> st = emb::agree(
-      *c.x, emb::Outcome(), std::vector<int64_t>(world, mine),
-      "hb_checkpoint_restore", nullptr);
+  std::vector<int64_t> st =
+      emb::agree(*c.x, emb::Outcome(), std::vector<int64_t>(world, mine),
+                 "hb_checkpoint_restore", nullptr);
   int refused = -1, damaged = -1;
   for (int r = 0; r < world; ++r) {
     if (st[r] == HB_ERR_CORRUPT && damaged < 0) damaged = r;
     if (st[r] != HB_OK && st[r] != HB_ERR_CORRUPT && refused < 0) refused = r;
   }
   if (refused >= 0) {
-    if (mine != HB_OK && mine != HB_ERR_CORRUPT)
-      throw Error(mine, message);
+    if (mine != HB_OK && mine != HB_ERR_CORRUPT) throw Error(mine, message);
     fail(static_cast<hb_status>(st[refused]),
          "hb_checkpoint_restore: rank %d refused '%s' with %s (see its "
          "message)",
@@ -110,10 +110,10 @@ Staged stage(hb_checkpoint &c, const std::string &path, const Manifest &m) {
   for (const Buffer &b : c.buffers) {
     bool per_rank = b.flags & HB_BUFFER_PER_RANK;
     if (per_rank && !same_world) {
-      HB_LOG_WARN("job checkpoint '%s': per-rank buffer '%s' was saved by %d "
-                  "ranks, not %d: left unchanged",
-                  path.c_str(), b.name.c_str(), m.world,
-                  c.ctx->cluster.world_size);
+      HB_LOG_WARN(
+          "job checkpoint '%s': per-rank buffer '%s' was saved by %d "
+          "ranks, not %d: left unchanged",
+          path.c_str(), b.name.c_str(), m.world, c.ctx->cluster.world_size);
       s.buffers.emplace_back();
       s.mapped.push_back(false);
       ++s.unmapped;
@@ -141,14 +141,14 @@ Staged stage(hb_checkpoint &c, const std::string &path, const Manifest &m) {
       if (!e)
         fail(HB_ERR_CORRUPT, "job checkpoint '%s': no file '%s'", path.c_str(),
              rel.c_str());
-      old.push_back(reader::decode_reader(read_checked(path, *e),
-                                          join_path(path, rel)));
+      old.push_back(
+          reader::decode_reader(read_checked(path, *e), join_path(path, rel)));
     }
     const reader::Reader &r = *c.readers[i]->impl;
     uint64_t lines = 0, skipped = 0;
-    s.sequences.push_back(reader::resume_sequence(
-        r.files(), r.settings(), old, r.shard(), r.num_shards(), &lines,
-        &skipped));
+    s.sequences.push_back(reader::resume_sequence(r.files(), r.settings(), old,
+                                                  r.shard(), r.num_shards(),
+                                                  &lines, &skipped));
     s.lines.push_back(lines);
     s.skipped.push_back(skipped);
   }
@@ -187,10 +187,12 @@ void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
     o.capture();
   }
   emb::agree(*c.x, o, what);
+  test_point("restore_staged");
   for (hb_embedding *e : c.tables) {
     emb::load_checkpoint(*e->table, table_dir(path).c_str());
     if (e->gpu) e->gpu->upload();
   }
+  test_point("restore_tables");
   for (size_t i = 0; i < c.buffers.size(); ++i) {
     const Buffer &b = c.buffers[i];
     if (!s.mapped[i] || b.bytes == 0) continue;
@@ -243,10 +245,11 @@ int64_t restore_latest(hb_checkpoint &c) {
       continue;
     }
     if (c.stats.skipped_damaged > 0)
-      HB_LOG_WARN("job checkpoint: restoring '%s' (step %lld) after passing "
-                  "over %d damaged newer checkpoint(s)",
-                  path.c_str(), static_cast<long long>(m.step),
-                  c.stats.skipped_damaged);
+      HB_LOG_WARN(
+          "job checkpoint: restoring '%s' (step %lld) after passing "
+          "over %d damaged newer checkpoint(s)",
+          path.c_str(), static_cast<long long>(m.step),
+          c.stats.skipped_damaged);
     load(c, path, m);
     return m.step;
   }

@@ -68,8 +68,7 @@ Snapshot take_snapshot(hb_checkpoint &c, bool copy) {
   for (size_t i = 0; i < c.readers.size(); ++i) {
     BlobSnap blob;
     blob.path = rank_file("readers", format("reader-%zu", i), s.rank);
-    blob.copy =
-        reader::encode_reader(reader::save_reader(*c.readers[i]->impl));
+    blob.copy = reader::encode_reader(reader::save_reader(*c.readers[i]->impl));
     s.blobs.push_back(std::move(blob));
   }
   for (const MetricEntry &m : c.metrics) {

@@ -56,10 +56,10 @@ RankFiles decode_rank_files(const std::string &text, int rank,
     int status = HB_ERR_INTERNAL;
     size_t used = 0;
     std::sscanf(text.c_str() + 6, "%d%zn", &status, &used);
-    std::string msg = text.size() > 6 + used + 1 ? text.substr(6 + used + 1)
-                                                 : "(no message)";
-    fail(status, "job checkpoint: rank %d could not write its files: %s",
-         rank, msg.c_str());
+    std::string msg =
+        text.size() > 6 + used + 1 ? text.substr(6 + used + 1) : "(no message)";
+    fail(status, "job checkpoint: rank %d could not write its files: %s", rank,
+         msg.c_str());
   }
   RankFiles f;
   std::istringstream in(text);

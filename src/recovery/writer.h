@@ -13,9 +13,9 @@ namespace hb {
 namespace recovery {
 
 struct RankFiles {
-  std::vector<FileEntry> files;            // buffers, readers, metrics
-  std::vector<emb::ShardFile> shards;      // one per table, in order
-  uint64_t bytes = 0;                      // everything written
+  std::vector<FileEntry> files;        // buffers, readers, metrics
+  std::vector<emb::ShardFile> shards;  // one per table, in order
+  uint64_t bytes = 0;                  // everything written
 };
 
 RankFiles write_rank_files(const Snapshot &s);
