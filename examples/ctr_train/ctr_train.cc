@@ -808,6 +808,7 @@ int Trainer::run() {
     else
       report_commits();
   }
+  double train_s = now_s() - t0;
   // The end of training is a checkpoint too: a job started again after it
   // only evaluates and exports.
   if (ckpt_) {
@@ -817,7 +818,6 @@ int Trainer::run() {
   } else if (tally) {
     merge_tally();
   }
-  double train_s = now_s() - t0;
   prof_.print(rank_, step);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
