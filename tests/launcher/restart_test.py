@@ -20,6 +20,12 @@ MODE:
            exactly once (count and fingerprints equal the uninterrupted run's)
            and the final AUC is within 0.005 of the uninterrupted run's.
 
+  torchrun 3 ranks started as torchrun's agent starts them (its variables,
+           set by hand: Debian 12's torchrun fails at start), one rank
+           killed and the others stopped twice, each start with the next
+           TORCHELASTIC_RESTART_COUNT: the third start ends bit-identical
+           to the uninterrupted hbrun run.
+
 The seed (printed; --seed to repeat a failure) draws the kill moments and
 ranks. Exit 0 on success; 1 with the reason otherwise.
 """
@@ -246,6 +252,99 @@ def shrink(args, rng):
         fail("AUC gap %.5f > 0.005" % gap)
 
 
+class AgentWorld:
+    """torchrun's agent, by hand (Debian 12's torchrun fails at start): the
+    workers of one start with torchrun's variables and no HB_* ones; rank 0
+    serves hb's store at MASTER_PORT + 1."""
+
+    def __init__(self, args, nproc, port, restart):
+        self.procs = []
+        self.lines = []
+        for r in range(nproc):
+            env = {k: v for k, v in os.environ.items()
+                   if not k.startswith("HB_")}
+            env.update(RANK=str(r), WORLD_SIZE=str(nproc), LOCAL_RANK=str(r),
+                       LOCAL_WORLD_SIZE=str(nproc), GROUP_RANK="0",
+                       MASTER_ADDR="127.0.0.1", MASTER_PORT=str(port),
+                       TORCHELASTIC_RESTART_COUNT=str(restart),
+                       TORCHELASTIC_MAX_RESTARTS="3",
+                       TORCHELASTIC_RUN_ID="restart_test",
+                       HB_LOG_LEVEL="error")
+            self.procs.append(subprocess.Popen(
+                args.train + ["--checkpoint-dir", args.ckpt,
+                              "--checkpoint-every", EVERY],
+                env=env, stdout=subprocess.PIPE if r == 0 else
+                subprocess.DEVNULL, stderr=subprocess.STDOUT, text=True))
+        self.cond = threading.Condition()
+        self.t = threading.Thread(target=self._read, daemon=True)
+        self.t.start()
+
+    def _read(self):
+        for line in self.procs[0].stdout:
+            sys.stdout.write("  [0] " + line)
+            with self.cond:
+                self.lines.append("[0] " + line.rstrip("\n"))
+                self.cond.notify_all()
+        with self.cond:
+            self.cond.notify_all()
+
+    def wait_committed(self, timeout):
+        end = time.time() + timeout
+        with self.cond:
+            while not any("checkpoint: step" in l for l in self.lines):
+                if self.procs[0].poll() is not None or time.time() > end:
+                    return False
+                self.cond.wait(0.05)
+        return True
+
+    def stop(self):
+        """As the agent does once a worker failed: SIGTERM, then reap."""
+        for p in self.procs:
+            if p.poll() is None:
+                p.send_signal(signal.SIGTERM)
+        for p in self.procs:
+            try:
+                p.wait(30)
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.wait()
+        self.t.join(5)
+
+    def wait(self, timeout):
+        codes = []
+        for p in self.procs:
+            try:
+                codes.append(p.wait(timeout))
+            except subprocess.TimeoutExpired:
+                self.stop()
+                fail("a worker did not finish within %d s" % timeout)
+        self.t.join(5)
+        return codes
+
+
+def torchrun(args, rng):
+    ref = run_plain(args, 3)
+    port = 20000 + rng.randrange(20000)
+    for restart in range(3):
+        world = AgentWorld(args, 3, port, restart)
+        if restart == 2:
+            break
+        if not world.wait_committed(120):
+            world.stop()
+            fail("start %d ended before a checkpoint was committed" % restart)
+        time.sleep(rng.uniform(0, 0.3))
+        victim = rng.randrange(3)
+        print("start %d: SIGKILL rank %d" % (restart, victim), flush=True)
+        world.procs[victim].kill()
+        world.stop()
+    codes = world.wait(300)
+    if codes != [0, 0, 0]:
+        fail("the last start's workers exited %s" % codes)
+    if not any("] resumed from the checkpoint" in l for l in world.lines):
+        fail("the last start did not resume from a checkpoint")
+    compare(ref, digest(world.lines), exact=True)
+
+
 def compare(ref, got, exact):
     for a, b in zip(ref, got):
         print("uninterrupted: " + a)
@@ -276,8 +375,8 @@ def main():
         args.train_base = [ctr] + TRAIN + ["--seed", args.model_seed,
                                            "--out", os.path.join(args.tmp, "out")]
         args.train = list(args.train_base)
-        {"chaos": chaos, "save-restore": save_restore,
-         "shrink": shrink}[mode](args, rng)
+        {"chaos": chaos, "save-restore": save_restore, "shrink": shrink,
+         "torchrun": torchrun}[mode](args, rng)
     finally:
         shutil.rmtree(args.tmp, ignore_errors=True)
     print("PASS")
