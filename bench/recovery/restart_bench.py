@@ -31,49 +31,17 @@ import statistics
 import subprocess
 import sys
 import tempfile
-import threading
 import time
+
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)),
+                                "..", "..", "tests", "launcher"))
+from hbrun_job import Job  # noqa: E402
 
 
 def opt(name, default):
     if name in sys.argv:
         return type(default)(sys.argv[sys.argv.index(name) + 1])
     return default
-
-
-class Job:
-    def __init__(self, cmd):
-        self.lines, self.times = [], []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(cmd, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.times.append(time.time())
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def wait_line(self, pattern, since, timeout=600):
-        rx = re.compile(pattern)
-        end = time.time() + timeout
-        with self.cond:
-            while True:
-                for i in range(since, len(self.lines)):
-                    if rx.search(self.lines[i]):
-                        return i
-                if self.p.poll() is not None or time.time() > end:
-                    return None
-                self.cond.wait(0.05)
-
-    def workers(self):
-        with open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)) as f:
-            return [int(x) for x in f.read().split()]
 
 
 def time_to_recovery(hbrun, train, np_, kills, every, d, rng):
@@ -93,10 +61,13 @@ def time_to_recovery(hbrun, train, np_, kills, every, d, rng):
         pid = rng.choice(pids)
         t_kill = time.time()
         os.kill(pid, signal.SIGKILL)
+        r = res = tr = None
         r = job.wait_line(r"restarting the job", i + 1)
-        res = job.wait_line(r"\] resumed from the checkpoint", r + 1)
-        tr = job.wait_line(r"\] resumed: step \d+ done at wall time", res + 1)
-        if r is None or res is None or tr is None:
+        if r is not None:
+            res = job.wait_line(r"\] resumed from the checkpoint", r + 1)
+        if res is not None:
+            tr = job.wait_line(r"\] resumed: step \d+ done at wall time", res + 1)
+        if tr is None:
             sys.exit("kill %d: the job did not resume" % (k + 1))
         restore_s = float(re.search(r" in ([0-9.]+) s:", job.lines[res]).group(1))
         trained = float(job.lines[tr].rsplit(" ", 1)[1])

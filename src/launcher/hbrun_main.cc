@@ -92,12 +92,6 @@ int test_fail_start_slot() {
   return *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
 }
 
-// One start of the job: the workers at `slots` of the full topology.
-struct Attempt {
-  int restart = 0;           // HB_RESTART_COUNT
-  int failed_to_start = -1;  // the slot whose worker could not be started
-};
-
 class Launch {
  public:
   Launch(const LaunchOptions &opts, const Topology &full,
@@ -117,16 +111,15 @@ class Launch {
   int run() {
     int restart = 0;
     for (;;) {
-      Attempt a = start_and_wait(restart);
+      int failed_slot = start_and_wait(restart);
       int code = supervisor_.exit_code();
-      if (a.failed_to_start < 0 && code != 0 && restart > 0 &&
-          !supervisor_.interrupted())
-        a.failed_to_start = slot_that_died_before_joining();
-      if (a.failed_to_start >= 0 && can_shrink()) {
-        drop_slot(a.failed_to_start);
+      const bool interrupted = supervisor_.interrupted();
+      if (failed_slot < 0 && code != 0 && restart > 0 && !interrupted)
+        failed_slot = slot_that_died_before_joining();
+      if (failed_slot >= 0 && !interrupted && can_shrink()) {
+        drop_slot(failed_slot);
       } else {
-        if (code == 0 || supervisor_.interrupted() ||
-            restart >= opts_.max_restarts)
+        if (code == 0 || interrupted || restart >= opts_.max_restarts)
           return code;
         ++restart;
         const WorkerFailure *f = supervisor_.root_failure();
@@ -165,9 +158,11 @@ class Launch {
     return slots_[static_cast<size_t>(f->rank)];
   }
 
-  Attempt start_and_wait(int restart) {
-    Attempt a;
-    a.restart = restart;
+  // One start of the job: the workers at slots_ of the full topology, until
+  // every one is reaped. The slot whose worker could not be started on a
+  // restart, or -1.
+  int start_and_wait(int restart) {
+    int failed_slot = -1;
     // Fewer slots only ever on one machine (check_restart_options).
     Topology topo = slots_.size() < full_.workers.size()
                         ? shrink_topology(full_, slots_)
@@ -184,7 +179,7 @@ class Launch {
       } catch (const Error &e) {
         say("cannot serve the rendezvous store: %s", e.what());
         supervisor_.launch_failed(1);
-        return a;
+        return failed_slot;
       }
       if (port == 0) port = server->port();
     }
@@ -235,14 +230,14 @@ class Launch {
         supervisor_.add(w.label, w.rank, spawn_process(req));
       } catch (const Error &e) {
         say("rank %s: %s", w.label.c_str(), e.what());
-        if (restart > 0) a.failed_to_start = slot;
+        if (restart > 0) failed_slot = slot;
         supervisor_.launch_failed(127);
         break;
       }
     }
     supervisor_.wait();
     server.reset();  // after the workers: they may still be talking to it
-    return a;
+    return failed_slot;
   }
 
   const LaunchOptions &opts_;

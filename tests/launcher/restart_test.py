@@ -45,6 +45,9 @@ import tempfile
 import threading
 import time
 
+sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
+import hbrun_job  # noqa: E402
+
 # Small enough for ~20 s on a loaded 2-core machine, long enough to be
 # killed several times mid-training.
 TRAIN = ["--train-samples", "24000", "--eval-samples", "4000", "--batch",
@@ -58,55 +61,15 @@ def fail(msg):
     sys.exit(1)
 
 
-class Job:
-    """One hbrun, its output collected line by line on a thread."""
-
+class Job(hbrun_job.Job):
     def __init__(self, cmd, env):
-        self.lines = []
-        self.cond = threading.Condition()
-        self.p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE,
-                                  stderr=subprocess.STDOUT, text=True)
-        self.t = threading.Thread(target=self._read, daemon=True)
-        self.t.start()
-
-    def _read(self):
-        for line in self.p.stdout:
-            sys.stdout.write("  | " + line)
-            with self.cond:
-                self.lines.append(line.rstrip("\n"))
-                self.cond.notify_all()
-        with self.cond:
-            self.cond.notify_all()
-
-    def wait_line(self, pattern, since, timeout):
-        """Index of the first line at or after `since` matching pattern;
-        None if hbrun ended or the timeout passed first."""
-        rx = re.compile(pattern)
-        end = time.time() + timeout
-        with self.cond:
-            while True:
-                for i in range(since, len(self.lines)):
-                    if rx.search(self.lines[i]):
-                        return i
-                if self.p.poll() is not None or time.time() > end:
-                    return None
-                self.cond.wait(0.05)
-
-    def workers(self):
-        try:
-            with open("/proc/%d/task/%d/children" % (self.p.pid, self.p.pid)) as f:
-                return [int(x) for x in f.read().split()]
-        except OSError:
-            return []
+        super().__init__(cmd, env, echo=True)
 
     def wait(self, timeout):
         try:
-            rc = self.p.wait(timeout)
-        except subprocess.TimeoutExpired:
-            self.p.kill()
+            return super().wait(timeout)
+        except TimeoutError:
             fail("hbrun did not finish within %d s" % timeout)
-        self.t.join(5)
-        return rc
 
 
 def digest(lines):
