@@ -206,8 +206,9 @@ int Supervisor::exit_code() {
                                                      : std::vector<int>{}));
   if (root_ != 0) {
     const WorkerFailure &f = failures_[root_], &first = failures_[0];
-    say("rank %s %s first: exiting with its status %d, not rank %s's %d, "
-        "which followed (the rendezvous store saw rank %s leave first)",
+    say("rank %s %s first: the root cause (status %d), not rank %s "
+        "(status %d), which followed it (the rendezvous store saw rank %s "
+        "leave first)",
         f.label.c_str(), f.how.c_str(), f.code, first.label.c_str(), first.code,
         f.label.c_str());
   }

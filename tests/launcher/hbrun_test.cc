@@ -366,19 +366,25 @@ TEST(HbrunRestart, GivesUpAfterMaxRestartsWithTheRootCausesStatus) {
 // context and the survivors fail; the second start forms a new context and
 // passes its barrier (an old store would refuse it: the world was broken).
 TEST(HbrunRestart, EveryStartGetsAFreshRendezvousStore) {
-  RunResult r = run_hbrun({"-n", "3", "--max-restarts", "1", "--",
-                           CONTEXT_PROBE_PATH, "fail-rank", "2", "abort", "1"},
-                          {{"HB_LOG_LEVEL", "error"}});
-  ASSERT_EQ(r.exit_code, 0) << describe(r);
-  for (int rank = 0; rank < 3; ++rank)
-    EXPECT_EQ(count_line(r.out, "[" + std::to_string(rank) +
-                                    "] barrier: HB_OK restart=1"),
-              1)
+  // On a new ephemeral port each start, and on the same port with --port.
+  for (bool fixed : {false, true}) {
+    std::vector<std::string> args = {"-n", "3", "--max-restarts", "1"};
+    if (fixed)
+      args.insert(args.end(), {"--port", std::to_string(hb_test::free_port())});
+    args.insert(args.end(),
+                {"--", CONTEXT_PROBE_PATH, "fail-rank", "2", "abort", "1"});
+    RunResult r = run_hbrun(args, {{"HB_LOG_LEVEL", "error"}});
+    ASSERT_EQ(r.exit_code, 0) << describe(r);
+    for (int rank = 0; rank < 3; ++rank)
+      EXPECT_EQ(count_line(r.out, "[" + std::to_string(rank) +
+                                      "] barrier: HB_OK restart=1"),
+                1)
+          << describe(r);
+    EXPECT_NE(r.err.find("restarting the job (restart 1 of 1) after rank 2 "
+                         "was killed by signal 6"),
+              std::string::npos)
         << describe(r);
-  EXPECT_NE(r.err.find("restarting the job (restart 1 of 1) after rank 2 was "
-                       "killed by signal 6"),
-            std::string::npos)
-      << describe(r);
+  }
 }
 
 // --min-nproc: a worker that cannot be started again is left out and the
