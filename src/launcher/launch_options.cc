@@ -126,8 +126,9 @@ Workers on this machine:
                     /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
 
 Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
-HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so
-rank 0 does not serve a store of its own); the same as torchrun's RANK,
+HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port, HB_RENDEZVOUS_SERVED=1 (so
+rank 0 does not serve a store of its own) and HB_RESTART_COUNT (0 unless
+--max-restarts started the job again); the same as torchrun's RANK,
 WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (the rendezvous host)
 and MASTER_PORT (a port for the framework's own store: a free one on one
 machine, the rendezvous port + 1 with TF_CONFIG), so torch.distributed's
