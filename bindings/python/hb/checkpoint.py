@@ -15,7 +15,7 @@ from ._errors import HbError, HbTypeError
 
 _STATS = ("saves", "last_step", "committed_step", "pending", "skipped_damaged",
           "restored_step", "restored_world", "unmapped_buffers", "state_bytes",
-          "file_bytes", "blocked_seconds", "write_seconds")
+          "file_bytes", "blocked_seconds", "write_seconds", "failed_saves")
 
 
 class Checkpoint(_Handle):
