@@ -467,9 +467,9 @@ static hb_status hbw_checkpoint_latest(const char *dir, char **out_str,
                                        int64_t *step) {
   HBW_STRING_CALL(hb_checkpoint_latest(dir, buf, cap, &needed, step));
 }
-/* stats_out: 12 doubles -- saves, last_step, committed_step, pending,
+/* stats_out: 13 doubles -- saves, last_step, committed_step, pending,
  * skipped_damaged, restored_step, restored_world, unmapped_buffers,
- * state_bytes, file_bytes, blocked_seconds, write_seconds. */
+ * state_bytes, file_bytes, blocked_seconds, write_seconds, failed_saves. */
 static hb_status hbw_checkpoint_stats(const hb_checkpoint *c,
                                       void *stats_out) {
   hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
@@ -482,6 +482,7 @@ static hb_status hbw_checkpoint_stats(const hb_checkpoint *c,
   o[6] = st.restored_world, o[7] = st.unmapped_buffers;
   o[8] = (double)st.state_bytes, o[9] = (double)st.file_bytes;
   o[10] = st.blocked_seconds, o[11] = st.write_seconds;
+  o[12] = (double)st.failed_saves;
   return HB_OK;
 }
 /* The checkpoint the last restore used ("" when none). */

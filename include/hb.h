@@ -992,13 +992,16 @@ HB_API hb_status hb_checkpoint_get_meta(const hb_checkpoint *c,
  * and HB_EVENT_AFTER_SAVE once it is committed, on the calling thread --
  * with async_write at the hb_checkpoint_wait, save or destroy that sees the
  * commit. With async_write it returns once the state is copied (GPU tables
- * and device buffers included); a save still in flight is waited for first,
- * and a failure of that earlier save is returned here (and the new save is
- * not made). A failed save leaves the previous checkpoint current.
+ * and device buffers included); a save still in flight is waited for first
+ * (a failure of that earlier save is logged and counted in
+ * hb_checkpoint_stats.failed_saves, and this save goes on, so that every
+ * rank makes the same calls). A failed save leaves the previous checkpoint
+ * current.
  */
 HB_API hb_status hb_checkpoint_save(hb_checkpoint *c, int64_t step);
 /** Waits until the last save is committed on every rank; its status (HB_OK
- *  when nothing is pending). */
+ *  when nothing is pending). With async_write, call it on every rank (it
+ *  waits for rank 0's verdict). */
 HB_API hb_status hb_checkpoint_wait(hb_checkpoint *c);
 
 /**
@@ -1046,10 +1049,14 @@ typedef struct hb_checkpoint_stats {
   uint64_t file_bytes;     /**< bytes this rank wrote in its last commit */
   double blocked_seconds;  /**< time the last save blocked its caller */
   double write_seconds;    /**< time this rank spent writing its files */
+  int64_t failed_saves;    /**< saves that failed (async: seen later) */
 } hb_checkpoint_stats;
 
-#define HB_CHECKPOINT_STATS_INIT \
-  { sizeof(hb_checkpoint_stats), 0, -1, -1, 0, 0, -1, 0, 0, NULL, 0, 0, 0.0, 0.0 }
+#define HB_CHECKPOINT_STATS_INIT                                           \
+  {                                                                        \
+    sizeof(hb_checkpoint_stats), 0, -1, -1, 0, 0, -1, 0, 0, NULL, 0, 0, 0.0, \
+        0.0, 0                                                             \
+  }
 
 HB_API hb_status hb_checkpoint_get_stats(const hb_checkpoint *c,
                                          hb_checkpoint_stats *out);

@@ -275,11 +275,6 @@ void make_dirs(const std::string &what, const std::string &dir) {
     fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
 }
 
-std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
-                            int world) {
-  return shard_file(table, nonce, rank, world);
-}
-
 ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
                            const RecordSource &each, const std::string &dir,
                            uint64_t nonce, int rank, int world) {

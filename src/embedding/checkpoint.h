@@ -44,8 +44,6 @@ ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
 void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,
                     const std::vector<ShardFile> &shards,
                     const std::string &dir);
-std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
-                            int world);
 uint64_t fresh_nonce();
 // mkdir -p; HB_ERR_IO naming `what` and the directory.
 void make_dirs(const std::string &what, const std::string &dir);

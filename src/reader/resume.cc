@@ -62,8 +62,10 @@ std::vector<Chunk> remaining(const std::vector<FileInfo> &files,
       } else {
         // The byte before a line start is its predecessor's newline: the
         // lines starting in (next_byte - 1, end] are the ones left.
+        // (At the end of the file nothing is left, even when the last line
+        // had no newline to stand before a next one.)
         c.begin = s.pos.next_byte - 1;
-        if (c.begin >= c.end) continue;
+        if (c.begin >= c.end || s.pos.next_byte >= files[c.file].size) continue;
       }
     }
     out.push_back(c);

@@ -49,6 +49,8 @@ hb_status finish_pending(hb_checkpoint &c, std::string *message) {
   if (st == HB_OK) {
     c.stats.committed_step = step;
     c.ctx->fire(HB_EVENT_AFTER_SAVE, path.c_str());
+  } else {
+    c.stats.failed_saves += 1;
   }
   return st;
 }
@@ -75,7 +77,13 @@ std::string describe(const std::vector<int64_t> &v) {
 void save(hb_checkpoint &c, int64_t step) {
   auto t0 = std::chrono::steady_clock::now();
   const char *what = "hb_checkpoint_save";
-  finish_or_throw(c);
+  {  // every rank goes on with this save, whatever the last one did
+    std::string message;
+    int64_t prev = c.pending ? c.pending->step() : -1;
+    if (finish_pending(c, &message) != HB_OK)
+      HB_LOG_ERROR("%s: the save of step %lld failed: %s", what,
+                   static_cast<long long>(prev), message.c_str());
+  }
   hb_context &ctx = *c.ctx;
   ctx.check();
   const int rank = ctx.cluster.rank, world = ctx.cluster.world_size;
@@ -121,8 +129,18 @@ void save(hb_checkpoint &c, int64_t step) {
   nonce = static_cast<uint64_t>(nonces[0]);
   ckpt = hb::recovery::join_path(
       c.root, hb::recovery::checkpoint_dir_name(step, nonce));
-  ctx.fire(HB_EVENT_BEFORE_SAVE, ckpt.c_str());
-  hb::recovery::Snapshot s = hb::recovery::take_snapshot(c, c.async_write);
+  std::string prefix = hb::format("%s/ckpt/%016llx", ctx.scope.c_str(),
+                                  static_cast<unsigned long long>(nonce));
+  hb::recovery::Snapshot s;
+  try {
+    ctx.fire(HB_EVENT_BEFORE_SAVE, ckpt.c_str());
+    s = hb::recovery::take_snapshot(c, c.async_write);
+  } catch (...) {
+    hb_status st = hb::status_from_current_exception();
+    std::string message = hb_last_error();
+    hb::recovery::publish_failure(ctx.client.get(), prefix, rank, st, message);
+    throw hb::Error(st, message);
+  }
   s.root = c.root;
   s.ckpt = ckpt;
   s.job = c.job;
@@ -134,8 +152,6 @@ void save(hb_checkpoint &c, int64_t step) {
   c.stats.state_bytes = s.state_bytes;
   c.stats.saves += 1;
   c.stats.last_step = step;
-  std::string prefix = hb::format("%s/ckpt/%016llx", ctx.scope.c_str(),
-                                  static_cast<unsigned long long>(nonce));
   c.pending = std::make_unique<PendingSave>(
       std::move(s), ctx.client.get(), prefix, c.timeout_ms, c.async_write);
   c.stats.pending = c.async_write ? 1 : 0;

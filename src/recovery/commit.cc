@@ -113,6 +113,22 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
   return res;
 }
 
+void publish_failure(rdv::KV *kv, const std::string &prefix, int rank,
+                     hb_status status, const std::string &message) {
+  if (!kv) return;
+  try {
+    if (rank == 0)
+      kv->set(prefix + "/commit",
+              format("rank 0 failed: %s (%s)", message.c_str(),
+                     hb_status_name(status)));
+    else
+      kv->set(rank_key(prefix, rank),
+              format("error %d %s", status, message.c_str()));
+  } catch (...) {
+    // The store is gone too: the others learn it from their Health.
+  }
+}
+
 PendingSave::PendingSave(Snapshot s, rdv::KV *kv, std::string key_prefix,
                          int64_t timeout_ms, bool background)
     : snap_(std::move(s)),

@@ -39,6 +39,12 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
                               const std::string &key_prefix,
                               int64_t timeout_ms);
 
+// A rank that fails before it writes (its snapshot) still takes part: it
+// publishes the failure where the others wait for it (rank 0: the verdict;
+// the others: their key), so nobody waits for its timeout. Never throws.
+void publish_failure(rdv::KV *kv, const std::string &key_prefix, int rank,
+                     hb_status status, const std::string &message);
+
 // A save being written: on a background thread (async_write) or already
 // done (synchronous saves run write_and_commit on the caller's thread).
 class PendingSave {

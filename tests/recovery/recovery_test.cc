@@ -143,6 +143,41 @@ TEST(RecoveryReader, ResumesWithTheSameBatchesAtTheSameShardCount) {
   }
 }
 
+// A file whose one line has no newline (and is one byte: its range starts
+// at 0) is not read again after a restore.
+TEST(RecoveryReader, LastLineWithoutNewlineIsNotReadTwice) {
+  std::string dir = temp("rd_eof");
+  std::ofstream(dir + "/a", std::ios::binary) << "1";
+  std::ofstream(dir + "/b", std::ios::binary) << "0\n1\n";
+  hb_reader_config cfg = HB_READER_CONFIG_INIT;
+  cfg.batch_size = 1;
+  cfg.columns = "L";
+  cfg.num_threads = 1;
+  cfg.shard_index = 0;
+  cfg.num_shards = 1;
+  hb_reader *r = open_reader({dir + "/a", dir + "/b"}, cfg);
+  hb_reader_batch *b = nullptr;
+  ASSERT_EQ(hb_reader_next(r, &b), HB_OK);
+  ASSERT_TRUE(b);
+  EXPECT_EQ(b->labels[0], 1.0f);
+  hb_reader_batch_free(b);
+  hb::reader::SavedReader saved = hb::reader::save_reader(*r->impl);
+  uint64_t lines = 0, skipped = 0;
+  hb::reader::Sequence seq = hb::reader::resume_sequence(
+      r->impl->files(), r->impl->settings(), {saved}, 0, 1, &lines, &skipped);
+  r->impl = std::make_unique<hb::reader::Reader>(
+      r->impl->files(), r->impl->settings(), 0, 1, seq, lines, skipped);
+  std::vector<float> rest;
+  for (;;) {
+    ASSERT_EQ(hb_reader_next(r, &b), HB_OK);
+    if (!b) break;
+    rest.push_back(b->labels[0]);
+    hb_reader_batch_free(b);
+  }
+  EXPECT_EQ(rest, (std::vector<float>{0.0f, 1.0f}));
+  hb_reader_destroy(r);
+}
+
 // Old shards read k batches each, then the remaining lines go to a new
 // shard count: every (epoch, line) is read exactly once overall.
 void reshard_case(int old_n, int new_n, int epochs, bool gzip,

@@ -30,20 +30,14 @@
 #include <string>
 #include <vector>
 
+#include "common/mp_check.h"
 #include "hb.h"
 #include "recovery/test_hook.h"
 
-namespace {
+int g_mp_rank = -1;
+const char *g_mp_name = "recovery_train";
 
-#define CHECK(call)                                               \
-  do {                                                            \
-    hb_status st_ = (call);                                       \
-    if (st_ != HB_OK) {                                           \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
-                   hb_status_name(st_), hb_last_error());         \
-      std::exit(2);                                               \
-    }                                                             \
-  } while (0)
+namespace {
 
 std::string arg(int argc, char **argv, const char *name, const char *def) {
   for (int i = 1; i + 1 < argc; ++i)
@@ -87,8 +81,8 @@ int main(int argc, char **argv) {
   hb::recovery::g_test_hook = maybe_kill;
 
   hb_context *ctx = nullptr;
-  CHECK(hb_context_create(nullptr, &ctx));
-  my_rank = hb_context_rank(ctx);
+  CHECK_OK(hb_context_create(nullptr, &ctx));
+  my_rank = g_mp_rank = hb_context_rank(ctx);
   std::printf("rank %d pid %d\n", my_rank, static_cast<int>(::getpid()));
   std::fflush(stdout);
 
@@ -103,7 +97,7 @@ int main(int argc, char **argv) {
   ec.optimizer = HB_OPT_ADAGRAD;
   ec.learning_rate = 0.05;
   hb_embedding *emb = nullptr;
-  CHECK(hb_embedding_create(ctx, &ec, &emb));
+  CHECK_OK(hb_embedding_create(ctx, &ec, &emb));
 
   std::vector<std::string> paths;
   for (int f = 0; f < nfiles; ++f)
@@ -119,12 +113,12 @@ int main(int argc, char **argv) {
   rc.seed = 3;
   rc.chunk_bytes = 2000;
   hb_reader *reader = nullptr;
-  CHECK(hb_reader_create(ctx, pp.data(), pp.size(), &rc, &reader));
+  CHECK_OK(hb_reader_create(ctx, pp.data(), pp.size(), &rc, &reader));
 
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;
   mc.kind = HB_METRIC_AUC_EXACT;
   hb_metric *auc = nullptr;
-  CHECK(hb_metric_create(ctx, &mc, &auc));
+  CHECK_OK(hb_metric_create(ctx, &mc, &auc));
 
   std::vector<float> w(4, 0.1f), b(1, 0.0f);
   std::vector<int32_t> counts(static_cast<size_t>(nlines) * epochs, 0);
@@ -135,16 +129,16 @@ int main(int argc, char **argv) {
   cc.job_id = "recovery-test";
   cc.keep = 2;
   hb_checkpoint *ck = nullptr;
-  CHECK(hb_checkpoint_create(ctx, &cc, &ck));
-  CHECK(hb_checkpoint_add_table(ck, emb));
-  CHECK(hb_checkpoint_add_buffer(ck, "w", w.data(), w.size() * 4, 0));
-  CHECK(hb_checkpoint_add_buffer(ck, "b", b.data(), 4, 0));
-  CHECK(hb_checkpoint_add_buffer(ck, "counts", counts.data(), counts.size() * 4,
+  CHECK_OK(hb_checkpoint_create(ctx, &cc, &ck));
+  CHECK_OK(hb_checkpoint_add_table(ck, emb));
+  CHECK_OK(hb_checkpoint_add_buffer(ck, "w", w.data(), w.size() * 4, 0));
+  CHECK_OK(hb_checkpoint_add_buffer(ck, "b", b.data(), 4, 0));
+  CHECK_OK(hb_checkpoint_add_buffer(ck, "counts", counts.data(), counts.size() * 4,
                                  0));
-  CHECK(hb_checkpoint_add_reader(ck, reader));
-  CHECK(hb_checkpoint_add_metric(ck, "auc", auc));
+  CHECK_OK(hb_checkpoint_add_reader(ck, reader));
+  CHECK_OK(hb_checkpoint_add_metric(ck, "auc", auc));
   int64_t step = -1;
-  CHECK(hb_checkpoint_restore_latest(ck, &step));
+  CHECK_OK(hb_checkpoint_restore_latest(ck, &step));
   if (my_rank == 0)
     std::printf("restored step %lld\n", static_cast<long long>(step));
   step = step < 0 ? 0 : step;
@@ -152,9 +146,9 @@ int main(int argc, char **argv) {
   std::vector<int32_t> delta(counts.size());
   for (;;) {
     hb_reader_batch *batch = nullptr;
-    CHECK(hb_reader_next(reader, &batch));
+    CHECK_OK(hb_reader_next(reader, &batch));
     int32_t more = 0, empty = 0;
-    CHECK(hb_data_sync(ctx, batch != nullptr, 0, &more, &empty));
+    CHECK_OK(hb_data_sync(ctx, batch != nullptr, 0, &more, &empty));
     if (!more) {
       hb_reader_batch_free(batch);
       break;
@@ -168,7 +162,7 @@ int main(int argc, char **argv) {
       return 2;
     }
     std::vector<float> rows(ids.size() * 4);
-    CHECK(hb_embedding_lookup(emb, ids.data(), ids.size(), rows.data()));
+    CHECK_OK(hb_embedding_lookup(emb, ids.data(), ids.size(), rows.data()));
     std::vector<float> preds(n), grads(ids.size() * 4);
     std::vector<float> gdense(5, 0.0f);  // w (4) and b
     std::fill(delta.begin(), delta.end(), 0);
@@ -188,38 +182,38 @@ int main(int argc, char **argv) {
       int64_t serial = static_cast<int64_t>(batch->dense[i]);
       delta[static_cast<size_t>(batch->epoch) * nlines + serial] += 1;
     }
-    CHECK(hb_embedding_apply_gradients(emb, ids.data(), ids.size(),
+    CHECK_OK(hb_embedding_apply_gradients(emb, ids.data(), ids.size(),
                                        grads.data()));
-    CHECK(
+    CHECK_OK(
         hb_allreduce(ctx, gdense.data(), gdense.data(), 5, HB_FLOAT32, HB_SUM));
-    CHECK(hb_allreduce(ctx, delta.data(), delta.data(), delta.size(), HB_INT32,
+    CHECK_OK(hb_allreduce(ctx, delta.data(), delta.data(), delta.size(), HB_INT32,
                        HB_SUM));
     for (int k = 0; k < 4; ++k) w[k] -= 0.01f * gdense[k];
     b[0] -= 0.01f * gdense[4];
     for (size_t i = 0; i < counts.size(); ++i) counts[i] += delta[i];
     if (n > 0)
-      CHECK(hb_metric_update(auc, batch->labels, preds.data(), nullptr, n));
+      CHECK_OK(hb_metric_update(auc, batch->labels, preds.data(), nullptr, n));
     hb_reader_batch_free(batch);
     ++step;
     if (step_ms > 0) ::usleep(step_ms * 1000);
     maybe_kill("step");
     if (step % every == 0) {
-      CHECK(hb_checkpoint_save(ck, step));
+      CHECK_OK(hb_checkpoint_save(ck, step));
       if (step == stop_at) {
-        CHECK(hb_checkpoint_wait(ck));
+        CHECK_OK(hb_checkpoint_wait(ck));
         std::fprintf(stderr, "recovery_train: rank %d stops after step %ld\n",
                      my_rank, stop_at);
         std::exit(3);
       }
     }
   }
-  CHECK(hb_checkpoint_wait(ck));
+  CHECK_OK(hb_checkpoint_wait(ck));
   double a = 0;
-  CHECK(hb_metric_result(auc, &a));
+  CHECK_OK(hb_metric_result(auc, &a));
   std::vector<int64_t> all(1000);
   for (int i = 0; i < 1000; ++i) all[i] = i;
   std::vector<float> table(1000 * 4);
-  CHECK(hb_embedding_lookup(emb, all.data(), all.size(), table.data()));
+  CHECK_OK(hb_embedding_lookup(emb, all.data(), all.size(), table.data()));
   if (my_rank == 0) {
     std::ofstream f(out + ".tmp", std::ios::binary);
     f.write(reinterpret_cast<const char *>(table.data()), table.size() * 4);

@@ -11,11 +11,11 @@ import numpy as np
 
 from . import capi as _c
 from . import _Handle, _array, _fill, _is_device_array, _device_array
-from ._errors import HbError, HbTypeError
+from ._errors import HbError, HbTypeError, HbValueError
 
 _STATS = ("saves", "last_step", "committed_step", "pending", "skipped_damaged",
           "restored_step", "restored_world", "unmapped_buffers", "state_bytes",
-          "file_bytes", "blocked_seconds", "write_seconds")
+          "file_bytes", "blocked_seconds", "write_seconds", "failed_saves")
 
 
 class Checkpoint(_Handle):
@@ -97,8 +97,16 @@ class Checkpoint(_Handle):
                 raise
             return default
 
+    def _check_alive(self):
+        # C holds the registered handles: a closed one would dangle.
+        for o in self._kept:
+            if getattr(o, "closed", False):
+                raise HbValueError("%s registered with this checkpoint is closed"
+                                   % type(o).__name__)
+
     def save(self, step):
         """Collective, at a step boundary: one checkpoint tagged step."""
+        self._check_alive()
         _c.hb_checkpoint_save(self._handle, int(step))
 
     def wait(self):
@@ -108,10 +116,12 @@ class Checkpoint(_Handle):
     def restore_latest(self):
         """Collective: restore the newest complete checkpoint; its step, or
         -1 for a fresh start (nothing changed)."""
+        self._check_alive()
         return _c.hb_checkpoint_restore_latest(self._handle)
 
     def restore(self, path):
         """Collective: restore the checkpoint at path; its step."""
+        self._check_alive()
         return _c.hb_checkpoint_restore(self._handle, str(path))
 
     @property

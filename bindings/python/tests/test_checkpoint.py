@@ -84,6 +84,15 @@ def test_buffers_are_checked(ctx, tmp_path):
         ck.add_buffer("bad/name", np.zeros(2))
 
 
+def test_a_closed_registered_handle_is_refused(ctx, tmp_path):
+    ck = hb.Checkpoint(ctx, tmp_path / "c")
+    t = hb.Embedding(ctx, "closed", 2, num_rows=4)
+    ck.add_table(t)
+    t.close()
+    with pytest.raises(hb.HbValueError):
+        ck.save(1)
+
+
 def test_another_jobs_directory_is_refused(ctx, tmp_path):
     hb.Checkpoint(ctx, tmp_path, job_id="a").close()
     with pytest.raises(hb.HbError) as e:
