@@ -191,7 +191,8 @@ def shrink(args, rng):
                    stdout=subprocess.DEVNULL)
     args.train = args.train_base + ["--data", os.path.join(data, "part-*")]
     ref = run_plain(args, 4)
-    step = rng.randrange(1, 4) * int(EVERY)
+    # Past the first checkpoint, so that the 3 ranks have one to resume.
+    step = rng.randrange(2, 5) * int(EVERY)
     kill = "save:3:%d:30000" % step
     print("CTR_TRAIN_TEST_KILL=" + kill, flush=True)
     cmd = [args.hbrun, "-n", "4", "--max-restarts", "2", "--min-nproc", "3",
