@@ -404,5 +404,97 @@ static hb_status hbw_collection_get_stats(const hb_collection *coll,
 }
 %}
 
+/* ---- Job checkpoints (EXPERIMENTAL in hb.h) ------------------------------ */
+/* Handles as elsewhere; a registered buffer is writable memory (the
+ * language layers keep the array alive while the handle lives). Caller-
+ * sized strings and the stats struct come through flat wrappers. */
+%apply void *HB_HANDLE { hb_checkpoint *, const hb_checkpoint * };
+%apply void **HB_HANDLE_OUT { hb_checkpoint **out };
+%apply void *HB_BUFFER_OUT { void *data, void *stats_out };
+%apply int64_t *OUTPUT { int64_t *step };
+%typemap(memberin) const char *dir, const char *job_id {
+  free((char *)$1);
+  $1 = $input ? hbw_strdup($input) : NULL;
+}
+%extend hb_checkpoint_config {
+  hb_checkpoint_config() {
+    hb_checkpoint_config init = HB_CHECKPOINT_CONFIG_INIT;
+    hb_checkpoint_config *c = (hb_checkpoint_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_checkpoint_config() {
+    free((char *)$self->dir);
+    free((char *)$self->job_id);
+    free($self);
+  }
+}
+%ignore hb_checkpoint_stats;
+%ignore hb_checkpoint_get_stats;
+%ignore hb_checkpoint_get_meta;
+%ignore hb_checkpoint_latest;
+%rename(hb_checkpoint_get_meta) hbw_checkpoint_get_meta;
+%rename(hb_checkpoint_latest) hbw_checkpoint_latest;
+%{
+/* A caller-sized string call, asked twice when 256 bytes are too few. */
+#define HBW_STRING_CALL(CALL_WITH_BUF_CAP_NEEDED)                         \
+  do {                                                                  \
+    char small[256];                                                    \
+    char *buf = small;                                                  \
+    size_t cap = sizeof small, needed = 0;                              \
+    hb_status s = CALL_WITH_BUF_CAP_NEEDED;                             \
+    *out_str = NULL;                                                    \
+    if (s != HB_OK && needed > sizeof small) {                          \
+      buf = (char *)malloc(needed);                                     \
+      if (!buf) return HB_ERR_OUT_OF_MEMORY;                            \
+      cap = needed;                                                     \
+      s = CALL_WITH_BUF_CAP_NEEDED;                                     \
+      if (s == HB_OK) *out_str = buf;                                   \
+      else free(buf);                                                   \
+    } else if (s == HB_OK) {                                            \
+      *out_str = hbw_strdup(small);                                     \
+    }                                                                   \
+    return s;                                                           \
+  } while (0)
+%}
+%inline %{
+static hb_status hbw_checkpoint_get_meta(const hb_checkpoint *c,
+                                         const char *key, char **out_str) {
+  HBW_STRING_CALL(hb_checkpoint_get_meta(c, key, buf, cap, &needed));
+}
+/* The newest complete checkpoint of dir: its path (empty when none). */
+static hb_status hbw_checkpoint_latest(const char *dir, char **out_str,
+                                       int64_t *step) {
+  HBW_STRING_CALL(hb_checkpoint_latest(dir, buf, cap, &needed, step));
+}
+/* stats_out: 13 doubles -- saves, last_step, committed_step, pending,
+ * skipped_damaged, restored_step, restored_world, unmapped_buffers,
+ * state_bytes, file_bytes, blocked_seconds, write_seconds, failed_saves. */
+static hb_status hbw_checkpoint_stats(const hb_checkpoint *c,
+                                      void *stats_out) {
+  hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
+  double *o = (double *)stats_out;
+  hb_status s = hb_checkpoint_get_stats(c, &st);
+  if (s != HB_OK) return s;
+  o[0] = (double)st.saves, o[1] = (double)st.last_step;
+  o[2] = (double)st.committed_step, o[3] = st.pending;
+  o[4] = st.skipped_damaged, o[5] = (double)st.restored_step;
+  o[6] = st.restored_world, o[7] = st.unmapped_buffers;
+  o[8] = (double)st.state_bytes, o[9] = (double)st.file_bytes;
+  o[10] = st.blocked_seconds, o[11] = st.write_seconds;
+  o[12] = (double)st.failed_saves;
+  return HB_OK;
+}
+/* The checkpoint the last restore used ("" when none). */
+static hb_status hbw_checkpoint_restored_path(const hb_checkpoint *c,
+                                              char **out_str) {
+  hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
+  hb_status s = hb_checkpoint_get_stats(c, &st);
+  *out_str = NULL;
+  if (s == HB_OK) *out_str = hbw_strdup(st.restored_path);
+  return s;
+}
+%}
+
 #define HB_API
 %include "hb.h"

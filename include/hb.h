@@ -885,6 +885,199 @@ HB_API hb_status hb_reader_parse_line(const hb_reader_config *cfg,
                                       const char *line, size_t len,
                                       float *label, float *dense,
                                       int64_t *ids, int32_t *present);
+
+/* ---- Job checkpoints ---------------------------------------------------- */
+/*
+ * One checkpoint of a whole training job (docs/fault-tolerance.md): every
+ * registered embedding table with its optimizer slots, named dense buffers,
+ * each reader's exact position, each metric's streaming state, the step and
+ * a small key/value map -- consistent across ranks (every rank at the same
+ * step) and atomic.
+ *
+ * Layout: <dir>/JOB holds the job id; each save makes
+ * <dir>/ckpt-<step, 12 digits>-<nonce>/ with the files of every rank and,
+ * written last by rank 0 once every rank's files are committed (fsync +
+ * rename), MANIFEST: the job id, the step, the world size, what was
+ * registered, the meta map, and every file's size and checksum. A directory
+ * without a valid MANIFEST is not a checkpoint, so a crash at any moment
+ * leaves the previous checkpoint current. Tables use the per-table format of
+ * hb_embedding_save (docs/embedding-format.md) under tables/.
+ *
+ * Restore at the same world size: every table, buffer, metric and reader
+ * comes back bit for bit, and each reader hands out exactly the batches the
+ * uninterrupted reader would have. At another world size: tables re-shard;
+ * replicated buffers are restored on every rank; per-rank buffers cannot be
+ * mapped (left unchanged, counted in hb_checkpoint_stats.unmapped_buffers and
+ * logged); metric states are all merged into rank 0 (the merged result is
+ * the same); readers re-shard the samples not yet handed out at the
+ * checkpoint (their remaining byte ranges, cut evenly), each read exactly
+ * once by the new world, before the later epochs start.
+ *
+ * Thread safety: a checkpoint handle is used from one thread at a time, the
+ * thread that runs the context's collectives. With async_write, a
+ * background thread writes the files and commits through the rendezvous
+ * store (never a collective); the registered objects may be used at once.
+ */
+typedef struct hb_checkpoint hb_checkpoint;
+
+/** hb_checkpoint_add_buffer flags (bits). */
+enum hb_buffer_flag_code {
+  /** The same bytes on every rank (data-parallel parameters and their
+   *  optimizer slots): rank 0 writes them, every rank restores them, at any
+   *  world size. */
+  HB_BUFFER_REPLICATED = 0,
+  /** This rank's own bytes: each rank writes its own; restored only at the
+   *  same world size. Sizes may differ per rank. */
+  HB_BUFFER_PER_RANK = 1,
+  /** data is CUDA device memory (copied through the context's stream).
+   *  HB_ERR_UNSUPPORTED without CUDA. */
+  HB_BUFFER_DEVICE = 2
+};
+
+/** Append-only: the library reads min(struct_size, sizeof) bytes. */
+typedef struct hb_checkpoint_config {
+  size_t struct_size;
+  /** The job's checkpoint directory (created with its parents); NULL or "":
+   *  option checkpoint_dir (HB_CHECKPOINT_DIR), which must then be set. */
+  const char *dir;
+  /** Keep the last `keep` complete checkpoints (>= 1); older ones are
+   *  deleted after each commit. The newest complete one is never deleted. */
+  int32_t keep;
+  /** 1: hb_checkpoint_save copies the state in memory and returns; a
+   *  background thread writes and commits it (hb_checkpoint_wait). */
+  int32_t async_write;
+  /** Identity of the job. A directory whose JOB file names another job is
+   *  refused (HB_ERR_INVALID_ARGUMENT naming both ids). NULL: option
+   *  checkpoint_job_id (HB_CHECKPOINT_JOB_ID); "" is an id like any other. */
+  const char *job_id;
+  /** Bound on the commit (rank 0 waiting for every rank's files, and the
+   *  others for rank 0's manifest), ms; 0: 600000. A lost peer ends it at
+   *  once with HB_ERR_PEER_FAILED. */
+  int64_t timeout_ms;
+} hb_checkpoint_config;
+
+#define HB_CHECKPOINT_CONFIG_INIT \
+  { sizeof(hb_checkpoint_config), NULL, 3, 0, NULL, 0 }
+
+/**
+ * Collective: every rank opens the job's checkpoint directory. Rank 0
+ * creates it and its JOB file, or checks the JOB file of an existing one.
+ * Registers nothing yet. cfg NULL: defaults.
+ */
+HB_API hb_status hb_checkpoint_create(hb_context *ctx,
+                                      const hb_checkpoint_config *cfg,
+                                      hb_checkpoint **out);
+/** Waits for a pending background write (bounded by timeout_ms), then
+ *  frees the handle (not the registered objects); NULL is fine. */
+HB_API void hb_checkpoint_destroy(hb_checkpoint *c);
+
+/*
+ * Registration (local, cheap). Every rank registers the same things in the
+ * same order (names, kinds, replicated sizes): checked across ranks by the
+ * next save or restore, HB_ERR_MISMATCH otherwise. Registered objects must
+ * outlive the handle (or the next save/restore). Names: 1-64 characters of
+ * [A-Za-z0-9._-], unique per kind. A table registered twice (directly and
+ * through a collection) is saved once.
+ */
+HB_API hb_status hb_checkpoint_add_table(hb_checkpoint *c, hb_embedding *emb);
+/** Registers every table of the collection. */
+HB_API hb_status hb_checkpoint_add_collection(hb_checkpoint *c,
+                                              hb_collection *coll);
+/** `bytes` bytes at data; flags: hb_buffer_flag_code bits. */
+HB_API hb_status hb_checkpoint_add_buffer(hb_checkpoint *c, const char *name,
+                                          void *data, size_t bytes,
+                                          int32_t flags);
+/** The reader's position: a restore rebuilds its stream from there. */
+HB_API hb_status hb_checkpoint_add_reader(hb_checkpoint *c, hb_reader *r);
+HB_API hb_status hb_checkpoint_add_metric(hb_checkpoint *c, const char *name,
+                                          hb_metric *m);
+/** Small user metadata (key 1-64 bytes, value up to 64 KiB, any bytes but
+ *  NUL) saved with the next checkpoint (rank 0's map is saved); a restore
+ *  replaces the map with the checkpoint's. value NULL removes the key. */
+HB_API hb_status hb_checkpoint_set_meta(hb_checkpoint *c, const char *key,
+                                        const char *value);
+/** Writes the value (NUL-terminated) into buf; *needed (may be NULL) gets
+ *  its size with the NUL. A missing key is HB_ERR_INVALID_ARGUMENT; a
+ *  too-small buf is HB_ERR_INVALID_ARGUMENT with *needed set. */
+HB_API hb_status hb_checkpoint_get_meta(const hb_checkpoint *c,
+                                        const char *key, char *buf, size_t cap,
+                                        size_t *needed);
+
+/**
+ * Collective, at a step boundary (every rank passes the same step >= 0):
+ * one consistent checkpoint of everything registered, tagged with step.
+ * Fires HB_EVENT_BEFORE_SAVE first (path: the new checkpoint's directory)
+ * and HB_EVENT_AFTER_SAVE once it is committed, on the calling thread --
+ * with async_write at the hb_checkpoint_wait, save or destroy that sees the
+ * commit. With async_write it returns once the state is copied (GPU tables
+ * and device buffers included); a save still in flight is waited for first
+ * (a failure of that earlier save is logged and counted in
+ * hb_checkpoint_stats.failed_saves, and this save goes on, so that every
+ * rank makes the same calls). A failed save leaves the previous checkpoint
+ * current.
+ */
+HB_API hb_status hb_checkpoint_save(hb_checkpoint *c, int64_t step);
+/** Waits until the last save is committed on every rank; its status (HB_OK
+ *  when nothing is pending). With async_write, call it on every rank (it
+ *  waits for rank 0's verdict). */
+HB_API hb_status hb_checkpoint_wait(hb_checkpoint *c);
+
+/**
+ * Collective: finds the newest complete checkpoint in the directory and
+ * restores everything registered from it; *step = its step, or -1 when
+ * there is none (a fresh start: HB_OK, nothing changed). A damaged newest
+ * checkpoint (a file missing, truncated or failing its checksum) is passed
+ * over for the previous complete one, with a warning on stderr naming it;
+ * hb_checkpoint_stats.skipped_damaged counts them and restored_path names
+ * the one used. A checkpoint of another job, or of other registrations
+ * (names, kinds, sizes), is refused: HB_ERR_INVALID_ARGUMENT naming what
+ * differs, nothing changed. Fires HB_EVENT_BEFORE_LOAD / AFTER_LOAD.
+ * Works at another world size (see above).
+ */
+HB_API hb_status hb_checkpoint_restore_latest(hb_checkpoint *c, int64_t *step);
+/** Collective: restores the checkpoint at path (a ckpt-* directory, e.g.
+ *  from hb_checkpoint_latest); no fallback. *step (may be NULL) = its step. */
+HB_API hb_status hb_checkpoint_restore(hb_checkpoint *c, const char *path,
+                                       int64_t *step);
+/**
+ * No context: the newest complete checkpoint in dir (its MANIFEST valid and
+ * every file it names present with its size), for followers such as an
+ * evaluator or a serving host. Writes its path into path_buf (cap bytes,
+ * NUL included; *needed, may be NULL, gets the size needed; a too-small
+ * buffer is HB_ERR_INVALID_ARGUMENT) and *step. HB_OK with *step = -1 and
+ * an empty path when there is none (or dir does not exist).
+ */
+HB_API hb_status hb_checkpoint_latest(const char *dir, char *path_buf,
+                                      size_t cap, size_t *needed,
+                                      int64_t *step);
+
+/** This rank's view of its checkpoint handle. Append-only (struct_size). */
+typedef struct hb_checkpoint_stats {
+  size_t struct_size;
+  int64_t saves;           /**< saves started */
+  int64_t last_step;       /**< step of the last save started; -1: none */
+  int64_t committed_step;  /**< step of the last save committed; -1: none */
+  int32_t pending;         /**< 1 while an async write is in flight */
+  int32_t skipped_damaged; /**< damaged checkpoints the last restore passed */
+  int64_t restored_step;   /**< -1: nothing restored */
+  int32_t restored_world;  /**< world size that wrote it; 0: none */
+  int32_t unmapped_buffers; /**< per-rank buffers a restore left unchanged */
+  const char *restored_path; /**< "" when none; valid until the next call */
+  uint64_t state_bytes;    /**< registered state this rank saved last */
+  uint64_t file_bytes;     /**< bytes this rank wrote in its last commit */
+  double blocked_seconds;  /**< time the last save blocked its caller */
+  double write_seconds;    /**< time this rank spent writing its files */
+  int64_t failed_saves;    /**< saves that failed (async: seen later) */
+} hb_checkpoint_stats;
+
+#define HB_CHECKPOINT_STATS_INIT                                           \
+  {                                                                        \
+    sizeof(hb_checkpoint_stats), 0, -1, -1, 0, 0, -1, 0, 0, NULL, 0, 0, 0.0, \
+        0.0, 0                                                             \
+  }
+
+HB_API hb_status hb_checkpoint_get_stats(const hb_checkpoint *c,
+                                         hb_checkpoint_stats *out);
 #endif
 
 #ifdef __cplusplus

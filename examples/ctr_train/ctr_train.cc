@@ -5,6 +5,9 @@
 //   hbrun -n 2 -- ctr_train --data 'dir/part-*' ...   (files from
 //                                 criteo_synth_tsv, read by hb_reader)
 //   ctr_train --profile ...       (time per step phase, per rank)
+//   hbrun -n 4 --max-restarts 3 -- ctr_train --checkpoint-dir D
+//         --checkpoint-every 50    (whole-job checkpoints; a restarted job
+//                                   resumes from the newest one)
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
@@ -16,6 +19,10 @@
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
+// With --checkpoint-dir, a checkpoint of the whole job every
+// --checkpoint-every steps (job_checkpoint.h); on start the job resumes from
+// the newest one there. --digest prints a digest of every table, dense
+// buffer and metric at the end, to compare runs bit for bit.
 #include <cinttypes>
 #include <cmath>
 #include <cstdio>
@@ -32,6 +39,7 @@
 #include "dense_math.h"
 #include "file_source.h"
 #include "hb.h"
+#include "job_checkpoint.h"
 #include "synth_data.h"
 
 namespace {
@@ -70,6 +78,11 @@ struct Flags {
   std::string out = "ctr_out";
   std::string data;      // --data 'glob': train from Criteo-format files
   bool profile = false;  // --profile: time per step phase, printed at the end
+  std::string checkpoint_dir;    // --checkpoint-dir: whole-job checkpoints
+  int64_t checkpoint_every = 0;  // steps between them (0: none periodic)
+  int64_t checkpoint_keep = 3;
+  bool checkpoint_async = false;  // written by a background thread
+  bool digest = false;            // --digest: print the final state's digest
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -111,20 +124,32 @@ Flags parse_flags(int argc, char **argv) {
       f.out = next();
     else if (a == "--profile")
       f.profile = true;
+    else if (a == "--checkpoint-dir")
+      f.checkpoint_dir = next();
+    else if (a == "--checkpoint-every")
+      f.checkpoint_every = std::atoll(next());
+    else if (a == "--checkpoint-keep")
+      f.checkpoint_keep = std::atoll(next());
+    else if (a == "--checkpoint-async")
+      f.checkpoint_async = true;
+    else if (a == "--digest")
+      f.digest = true;
     else {
       std::fprintf(
           stderr,
           "usage: ctr_train [--train-samples N] [--eval-samples N] [--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile]\n");
+          "[--profile] [--checkpoint-dir D [--checkpoint-every N] "
+          "[--checkpoint-keep K] [--checkpoint-async]] [--digest]\n");
       std::exit(2);
     }
   }
   if (f.batch <= 0 || f.vocab <= 0 || (f.vocab & (f.vocab - 1)) || f.dim <= 0 ||
-      f.hidden <= 0) {
-    std::fprintf(
-        stderr, "ctr_train: batch, dim, hidden > 0 and vocab a power of two\n");
+      f.hidden <= 0 || f.checkpoint_every < 0 || f.checkpoint_keep < 1) {
+    std::fprintf(stderr,
+                 "ctr_train: batch, dim, hidden > 0, vocab a power of two, "
+                 "checkpoint-every >= 0 and checkpoint-keep >= 1\n");
     std::exit(2);
   }
   return f;
@@ -267,8 +292,13 @@ class Trainer {
       files_ = std::make_unique<FileSource>(ctx, f.data, f.batch);
     else
       plan_train_shard();
+    hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF's thresholded AUC
+    CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc_));
+    if (!f.checkpoint_dir.empty()) open_checkpoints();
   }
   ~Trainer() {
+    hb_checkpoint_destroy(ckpt_);  // waits for a write in flight
+    hb_metric_destroy(running_auc_);
     hb_collection_destroy(coll_);  // before its tables
     for (auto *t : tables_) hb_embedding_destroy(t);
     hb_embedding_destroy(wide_);
@@ -277,6 +307,126 @@ class Trainer {
   int run();
 
  private:
+  // Whole-job checkpoints: registers everything a resumed job needs to go
+  // on exactly as if it had not stopped.
+  void open_checkpoints() {
+    hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
+    cc.dir = f_.checkpoint_dir.c_str();
+    cc.keep = static_cast<int32_t>(f_.checkpoint_keep);
+    cc.async_write = f_.checkpoint_async ? 1 : 0;
+    // The model and data it trains: another configuration's checkpoints in
+    // the directory are refused, not restored into this one.
+    job_id_ = "ctr_train seed=" + std::to_string(f_.seed) +
+              " vocab=" + std::to_string(f_.vocab) +
+              " dim=" + std::to_string(f_.dim) +
+              " hidden=" + std::to_string(f_.hidden) +
+              " batch=" + std::to_string(f_.batch) +
+              (files_ ? " data=" + f_.data
+                      : " samples=" + std::to_string(f_.train_samples) + "/" +
+                            std::to_string(f_.files));
+    cc.job_id = job_id_.c_str();
+    CHECK_HB(hb_checkpoint_create(ctx_, &cc, &ckpt_));
+    CHECK_HB(hb_checkpoint_add_collection(ckpt_, coll_));
+    struct {
+      const char *name;
+      std::vector<float> *v;
+    } dense[] = {{"dense.w1", &dense_.w1},    {"dense.b1", &dense_.b1},
+                 {"dense.w2", &dense_.w2},    {"dense.b2", &dense_.b2},
+                 {"adagrad.w1", &dense_.aw1}, {"adagrad.b1", &dense_.ab1},
+                 {"adagrad.w2", &dense_.aw2}, {"adagrad.b2", &dense_.ab2}};
+    for (auto &d : dense)
+      CHECK_HB(hb_checkpoint_add_buffer(ckpt_, d.name, d.v->data(),
+                                        d.v->size() * sizeof(float),
+                                        HB_BUFFER_REPLICATED));
+    CHECK_HB(hb_checkpoint_add_buffer(ckpt_, "trained", &tally_, sizeof tally_,
+                                      HB_BUFFER_REPLICATED));
+    CHECK_HB(hb_checkpoint_add_metric(ckpt_, "running_auc", running_auc_));
+    if (files_)
+      CHECK_HB(hb_checkpoint_add_reader(ckpt_, files_->reader()));
+    else  // the synthetic shard is planned per world size: same size only
+      CHECK_HB(hb_checkpoint_add_buffer(ckpt_, "data.pos", &pos_, sizeof pos_,
+                                        HB_BUFFER_PER_RANK));
+  }
+
+  // The step to start from: 0, or the newest checkpoint's.
+  int64_t resume() {
+    pos_ = shard_begin_;
+    if (!ckpt_) return 0;
+    ckpt::KillHook("restore", rank_, f_.seed)
+        .maybe_fire(restart_count(), "the restore of restart");
+    double t0 = now_s();
+    int64_t step = -1;
+    CHECK_HB(hb_checkpoint_restore_latest(ckpt_, &step));
+    if (step < 0) return 0;
+    hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
+    CHECK_HB(hb_checkpoint_get_stats(ckpt_, &st));
+    if (!files_ && st.restored_world != world_) {
+      std::fprintf(stderr,
+                   "ctr_train: the checkpoint at step %" PRId64
+                   " was written by %d ranks; the synthetic data is sharded "
+                   "per world size, so only --data (hb_reader) resumes at "
+                   "another world size (this one: %d)\n",
+                   step, st.restored_world, world_);
+      std::exit(1);
+    }
+    if (hb_context_is_chief(ctx_))
+      std::printf("resumed from the checkpoint of step %" PRId64
+                  " (written by %d ranks, %" PRId64
+                  " samples trained) in %.3f s: %s\n",
+                  step, st.restored_world, tally_.count, now_s() - t0,
+                  st.restored_path);
+    resumed_ = true;
+    return step;
+  }
+
+  // Collective: every rank's samples since the last call, into tally_.
+  void merge_tally() {
+    std::vector<ckpt::Tally> all(world_);
+    CHECK_HB(hb_allgather(ctx_, &local_tally_, all.data(), 3, HB_INT64));
+    for (const auto &t : all) {
+      tally_.count += t.count;
+      tally_.sum += t.sum;
+      tally_.sum_sq += t.sum_sq;
+    }
+    local_tally_ = ckpt::Tally();
+  }
+
+  // Says (rank 0) when a save has been committed: with --checkpoint-async
+  // that is some steps after hb_checkpoint_save returned.
+  void report_commits() {
+    hb_checkpoint_stats st = HB_CHECKPOINT_STATS_INIT;
+    if (!ckpt_ || hb_checkpoint_get_stats(ckpt_, &st) != HB_OK ||
+        st.committed_step == committed_step_)
+      return;
+    committed_step_ = st.committed_step;
+    if (hb_context_is_chief(ctx_))
+      std::printf("checkpoint: step %" PRId64
+                  " committed (%.2f MB of state on rank 0; the save blocked "
+                  "training %.1f ms, writing took %.1f ms)\n",
+                  st.committed_step, st.state_bytes / 1e6,
+                  1e3 * st.blocked_seconds, 1e3 * st.write_seconds);
+  }
+
+  void save(int64_t step) {
+    merge_tally();
+    if (!ckpt_ || step == saved_step_) return;
+    if (restart_count() == 0)
+      ckpt::KillHook("save", rank_, f_.seed)
+          .maybe_fire(step, "the save of step");
+    CHECK_HB(hb_checkpoint_save(ckpt_, step));
+    saved_step_ = step;
+    report_commits();
+  }
+
+  static int64_t restart_count() {
+    const char *v = std::getenv("HB_RESTART_COUNT");
+    return v ? std::atoll(v) : 0;
+  }
+
+  // --digest (collective; rank 0 prints): every table (the checksums of its
+  // saved shards), the dense buffers, the metrics and the tally.
+  void print_digest(const std::string &table_dir, double auc);
+
   hb_embedding *make_table(const char *name, int64_t rows, int64_t dim,
                            int32_t init, double a, double b) {
     hb_embedding_config cfg = HB_EMBEDDING_CONFIG_INIT;
@@ -365,7 +515,64 @@ class Trainer {
   Batch b_;
   std::vector<float> dz1_;  // n x hidden: the loss gradient at z1
   StepProfile prof_{f_.profile};
+  hb_metric *running_auc_ = nullptr;
+  hb_checkpoint *ckpt_ = nullptr;
+  std::string job_id_;
+  int64_t pos_ = 0;          // next sample of this rank's synthetic shard
+  ckpt::Tally tally_;        // samples trained by every rank, to the last merge
+  ckpt::Tally local_tally_;  // this rank's since then
+  int64_t saved_step_ = -1, committed_step_ = -1;
+  bool resumed_ = false;
 };
+
+void Trainer::print_digest(const std::string &table_dir, double auc) {
+  double running = 0;
+  CHECK_HB(hb_metric_result(running_auc_, &running));
+  if (!hb_context_is_chief(ctx_)) return;
+  uint64_t tables = ckpt::fnv("", 0);
+  std::vector<std::string> names;
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    char name[32];
+    std::snprintf(name, sizeof name, "cat_%02zu", t);
+    names.push_back(name);
+  }
+  names.push_back("wide");
+  // A save's shard checksums cover every row and optimizer slot; the file
+  // names carry a fresh nonce, so only the "shard" fields after them count.
+  for (const auto &n : names) {
+    std::string path = table_dir + "/" + n + "/" + n + ".manifest";
+    FILE *fp = std::fopen(path.c_str(), "r");
+    if (!fp) {
+      std::fprintf(stderr, "ctr_train: --digest: cannot read %s\n",
+                   path.c_str());
+      std::exit(1);
+    }
+    char line[512];
+    while (std::fgets(line, sizeof line, fp)) {
+      char file[256];
+      long long r = 0, bytes = 0, rows = 0;
+      char sum[32];
+      if (std::sscanf(line, "shard %lld %255s %lld %lld %31s", &r, file, &bytes,
+                      &rows, sum) == 5) {
+        tables = ckpt::fnv(n.data(), n.size(), tables);
+        tables = ckpt::fnv(&r, sizeof r, tables);
+        tables = ckpt::fnv(&rows, sizeof rows, tables);
+        tables = ckpt::fnv(sum, std::strlen(sum), tables);
+      }
+    }
+    std::fclose(fp);
+  }
+  uint64_t dense = ckpt::fnv("", 0);
+  for (auto *v : {&dense_.w1, &dense_.b1, &dense_.w2, &dense_.b2, &dense_.aw1,
+                  &dense_.ab1, &dense_.aw2, &dense_.ab2})
+    dense = ckpt::fnv(v->data(), v->size() * sizeof(float), dense);
+  std::printf("digest: tables %016" PRIx64 " dense %016" PRIx64
+              " metrics running_auc %.17g held_out_auc %.17g\n",
+              tables, dense, running, auc);
+  std::printf("digest: trained samples %" PRId64 " fingerprints %016" PRIx64
+              " %016" PRIx64 "\n",
+              tally_.count, tally_.sum, tally_.sum_sq);
+}
 
 void Trainer::forward(int split, int64_t begin, int64_t end) {
   const int64_t n = end - begin, D = f_.dim, T = synth::kTables, in = dense_.in,
@@ -525,11 +732,10 @@ int Trainer::run() {
                 world_, f_.train_samples, f_.files, shard_end_ - shard_begin_,
                 f_.batch, synth::kTables, f_.dim, dense_.in, dense_.hidden,
                 dense_math::gemm_name());
-  hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF-compatible thresholded AUC
-  hb_metric *running_auc = nullptr;
-  CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc));
-
-  int64_t pos = shard_begin_, step = 0, interval_samples = 0;
+  hb_metric *running_auc = running_auc_;
+  int64_t step = resume(), interval_samples = 0;
+  const int64_t first_step = step;
+  const bool tally = ckpt_ || f_.digest;
   // This rank's loss sum of each step since the last log line; summed over
   // the ranks when printed (one allreduce per log line, not per step).
   std::vector<double> interval_losses;
@@ -539,18 +745,21 @@ int Trainer::run() {
     double t_step = now_s();
     int32_t cont = 0, empty = 0;
     prof_.mark(StepProfile::kData);
-    bool has_data = files_ ? files_->fetch() : pos < shard_end_;
+    bool has_data = files_ ? files_->fetch() : pos_ < shard_end_;
     prof_.mark(StepProfile::kSync);
     CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
     if (!cont) {
       prof_.stop();
       break;
     }
-    int64_t lo = pos, hi = empty    ? pos
-                           : files_ ? pos + files_->size()
-                                    : std::min(shard_end_, pos + f_.batch);
+    int64_t lo = pos_, hi = empty    ? pos_
+                            : files_ ? pos_ + files_->size()
+                                     : std::min(shard_end_, pos_ + f_.batch);
     forward(/*split=*/0, lo, hi);
-    pos = hi;
+    pos_ = hi;
+    if (tally)
+      for (const auto &smp : b_.samples)
+        local_tally_.add(ckpt::fingerprint(smp));
     interval_losses.push_back(current_loss_sum());
     prof_.mark(StepProfile::kGlobalBatch);
     int64_t global_n = global_batch(step, hi - lo);
@@ -588,9 +797,27 @@ int Trainer::run() {
                     "  held-out exact AUC %.4f (planted model %.4f)\n",
                     step, auc, planted);
     }
+    if (resumed_ && step == first_step + 1 && chief) {
+      // For bench/recovery: from a kill to training again.
+      std::printf("resumed: step %" PRId64 " done at wall time %.6f\n", step,
+                  ckpt::wall_s());
+      std::fflush(stdout);
+    }
+    if (ckpt_ && f_.checkpoint_every > 0 && step % f_.checkpoint_every == 0)
+      save(step);
+    else
+      report_commits();
   }
-  hb_metric_destroy(running_auc);
   double train_s = now_s() - t0;
+  // The end of training is a checkpoint too: a job started again after it
+  // only evaluates and exports.
+  if (ckpt_) {
+    save(step);
+    CHECK_HB(hb_checkpoint_wait(ckpt_));
+    report_commits();
+  } else if (tally) {
+    merge_tally();
+  }
   prof_.print(rank_, step);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
@@ -624,6 +851,7 @@ int Trainer::run() {
     CHECK_HB(hb_embedding_export(all[t], (exp + "/" + name + ".hbe").c_str()));
   }
   bool ok = auc >= planted - f_.max_gap;
+  if (f_.digest) print_digest(ckpt, auc);
   if (chief) {
     std::printf(
         "final: %" PRId64

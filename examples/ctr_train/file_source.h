@@ -58,6 +58,7 @@ class FileSource {
   }
 
   double wait_s() const { return wait_s_; }
+  hb_reader *reader() const { return reader_; }
   uint64_t lines() const { return hb_reader_lines(reader_); }
 
  private:

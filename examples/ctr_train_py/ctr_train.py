@@ -14,6 +14,13 @@ collection apply_gradients (it reuses the lookup's plan). Every --eval-every ste
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
+With --checkpoint-dir D --checkpoint-every N, a checkpoint of the whole job
+every N steps (hb.Checkpoint: the tables, the MLP and its Adagrad slots,
+the data position, the running metric); started again (by hand, or by
+`hbrun --max-restarts`), the job resumes from the newest one there.
+--digest prints the final dense state's digest and the AUC in full, to
+compare runs bit for bit.
+
 The MLP's matrix products go to numpy's BLAS: with Debian's reference BLAS
 (libblas3) they are most of a step; an OpenBLAS (libopenblas0-serial or
 -pthread, which scripts/install-deps.sh installs) makes them ~30x faster.
@@ -52,10 +59,21 @@ def parse_flags(argv):
     p.add_argument("--data", default=None,
                    help="train from Criteo-format files matching this glob (hb.Reader), "
                         "e.g. as written by criteo_synth_tsv")
+    p.add_argument("--checkpoint-dir", default=None,
+                   help="whole-job checkpoints here; on start, resume from the newest")
+    p.add_argument("--checkpoint-every", type=int, default=0,
+                   help="steps between checkpoints (0: only at the end of training)")
+    p.add_argument("--checkpoint-keep", type=int, default=3)
+    p.add_argument("--checkpoint-async", action="store_true",
+                   help="a background thread writes each checkpoint")
+    p.add_argument("--digest", action="store_true",
+                   help="print the final dense state's digest and the AUC in full")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
-            or f.files <= 0 or f.eval_every <= 0 or f.log_every <= 0):
-        p.error("batch, dim, hidden, files, eval-every, log-every > 0 and vocab a power of two")
+            or f.files <= 0 or f.eval_every <= 0 or f.log_every <= 0
+            or f.checkpoint_every < 0 or f.checkpoint_keep < 1):
+        p.error("batch, dim, hidden, files, eval-every, log-every > 0, vocab a power of two, "
+                "checkpoint-every >= 0 and checkpoint-keep >= 1")
     return f
 
 
@@ -295,6 +313,64 @@ class Trainer:
         self.backward(b, int(stats[0]))
         return int(stats[0]), float(stats[1]), b["label"], b["prob"]
 
+    def job_id(self):
+        """The model and data a checkpoint directory belongs to: another
+        configuration's checkpoints are refused, not restored."""
+        f = self.f
+        return "%s seed=%d vocab=%d dim=%d hidden=%d batch=%d %s" % (
+            type(self).__module__, f.seed, f.vocab, f.dim, f.hidden, f.batch,
+            "data=" + f.data if self.reader is not None else
+            "samples=%d/%d" % (f.train_samples, f.files))
+
+    def open_checkpoint(self, running_auc):
+        """Whole-job checkpoints: every table of the collection, the MLP and
+        its Adagrad slots (replicated), then register_position's part."""
+        f = self.f
+        ck = hb.Checkpoint(self.ctx, dir=f.checkpoint_dir, keep=f.checkpoint_keep,
+                           async_write=f.checkpoint_async, job_id=self.job_id())
+        ck.add_collection(self.coll)
+        ck.add_buffer("dense.params", self.dense.flat_params)
+        ck.add_buffer("dense.adagrad", self.dense.flat_accs)
+        self.register_position(ck, running_auc)
+        return ck
+
+    def register_position(self, ck, running_auc):
+        """What says where training is (an hb.Checkpoint): the running
+        metric, and the reader's position or this rank's offset in its
+        synthetic shard (planned per world size: same world only)."""
+        ck.add_metric("running_auc", running_auc)
+        if self.reader is not None:
+            ck.add_reader(self.reader)
+        else:
+            ck.add_buffer("data.pos", self.pos, per_rank=True)
+
+    def resume(self, ckpt):
+        """The step to start from: 0, or the newest checkpoint's."""
+        if ckpt is None:
+            return 0
+        t = time.monotonic()
+        step = ckpt.restore_latest()
+        if step < 0:
+            return 0
+        st = getattr(ckpt, "hb", ckpt).stats
+        if self.reader is None and st["restored_world"] != self.world:
+            raise hb.HbError(hb.ERR_INVALID_ARGUMENT, "HB_ERR_INVALID_ARGUMENT",
+                             "the checkpoint at step %d was written by %d ranks; the synthetic data "
+                             "is sharded per world size, so only --data resumes at another world "
+                             "size (this one: %d)" % (step, st["restored_world"], self.world))
+        if self.ctx.is_chief:
+            print("resumed from the checkpoint of step %d (written by %d ranks) in %.3f s: %s"
+                  % (step, st["restored_world"], time.monotonic() - t, st["restored_path"]),
+                  flush=True)
+        return step
+
+    def dense_digest(self):
+        """FNV-1a of the MLP's parameters and optimizer state, in order."""
+        h = 0xcbf29ce484222325
+        for b in self.dense.flat_params.tobytes() + self.dense.flat_accs.tobytes():
+            h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        return h
+
     def save(self, ckpt, exp):
         """Checkpoint and serving export: one directory / file per table."""
         if self.ctx.is_chief:
@@ -326,11 +402,15 @@ class Trainer:
         if chief:
             print(self.banner(), flush=True)
         running_auc = hb.Metric(hb.METRIC_AUC, ctx)  # TF-compatible thresholded AUC
-        pos, step, interval_samples, interval_loss = self.shard_begin, 0, 0, 0.0
+        self.pos = np.array([self.shard_begin], np.int64)  # next sample of this rank's shard
+        ckpt = self.open_checkpoint(running_auc) if f.checkpoint_dir else None
+        step = self.resume(ckpt)
+        saved, interval_samples, interval_loss = step, 0, 0.0
         t0 = t_interval = time.monotonic()
         step_s = 0.0
         while True:
             t_step = time.monotonic()
+            pos = int(self.pos[0])
             has_data = self.fetch() if self.reader is not None else pos < self.shard_end
             cont, empty = ctx.data_sync(has_data)
             if not cont:
@@ -340,7 +420,7 @@ class Trainer:
                 hi = pos if empty else pos + self.batch.size
             else:
                 hi = pos if empty else min(self.shard_end, pos + f.batch)
-            pos = hi
+            self.pos[0] = hi
             n, loss, label, prob = self.train_step(lo, hi)
             running_auc.update(label, prob)
             interval_samples += n
@@ -361,6 +441,17 @@ class Trainer:
                 if chief:
                     print("step %5d  held-out exact AUC %.4f (planted model %.4f)" % (step, auc, planted),
                           flush=True)
+            if ckpt is not None and f.checkpoint_every and step % f.checkpoint_every == 0:
+                ckpt.save(step)
+                saved = step
+        if ckpt is not None:
+            # The end of training is a checkpoint too: a job started again
+            # after it only evaluates and exports.
+            if saved != step:
+                ckpt.save(step)
+            ckpt.wait()
+            ckpt.close()  # before what it registered
+        running_auc_state = running_auc.result() if f.digest else 0.0
         running_auc.close()
         train_s = time.monotonic() - t0
         if self.reader is not None:
@@ -377,6 +468,9 @@ class Trainer:
         ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
         self.save(ckpt, exp)
         ok = auc >= planted - f.max_gap
+        if chief and f.digest:
+            print("digest: dense %016x metrics running_auc %.17g held_out_auc %.17g"
+                  % (self.dense_digest(), running_auc_state, auc), flush=True)
         if chief:
             print("final: %d steps in %.2f s; held-out exact AUC %.4f vs planted model %.4f "
                   "(gap %.4f, allowed %.2f): %s"

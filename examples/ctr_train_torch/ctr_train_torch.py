@@ -18,6 +18,12 @@ every --eval-every steps the held-out split is scored with the exact AUC
 (hb.torch.save: the MLP plus the tables), a serving export per table, and
 the final AUC next to the planted model's AUC.
 
+--checkpoint-dir D --checkpoint-every N (the numpy demo's flags): a
+checkpoint of the whole job every N steps through hb.torch.Checkpoint (the
+tables with their slots, the module's state_dict in place, the optimizer's
+state_dict, the data position and the running metric); started again, the
+job resumes from the newest one.
+
 --device cpu (default) keeps everything on the host. --device cuda puts
 the tables (hb GPU tables) and the MLP on the GPU of each rank: hb's
 context device, which is cuda:0 of the worker's own CUDA_VISIBLE_DEVICES
@@ -129,6 +135,25 @@ class Trainer(numpy_demo.Trainer):
         (loss_sum / global_n).backward()  # the tables step here; the MLP's gradients are summed
         self.opt.step()
         return int(global_n), stats[1].item(), s.label, torch.sigmoid(logits.detach()).cpu().numpy()
+
+    def open_checkpoint(self, running_auc):
+        """hb.torch.Checkpoint of the model (tables, state_dict) and the
+        optimizer, plus the numpy demo's position and metric."""
+        f = self.f
+        ck = ht.Checkpoint(self.ctx, self.ddp, self.opt, dir=f.checkpoint_dir, keep=f.checkpoint_keep,
+                           async_write=f.checkpoint_async, job_id=self.job_id())
+        self.register_position(ck.hb, running_auc)
+        return ck
+
+    def dense_digest(self):
+        """FNV-1a of the MLP's parameters and Adagrad sums, in order."""
+        h = 0xcbf29ce484222325
+        tensors = list(self.model.mlp.state_dict().values())
+        tensors += [self.opt.state[p]["sum"] for p in self.model.mlp.parameters() if p in self.opt.state]
+        for t in tensors:
+            for b in t.detach().cpu().contiguous().numpy().tobytes():
+                h = ((h ^ b) * 0x100000001b3) & 0xFFFFFFFFFFFFFFFF
+        return h
 
     def save(self, ckpt, exp):
         """Checkpoint (MLP + tables, loadable at any world size) and a serving export per table."""

@@ -105,6 +105,13 @@ const std::vector<OptionSpec> &option_table() {
        "NCCL_SOCKET_IFNAME: name prefixes separated by commas (eth,ens), "
        "=names for exact names, ^names to exclude; IPv4 first. Empty: "
        "the interface that routes to the rendezvous host."},
+      {"checkpoint_dir", OptionType::kString, "", nullptr, 0, 0,
+       "Job checkpoint directory used by hb_checkpoint_create when its "
+       "config names none (docs/fault-tolerance.md)."},
+      {"checkpoint_job_id", OptionType::kString, "", nullptr, 0, 0,
+       "Identity of the job written to (and checked against) the checkpoint "
+       "directory's JOB file when hb_checkpoint_config.job_id is NULL: a "
+       "directory of another job is refused."},
       {"timeline", OptionType::kString, "", nullptr, 0, 0,
        "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
        "collective, metric merge, data sync and embedding phase: each rank "

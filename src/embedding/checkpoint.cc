@@ -136,14 +136,6 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
   return m;
 }
 
-uint64_t fresh_nonce() {
-  std::random_device rd;
-  uint64_t t = static_cast<uint64_t>(
-      std::chrono::steady_clock::now().time_since_epoch().count());
-  return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^
-         (t * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid());
-}
-
 std::vector<std::string> list_dir(const std::string &dir) {
   std::vector<std::string> out;
   DIR *d = ::opendir(dir.c_str());
@@ -166,25 +158,12 @@ bool stale_shard_file(const std::string &file, const std::string &name,
          (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
 }
 
-// mkdir -p: the directory and any missing parent.
-void make_dirs(const std::string &what, const std::string &dir) {
-  for (size_t at = 1; at <= dir.size(); ++at) {
-    if (at < dir.size() && dir[at] != '/') continue;
-    std::string part = dir.substr(0, at);
-    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
-      fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(),
-           part.c_str(), std::strerror(errno));
-  }
-  struct stat st;
-  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
-    fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
-}
-
-void write_shard(const Shard &shard, const std::string &path, int rank,
-                 int world, ShardEntry *entry) {
+// The shard file format (docs/embedding-format.md): header, then per row
+// its id and record.
+void write_records(int64_t dim, int64_t words, int64_t rows,
+                   const RecordSource &each, const std::string &path, int rank,
+                   int world, uint64_t *bytes, uint64_t *checksum) {
   AtomicFile f(path);
-  const int64_t words = shard.record_words();
-  int64_t dim = shard.spec().dim, rows = shard.rows();
   uint32_t version = kVersion, zero = 0;
   int32_t r32 = rank, w32 = world;
   f.write(kShardMagic, 8);
@@ -195,14 +174,27 @@ void write_shard(const Shard &shard, const std::string &path, int rank,
   f.write(&rows, 8);
   f.write(&r32, 4);
   f.write(&w32, 4);
-  shard.for_each([&](int64_t id, const float *rec) {
+  int64_t n = 0;
+  each([&](int64_t id, const float *rec) {
     f.write(&id, 8);
     f.write(rec, static_cast<size_t>(words) * 4);
+    ++n;
   });
+  if (n != rows)
+    fail(HB_ERR_INTERNAL, "checkpoint shard '%s': %lld rows, header says %lld",
+         path.c_str(), (long long)n, (long long)rows);
   f.commit();
-  entry->bytes = f.bytes();
-  entry->rows = static_cast<uint64_t>(rows);
-  entry->checksum = f.checksum();
+  *bytes = f.bytes();
+  *checksum = f.checksum();
+}
+
+void write_shard(const Shard &shard, const std::string &path, int rank,
+                 int world, ShardEntry *entry) {
+  write_records(
+      shard.spec().dim, shard.record_words(), shard.rows(),
+      [&](const RecordVisitor &f) { shard.for_each(f); }, path, rank, world,
+      &entry->bytes, &entry->checksum);
+  entry->rows = static_cast<uint64_t>(shard.rows());
 }
 
 // Reads one shard file and puts the rows `into` owns into it.
@@ -261,6 +253,60 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
 
 }  // namespace
 
+uint64_t fresh_nonce() {
+  std::random_device rd;
+  uint64_t t = static_cast<uint64_t>(
+      std::chrono::steady_clock::now().time_since_epoch().count());
+  return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^
+         (t * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid());
+}
+
+// mkdir -p: the directory and any missing parent.
+void make_dirs(const std::string &what, const std::string &dir) {
+  for (size_t at = 1; at <= dir.size(); ++at) {
+    if (at < dir.size() && dir[at] != '/') continue;
+    std::string part = dir.substr(0, at);
+    if (::mkdir(part.c_str(), 0755) != 0 && errno != EEXIST)
+      fail(HB_ERR_IO, "%s: cannot create directory '%s': %s", what.c_str(),
+           part.c_str(), std::strerror(errno));
+  }
+  struct stat st;
+  if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
+    fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
+}
+
+ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
+                           const RecordSource &each, const std::string &dir,
+                           uint64_t nonce, int rank, int world) {
+  ShardFile out;
+  out.file = shard_file(spec.name, nonce, rank, world);
+  out.rows = static_cast<uint64_t>(rows);
+  write_records(spec.dim, record_words, rows, each, join(dir, out.file), rank,
+                world, &out.bytes, &out.checksum);
+  return out;
+}
+
+void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,
+                    const std::vector<ShardFile> &shards,
+                    const std::string &dir) {
+  Manifest m;
+  m.name = spec.name;
+  m.dim = spec.dim;
+  m.num_rows = spec.num_rows;
+  m.optimizer = spec.optimizer;
+  m.record_words = record_words;
+  m.partition = spec.partition;
+  m.world = static_cast<int>(shards.size());
+  m.nonce = nonce;
+  for (size_t p = 0; p < shards.size(); ++p)
+    m.shards.push_back({static_cast<int>(p), shards[p].file, shards[p].bytes,
+                        shards[p].rows, shards[p].checksum});
+  std::string text = render_manifest(m);
+  AtomicFile f(join(dir, spec.name + ".manifest"));
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
 void save_checkpoint(Table &t, const char *dir_c) {
   Exchange &x = t.exchange();
   const int rank = x.rank(), world = x.world();
@@ -309,24 +355,13 @@ void save_checkpoint(Table &t, const char *dir_c) {
   Outcome o3;
   if (rank == 0) {
     try {
-      Manifest m;
-      m.name = spec.name;
-      m.dim = spec.dim;
-      m.num_rows = spec.num_rows;
-      m.optimizer = spec.optimizer;
-      m.record_words = t.shard().record_words();
-      m.partition = spec.partition;
-      m.world = world;
-      m.nonce = nonce;
+      std::vector<ShardFile> files;
       for (int p = 0; p < world; ++p)
-        m.shards.push_back({p, shard_file(spec.name, nonce, p, world),
-                            static_cast<uint64_t>(recv[3 * p]),
-                            static_cast<uint64_t>(recv[3 * p + 1]),
-                            static_cast<uint64_t>(recv[3 * p + 2])});
-      std::string text = render_manifest(m);
-      AtomicFile f(join(dir, spec.name + ".manifest"));
-      f.write(text.data(), text.size());
-      f.commit();
+        files.push_back({shard_file(spec.name, nonce, p, world),
+                         static_cast<uint64_t>(recv[3 * p]),
+                         static_cast<uint64_t>(recv[3 * p + 1]),
+                         static_cast<uint64_t>(recv[3 * p + 2])});
+      write_manifest(spec, t.shard().record_words(), nonce, files, dir);
     } catch (...) {
       o3.capture();
     }

@@ -14,6 +14,7 @@
 
 #include <functional>
 #include <string>
+#include <vector>
 
 #include "embedding/table.h"
 
@@ -22,6 +23,30 @@ namespace emb {
 
 void save_checkpoint(Table &t, const char *dir);
 void load_checkpoint(Table &t, const char *dir);
+
+// The pieces of a save, for job checkpoints (src/recovery) that write the
+// shard files of a table snapshot without collectives and commit the
+// manifest once every rank's files are there.
+struct ShardFile {
+  std::string file;  // name inside the checkpoint directory
+  uint64_t bytes = 0, rows = 0, checksum = 0;
+};
+using RecordVisitor = std::function<void(int64_t id, const float *record)>;
+// Calls the visitor for every row of a shard, in the shard's order.
+using RecordSource = std::function<void(const RecordVisitor &)>;
+
+// Commits `<name>.<nonce>.shard-<rank>-of-<world>` in dir (atomic).
+ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
+                           const RecordSource &each, const std::string &dir,
+                           uint64_t nonce, int rank, int world);
+// Commits `<name>.manifest` in dir naming shards[r] as rank r's file: from
+// then on a load of dir finds this save.
+void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,
+                    const std::vector<ShardFile> &shards,
+                    const std::string &dir);
+uint64_t fresh_nonce();
+// mkdir -p; HB_ERR_IO naming `what` and the directory.
+void make_dirs(const std::string &what, const std::string &dir);
 
 // Tests: called with "shards_written" after every shard file is committed
 // and before the manifest is written (to kill a rank mid-save).

@@ -8,12 +8,8 @@
 
 #include "abi/error.h"
 #include "context/context.h"
+#include "embedding/collection_handle.h"
 #include "embedding/handle.h"
-
-struct hb_collection {
-  hb_context *ctx = nullptr;
-  std::unique_ptr<hb::emb::CollectionBase> coll;
-};
 
 namespace {
 
@@ -54,6 +50,7 @@ hb_status hb_collection_create(hb_context *ctx,
     HB_CHECK_ARG(features || num_features == 0, "%s: features is NULL", fn);
     std::vector<hb::emb::Feature> fs(num_features);
     bool device = false;  // GPU tables: a device collection
+    std::vector<hb_embedding *> tables;
     for (size_t f = 0; f < num_features; ++f) {
       hb_collection_feature in = HB_COLLECTION_FEATURE_INIT;
       HB_CHECK_ARG(
@@ -72,12 +69,15 @@ hb_status hb_collection_create(hb_context *ctx,
       HB_CHECK_ARG(e->ctx == ctx,
                    "%s: features[%zu]: table '%s' belongs to another context",
                    fn, f, e->table->spec().name.c_str());
+      if (std::find(tables.begin(), tables.end(), e) == tables.end())
+        tables.push_back(e);
       fs[f].table = e->table.get();
       fs[f].device = e->gpu.get();
       device = device || e->gpu;
     }
     std::unique_ptr<hb_collection> h(new hb_collection);
     h->ctx = ctx;
+    h->tables = std::move(tables);
     auto x = hb::emb::make_context_exchange(ctx);
     if (device)
       h->coll.reset(new hb::emb::DeviceCollection(std::move(fs), std::move(x)));

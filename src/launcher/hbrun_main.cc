@@ -2,7 +2,9 @@
 // rendezvous store and supervises them (see launch_options.cc for --help).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
+#include <cstdlib>
 #include <memory>
 #include <string>
 #include <vector>
@@ -45,10 +47,14 @@ rdv::ServerConfig rendezvous_config(const Topology &topo) {
   return cfg;
 }
 
-std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg) {
+std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg,
+                                              DepartureLog *departures) {
   auto server = rdv::Server::start(cfg);
   server->on_peer_lost([](int rank, const std::string &why) {
     say("rank %d lost (rendezvous): %s", rank, why.c_str());
+  });
+  server->on_departure([departures](int rank, rdv::Server::Departure) {
+    departures->add(rank);
   });
   return server;
 }
@@ -58,6 +64,192 @@ std::vector<std::string> current_environment() {
   for (char **e = environ; *e; ++e) env.emplace_back(*e);
   return env;
 }
+
+// --max-restarts and --min-nproc restart the job on this machine only: with
+// TF_CONFIG the world is fixed by the cluster spec, and the hbruns of the
+// other hosts would restart on their own (docs/fault-tolerance.md).
+void check_restart_options(const LaunchOptions &opts, const Topology &topo) {
+  if (opts.max_restarts == 0) return;
+  if (!topo.in_world || !topo.serve || topo.world_size != topo.local_world_size)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --max-restarts restarts a job on one machine; %s: restart "
+         "every task's hbrun from the scheduler instead (see "
+         "docs/fault-tolerance.md)",
+         topo.description.c_str());
+  if (opts.min_nproc > topo.world_size)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc: %d is more than the %d workers", opts.min_nproc,
+         topo.world_size);
+}
+
+// HB_TEST_FAIL_START=R (for tests): on every restart, starting the worker
+// of the first start's rank R fails as if its program could not be run.
+int test_fail_start_slot() {
+  const char *v = std::getenv("HB_TEST_FAIL_START");
+  if (!v || !*v) return -1;
+  char *end = nullptr;
+  long r = std::strtol(v, &end, 10);
+  return *end == '\0' && r >= 0 ? static_cast<int>(r) : -1;
+}
+
+class Launch {
+ public:
+  Launch(const LaunchOptions &opts, const Topology &full,
+         const rdv::ServerConfig &server_cfg, std::string program)
+      : opts_(opts),
+        full_(full),
+        server_cfg_(server_cfg),
+        program_(std::move(program)),
+        supervisor_(
+            SupervisorConfig{opts.grace_ms, opts.timeout_ms, &departures_}),
+        base_env_(current_environment()),
+        fail_slot_(test_fail_start_slot()) {
+    for (size_t i = 0; i < full.workers.size(); ++i)
+      slots_.push_back(static_cast<int>(i));
+  }
+
+  int run() {
+    int restart = 0;
+    for (;;) {
+      int failed_slot = start_and_wait(restart);
+      int code = supervisor_.exit_code();
+      const bool interrupted = supervisor_.interrupted();
+      if (failed_slot < 0 && code != 0 && restart > 0 && !interrupted)
+        failed_slot = slot_that_died_before_joining();
+      if (failed_slot >= 0 && !interrupted && can_shrink()) {
+        drop_slot(failed_slot);
+      } else {
+        if (code == 0 || interrupted || restart >= opts_.max_restarts)
+          return code;
+        ++restart;
+        const WorkerFailure *f = supervisor_.root_failure();
+        say("restarting the job (restart %d of %d) after %s", restart,
+            opts_.max_restarts,
+            f ? format("rank %s %s", f->label.c_str(), f->how.c_str()).c_str()
+              : format("exit status %d", code).c_str());
+      }
+      supervisor_.reset();
+      departures_.clear();
+    }
+  }
+
+ private:
+  bool can_shrink() const {
+    return opts_.min_nproc > 0 &&
+           static_cast<int>(slots_.size()) - 1 >= opts_.min_nproc;
+  }
+
+  void drop_slot(int slot) {
+    slots_.erase(std::find(slots_.begin(), slots_.end(), slot));
+    say("the first start's rank %d cannot be started again: going on with %zu "
+        "worker(s) (--min-nproc %d)",
+        slot, slots_.size(), opts_.min_nproc);
+  }
+
+  // On a restart, a worker that failed before it joined the rendezvous
+  // store (it never left it, so it never was in it) could not start: a
+  // broken GPU, a crash at start. Its slot, or -1.
+  int slot_that_died_before_joining() const {
+    const WorkerFailure *f = supervisor_.root_failure();
+    if (!f || f->rank < 0 || f->rank >= static_cast<int>(slots_.size()))
+      return -1;
+    std::vector<int> left = departures_.order();
+    if (std::find(left.begin(), left.end(), f->rank) != left.end()) return -1;
+    return slots_[static_cast<size_t>(f->rank)];
+  }
+
+  // One start of the job: the workers at slots_ of the full topology, until
+  // every one is reaped. The slot whose worker could not be started on a
+  // restart, or -1.
+  int start_and_wait(int restart) {
+    int failed_slot = -1;
+    // Fewer slots only ever on one machine (check_restart_options).
+    Topology topo = slots_.size() < full_.workers.size()
+                        ? shrink_topology(full_, slots_)
+                        : full_;
+    std::unique_ptr<rdv::Server> server;
+    int port = topo.connect_port;
+    if (topo.serve) {
+      // A fresh store each start: nothing of the failed job's keys,
+      // barriers or broken state reaches the new one.
+      rdv::ServerConfig cfg = server_cfg_;
+      cfg.world_size = topo.world_size;
+      try {
+        server = start_rendezvous(cfg, &departures_);
+      } catch (const Error &e) {
+        say("cannot serve the rendezvous store: %s", e.what());
+        supervisor_.launch_failed(1);
+        return failed_slot;
+      }
+      if (port == 0) port = server->port();
+    }
+    topo.restart_count = restart;
+    topo.max_restarts = opts_.max_restarts;
+    if (topo.in_world && topo.master_port == 0)
+      topo.master_port =
+          free_port(topo.connect_host, port < 65535 ? port + 1 : 1);
+    topo.threads_per_worker =
+        threads_per_worker(usable_cpus(), topo.local_world_size);
+    if (opts_.verbose)
+      say("%s; rendezvous %s:%d%s; program %s%s", topo.description.c_str(),
+          topo.connect_host.c_str(), port, topo.serve ? " (served here)" : "",
+          program_.c_str(),
+          restart ? format("; restart %d", restart).c_str() : "");
+    if (opts_.verbose && topo.threads_per_worker > 0)
+      say("OMP_NUM_THREADS=%d per worker (%d CPUs, %d local workers)%s",
+          topo.threads_per_worker, usable_cpus(), topo.local_world_size,
+          std::getenv("OMP_NUM_THREADS") ? ": not used, OMP_NUM_THREADS is set"
+                                         : "");
+    const std::vector<int> cpus = usable_cpu_list();
+    const auto slices = worker_cpu_slices(
+        cpus, static_cast<int>(topo.workers.size()),
+        !topo.workers.empty() && !topo.workers[0].cuda_device.empty(),
+        opts_.bind_to);
+    for (size_t i = 0; i < topo.workers.size(); ++i)
+      topo.workers[i].cpus = slices[i];
+    if (opts_.verbose && restart == 0)
+      say("--bind-to %s: %s", opts_.bind_to.c_str(),
+          slices.empty() || slices[0].empty()
+              ? "workers not bound"
+              : format("%zu CPU(s) per worker", slices[0].size()).c_str());
+
+    for (size_t i = 0; i < topo.workers.size(); ++i) {
+      const LocalWorker &w = topo.workers[i];
+      const int slot = slots_[i];
+      SpawnRequest req;
+      req.path = program_;
+      req.argv = opts_.command;
+      req.env = worker_environment(base_env_, topo, w, port);
+      req.capture_output = opts_.prefix;
+      req.inherit_stdin = w.local_rank == 0 && !::isatty(0) && restart == 0;
+      req.cpus = w.cpus;
+      try {
+        if (restart > 0 && slot == fail_slot_)
+          fail(HB_ERR_IO, "HB_TEST_FAIL_START=%d: this worker fails to start",
+               slot);
+        supervisor_.add(w.label, w.rank, spawn_process(req));
+      } catch (const Error &e) {
+        say("rank %s: %s", w.label.c_str(), e.what());
+        if (restart > 0) failed_slot = slot;
+        supervisor_.launch_failed(127);
+        break;
+      }
+    }
+    supervisor_.wait();
+    server.reset();  // after the workers: they may still be talking to it
+    return failed_slot;
+  }
+
+  const LaunchOptions &opts_;
+  const Topology &full_;
+  const rdv::ServerConfig &server_cfg_;
+  const std::string program_;
+  DepartureLog departures_;
+  Supervisor supervisor_;
+  const std::vector<std::string> base_env_;
+  const int fail_slot_;
+  std::vector<int> slots_;  // the full topology's workers still started
+};
 
 int run(int argc, char **argv) {
   LaunchOptions opts;
@@ -76,6 +268,7 @@ int run(int argc, char **argv) {
           int n = count_nvidia_device_nodes("/dev");
           return n > 0 ? n : gpu::device_count();
         });
+    check_restart_options(opts, topo);
     if (topo.serve) server_cfg = rendezvous_config(topo);
   } catch (const Error &e) {
     say("%s (see hbrun --help)", e.what());
@@ -88,67 +281,7 @@ int run(int argc, char **argv) {
     say("%s", e.what());
     return e.status() == HB_ERR_PERMISSION ? 126 : 127;  // as a shell does
   }
-
-  Supervisor supervisor(SupervisorConfig{opts.grace_ms, opts.timeout_ms});
-  std::unique_ptr<rdv::Server> server;
-  int port = topo.connect_port;
-  if (topo.serve) {
-    try {
-      server = start_rendezvous(server_cfg);
-    } catch (const Error &e) {
-      say("cannot serve the rendezvous store: %s", e.what());
-      return 1;
-    }
-    if (port == 0) port = server->port();
-  }
-  if (topo.in_world && topo.master_port == 0)
-    topo.master_port =
-        free_port(topo.connect_host, port < 65535 ? port + 1 : 1);
-  topo.threads_per_worker =
-      threads_per_worker(usable_cpus(), topo.local_world_size);
-  if (opts.verbose)
-    say("%s; rendezvous %s:%d%s; program %s", topo.description.c_str(),
-        topo.connect_host.c_str(), port, topo.serve ? " (served here)" : "",
-        program.c_str());
-  if (opts.verbose && topo.threads_per_worker > 0)
-    say("OMP_NUM_THREADS=%d per worker (%d CPUs, %d local workers)%s",
-        topo.threads_per_worker, usable_cpus(), topo.local_world_size,
-        std::getenv("OMP_NUM_THREADS") ? ": not used, OMP_NUM_THREADS is set"
-                                       : "");
-
-  const std::vector<int> cpus = usable_cpu_list();
-  const auto slices = worker_cpu_slices(
-      cpus, static_cast<int>(topo.workers.size()),
-      !topo.workers.empty() && !topo.workers[0].cuda_device.empty(),
-      opts.bind_to);
-  for (size_t i = 0; i < topo.workers.size(); ++i)
-    topo.workers[i].cpus = slices[i];
-  if (opts.verbose)
-    say("--bind-to %s: %s", opts.bind_to.c_str(),
-        slices.empty() || slices[0].empty()
-            ? "workers not bound"
-            : format("%zu CPU(s) per worker", slices[0].size()).c_str());
-
-  std::vector<std::string> base_env = current_environment();
-  for (const LocalWorker &w : topo.workers) {
-    SpawnRequest req;
-    req.path = program;
-    req.argv = opts.command;
-    req.env = worker_environment(base_env, topo, w, port);
-    req.capture_output = opts.prefix;
-    req.inherit_stdin = w.local_rank == 0 && !::isatty(0);
-    req.cpus = w.cpus;
-    try {
-      supervisor.add(w.label, spawn_process(req));
-    } catch (const Error &e) {
-      say("rank %s: %s", w.label.c_str(), e.what());
-      supervisor.launch_failed(127);
-      break;
-    }
-  }
-  int code = supervisor.wait();
-  server.reset();  // after the workers: they may still be talking to it
-  return code;
+  return Launch(opts, topo, server_cfg, program).run();
 }
 
 }  // namespace

@@ -76,6 +76,11 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
       o.timeout_ms = parse_seconds_as_ms("--timeout", v);
     } else if (value_of(arg, "--grace-ms", &v)) {
       o.grace_ms = parse_int("--grace-ms", v, 0, INT64_C(3600000));
+    } else if (value_of(arg, "--max-restarts", &v)) {
+      o.max_restarts =
+          static_cast<int>(parse_int("--max-restarts", v, 0, 1000000));
+    } else if (value_of(arg, "--min-nproc", &v)) {
+      o.min_nproc = static_cast<int>(parse_int("--min-nproc", v, 1, 4096));
     } else if (value_of(arg, "--bind-to", &v)) {
       if (v != "auto" && v != "core" && v != "none")
         fail(HB_ERR_INVALID_ARGUMENT,
@@ -92,6 +97,14 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
     }
   }
   for (; i < argc; ++i) o.command.emplace_back(argv[i]);
+  if (o.min_nproc > 0 && o.nproc > 0 && o.min_nproc > o.nproc)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc: %d is more than the %d workers of -n",
+         o.min_nproc, o.nproc);
+  if (o.min_nproc > 0 && o.max_restarts == 0)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc needs --max-restarts: it applies when the job "
+         "is started again");
   if (!o.help && o.command.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "no program given (usage: hbrun [options] -- program args...)");
@@ -113,8 +126,9 @@ Workers on this machine:
                     /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
 
 Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
-HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port and HB_RENDEZVOUS_SERVED=1 (so
-rank 0 does not serve a store of its own); the same as torchrun's RANK,
+HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port, HB_RENDEZVOUS_SERVED=1 (so
+rank 0 does not serve a store of its own) and HB_RESTART_COUNT (0 unless
+--max-restarts started the job again); the same as torchrun's RANK,
 WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (the rendezvous host)
 and MASTER_PORT (a port for the framework's own store: a free one on one
 machine, the rendezvous port + 1 with TF_CONFIG), so torch.distributed's
@@ -165,6 +179,31 @@ Several machines (TF_CONFIG set and non-empty, unless --no-tf-config):
   once, without HB_* variables, prefixed "[ps:<index>]" (or evaluator),
   so it reads its role from TF_CONFIG. TF_CONFIG is passed on unchanged.
 
+Restarts (one machine):
+  --max-restarts N  When a worker fails, stop the others (as below) and start
+                    the whole job again, up to N times (default 0: never).
+                    Each start gets a fresh rendezvous store (on a new port
+                    unless --port fixes it), so nothing of the failed start's
+                    keys or broken state reaches the new one; every worker
+                    gets HB_RESTART_COUNT (0 on the first start, then 1, 2..;
+                    also as torchrun's TORCHELASTIC_RESTART_COUNT, with
+                    TORCHELASTIC_MAX_RESTARTS=N). The program resumes from
+                    its last checkpoint: hb_checkpoint_restore_latest (see
+                    docs/fault-tolerance.md). No restart after a signal to
+                    hbrun or --timeout; after the last one hbrun exits with
+                    the root cause's status (below).
+  --min-nproc M     With --max-restarts: a worker that cannot be started
+                    again is left out and the job goes on with the others,
+                    renumbered 0..n-1 in a smaller world, down to M workers
+                    (tables and readers re-shard at the restore). A worker
+                    cannot be started when, on a restart, its program cannot
+                    be run or it fails before it joins the rendezvous store
+                    (a broken device, a crash at start). Tests:
+                    HB_TEST_FAIL_START=R makes the first start's rank R fail
+                    to start on every restart.
+  With TF_CONFIG (several machines) these options are refused: restart
+  every task's hbrun from the scheduler (docs/fault-tolerance.md).
+
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.
                     Otherwise each line is printed as "[<rank>] line" (stdout
@@ -181,9 +220,13 @@ Output and supervision:
 SIGINT, SIGTERM and SIGHUP are forwarded to every worker's process group;
 workers still running --grace-ms later (or at a second signal) get SIGKILL.
 When a worker exits non-zero or is killed by a signal, the others get
-SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with that first
-failing worker's status: its exit code, or 128+signal. All workers exiting
-0: exit 0. A rank the store declares lost (its connection dropped, or its
+SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with the status of
+the worker that failed first (the root cause): its exit code, or
+128+signal. When a rank dies, the ranks talking to it fail with
+HB_ERR_PEER_FAILED and may exit before hbrun has reaped it; the rank the
+rendezvous store saw leave first is the root cause whatever order hbrun
+reaped them in ("hbrun: rank R ... first: exiting with its status"), and
+workers that hbrun itself stopped never are. All workers exiting 0: exit 0. A rank the store declares lost (its connection dropped, or its
 heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
 lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
 calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as

@@ -21,6 +21,11 @@ struct LaunchOptions {
   // --bind-to: "auto" (CPU workers get disjoint CPU slices when there are
   // enough CPUs), "core" (always bind, GPU workers too), "none".
   std::string bind_to = "auto";
+  // --max-restarts: how often a failed job is started again (0: never).
+  int max_restarts = 0;
+  // --min-nproc: the fewest workers a restart may go on with when some
+  // cannot be started again (0: all -n of them, no shrinking).
+  int min_nproc = 0;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

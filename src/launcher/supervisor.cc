@@ -28,9 +28,11 @@ int64_t ms_until(Clock::time_point t) {
 Supervisor::Supervisor(const SupervisorConfig &cfg)
     : cfg_(cfg), signal_fd_(install_signal_pipe()), start_(Clock::now()) {}
 
-void Supervisor::add(const std::string &label, const SpawnedProcess &p) {
+void Supervisor::add(const std::string &label, int rank,
+                     const SpawnedProcess &p) {
   Worker w;
   w.label = label;
+  w.rank = rank;
   w.pid = p.pid;
   std::string prefix = "[" + label + "] ";
   if (p.stdout_fd >= 0) w.out.reset(new LineRelay(p.stdout_fd, 1, prefix));
@@ -39,6 +41,7 @@ void Supervisor::add(const std::string &label, const SpawnedProcess &p) {
 }
 
 void Supervisor::launch_failed(int code) {
+  launch_failed_ = true;
   record_failure(code);
   begin_stop();
 }
@@ -57,6 +60,7 @@ void Supervisor::signal_all(int sig) {
   for (auto &w : workers_) {
     if (!w.running) continue;
     signal_group(w.pid, sig);
+    w.signals_sent |= uint64_t{1} << (sig & 63);
     // A stopped worker (SIGSTOP, a debugger let go) must wake to see it.
     if (sig != SIGKILL) signal_group(w.pid, SIGCONT);
   }
@@ -76,8 +80,11 @@ void Supervisor::kill_all() {
   int n = running_count();
   if (n == 0) return;
   say("%d worker(s) still running after the grace period: sending SIGKILL", n);
-  for (auto &w : workers_)
-    if (w.running) signal_group(w.pid, SIGKILL);
+  for (auto &w : workers_) {
+    if (!w.running) continue;
+    signal_group(w.pid, SIGKILL);
+    w.signals_sent |= uint64_t{1} << SIGKILL;
+  }
 }
 
 void Supervisor::on_exit(Worker &w, int wait_status) {
@@ -89,6 +96,13 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   if (code == 0) return;
   // Children the failed worker left behind go with it.
   signal_group(w.pid, SIGKILL);
+  // A worker that died of a signal hbrun sent it was stopped, not failed:
+  // it cannot be the root cause, however early the store saw it leave.
+  bool stopped = WIFSIGNALED(wait_status) &&
+                 ((w.signals_sent >> (WTERMSIG(wait_status) & 63)) & 1);
+  if (!stopped)
+    failures_.push_back(WorkerFailure{w.label, w.rank, code,
+                                      describe_wait_status(wait_status)});
   // The first failure decides the exit code, even one caused by a signal
   // hbrun forwarded; the workers hbrun stops afterwards do not.
   record_failure(code);
@@ -153,7 +167,7 @@ int64_t Supervisor::poll_timeout_ms() const {
   return t;
 }
 
-int Supervisor::wait() {
+void Supervisor::wait() {
   std::vector<pollfd> fds;
   std::vector<LineRelay *> relays;
   while (running_count() > 0) {
@@ -182,8 +196,37 @@ int Supervisor::wait() {
     reap();
     check_timers();
   }
+}
+
+int Supervisor::exit_code() {
   if (timed_out_) return kTimeoutExitCode;
-  return first_failure_;
+  if (launch_failed_ || failures_.empty()) return first_failure_;
+  root_ = static_cast<int>(root_cause(failures_, cfg_.departures
+                                                     ? cfg_.departures->order()
+                                                     : std::vector<int>{}));
+  if (root_ != 0) {
+    const WorkerFailure &f = failures_[root_], &first = failures_[0];
+    say("rank %s %s first: the root cause (status %d), not rank %s "
+        "(status %d), which followed it (the rendezvous store saw rank %s "
+        "leave first)",
+        f.label.c_str(), f.how.c_str(), f.code, first.label.c_str(), first.code,
+        f.label.c_str());
+  }
+  return failures_[root_].code;
+}
+
+const WorkerFailure *Supervisor::root_failure() const {
+  return root_ >= 0 ? &failures_[root_] : nullptr;
+}
+
+void Supervisor::reset() {
+  workers_.clear();
+  failures_.clear();
+  root_ = -1;
+  first_failure_ = 0;
+  stopping_ = false;
+  launch_failed_ = false;
+  kill_pending_ = false;
 }
 
 }  // namespace launcher

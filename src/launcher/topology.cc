@@ -157,6 +157,22 @@ std::vector<std::string> visible_gpus(const EnvLookup &env,
   return {};
 }
 
+Topology shrink_topology(const Topology &full, const std::vector<int> &slots) {
+  Topology t = full;
+  t.workers.clear();
+  for (int slot : slots) {
+    LocalWorker w = full.workers.at(static_cast<size_t>(slot));
+    w.rank = w.local_rank = static_cast<int>(t.workers.size());
+    w.label = std::to_string(w.rank);
+    t.workers.push_back(w);
+  }
+  t.world_size = t.local_world_size = static_cast<int>(t.workers.size());
+  if (t.world_size < full.world_size)
+    t.description = format("%s, %d of them started", full.description.c_str(),
+                           t.world_size);
+  return t;
+}
+
 int count_nvidia_device_nodes(const std::string &dev_dir) {
   DIR *d = ::opendir(dev_dir.c_str());
   if (!d) return 0;
@@ -265,6 +281,13 @@ std::vector<std::string> worker_environment(
                 {"LOCAL_WORLD_SIZE", std::to_string(topo.local_world_size)},
                 {"MASTER_ADDR", host},
                 {"MASTER_PORT", std::to_string(topo.master_port)}});
+    if (topo.restart_count >= 0)
+      set.insert(
+          set.end(),
+          {{"HB_RESTART_COUNT", std::to_string(topo.restart_count)},
+           // torchrun's names, for framework code written for its agent.
+           {"TORCHELASTIC_RESTART_COUNT", std::to_string(topo.restart_count)},
+           {"TORCHELASTIC_MAX_RESTARTS", std::to_string(topo.max_restarts)}});
   }
   if (!w.cuda_device.empty())
     set.emplace_back("CUDA_VISIBLE_DEVICES", w.cuda_device);

@@ -39,6 +39,10 @@ struct Topology {
   // OMP_NUM_THREADS for each worker unless the environment sets it (0: do
   // not add it); see threads_per_worker.
   int threads_per_worker = 0;
+  // HB_RESTART_COUNT for the workers (how often hbrun started the job
+  // again; -1: not set) and --max-restarts.
+  int restart_count = -1;
+  int max_restarts = 0;
 
   std::string description;  // one line for hbrun's startup message
 };
@@ -47,6 +51,12 @@ struct Topology {
 // only for NVIDIA_VISIBLE_DEVICES=all.
 std::vector<std::string> visible_gpus(const EnvLookup &env,
                                       const std::function<int()> &gpu_count);
+
+// The single-machine world of only the workers at `slots` (indices into
+// full.workers, ascending): they become ranks 0..slots.size()-1 and keep
+// their GPUs; the world and local world shrink to match. hbrun --min-nproc
+// goes on with it when some workers cannot be started again.
+Topology shrink_topology(const Topology &full, const std::vector<int> &slots);
 
 // How many GPUs a machine (or container) exposes as /dev/nvidia<N> nodes
 // under dev_dir: counting them needs no CUDA library.
@@ -86,7 +96,9 @@ int free_port(const std::string &host, int fallback);
 // HB_* variables, torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and CUDA_VISIBLE_DEVICES of
 // `w` replaced or added; OMP_NUM_THREADS=topo.threads_per_worker added
-// when that is > 0 and `base` has no OMP_NUM_THREADS.
+// when that is > 0 and `base` has no OMP_NUM_THREADS; HB_RESTART_COUNT (and
+// torchrun's TORCHELASTIC_RESTART_COUNT, TORCHELASTIC_MAX_RESTARTS) when
+// topo.restart_count >= 0.
 // rendezvous_port is the store's actual port.
 std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,

@@ -7,16 +7,8 @@
 #include "abi/error.h"
 #include "context/context.h"
 #include "metrics/exchange.h"
-#include "metrics/state.h"
+#include "metrics/handle.h"
 #include "timeline/timeline.h"
-
-struct hb_metric {
-  hb_context *ctx = nullptr;
-  hb::metrics::Config cfg;
-  std::unique_ptr<hb::metrics::State> state;
-  int32_t flags = 0;
-  int64_t merges = 0;  // matched hb_metric_result merges (a fingerprint part)
-};
 
 namespace {
 

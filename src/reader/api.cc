@@ -4,11 +4,7 @@
 #include "abi/error.h"
 #include "context/context.h"
 #include "reader/line_parser.h"
-#include "reader/reader.h"
-
-struct hb_reader {
-  std::unique_ptr<hb::reader::Reader> impl;
-};
+#include "reader/handle.h"
 
 using hb::reader::Settings;
 

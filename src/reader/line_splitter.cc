@@ -69,8 +69,8 @@ bool LineSplitter::next(Line *out) {
       }
       if (!too_long && static_cast<int64_t>(len) > max_line_) too_long = true;
       if (len > 0 && data[len - 1] == '\r') --len;
-      *out = Line{too_long ? "" : data, too_long ? 0 : len, start, index_++,
-                  too_long};
+      *out = Line{too_long ? "" : data, too_long ? 0 : len, start,
+                  head_offset_,         index_++,           too_long};
       return true;
     }
     scan_ = tail_;
@@ -83,8 +83,8 @@ bool LineSplitter::next(Line *out) {
   head_offset_ += static_cast<int64_t>(len);
   head_ = scan_ = tail_;
   if (len > 0 && data[len - 1] == '\r') --len;
-  *out =
-      Line{too_long ? "" : data, too_long ? 0 : len, start, index_++, too_long};
+  *out = Line{too_long ? "" : data, too_long ? 0 : len, start,
+              head_offset_,         index_++,           too_long};
   return true;
 }
 

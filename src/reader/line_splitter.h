@@ -19,6 +19,7 @@ struct Line {
   const char *data;  // without "\n" and a final "\r"
   size_t size;
   int64_t offset;  // of its first byte, in the file (plain) or stream
+  int64_t end;     // offset after its newline (where the next line starts)
   int64_t index;   // 0-based, counted from the source's first line
   bool too_long;   // longer than the cap: data/size are empty
 };

@@ -15,9 +15,9 @@ class ChunkParser {
   ChunkParser(const WorkerArgs &a) : a_(a), s_(*a.settings) {}
 
   // false: the reader is stopping.
-  bool parse(const Chunk &c, int epoch) {
+  bool parse(const Chunk &c) {
     const FileInfo &f = (*a_.files)[c.file];
-    epoch_ = epoch;
+    epoch_ = c.epoch;
     fresh();
     std::unique_ptr<ByteSource> src =
         f.gzip ? open_gzip(f.path) : open_plain(f.path, c.begin);
@@ -26,6 +26,7 @@ class ChunkParser {
                        last, s_.max_line_bytes);
     Line line;
     while (lines.next(&line)) {
+      if (line.index < c.skip_lines) continue;         // read before a restore
       if (line.size == 0 && !line.too_long) continue;  // blank line
       ParseError err;
       int64_t r = block_->rows;
@@ -43,6 +44,8 @@ class ChunkParser {
         ++block_->skipped;
         continue;
       }
+      block_->next_byte[r] = line.end;
+      block_->next_line[r] = line.index + 1;
       if (++block_->rows == kBlockRows && !flush(false)) return false;
     }
     return flush(true);
@@ -64,6 +67,8 @@ class ChunkParser {
     block_->dense.resize(kBlockRows * s_.num_dense);
     block_->ids.resize(kBlockRows * s_.num_sparse);
     block_->present.resize(kBlockRows * s_.num_sparse);
+    block_->next_byte.resize(kBlockRows);
+    block_->next_line.resize(kBlockRows);
   }
 
   bool flush(bool chunk_end) {
@@ -109,11 +114,10 @@ void run_parse_worker(const WorkerArgs &a) noexcept {
   hb_status status = HB_OK;
   std::string message;
   try {
-    ChunkCursor cursor(a.files, a.settings, a.shard, a.num_shards);
+    ChunkCursor cursor(a.files, a.settings, a.shard, a.num_shards, a.sequence);
     Chunk c;
-    int epoch = 0;
-    for (int64_t k = a.thread; cursor.seek(k, &c, &epoch); k += a.num_threads)
-      if (!parser.parse(c, epoch)) return;
+    for (int64_t k = a.thread; cursor.seek(k, &c); k += a.num_threads)
+      if (!parser.parse(c)) return;
   } catch (...) {
     status = status_from_current_exception();
     message = hb_last_error();

@@ -10,6 +10,7 @@
 #include "reader/file_list.h"
 #include "reader/row_block.h"
 #include "reader/settings.h"
+#include "reader/shard_plan.h"
 
 namespace hb {
 namespace reader {
@@ -17,6 +18,7 @@ namespace reader {
 struct WorkerArgs {
   const std::vector<FileInfo> *files;
   const Settings *settings;
+  const Sequence *sequence;
   int shard, num_shards;
   int thread, num_threads;
   BlockQueue *queue;

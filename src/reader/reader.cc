@@ -7,17 +7,22 @@ namespace hb {
 namespace reader {
 
 Reader::Reader(std::vector<FileInfo> files, Settings s, int shard,
-               int num_shards)
+               int num_shards, Sequence seq, uint64_t lines, uint64_t skipped)
     : files_(std::move(files)),
       s_(std::move(s)),
-      builder_(s_.batch_size, s_.num_dense, s_.num_sparse) {
+      shard_(shard),
+      num_shards_(num_shards),
+      seq_(std::move(seq)),
+      builder_(s_.batch_size, s_.num_dense, s_.num_sparse),
+      lines_(lines),
+      skipped_(skipped) {
   for (int t = 0; t < s_.num_threads; ++t)
     queues_.push_back(std::make_unique<BlockQueue>(s_.queue_depth));
   try {
     for (int t = 0; t < s_.num_threads; ++t) {
-      WorkerArgs a{&files_,          &s_,   shard,
-                   num_shards,       t,     s_.num_threads,
-                   queues_[t].get(), &stop_};
+      WorkerArgs a{&files_,    &s_, &seq_,          shard,
+                   num_shards, t,   s_.num_threads, queues_[t].get(),
+                   &stop_};
       threads_.emplace_back([a] { run_parse_worker(a); });
     }
   } catch (...) {
@@ -53,6 +58,7 @@ hb_reader_batch *Reader::next() {
     if (!block_) {
       block_ = queues_[chunk_ % s_.num_threads]->pop();
       block_row_ = 0;
+      if (!block_->stream_end || block_->rows > 0) epoch_ = block_->epoch;
       // A batch never spans epochs.
       if (block_->rows > 0 && builder_.rows() > 0 &&
           block_->epoch != builder_.epoch()) {
@@ -63,6 +69,9 @@ hb_reader_batch *Reader::next() {
     if (left > 0) {
       block_row_ +=
           builder_.append(*block_, block_row_, std::min(left, builder_.room()));
+      partial_ = true;
+      next_byte_ = block_->next_byte[block_row_ - 1];
+      next_line_ = block_->next_line[block_row_ - 1];
       continue;
     }
     // Block used up: its bookkeeping, then the next one.
@@ -74,9 +83,22 @@ hb_reader_batch *Reader::next() {
       done_ = true;
     } else if (block_->chunk_end) {
       ++chunk_;
+      partial_ = false;
     }
     block_.reset();
   }
+}
+
+Position Reader::position() const {
+  Position p;
+  p.chunk = chunk_;
+  p.partial = partial_;
+  p.next_byte = next_byte_;
+  p.next_line = next_line_;
+  p.epoch = epoch_;
+  p.lines = lines_;
+  p.skipped = skipped_;
+  return p;
 }
 
 }  // namespace reader

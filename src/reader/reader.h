@@ -11,15 +11,20 @@
 
 #include "reader/batch_builder.h"
 #include "reader/file_list.h"
+#include "reader/position.h"
 #include "reader/row_block.h"
 #include "reader/settings.h"
+#include "reader/shard_plan.h"
 
 namespace hb {
 namespace reader {
 
 class Reader {
  public:
-  Reader(std::vector<FileInfo> files, Settings s, int shard, int num_shards);
+  // seq: where the shard's chunk sequence starts (a restored reader's
+  // remaining ranges); lines/skipped: the counters carried over.
+  Reader(std::vector<FileInfo> files, Settings s, int shard, int num_shards,
+         Sequence seq = {}, uint64_t lines = 0, uint64_t skipped = 0);
   ~Reader();
   Reader(const Reader &) = delete;
   Reader &operator=(const Reader &) = delete;
@@ -32,6 +37,14 @@ class Reader {
   uint64_t skipped() const { return skipped_; }
   int64_t num_files() const { return static_cast<int64_t>(files_.size()); }
 
+  // What was handed out so far (between next() calls).
+  Position position() const;
+  const std::vector<FileInfo> &files() const { return files_; }
+  const Settings &settings() const { return s_; }
+  const Sequence &sequence() const { return seq_; }
+  int shard() const { return shard_; }
+  int num_shards() const { return num_shards_; }
+
  private:
   bool short_batch_allowed() const { return !s_.drop_last; }
   hb_reader_batch *emit_or_drop();
@@ -39,6 +52,8 @@ class Reader {
 
   const std::vector<FileInfo> files_;
   const Settings s_;
+  const int shard_, num_shards_;
+  const Sequence seq_;
   std::atomic<bool> stop_{false};
   std::vector<std::unique_ptr<BlockQueue>> queues_;
   std::vector<std::thread> threads_;
@@ -52,6 +67,10 @@ class Reader {
   hb_status error_ = HB_OK;
   std::string error_message_;
   uint64_t lines_ = 0, skipped_ = 0;
+  // The position of the last row taken from block_'s chunk.
+  bool partial_ = false;
+  int64_t next_byte_ = 0, next_line_ = 0;
+  int epoch_ = -1;
 };
 
 }  // namespace reader

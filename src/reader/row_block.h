@@ -24,6 +24,10 @@ struct RowBlock {
   std::vector<float> dense;      // rows x num_dense
   std::vector<int64_t> ids;      // rows x num_sparse
   std::vector<uint8_t> present;  // rows x num_sparse
+  // Where the stream continues after each row (reader/position.h): the
+  // file offset after its newline (plain) and the lines of the source
+  // passed, its own included (gzip).
+  std::vector<int64_t> next_byte, next_line;
   uint64_t skipped = 0;     // malformed lines skipped before these rows' end
   bool chunk_end = false;   // the last block of its chunk
   bool stream_end = false;  // no more chunks for this thread

@@ -13,8 +13,21 @@ uint64_t splitmix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
-// Cuts [begin, end) of a plain file into chunks of about chunk_bytes. The
-// line rule holds for any cut, so chunks need no alignment to lines.
+void add_file(std::vector<Chunk> *out, const FileInfo &f, int file,
+              int64_t chunk_bytes) {
+  if (f.gzip) {
+    out->push_back(Chunk{file, 0, f.size});
+  } else {
+    add_range(out, file, 0, f.size, chunk_bytes);
+  }
+}
+
+}  // namespace
+
+int64_t range_start(int64_t total, int r, int n) {
+  return static_cast<int64_t>(static_cast<__int128>(total) * r / n);
+}
+
 void add_range(std::vector<Chunk> *out, int file, int64_t begin, int64_t end,
                int64_t chunk_bytes) {
   for (int64_t b = begin; b < end; b += chunk_bytes) {
@@ -25,22 +38,6 @@ void add_range(std::vector<Chunk> *out, int file, int64_t begin, int64_t end,
     out->push_back(c);
   }
 }
-
-void add_file(std::vector<Chunk> *out, const FileInfo &f, int file,
-              int64_t chunk_bytes) {
-  if (f.gzip) {
-    out->push_back(Chunk{file, 0, f.size});
-  } else {
-    add_range(out, file, 0, f.size, chunk_bytes);
-  }
-}
-
-// Start of shard r's byte range when total bytes are cut into n ranges.
-int64_t range_start(int64_t total, int r, int n) {
-  return static_cast<int64_t>(static_cast<__int128>(total) * r / n);
-}
-
-}  // namespace
 
 std::vector<int> epoch_order(int num_files, bool shuffle, uint64_t seed,
                              int epoch) {

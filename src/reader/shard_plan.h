@@ -11,12 +11,33 @@ namespace hb {
 namespace reader {
 
 // Lines of file `file` that start in (begin, end], or in [0, end] when
-// begin == 0. A gzip file is always one chunk [0, size].
+// begin == 0. A gzip file is always one chunk [0, size], of which the first
+// skip_lines lines are not read (a restored reader's gzip file).
 struct Chunk {
   int file = 0;
   int64_t begin = 0;
   int64_t end = 0;
+  int epoch = 0;  // the epoch its lines belong to
+  int64_t skip_lines = 0;
 };
+
+// A shard's chunk sequence: the explicit chunks of `prefix` (a restored
+// reader's remaining ranges, each tagged with its epoch, in order), then
+// the planned epochs from first_epoch on (none when first_epoch reaches
+// num_epochs). A fresh reader has no prefix and first_epoch 0.
+struct Sequence {
+  std::vector<Chunk> prefix;
+  int first_epoch = 0;
+};
+
+// Appends [begin, end) of plain file `file` cut into chunks of about
+// chunk_bytes. The line rule holds for any cut, so chunks need no alignment
+// to lines.
+void add_range(std::vector<Chunk> *out, int file, int64_t begin, int64_t end,
+               int64_t chunk_bytes);
+
+// Start of shard r's byte range when total bytes are cut into n ranges.
+int64_t range_start(int64_t total, int r, int n);
 
 // File order of an epoch: identity, or a Fisher-Yates shuffle driven by
 // splitmix64(seed, epoch) (the same on every platform).

@@ -93,6 +93,10 @@ class ServerImpl final : public Server {
     std::lock_guard<std::mutex> lock(cb_mu_);
     on_lost_ = std::move(cb);
   }
+  void on_departure(std::function<void(int, Departure)> cb) override {
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    on_departure_ = std::move(cb);
+  }
 
  private:
   static void on_connection(uv_stream_t *listener, int status);
@@ -107,6 +111,7 @@ class ServerImpl final : public Server {
   void handle(Conn *c, const Frame &f);
   void hello(Conn *c, const Frame &f);
   void abort_from(Conn *c, const std::string &reason);
+  void departed(int rank, Departure how);
   void send(Conn *c, const Frame &f);
   void send_all(std::vector<Outgoing> *out);
   void broadcast(const Frame &f, const Conn *except);
@@ -136,6 +141,7 @@ class ServerImpl final : public Server {
 
   std::mutex cb_mu_;
   std::function<void(int, const std::string &)> on_lost_;
+  std::function<void(int, Departure)> on_departure_;
 
   uint64_t next_serial_ = 1;
   std::map<uint64_t, Conn *> conns_;  // every open connection
@@ -375,6 +381,7 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
       store_.drop(c->serial);
       send(c, make_reply(f.id, HB_OK, ""));
       close_conn(c, true);
+      departed(c->rank, Departure::kLeft);
       if (c->in_context) {
         Frame left;
         left.type = kPeerLeft;
@@ -441,6 +448,7 @@ void ServerImpl::abort_from(Conn *c, const std::string &reason) {
     broken_ = format("aborted by rank %d: %s", c->rank, reason.c_str());
     broken_status_ = HB_ERR_ABORTED;
   }
+  departed(c->rank, Departure::kAborted);
   Frame f;
   f.type = kAborted;
   f.ints = {c->rank};
@@ -496,6 +504,7 @@ void ServerImpl::conn_lost(Conn *c, const std::string &why, bool flush) {
   int rank = c->rank;
   HB_LOG_WARN("rendezvous server: rank %d (%s) lost: %s", rank, c->peer.c_str(),
               why.c_str());
+  departed(rank, Departure::kLost);
   if (broken_.empty()) {
     broken_ = format("rank %d lost: %s", rank, why.c_str());
     broken_status_ = HB_ERR_PEER_FAILED;
@@ -517,6 +526,21 @@ void ServerImpl::conn_lost(Conn *c, const std::string &why, bool flush) {
       HB_LOG_ERROR("rendezvous server: on_peer_lost callback threw: %s",
                    e.what());
     }
+  }
+}
+
+void ServerImpl::departed(int rank, Departure how) {
+  std::function<void(int, Departure)> cb;
+  {
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    cb = on_departure_;
+  }
+  if (!cb) return;
+  try {
+    cb(rank, how);
+  } catch (const std::exception &e) {
+    HB_LOG_ERROR("rendezvous server: on_departure callback threw: %s",
+                 e.what());
   }
 }
 

@@ -47,6 +47,16 @@ class Server {
   // it to stop the other workers.
   virtual void on_peer_lost(
       std::function<void(int rank, const std::string &why)> cb) = 0;
+
+  // How a registered rank left the world.
+  enum class Departure { kLost, kLeft, kAborted };
+  // Called (on the server thread) for every rank that leaves, in the order
+  // the server sees them go: lost (before on_peer_lost), said BYE, or sent
+  // ABORT. A rank that dies first is seen first even when the ranks that
+  // fail because of it exit before its parent can reap it: hbrun orders
+  // failures by it to report the root cause.
+  virtual void on_departure(
+      std::function<void(int rank, Departure how)> cb) = 0;
 };
 
 }  // namespace rdv

@@ -9,6 +9,10 @@
  *   ignore-term S            ignore SIGTERM, print "ready", sleep S s
  *   catch-term               print "ready", wait for SIGTERM/SIGINT, report it
  *   cpus                     print "cpus c0,c1,..." (its affinity mask)
+ *   exit-before-restart N R CODE
+ *                            print "start rank=.. world=.. restart=..";
+ *                            rank R exits CODE while HB_RESTART_COUNT < N
+ *                            (0.2 s later, so the others print first)
  */
 #define _GNU_SOURCE
 #include <sched.h>
@@ -108,6 +112,18 @@ int main(int argc, char **argv) {
         sep = ",";
       }
     printf("\n");
+    return 0;
+  }
+  if (strcmp(mode, "exit-before-restart") == 0 && argc == 5) {
+    int restart = atoi(env_or("HB_RESTART_COUNT", "0"));
+    printf("start rank=%s world=%s restart=%s torch_restart=%s\n",
+           env_or("HB_RANK", "unset"), env_or("HB_WORLD_SIZE", "unset"),
+           env_or("HB_RESTART_COUNT", "unset"),
+           env_or("TORCHELASTIC_RESTART_COUNT", "unset"));
+    if (rank == atoi(argv[3]) && restart < atoi(argv[2])) {
+      sleep_seconds(0.2);
+      return atoi(argv[4]);
+    }
     return 0;
   }
   if (strcmp(mode, "catch-term") == 0) {

@@ -12,6 +12,7 @@
 #include "abi/error.h"
 #include "launcher/launch_options.h"
 #include "launcher/line_relay.h"
+#include "launcher/root_cause.h"
 #include "launcher/topology.h"
 
 using namespace hb::launcher;
@@ -346,6 +347,87 @@ TEST_F(LineRelayTest, CutsOverlongLines) {
   out += read_all(dst[0]);
   EXPECT_EQ(out, "[0] " + std::string(LineRelay::kMaxLine, 'x') +
                      "\n[0] xxxxxxxxxx\n");
+}
+
+}  // namespace
+
+namespace {
+
+WorkerFailure failed(int rank, int code) {
+  return WorkerFailure{std::to_string(rank), rank, code, "failed"};
+}
+
+TEST(RootCause, TheFirstToLeaveTheStoreWinsOverTheFirstReaped) {
+  // Rank 2 aborted; rank 0 saw HB_ERR_PEER_FAILED and was reaped first.
+  EXPECT_EQ(root_cause({failed(0, 4), failed(2, 134)}, {2, 0}), 1u);
+  EXPECT_EQ(root_cause({failed(0, 4), failed(3, 4), failed(2, 3)}, {2, 3, 0}),
+            2u);
+  // Reaped in the order they left: the first.
+  EXPECT_EQ(root_cause({failed(2, 134), failed(0, 4)}, {2, 0}), 0u);
+}
+
+TEST(RootCause, WorkersTheStoreNeverSawKeepTheirReapOrder) {
+  // Rank 1 died before joining: nobody followed it through the store.
+  EXPECT_EQ(root_cause({failed(1, 127), failed(0, 4)}, {0}), 0u);
+  EXPECT_EQ(root_cause({failed(-1, 1), failed(0, 4)}, {0}), 0u);
+  // The first reaped left; a later one never joined: not earlier than it.
+  EXPECT_EQ(root_cause({failed(0, 4), failed(1, 127)}, {0}), 0u);
+  EXPECT_EQ(root_cause({failed(0, 4)}, {}), 0u);
+}
+
+TEST(RootCause, DepartureLogKeepsTheOrder) {
+  DepartureLog log;
+  log.add(3);
+  log.add(1);
+  EXPECT_EQ(log.order(), (std::vector<int>{3, 1}));
+  log.clear();
+  EXPECT_TRUE(log.order().empty());
+}
+
+}  // namespace
+
+namespace {
+
+TEST(LaunchOptions, RestartOptions) {
+  LaunchOptions o =
+      parse({"-n", "4", "--max-restarts", "3", "--min-nproc=2", "--", "p"});
+  EXPECT_EQ(o.max_restarts, 3);
+  EXPECT_EQ(o.min_nproc, 2);
+  EXPECT_EQ(parse_status({"--max-restarts", "-1", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_status({"-n", "2", "--min-nproc", "1", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);  // without --max-restarts
+  EXPECT_EQ(parse_status({"-n", "2", "--max-restarts", "1", "--min-nproc", "3",
+                          "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Topology, ShrinkRenumbersTheRemainingWorkersAndKeepsTheirGpus) {
+  FakeEnv env;
+  env.vars["CUDA_VISIBLE_DEVICES"] = "4,5,6,7";
+  Topology full = plan_topology(parse({"--", "p"}), env.lookup(), no_gpus);
+  Topology t = shrink_topology(full, {0, 2, 3});
+  EXPECT_EQ(t.world_size, 3);
+  EXPECT_EQ(t.local_world_size, 3);
+  ASSERT_EQ(t.workers.size(), 3u);
+  std::vector<std::string> gpus;
+  for (int i = 0; i < 3; ++i) {
+    EXPECT_EQ(t.workers[i].rank, i);
+    EXPECT_EQ(t.workers[i].local_rank, i);
+    EXPECT_EQ(t.workers[i].label, std::to_string(i));
+    gpus.push_back(t.workers[i].cuda_device);
+  }
+  EXPECT_EQ(gpus, (std::vector<std::string>{"4", "6", "7"}));
+  std::vector<std::string> e = worker_environment({}, t, t.workers[2], 99);
+  EXPECT_NE(std::find(e.begin(), e.end(), "HB_WORLD_SIZE=3"), e.end());
+  EXPECT_EQ(std::find(e.begin(), e.end(), "HB_RESTART_COUNT=0"), e.end());
+  t.restart_count = 2;
+  t.max_restarts = 5;
+  e = worker_environment({"HB_RESTART_COUNT=9"}, t, t.workers[2], 99);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "HB_RESTART_COUNT=2"), 1);
+  EXPECT_EQ(std::count(e.begin(), e.end(), "HB_RESTART_COUNT=9"), 0);
+  EXPECT_NE(std::find(e.begin(), e.end(), "TORCHELASTIC_MAX_RESTARTS=5"),
+            e.end());
 }
 
 }  // namespace

@@ -531,6 +531,46 @@ TEST(ClientServer, ByeIsNotALossAndCallsAfterCloseAreRefused) {
   error_of([&] { ranks[0]->client->set("k", "v"); }, HB_ERR_INVALID_ARGUMENT);
 }
 
+// hbrun orders failures by the departures: a BYE, a loss and an ABORT are
+// reported in the order the server saw them.
+TEST(ClientServer, ReportsEveryDepartureInOrder) {
+  // Before the server: its callback runs until the server is gone (the
+  // ranks' BYEs at the end of the test are departures too).
+  std::mutex mu;
+  std::vector<std::pair<int, Server::Departure>> seen;
+  auto server = Server::start(server_config(4));
+  server->on_departure([&](int rank, Server::Departure how) {
+    std::lock_guard<std::mutex> lock(mu);
+    seen.emplace_back(rank, how);
+  });
+  auto a = join(server->port(), 0, 4);
+  auto b = join(server->port(), 2, 4);
+  auto c = join(server->port(), 3, 4);
+  RawConn raw(server->port());
+  raw.hello(1, 4);
+  auto wait_for = [&](size_t n) {
+    for (int64_t end = now_ms() + 2000; now_ms() < end;) {
+      {
+        std::lock_guard<std::mutex> lock(mu);
+        if (seen.size() >= n) return true;
+      }
+      std::this_thread::sleep_for(std::chrono::milliseconds(1));
+    }
+    return false;
+  };
+  b->client->close();  // BYE
+  ASSERT_TRUE(wait_for(1));
+  raw.close();  // no BYE: lost
+  ASSERT_TRUE(wait_for(2));
+  c->client->abort("test");
+  ASSERT_TRUE(wait_for(3));
+  std::lock_guard<std::mutex> lock(mu);
+  ASSERT_EQ(seen.size(), 3u);
+  EXPECT_EQ(seen[0], std::make_pair(2, Server::Departure::kLeft));
+  EXPECT_EQ(seen[1], std::make_pair(1, Server::Departure::kLost));
+  EXPECT_EQ(seen[2], std::make_pair(3, Server::Departure::kAborted));
+}
+
 TEST(ClientServer, ServerLingersUntilRanksSayBye) {
   auto cfg = server_config(2);
   cfg.linger_ms = 3000;

@@ -930,3 +930,6 @@ class Metric(_Handle):
 
 # ---- Reader (EXPERIMENTAL: hb/reader.py) --------------------------------------
 from .reader import Batch, Reader  # noqa: E402,F401
+
+# ---- Job checkpoints (EXPERIMENTAL: hb/checkpoint.py) --------------------------
+from .checkpoint import Checkpoint  # noqa: E402,F401

@@ -1,0 +1,62 @@
+#include "recovery/registry.h"
+
+#include "abi/error.h"
+#include "common/fnv.h"
+#include "embedding/handle.h"
+#include "metrics/handle.h"
+#include "recovery/handle.h"
+
+namespace hb {
+namespace recovery {
+
+std::vector<std::string> registry_items(const hb_checkpoint &c) {
+  std::vector<std::string> items;
+  for (hb_embedding *e : c.tables) {
+    const emb::Spec &s = e->table->spec();
+    items.push_back(
+        format("table %s dim %lld num_rows %lld optimizer %d "
+               "record_words %lld",
+               s.name.c_str(), static_cast<long long>(s.dim),
+               static_cast<long long>(s.num_rows), s.optimizer,
+               static_cast<long long>(e->table->shard().record_words())));
+  }
+  for (const Buffer &b : c.buffers) {
+    if (b.flags & HB_BUFFER_PER_RANK)
+      items.push_back("buffer " + b.name + " per_rank");
+    else
+      items.push_back(
+          format("buffer %s replicated %zu", b.name.c_str(), b.bytes));
+  }
+  for (size_t i = 0; i < c.readers.size(); ++i)
+    items.push_back(format("reader %zu", i));
+  for (const MetricEntry &m : c.metrics)
+    items.push_back(format("metric %s kind %d config %016llx", m.name.c_str(),
+                           m.metric->cfg.kind,
+                           static_cast<unsigned long long>(
+                               metrics::config_fingerprint(m.metric->cfg))));
+  return items;
+}
+
+uint64_t registry_fingerprint(const std::vector<std::string> &items) {
+  uint64_t h = kFnvBasis;
+  for (const std::string &s : items) h = fnv1a64(s.c_str(), s.size() + 1, h);
+  return h;
+}
+
+void check_same_items(const std::vector<std::string> &saved,
+                      const std::vector<std::string> &mine,
+                      const std::string &ckpt) {
+  size_t n = std::max(saved.size(), mine.size());
+  for (size_t i = 0; i < n; ++i) {
+    const std::string a = i < saved.size() ? saved[i] : "(nothing)";
+    const std::string b = i < mine.size() ? mine[i] : "(nothing)";
+    if (a != b)
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "job checkpoint '%s' holds other state than is registered: item "
+           "%zu is '%s' there, '%s' here",
+           ckpt.c_str(), i, a.c_str(), b.c_str());
+  }
+}
+
+}  // namespace recovery
+}  // namespace hb
