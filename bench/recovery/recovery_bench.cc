@@ -35,14 +35,14 @@
 
 namespace {
 
-#define CHECK(call)                                                      \
-  do {                                                                   \
-    hb_status st_ = (call);                                              \
-    if (st_ != HB_OK) {                                                  \
-      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__,        \
-                   hb_status_name(st_), hb_last_error());                \
-      std::exit(1);                                                      \
-    }                                                                    \
+#define CHECK(call)                                               \
+  do {                                                            \
+    hb_status st_ = (call);                                       \
+    if (st_ != HB_OK) {                                           \
+      std::fprintf(stderr, "%s:%d: %s: %s\n", __FILE__, __LINE__, \
+                   hb_status_name(st_), hb_last_error());         \
+      std::exit(1);                                               \
+    }                                                             \
   } while (0)
 
 long arg(int argc, char **argv, const char *name, long def) {
@@ -205,24 +205,28 @@ int main(int argc, char **argv) {
         "%ld ids/step, save every %ld steps, %ld steps, median of %ld\n",
         hb_context_world_size(ctx), rows, dim, dense * 4 / 1e6, nids, every,
         steps, reps);
-    std::printf("| mode  | step ms | overhead | blocked ms/save | write ms/save "
-                "| per minute | state MB | ckpt MB |\n");
-    std::printf("|-------|---------|----------|-----------------|---------------"
-                "|------------|----------|---------|\n");
+    std::printf(
+        "| mode  | step ms | overhead | blocked ms/save | write ms/save "
+        "| per minute | state MB | ckpt MB |\n");
+    std::printf(
+        "|-------|---------|----------|-----------------|---------------"
+        "|------------|----------|---------|\n");
     for (int m = 0; m < 3; ++m) {
       double s = med(m, &Result::step_ms);
       if (m == 0) {
-        std::printf("| %-5s | %7.2f |        - |               - |             "
-                    "- |          - |        - |       - |\n",
-                    modes[m], s);
+        std::printf(
+            "| %-5s | %7.2f |        - |               - |             "
+            "- |          - |        - |       - |\n",
+            modes[m], s);
         continue;
       }
       double blocked = med(m, &Result::blocked_ms);
-      std::printf("| %-5s | %7.2f | %7.1f%% | %15.1f | %13.1f | %9.3f%% | "
-                  "%8.1f | %7.1f |\n",
-                  modes[m], s, 100.0 * (s - base) / base, blocked,
-                  med(m, &Result::write_ms), 100.0 * blocked / 60000.0,
-                  med(m, &Result::state_mb), med(m, &Result::file_mb));
+      std::printf(
+          "| %-5s | %7.2f | %7.1f%% | %15.1f | %13.1f | %9.3f%% | "
+          "%8.1f | %7.1f |\n",
+          modes[m], s, 100.0 * (s - base) / base, blocked,
+          med(m, &Result::write_ms), 100.0 * blocked / 60000.0,
+          med(m, &Result::state_mb), med(m, &Result::file_mb));
     }
   }
   hb_reader_destroy(reader);

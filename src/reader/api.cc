@@ -3,8 +3,8 @@
 
 #include "abi/error.h"
 #include "context/context.h"
-#include "reader/line_parser.h"
 #include "reader/handle.h"
+#include "reader/line_parser.h"
 
 using hb::reader::Settings;
 

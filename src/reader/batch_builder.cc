@@ -24,12 +24,17 @@ BatchBuilder::BatchBuilder(int64_t batch_size, int num_dense, int num_sparse)
 int64_t BatchBuilder::append(const RowBlock &b, int64_t from, int64_t count) {
   if (rows_ == 0) epoch_ = b.epoch;
   std::memcpy(&labels_[rows_], &b.labels[from], count * sizeof(float));
-  std::memcpy(&dense_[rows_ * num_dense_], &b.dense[from * num_dense_],
-              count * num_dense_ * sizeof(float));
-  std::memcpy(&ids_[rows_ * num_sparse_], &b.ids[from * num_sparse_],
-              count * num_sparse_ * sizeof(int64_t));
-  std::memcpy(&present_[rows_ * num_sparse_], &b.present[from * num_sparse_],
-              count * num_sparse_);
+  // A layout without dense or sparse columns has empty vectors: skip them
+  // (indexing one, or memcpy from its null data(), is undefined).
+  if (num_dense_ > 0)
+    std::memcpy(&dense_[rows_ * num_dense_], &b.dense[from * num_dense_],
+                count * num_dense_ * sizeof(float));
+  if (num_sparse_ > 0) {
+    std::memcpy(&ids_[rows_ * num_sparse_], &b.ids[from * num_sparse_],
+                count * num_sparse_ * sizeof(int64_t));
+    std::memcpy(&present_[rows_ * num_sparse_], &b.present[from * num_sparse_],
+                count * num_sparse_);
+  }
   rows_ += count;
   return count;
 }
@@ -59,7 +64,7 @@ hb_reader_batch *BatchBuilder::take() {
   b->num_ids = num_ids;
   if (n > 0) {
     std::memcpy(b->labels, labels_.data(), n * sizeof(float));
-    std::memcpy(b->dense, dense_.data(), n * D * sizeof(float));
+    if (D > 0) std::memcpy(b->dense, dense_.data(), n * D * sizeof(float));
   }
   // Feature-major: feature f's bags are samples 0..n-1 in order.
   int64_t k = 0;

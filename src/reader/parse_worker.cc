@@ -34,10 +34,12 @@ class ChunkParser {
       if (line.too_long) {
         err.what = "line is longer than max_line_bytes";
       } else {
+        // data() + offset: with no dense or sparse column those vectors
+        // are empty (indexing them would bind a reference to null).
         ok = parse_line(s_, line.data, line.size, &block_->labels[r],
-                        &block_->dense[r * s_.num_dense],
-                        &block_->ids[r * s_.num_sparse],
-                        &block_->present[r * s_.num_sparse], &err);
+                        block_->dense.data() + r * s_.num_dense,
+                        block_->ids.data() + r * s_.num_sparse,
+                        block_->present.data() + r * s_.num_sparse, &err);
       }
       if (!ok) {
         if (!s_.skip_bad_lines) fail_line(f, line, err);

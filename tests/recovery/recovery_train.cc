@@ -133,8 +133,8 @@ int main(int argc, char **argv) {
   CHECK_OK(hb_checkpoint_add_table(ck, emb));
   CHECK_OK(hb_checkpoint_add_buffer(ck, "w", w.data(), w.size() * 4, 0));
   CHECK_OK(hb_checkpoint_add_buffer(ck, "b", b.data(), 4, 0));
-  CHECK_OK(hb_checkpoint_add_buffer(ck, "counts", counts.data(), counts.size() * 4,
-                                 0));
+  CHECK_OK(hb_checkpoint_add_buffer(ck, "counts", counts.data(),
+                                    counts.size() * 4, 0));
   CHECK_OK(hb_checkpoint_add_reader(ck, reader));
   CHECK_OK(hb_checkpoint_add_metric(ck, "auc", auc));
   int64_t step = -1;
@@ -183,11 +183,11 @@ int main(int argc, char **argv) {
       delta[static_cast<size_t>(batch->epoch) * nlines + serial] += 1;
     }
     CHECK_OK(hb_embedding_apply_gradients(emb, ids.data(), ids.size(),
-                                       grads.data()));
+                                          grads.data()));
     CHECK_OK(
         hb_allreduce(ctx, gdense.data(), gdense.data(), 5, HB_FLOAT32, HB_SUM));
-    CHECK_OK(hb_allreduce(ctx, delta.data(), delta.data(), delta.size(), HB_INT32,
-                       HB_SUM));
+    CHECK_OK(hb_allreduce(ctx, delta.data(), delta.data(), delta.size(),
+                          HB_INT32, HB_SUM));
     for (int k = 0; k < 4; ++k) w[k] -= 0.01f * gdense[k];
     b[0] -= 0.01f * gdense[4];
     for (size_t i = 0; i < counts.size(); ++i) counts[i] += delta[i];
