@@ -33,7 +33,7 @@ std::vector<std::string> registry_items(const hb_checkpoint &c) {
     items.push_back(format("metric %s kind %d config %016llx", m.name.c_str(),
                            m.metric->cfg.kind,
                            static_cast<unsigned long long>(
-                               metrics::config_fingerprint(m.metric->cfg))));
+                               metrics::config_fields(m.metric->cfg).fingerprint())));
   return items;
 }
 
