@@ -61,6 +61,21 @@ std::vector<RefRow> reference(const std::vector<std::string> &lines) {
   return out;
 }
 
+// Reads `path` up to its error, which must be HB_ERR_CORRUPT, also on the
+// call after: the rows before it into *rows, and the error's message.
+std::string read_to_corrupt(const std::string &path,
+                            const hb_reader_config &cfg,
+                            std::vector<RefRow> *rows) {
+  hb_reader *r = open({path}, cfg);
+  EXPECT_EQ(rt::read_all(r, rows), HB_ERR_CORRUPT);
+  std::string msg = hb_last_error();
+  hb_reader_batch *b = nullptr;
+  EXPECT_EQ(hb_reader_next(r, &b), HB_ERR_CORRUPT);
+  EXPECT_EQ(b, nullptr);
+  hb_reader_destroy(r);
+  return msg;
+}
+
 // Serial numbers (first categorical) read by every shard of `world`.
 void check_exactly_once(const Corpus &c, int world, hb_reader_config cfg) {
   std::multiset<int64_t> seen;
@@ -361,19 +376,16 @@ TEST(Reader, LongLinesAreRefusedNotBuffered) {
   rt::write_file(p, good + "\n" + huge + "\n" + good + "\n" + huge);
   hb_reader_config cfg = HB_READER_CONFIG_INIT;
   cfg.max_line_bytes = 4096;
-  hb_reader *r = open({p}, cfg);
   std::vector<RefRow> rows;
-  EXPECT_EQ(rt::read_all(r, &rows), HB_ERR_CORRUPT);
-  std::string msg = hb_last_error();
+  std::string msg = read_to_corrupt(p, cfg, &rows);
   EXPECT_NE(
       msg.find(p +
                ": line 2: line is longer than max_line_bytes (cap 4096 bytes)"),
       std::string::npos)
       << msg;
-  hb_reader_destroy(r);
   cfg.skip_bad_lines = 1;
   cfg.chunk_bytes = 1 << 20;  // ranges that start inside the long lines
-  r = open({p}, cfg);
+  hb_reader *r = open({p}, cfg);
   rows.clear();
   ASSERT_EQ(rt::read_all(r, &rows), HB_OK) << hb_last_error();
   EXPECT_EQ(rows.size(), 2u);
@@ -417,13 +429,9 @@ TEST(Reader, CrlfLinesFitTheCapOfTheirLfForm) {
     std::string over = dir.file("over.tsv");
     rt::write_file(over, line(0, 100) + end + line(1, cap + 1) + end);
     cfg.chunk_bytes = int64_t{4} << 20;
-    hb_reader *r = open({over}, cfg);
     std::vector<RefRow> rows;
-    EXPECT_EQ(rt::read_all(r, &rows), HB_ERR_CORRUPT);
-    EXPECT_NE(std::string(hb_last_error()).find("line 2: line is longer"),
-              std::string::npos)
-        << hb_last_error();
-    hb_reader_destroy(r);
+    std::string msg = read_to_corrupt(over, cfg, &rows);
+    EXPECT_NE(msg.find("line 2: line is longer"), std::string::npos) << msg;
   }
 }
 
@@ -574,10 +582,8 @@ TEST(Reader, DamagedGzipDeliversTheLinesBeforeTheDamage) {
     rt::write_file(p, c.bytes);
     hb_reader_config cfg = HB_READER_CONFIG_INIT;
     cfg.batch_size = 1;
-    hb_reader *r = open({p}, cfg);
     std::vector<RefRow> rows;
-    EXPECT_EQ(rt::read_all(r, &rows), HB_ERR_CORRUPT);
-    std::string msg = hb_last_error();
+    std::string msg = read_to_corrupt(p, cfg, &rows);
     EXPECT_NE(msg.find(p + "': " + c.what), std::string::npos) << msg;
     if (c.exact) EXPECT_EQ(rows.size(), c.exact);
     ASSERT_GE(rows.size(), 2000u);
@@ -585,9 +591,6 @@ TEST(Reader, DamagedGzipDeliversTheLinesBeforeTheDamage) {
     rows.resize(2000);
     rt::expect_rows_equal(
         rows, std::vector<RefRow>(want.begin(), want.begin() + 2000));
-    hb_reader_batch *b = nullptr;
-    EXPECT_EQ(hb_reader_next(r, &b), HB_ERR_CORRUPT);
-    hb_reader_destroy(r);
   }
 }
 
