@@ -48,41 +48,84 @@ class PlainSource : public ByteSource {
   int64_t at_;
 };
 
+// Inflates by hand rather than through gzread: gzread drops everything it
+// decoded in a call that then meets damaged data, and the lines before the
+// damage must reach the caller before the error does.
 class GzipSource : public ByteSource {
  public:
-  explicit GzipSource(const std::string &path) : path_(path) {
-    int fd = open_or_fail(path);
-    gz_ = ::gzdopen(fd, "rb");
-    if (!gz_) {
-      ::close(fd);
+  explicit GzipSource(const std::string &path)
+      : path_(path), fd_(open_or_fail(path)), in_(256 << 10) {
+    std::memset(&zs_, 0, sizeof zs_);
+    if (::inflateInit2(&zs_, 15 + 16) != Z_OK) {  // 16: gzip wrapper only
+      ::close(fd_);
       fail(HB_ERR_OUT_OF_MEMORY, "hb_reader: cannot set up zlib for '%s'",
            path.c_str());
     }
-    ::gzbuffer(gz_, 256 << 10);
   }
-  ~GzipSource() override { ::gzclose(gz_); }
+  ~GzipSource() override {
+    ::inflateEnd(&zs_);
+    ::close(fd_);
+  }
 
   size_t read(char *buf, size_t cap) override {
-    unsigned want = static_cast<unsigned>(std::min<size_t>(cap, 1u << 30));
-    int n = ::gzread(gz_, buf, want);
-    int err = Z_OK;
-    const char *msg = ::gzerror(gz_, &err);
-    // Z_BUF_ERROR: the input ended inside a member (gzread already returned
-    // what it could, so report it once the caller asks for more).
-    if (n < 0 || (n == 0 && err != Z_OK)) {
-      if (err == Z_ERRNO)
-        fail(HB_ERR_IO, "hb_reader: cannot read '%s': %s", path_.c_str(),
-             std::strerror(errno));
-      fail(HB_ERR_CORRUPT, "hb_reader: '%s': %s gzip stream (%s)",
-           path_.c_str(), err == Z_BUF_ERROR ? "truncated" : "damaged",
-           msg ? msg : "");
+    if (error_ != HB_OK) fail(error_, "%s", message_.c_str());
+    const unsigned want =
+        static_cast<unsigned>(std::min<size_t>(cap, 1u << 30));
+    zs_.next_out = reinterpret_cast<Bytef *>(buf);
+    zs_.avail_out = want;
+    while (zs_.avail_out > 0 && error_ == HB_OK) {
+      if (zs_.avail_in == 0 && !refill()) {
+        if (error_ == HB_OK && in_member_)
+          defer(HB_ERR_CORRUPT, "truncated", "unexpected end of file");
+        break;  // else: the end, between members
+      }
+      in_member_ = true;  // bytes after a member start the next one
+      int ret = ::inflate(&zs_, Z_NO_FLUSH);
+      if (ret == Z_STREAM_END) {
+        ::inflateReset(&zs_);
+        in_member_ = false;
+      } else if (ret != Z_OK && ret != Z_BUF_ERROR) {
+        defer(HB_ERR_CORRUPT, "damaged", zs_.msg ? zs_.msg : "invalid data");
+      }  // Z_BUF_ERROR: no input left; the loop refills
     }
-    return static_cast<size_t>(n);
+    size_t n = want - zs_.avail_out;
+    // What was decoded before an error goes out first; the error next call.
+    if (n == 0 && error_ != HB_OK) fail(error_, "%s", message_.c_str());
+    return n;
   }
 
  private:
+  // More input; false at the end of the file. A read error is deferred.
+  bool refill() {
+    for (;;) {
+      ssize_t n = ::read(fd_, in_.data(), in_.size());
+      if (n >= 0) {
+        zs_.next_in = in_.data();
+        zs_.avail_in = static_cast<unsigned>(n);
+        return n > 0;
+      }
+      if (errno != EINTR) {
+        error_ = HB_ERR_IO;
+        message_ = format("hb_reader: cannot read '%s': %s", path_.c_str(),
+                          std::strerror(errno));
+        return false;
+      }
+    }
+  }
+
+  void defer(hb_status st, const char *how, const char *detail) {
+    error_ = st;
+    message_ = format("hb_reader: '%s': %s gzip stream (%s)", path_.c_str(),
+                      how, detail);
+  }
+
   std::string path_;
-  gzFile gz_ = nullptr;
+  int fd_;
+  std::vector<Bytef> in_;
+  z_stream zs_;
+  bool in_member_ = true;  // inside a member: the input must not end here
+  hb_status error_ = HB_OK;
+  std::string message_;
 };
 
 }  // namespace

@@ -1,7 +1,8 @@
 // The bytes of one file: a plain file from an offset (pread), or a whole
 // gzip file decompressed (zlib, concatenated members allowed). Read errors
 // are HB_ERR_IO naming the file; a damaged or truncated gzip stream is
-// HB_ERR_CORRUPT.
+// HB_ERR_CORRUPT, raised by the read after the one that returned the last
+// bytes decoded before the damage (so their lines are not lost).
 #pragma once
 
 #include <cstddef>

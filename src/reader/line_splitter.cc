@@ -18,6 +18,12 @@ LineSplitter::LineSplitter(ByteSource *src, int64_t offset, bool skip_first,
       head_offset_(offset),
       skipping_first_(skip_first) {}
 
+int64_t LineSplitter::content_bytes(size_t from, size_t end) const {
+  size_t n = end - from;
+  if (n > 0 && buf_[end - 1] == '\r') --n;
+  return static_cast<int64_t>(n);
+}
+
 bool LineSplitter::fill() {
   if (eof_) return false;
   if (head_ > 0) {  // keep the partial line at the front
@@ -44,8 +50,9 @@ bool LineSplitter::next(Line *out) {
     char *nl = static_cast<char *>(
         std::memchr(buf_.data() + scan_, '\n', tail_ - scan_));
     size_t end = nl ? static_cast<size_t>(nl - buf_.data()) : tail_;
+    // A final '\r' may be the start of "\r\n", which does not count.
     if (!nl && !too_long && !skipping_first_ &&
-        static_cast<int64_t>(end - head_) > max_line_) {
+        content_bytes(head_, end) > max_line_) {
       too_long = true;  // drop what we have; keep scanning for its end
     }
     if ((too_long || skipping_first_) && !nl) {
@@ -67,8 +74,8 @@ bool LineSplitter::next(Line *out) {
         start = head_offset_;
         continue;
       }
-      if (!too_long && static_cast<int64_t>(len) > max_line_) too_long = true;
       if (len > 0 && data[len - 1] == '\r') --len;
+      if (!too_long && static_cast<int64_t>(len) > max_line_) too_long = true;
       *out = Line{too_long ? "" : data, too_long ? 0 : len, start,
                   head_offset_,         index_++,           too_long};
       return true;

@@ -35,6 +35,9 @@ class LineSplitter {
 
  private:
   bool fill();  // reads more; false at the end of the source
+  // Bytes of buf_[from, end) that count against the cap: a final '\r' does
+  // not (it ends the line when a '\n' follows, or the source ends).
+  int64_t content_bytes(size_t from, size_t end) const;
 
   ByteSource *src_;
   int64_t last_start_;

@@ -61,6 +61,21 @@ std::vector<RefRow> reference(const std::vector<std::string> &lines) {
   return out;
 }
 
+// Reads `path` up to its error, which must be HB_ERR_CORRUPT, also on the
+// call after: the rows before it into *rows, and the error's message.
+std::string read_to_corrupt(const std::string &path,
+                            const hb_reader_config &cfg,
+                            std::vector<RefRow> *rows) {
+  hb_reader *r = open({path}, cfg);
+  EXPECT_EQ(rt::read_all(r, rows), HB_ERR_CORRUPT);
+  std::string msg = hb_last_error();
+  hb_reader_batch *b = nullptr;
+  EXPECT_EQ(hb_reader_next(r, &b), HB_ERR_CORRUPT);
+  EXPECT_EQ(b, nullptr);
+  hb_reader_destroy(r);
+  return msg;
+}
+
 // Serial numbers (first categorical) read by every shard of `world`.
 void check_exactly_once(const Corpus &c, int world, hb_reader_config cfg) {
   std::multiset<int64_t> seen;
@@ -361,24 +376,63 @@ TEST(Reader, LongLinesAreRefusedNotBuffered) {
   rt::write_file(p, good + "\n" + huge + "\n" + good + "\n" + huge);
   hb_reader_config cfg = HB_READER_CONFIG_INIT;
   cfg.max_line_bytes = 4096;
-  hb_reader *r = open({p}, cfg);
   std::vector<RefRow> rows;
-  EXPECT_EQ(rt::read_all(r, &rows), HB_ERR_CORRUPT);
-  std::string msg = hb_last_error();
+  std::string msg = read_to_corrupt(p, cfg, &rows);
   EXPECT_NE(
       msg.find(p +
                ": line 2: line is longer than max_line_bytes (cap 4096 bytes)"),
       std::string::npos)
       << msg;
-  hb_reader_destroy(r);
   cfg.skip_bad_lines = 1;
   cfg.chunk_bytes = 1 << 20;  // ranges that start inside the long lines
-  r = open({p}, cfg);
+  hb_reader *r = open({p}, cfg);
   rows.clear();
   ASSERT_EQ(rt::read_all(r, &rows), HB_OK) << hb_last_error();
   EXPECT_EQ(rows.size(), 2u);
   EXPECT_EQ(hb_reader_skipped_lines(r), 2u);
   hb_reader_destroy(r);
+}
+
+// The cap counts a line without its line end: a line that fits with "\n"
+// fits with "\r\n", also when a read ends right after the '\r' (ranges of
+// at most 3 KiB fill a 4 KiB buffer; after a 102-byte line, the cap-long
+// line and its '\r' fill it exactly). One byte more is still too long.
+TEST(Reader, CrlfLinesFitTheCapOfTheirLfForm) {
+  rt::TempDir dir;
+  const int64_t cap = 4095;
+  auto line = [&](int serial, int64_t size) {
+    char head[32];
+    std::snprintf(head, sizeof head, "1\t%x\t", serial);
+    std::string l = head;
+    return l + std::string(static_cast<size_t>(size) - l.size(), 'x');
+  };
+  hb_reader_config cfg = HB_READER_CONFIG_INIT;
+  cfg.columns = "LCS";  // label, one categorical, the padding skipped
+  cfg.max_line_bytes = cap;
+  cfg.batch_size = 1;
+  for (const char *end : {"\n", "\r\n"}) {
+    std::string p = dir.file(end[0] == '\r' ? "crlf.tsv" : "lf.tsv");
+    std::string text;
+    for (int i = 0; i < 6; ++i) text += line(i, i % 2 ? cap : 100) + end;
+    rt::write_file(p, text);
+    for (int64_t chunk : {int64_t{1000}, int64_t{4} << 20}) {
+      SCOPED_TRACE(std::string(end[0] == '\r' ? "CRLF" : "LF") + " chunk " +
+                   std::to_string(chunk));
+      cfg.chunk_bytes = chunk;
+      hb_reader *r = open({p}, cfg);
+      std::vector<RefRow> rows;
+      ASSERT_EQ(rt::read_all(r, &rows), HB_OK) << hb_last_error();
+      ASSERT_EQ(rows.size(), 6u);
+      for (int i = 0; i < 6; ++i) EXPECT_EQ(rows[i].ids[0], i);
+      hb_reader_destroy(r);
+    }
+    std::string over = dir.file("over.tsv");
+    rt::write_file(over, line(0, 100) + end + line(1, cap + 1) + end);
+    cfg.chunk_bytes = int64_t{4} << 20;
+    std::vector<RefRow> rows;
+    std::string msg = read_to_corrupt(over, cfg, &rows);
+    EXPECT_NE(msg.find("line 2: line is longer"), std::string::npos) << msg;
+  }
 }
 
 TEST(Reader, MissingFilesAndBadArguments) {
@@ -453,6 +507,90 @@ TEST(Reader, TruncatedAndDamagedGzipAreCorrupt) {
         << msg;
     EXPECT_LT(rows.size(), 2000u);
     hb_reader_destroy(r);
+  }
+}
+
+// gzip (one member) of a, a full flush, then b; *split: where b's deflate
+// blocks start (a byte boundary, thanks to the flush).
+std::string gzip_with_flush(const std::string &a, const std::string &b,
+                            size_t *split) {
+  z_stream zs{};
+  EXPECT_EQ(deflateInit2(&zs, 6, Z_DEFLATED, 15 + 16, 8, Z_DEFAULT_STRATEGY),
+            Z_OK);
+  std::string out;
+  auto run = [&](const std::string &in, int flush) {
+    zs.next_in = reinterpret_cast<Bytef *>(const_cast<char *>(in.data()));
+    zs.avail_in = static_cast<uInt>(in.size());
+    int ret;
+    do {
+      char buf[1 << 16];
+      zs.next_out = reinterpret_cast<Bytef *>(buf);
+      zs.avail_out = sizeof buf;
+      ret = deflate(&zs, flush);
+      out.append(buf, sizeof buf - zs.avail_out);
+    } while (zs.avail_out == 0 || (flush == Z_FINISH && ret != Z_STREAM_END));
+  };
+  run(a, Z_FULL_FLUSH);
+  *split = out.size();
+  run(b, Z_FINISH);
+  deflateEnd(&zs);
+  return out;
+}
+
+// Damage after 2000 good lines (about 400 KB, more than one read of the
+// source): those lines all come out (batches of one: none waits for a
+// full batch), then HB_ERR_CORRUPT naming the file, and again after.
+TEST(Reader, DamagedGzipDeliversTheLinesBeforeTheDamage) {
+  rt::TempDir dir;
+  std::mt19937_64 rng(13);
+  std::vector<std::string> lines;
+  std::string good, rest;
+  for (int i = 0; i < 3000; ++i) {
+    lines.push_back(rt::criteo_line(i, rng));
+    (i < 2000 ? good : rest) += lines.back() + "\n";
+  }
+  const std::vector<RefRow> want = reference(lines);
+  size_t split = 0;
+  const std::string flushed = gzip_with_flush(good, rest, &split);
+  std::string tmp = dir.file("tmp.gz");
+  rt::write_gzip(tmp, good);
+  const std::string member1 = rt::read_file(tmp);
+  rt::write_gzip(tmp, rest);
+  const std::string member2 = rt::read_file(tmp);
+  // A deflate block starting with the bits 0, 11 (type 3) is invalid.
+  struct Case {
+    std::string name, bytes, what;
+    size_t exact;  // lines expected, or 0: at least 2000
+  };
+  std::vector<Case> cases;
+  std::string bad = flushed;
+  bad[split] = 0x06;
+  cases.push_back({"bad_block.gz", bad, "damaged gzip stream", 2000});
+  bad = member1 + member2;
+  bad[member1.size() + 10] = 0x06;  // after the second member's header
+  cases.push_back({"bad_member2.gz", bad, "damaged gzip stream", 2000});
+  bad = member1 + member2;
+  bad[member1.size() + 3] = 0x20;  // reserved flag bit in its header
+  cases.push_back({"bad_header2.gz", bad, "damaged gzip stream", 2000});
+  cases.push_back(
+      {"cut.gz", flushed.substr(0, split + 20), "truncated gzip stream", 0});
+  cases.push_back({"cut_member2.gz", member1 + member2.substr(0, 5),
+                   "truncated gzip stream", 2000});
+  for (const Case &c : cases) {
+    SCOPED_TRACE(c.name);
+    std::string p = dir.file(c.name);
+    rt::write_file(p, c.bytes);
+    hb_reader_config cfg = HB_READER_CONFIG_INIT;
+    cfg.batch_size = 1;
+    std::vector<RefRow> rows;
+    std::string msg = read_to_corrupt(p, cfg, &rows);
+    EXPECT_NE(msg.find(p + "': " + c.what), std::string::npos) << msg;
+    if (c.exact) EXPECT_EQ(rows.size(), c.exact);
+    ASSERT_GE(rows.size(), 2000u);
+    ASSERT_LT(rows.size(), 3000u);
+    rows.resize(2000);
+    rt::expect_rows_equal(
+        rows, std::vector<RefRow>(want.begin(), want.begin() + 2000));
   }
 }
 
