@@ -113,6 +113,11 @@ class Checkpoint(_Handle):
         """Wait until the last save is committed on every rank."""
         _c.hb_checkpoint_wait(self._handle)
 
+    def finish(self):
+        """Collective, after the last save: waits for its commit and marks
+        the job finished, so an :class:`hb.Evaluator` following it ends."""
+        _c.hb_checkpoint_finish(self._handle)
+
     def restore_latest(self):
         """Collective: restore the newest complete checkpoint; its step, or
         -1 for a fresh start (nothing changed)."""
