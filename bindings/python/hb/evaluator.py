@@ -15,8 +15,8 @@ training has called :meth:`hb.Checkpoint.finish`::
 import numpy as np
 
 from . import capi as _c
-from . import _Handle, _array, _fill, _is_device_array, _device_array
-from ._errors import HbTypeError
+from . import _Handle, _fill
+from .checkpoint import _buffer
 
 _STATS = ("evaluated", "reported", "skipped", "last_step", "finished")
 
@@ -58,17 +58,8 @@ class Evaluator(_Handle):
     def add_buffer(self, name, array):
         """A replicated buffer training registered under name: a writable,
         C-contiguous numpy (or CUDA) array of its size, restored in place."""
-        flags = 0
-        if _is_device_array(array):
-            arr = _device_array(array, "array", None, True)
-            flags |= _c.HB_BUFFER_DEVICE
-        elif isinstance(array, np.ndarray):
-            arr = _array(array, "array", None, writable=True)
-        else:
-            raise HbTypeError("array: expected a numpy or CUDA array, got %s"
-                              % type(array).__name__)
-        _c.hb_evaluator_add_buffer(self._handle, str(name), array,
-                                   int(arr.nbytes), flags)
+        nbytes, flags = _buffer(array)
+        _c.hb_evaluator_add_buffer(self._handle, str(name), array, nbytes, flags)
         self._kept.append(array)
 
     def add_metric(self, name, metric):
