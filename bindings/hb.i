@@ -496,5 +496,52 @@ static hb_status hbw_checkpoint_restored_path(const hb_checkpoint *c,
 }
 %}
 
+/* ---- Evaluator (EXPERIMENTAL in hb.h) ----------------------------------- */
+/* A handle; the config's strings as the checkpoint config's; the metric
+ * values and the stats struct through flat wrappers. */
+%apply void *HB_HANDLE { hb_evaluator *, const hb_evaluator * };
+%apply void **HB_HANDLE_OUT { hb_evaluator **out };
+%apply void *HB_BUFFER_OUT { void *values_out };
+%typemap(memberin) const char *log_path {
+  free((char *)$1);
+  $1 = $input ? hbw_strdup($input) : NULL;
+}
+%extend hb_evaluator_config {
+  hb_evaluator_config() {
+    hb_evaluator_config init = HB_EVALUATOR_CONFIG_INIT;
+    hb_evaluator_config *c = (hb_evaluator_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_evaluator_config() {
+    free((char *)$self->dir);
+    free((char *)$self->job_id);
+    free((char *)$self->log_path);
+    free($self);
+  }
+}
+%ignore hb_evaluator_stats;
+%ignore hb_evaluator_get_stats;
+%ignore hb_evaluator_report;
+%inline %{
+/* values_out: one double per metric added (may be NULL). */
+static hb_status hbw_evaluator_report(hb_evaluator *ev, void *values_out) {
+  return hb_evaluator_report(ev, (double *)values_out);
+}
+/* stats_out: 5 doubles -- evaluated, reported, skipped, last_step,
+ * finished. */
+static hb_status hbw_evaluator_stats(const hb_evaluator *ev,
+                                     void *stats_out) {
+  hb_evaluator_stats st = HB_EVALUATOR_STATS_INIT;
+  double *o = (double *)stats_out;
+  hb_status s = hb_evaluator_get_stats(ev, &st);
+  if (s != HB_OK) return s;
+  o[0] = (double)st.evaluated, o[1] = (double)st.reported;
+  o[2] = (double)st.skipped, o[3] = (double)st.last_step;
+  o[4] = st.finished;
+  return HB_OK;
+}
+%}
+
 #define HB_API
 %include "hb.h"

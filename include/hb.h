@@ -1078,6 +1078,122 @@ typedef struct hb_checkpoint_stats {
 
 HB_API hb_status hb_checkpoint_get_stats(const hb_checkpoint *c,
                                          hb_checkpoint_stats *out);
+
+/* ---- Evaluator ---------------------------------------------------------- */
+/*
+ * A follower of a training job (docs/evaluator.md): TensorFlow's evaluator
+ * task. It watches the job's checkpoint directory, restores each new
+ * complete checkpoint at its own world size (tables re-shard), lets the
+ * program score its own data with the metrics it added, and appends one
+ * JSON line per checkpoint to a log: {"step":S,"time":T,"<metric>":V,...}.
+ *
+ * It restores a subset of what training registered, matched by name: the
+ * tables and replicated buffers it adds (each as training registered it:
+ * same table spec and optimizer, same buffer size). Training's readers,
+ * metrics and per-rank buffers are ignored. It never writes into the
+ * checkpoint directory.
+ *
+ * Training ends for it when hb_checkpoint_finish has marked the directory
+ * and no newer checkpoint is left. Checkpoints are evaluated oldest first,
+ * each once, in step order; one that `keep` removes before the evaluator
+ * could load it is skipped (logged, counted in stats.skipped).
+ *
+ * An evaluator's context is its own (a TF_CONFIG task of type "evaluator",
+ * or hbrun --evaluator): one process normally; collective over that
+ * context when it has several ranks. One thread at a time.
+ */
+typedef struct hb_evaluator hb_evaluator;
+
+/** Append-only: the library reads min(struct_size, sizeof) bytes. */
+typedef struct hb_evaluator_config {
+  size_t struct_size;
+  /** The job's checkpoint directory (it may not exist yet); NULL or "":
+   *  option checkpoint_dir (HB_CHECKPOINT_DIR), which must then be set. */
+  const char *dir;
+  /** The job id training uses; a directory of another job is refused.
+   *  NULL: option checkpoint_job_id (HB_CHECKPOINT_JOB_ID). */
+  const char *job_id;
+  /** The JSON-lines log (created with the first line); NULL or "": none
+   *  (hb_evaluator_report still returns the values). An existing log is
+   *  appended to, and the evaluator starts after its last line's step: a
+   *  restarted evaluator logs no checkpoint twice. */
+  const char *log_path;
+  /** How often hb_evaluator_next looks at the directory, ms; 0: 200. */
+  int64_t poll_ms;
+  /** The longest hb_evaluator_next waits for a new checkpoint or the end
+   *  of training, ms (HB_ERR_TIMEOUT after it); 0: 600000. */
+  int64_t timeout_ms;
+} hb_evaluator_config;
+
+#define HB_EVALUATOR_CONFIG_INIT \
+  { sizeof(hb_evaluator_config), NULL, NULL, NULL, 0, 0 }
+
+/** Collective over ctx. Checks the configuration and, when the directory
+ *  exists already, that it belongs to the job. Registers nothing. */
+HB_API hb_status hb_evaluator_create(hb_context *ctx,
+                                     const hb_evaluator_config *cfg,
+                                     hb_evaluator **out);
+/** Frees the handle (not the registered objects); NULL is fine. */
+HB_API void hb_evaluator_destroy(hb_evaluator *ev);
+
+/** What each checkpoint restores (local; registered objects must outlive
+ *  the handle). A table as hb_checkpoint_add_table registers it. */
+HB_API hb_status hb_evaluator_add_table(hb_evaluator *ev, hb_embedding *emb);
+HB_API hb_status hb_evaluator_add_collection(hb_evaluator *ev,
+                                             hb_collection *coll);
+/** A buffer training registered under name (replicated; flags 0 or
+ *  HB_BUFFER_DEVICE), restored on every rank of the evaluator. */
+HB_API hb_status hb_evaluator_add_buffer(hb_evaluator *ev, const char *name,
+                                         void *data, size_t bytes,
+                                         int32_t flags);
+/** A metric the program updates on its data after each hb_evaluator_next
+ *  (which resets it); its result goes into the log under name (1-64 of
+ *  [A-Za-z0-9._-]). Create it on the evaluator's context. */
+HB_API hb_status hb_evaluator_add_metric(hb_evaluator *ev, const char *name,
+                                         hb_metric *m);
+
+/**
+ * Collective: waits (polling, bounded by timeout_ms) for the oldest
+ * complete checkpoint with a step above the last one evaluated, restores it
+ * and resets the metrics; *step = its step. *step = -1 (HB_OK) once training
+ * has finished and no newer checkpoint is left. HB_ERR_TIMEOUT when neither
+ * comes in time; HB_ERR_INVALID_ARGUMENT for another job's directory or a
+ * checkpoint without what was added (naming it).
+ */
+HB_API hb_status hb_evaluator_next(hb_evaluator *ev, int64_t *step);
+/**
+ * Collective: every metric's result (hb_metric_result) into values (one
+ * per metric in the order added; may be NULL), and, with a log, rank 0
+ * appends the checkpoint's JSON line (a non-finite value is null). The log
+ * is replaced atomically (rename), so a reader never sees half a line.
+ */
+HB_API hb_status hb_evaluator_report(hb_evaluator *ev, double *values);
+
+/** Append-only (struct_size). */
+typedef struct hb_evaluator_stats {
+  size_t struct_size;
+  int64_t evaluated; /**< checkpoints restored by hb_evaluator_next */
+  int64_t reported;  /**< lines hb_evaluator_report wrote (or would have) */
+  int64_t skipped;   /**< checkpoints gone or damaged before they loaded */
+  int64_t last_step; /**< the step last restored (or, before that, the
+                          last step of an existing log); -1: none */
+  int32_t finished;  /**< 1 once hb_evaluator_next returned -1 */
+} hb_evaluator_stats;
+
+#define HB_EVALUATOR_STATS_INIT \
+  { sizeof(hb_evaluator_stats), 0, 0, 0, -1, 0 }
+
+HB_API hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
+                                        hb_evaluator_stats *out);
+
+/**
+ * Training side, collective, after the last save: waits for it to commit,
+ * then marks the directory finished (the file FINISHED, with the last
+ * committed step) so followers end once they have evaluated it.
+ * hb_checkpoint_create of a job that trains again removes the mark.
+ */
+HB_API hb_status hb_checkpoint_finish(hb_checkpoint *c);
+
 #endif
 
 #ifdef __cplusplus

@@ -8,6 +8,8 @@
 //   hbrun -n 4 --max-restarts 3 -- ctr_train --checkpoint-dir D
 //         --checkpoint-every 50    (whole-job checkpoints; a restarted job
 //                                   resumes from the newest one)
+//   hbrun -n 2 --evaluator -- ctr_train --checkpoint-dir D
+//         --checkpoint-every 50 --eval-log L   (and an evaluator)
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
@@ -21,7 +23,12 @@
 // and the final AUC next to the planted model's AUC (the best achievable).
 // With --checkpoint-dir, a checkpoint of the whole job every
 // --checkpoint-every steps (job_checkpoint.h); on start the job resumes from
-// the newest one there. --digest prints a digest of every table, dense
+// the newest one there. A process whose context is an evaluator task
+// (TF_CONFIG, or hbrun --evaluator) trains nothing: it follows D
+// (hb_evaluator_*, docs/evaluator.md), scores every checkpoint on the
+// held-out split with the exact AUC and appends a JSON line per checkpoint
+// to --eval-log; the chief ends training with hb_checkpoint_finish.
+// --digest prints a digest of every table, dense
 // buffer and metric at the end, to compare runs bit for bit.
 #include <cinttypes>
 #include <cmath>
@@ -83,6 +90,7 @@ struct Flags {
   int64_t checkpoint_keep = 3;
   bool checkpoint_async = false;  // written by a background thread
   bool digest = false;            // --digest: print the final state's digest
+  std::string eval_log;           // --eval-log: the evaluator's JSON lines
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -130,6 +138,8 @@ Flags parse_flags(int argc, char **argv) {
       f.checkpoint_every = std::atoll(next());
     else if (a == "--checkpoint-keep")
       f.checkpoint_keep = std::atoll(next());
+    else if (a == "--eval-log")
+      f.eval_log = next();
     else if (a == "--checkpoint-async")
       f.checkpoint_async = true;
     else if (a == "--digest")
@@ -141,7 +151,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
           "[--profile] [--checkpoint-dir D [--checkpoint-every N] "
-          "[--checkpoint-keep K] [--checkpoint-async]] [--digest]\n");
+          "[--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
+          "[--digest]\n");
       std::exit(2);
     }
   }
@@ -294,7 +305,8 @@ class Trainer {
       plan_train_shard();
     hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF's thresholded AUC
     CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc_));
-    if (!f.checkpoint_dir.empty()) open_checkpoints();
+    evaluator_ = std::strcmp(hb_context_task_type(ctx), "evaluator") == 0;
+    if (!f.checkpoint_dir.empty() && !evaluator_) open_checkpoints();
   }
   ~Trainer() {
     hb_checkpoint_destroy(ckpt_);  // waits for a write in flight
@@ -304,9 +316,27 @@ class Trainer {
     hb_embedding_destroy(wide_);
   }
 
-  int run();
+  // The evaluator role or training.
+  int run() { return evaluator_ ? follow() : train(); }
 
  private:
+  int train();
+  // The evaluator: each checkpoint's exact held-out AUC, one JSON line each.
+  int follow();
+
+  // The model and data it trains: another configuration's checkpoints in
+  // the directory are refused, not restored into this one.
+  std::string job_id() const {
+    return "ctr_train seed=" + std::to_string(f_.seed) +
+           " vocab=" + std::to_string(f_.vocab) +
+           " dim=" + std::to_string(f_.dim) +
+           " hidden=" + std::to_string(f_.hidden) +
+           " batch=" + std::to_string(f_.batch) +
+           (!f_.data.empty() ? " data=" + f_.data
+                             : " samples=" + std::to_string(f_.train_samples) +
+                                   "/" + std::to_string(f_.files));
+  }
+
   // Whole-job checkpoints: registers everything a resumed job needs to go
   // on exactly as if it had not stopped.
   void open_checkpoints() {
@@ -314,16 +344,7 @@ class Trainer {
     cc.dir = f_.checkpoint_dir.c_str();
     cc.keep = static_cast<int32_t>(f_.checkpoint_keep);
     cc.async_write = f_.checkpoint_async ? 1 : 0;
-    // The model and data it trains: another configuration's checkpoints in
-    // the directory are refused, not restored into this one.
-    job_id_ = "ctr_train seed=" + std::to_string(f_.seed) +
-              " vocab=" + std::to_string(f_.vocab) +
-              " dim=" + std::to_string(f_.dim) +
-              " hidden=" + std::to_string(f_.hidden) +
-              " batch=" + std::to_string(f_.batch) +
-              (files_ ? " data=" + f_.data
-                      : " samples=" + std::to_string(f_.train_samples) + "/" +
-                            std::to_string(f_.files));
+    job_id_ = job_id();
     cc.job_id = job_id_.c_str();
     CHECK_HB(hb_checkpoint_create(ctx_, &cc, &ckpt_));
     CHECK_HB(hb_checkpoint_add_collection(ckpt_, coll_));
@@ -490,6 +511,8 @@ class Trainer {
   // all ranks (the loss is a mean over the global batch).
   void backward(int64_t global_n);
   double evaluate(double *planted_auc);
+  // Scores the held-out split (this rank's share) into the metrics.
+  void score_held_out(hb_metric *model, hb_metric *planted);
   double current_loss_sum() const;
 
   // Samples [begin, end) of split into b_.samples: from the generator, or
@@ -523,6 +546,7 @@ class Trainer {
   ckpt::Tally local_tally_;  // this rank's since then
   int64_t saved_step_ = -1, committed_step_ = -1;
   bool resumed_ = false;
+  bool evaluator_ = false;  // the context is a TF_CONFIG evaluator task
 };
 
 void Trainer::print_digest(const std::string &table_dir, double auc) {
@@ -689,6 +713,16 @@ double Trainer::evaluate(double *planted_auc) {
   hb_metric *model = nullptr, *planted = nullptr;
   CHECK_HB(hb_metric_create(ctx_, &mc, &model));
   CHECK_HB(hb_metric_create(ctx_, &mc, &planted));
+  score_held_out(model, planted);
+  double auc = 0;
+  CHECK_HB(hb_metric_result(model, &auc));
+  CHECK_HB(hb_metric_result(planted, planted_auc));
+  hb_metric_destroy(model);
+  hb_metric_destroy(planted);
+  return auc;
+}
+
+void Trainer::score_held_out(hb_metric *model, hb_metric *planted) {
   int64_t begin = 0, end = 0;
   CHECK_HB(hb_shard_range(f_.eval_samples, world_, rank_, 0, &begin, &end));
   // Every rank runs the same number of (collective) lookups.
@@ -708,15 +742,71 @@ double Trainer::evaluate(double *planted_auc) {
                               hi - lo));
   }
   prof_.pause(false);
-  double auc = 0;
-  CHECK_HB(hb_metric_result(model, &auc));
-  CHECK_HB(hb_metric_result(planted, planted_auc));
-  hb_metric_destroy(model);
-  hb_metric_destroy(planted);
-  return auc;
 }
 
-int Trainer::run() {
+int Trainer::follow() {
+  if (f_.checkpoint_dir.empty()) {
+    std::fprintf(stderr,
+                 "ctr_train: this process is the job's evaluator (task type "
+                 "evaluator): it needs --checkpoint-dir, the directory "
+                 "training writes its checkpoints to\n");
+    return 2;
+  }
+  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
+  std::string job = job_id();
+  ec.dir = f_.checkpoint_dir.c_str();
+  ec.job_id = job.c_str();
+  ec.log_path = f_.eval_log.empty() ? nullptr : f_.eval_log.c_str();
+  ec.poll_ms = 50;
+  hb_evaluator *ev = nullptr;
+  CHECK_HB(hb_evaluator_create(ctx_, &ec, &ev));
+  // The model only: training's optimizer slots of the dense layers, its
+  // data position and running metric are not needed.
+  CHECK_HB(hb_evaluator_add_collection(ev, coll_));
+  struct {
+    const char *name;
+    std::vector<float> *v;
+  } dense[] = {{"dense.w1", &dense_.w1},
+               {"dense.b1", &dense_.b1},
+               {"dense.w2", &dense_.w2},
+               {"dense.b2", &dense_.b2}};
+  for (auto &d : dense)
+    CHECK_HB(hb_evaluator_add_buffer(ev, d.name, d.v->data(),
+                                     d.v->size() * sizeof(float), 0));
+  hb_metric_config mc = HB_METRIC_CONFIG_INIT;
+  mc.kind = HB_METRIC_AUC_EXACT;
+  hb_metric *auc = nullptr, *planted = nullptr;
+  CHECK_HB(hb_metric_create(ctx_, &mc, &auc));
+  CHECK_HB(hb_metric_create(ctx_, &mc, &planted));
+  CHECK_HB(hb_evaluator_add_metric(ev, "auc", auc));
+  CHECK_HB(hb_evaluator_add_metric(ev, "planted_auc", planted));
+  const bool chief = rank_ == 0;
+  int64_t step = -1;
+  for (;;) {
+    CHECK_HB(hb_evaluator_next(ev, &step));
+    if (step < 0) break;
+    score_held_out(auc, planted);
+    double v[2] = {0, 0};
+    CHECK_HB(hb_evaluator_report(ev, v));
+    if (chief)
+      std::printf("evaluator: step %" PRId64
+                  "  held-out exact AUC %.4f (planted model %.4f)\n",
+                  step, v[0], v[1]);
+    std::fflush(stdout);
+  }
+  hb_evaluator_stats st = HB_EVALUATOR_STATS_INIT;
+  CHECK_HB(hb_evaluator_get_stats(ev, &st));
+  if (chief)
+    std::printf("evaluator: training finished; %" PRId64
+                " checkpoint(s) evaluated, %" PRId64 " skipped\n",
+                st.evaluated, st.skipped);
+  hb_evaluator_destroy(ev);
+  hb_metric_destroy(auc);
+  hb_metric_destroy(planted);
+  return 0;
+}
+
+int Trainer::train() {
   const bool chief = hb_context_is_chief(ctx_) != 0;
   if (chief && files_)
     std::printf(
@@ -813,7 +903,8 @@ int Trainer::run() {
   // only evaluates and exports.
   if (ckpt_) {
     save(step);
-    CHECK_HB(hb_checkpoint_wait(ckpt_));
+    // Committed, and followers (an evaluator) told that training is over.
+    CHECK_HB(hb_checkpoint_finish(ckpt_));
     report_commits();
   } else if (tally) {
     merge_tally();

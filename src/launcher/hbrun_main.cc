@@ -68,7 +68,15 @@ std::vector<std::string> current_environment() {
 // --max-restarts and --min-nproc restart the job on this machine only: with
 // TF_CONFIG the world is fixed by the cluster spec, and the hbruns of the
 // other hosts would restart on their own (docs/fault-tolerance.md).
-void check_restart_options(const LaunchOptions &opts, const Topology &topo) {
+// --evaluator adds a role that TF_CONFIG spells as a task of its own.
+void check_single_machine_options(const LaunchOptions &opts,
+                                  const Topology &topo) {
+  if (opts.evaluator && topo.from_tf_config)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --evaluator starts an evaluator beside the workers of a job "
+         "on one machine; with TF_CONFIG (%s) run a task of type "
+         "\"evaluator\" instead (docs/evaluator.md)",
+         topo.description.c_str());
   if (opts.max_restarts == 0) return;
   if (!topo.in_world || !topo.serve || topo.world_size != topo.local_world_size)
     fail(HB_ERR_INVALID_ARGUMENT,
@@ -163,7 +171,7 @@ class Launch {
   // restart, or -1.
   int start_and_wait(int restart) {
     int failed_slot = -1;
-    // Fewer slots only ever on one machine (check_restart_options).
+    // Fewer slots only ever on one machine (check_single_machine_options).
     Topology topo = slots_.size() < full_.workers.size()
                         ? shrink_topology(full_, slots_)
                         : full_;
@@ -213,6 +221,7 @@ class Launch {
               ? "workers not bound"
               : format("%zu CPU(s) per worker", slices[0].size()).c_str());
 
+    bool started_all = true;
     for (size_t i = 0; i < topo.workers.size(); ++i) {
       const LocalWorker &w = topo.workers[i];
       const int slot = slots_[i];
@@ -232,12 +241,29 @@ class Launch {
         say("rank %s: %s", w.label.c_str(), e.what());
         if (restart > 0) failed_slot = slot;
         supervisor_.launch_failed(127);
+        started_all = false;
         break;
       }
     }
+    if (opts_.evaluator && started_all) start_evaluator(topo, port);
     supervisor_.wait();
     server.reset();  // after the workers: they may still be talking to it
     return failed_slot;
+  }
+
+  // hbrun --evaluator: the program once more, as a TF_CONFIG evaluator task.
+  void start_evaluator(const Topology &topo, int port) {
+    SpawnRequest req;
+    req.path = program_;
+    req.argv = opts_.command;
+    req.env = evaluator_environment(base_env_, topo, port);
+    req.capture_output = opts_.prefix;
+    try {
+      supervisor_.add("evaluator", -1, spawn_process(req));
+    } catch (const Error &e) {
+      say("evaluator: %s", e.what());
+      supervisor_.launch_failed(127);
+    }
   }
 
   const LaunchOptions &opts_;
@@ -268,7 +294,7 @@ int run(int argc, char **argv) {
           int n = count_nvidia_device_nodes("/dev");
           return n > 0 ? n : gpu::device_count();
         });
-    check_restart_options(opts, topo);
+    check_single_machine_options(opts, topo);
     if (topo.serve) server_cfg = rendezvous_config(topo);
   } catch (const Error &e) {
     say("%s (see hbrun --help)", e.what());

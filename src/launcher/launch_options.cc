@@ -88,6 +88,8 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
       o.bind_to = v;
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
+    } else if (arg == "--evaluator") {
+      o.evaluator = true;
     } else if (arg == "--no-prefix") {
       o.prefix = false;
     } else if (arg == "--no-tf-config") {
@@ -203,6 +205,20 @@ Restarts (one machine):
                     to start on every restart.
   With TF_CONFIG (several machines) these options are refused: restart
   every task's hbrun from the scheduler (docs/fault-tolerance.md).
+
+Evaluator (one machine):
+  --evaluator       Also start the program once as the job's evaluator,
+                    outside the world, prefixed "[evaluator]": it gets what
+                    a TF_CONFIG evaluator task sees (TF_CONFIG with the
+                    workers as the cluster and task {"type": "evaluator",
+                    "index": 0}; no HB_RANK, RANK or other launcher's rank
+                    variables; HB_RESTART_COUNT), so hb_context_task_type
+                    says "evaluator". It follows the job's checkpoints
+                    (hb_evaluator_*, docs/evaluator.md) and ends when
+                    training has called hb_checkpoint_finish; hbrun waits
+                    for it. It is supervised as a worker: when it fails the
+                    job stops (and restarts with --max-restarts, the
+                    evaluator too); when a worker fails it is stopped.
 
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.

@@ -26,6 +26,9 @@ struct LaunchOptions {
   // --min-nproc: the fewest workers a restart may go on with when some
   // cannot be started again (0: all -n of them, no shrinking).
   int min_nproc = 0;
+  // --evaluator: one more process, in TF_CONFIG's evaluator role, beside the
+  // workers (docs/evaluator.md).
+  bool evaluator = false;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

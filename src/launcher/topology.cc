@@ -80,6 +80,7 @@ Topology plan_tf_config(const LaunchOptions &opts, const EnvLookup &env,
                         const std::string &json) {
   TfConfig tf = parse_tf_config(json);
   Topology t;
+  t.from_tf_config = true;
   if (tf.task_type == "ps" || tf.task_type == "evaluator") {
     // Not part of the collective world: one process that reads its role.
     t.in_world = false;
@@ -251,6 +252,62 @@ int free_port(const std::string &host, int fallback) {
     port = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
   if (fd >= 0) close(fd);
   return port ? port : fallback;
+}
+
+std::vector<std::string> evaluator_environment(
+    const std::vector<std::string> &base, const Topology &topo,
+    int rendezvous_port) {
+  static const char *const kDropped[] = {"HB_RANK",
+                                         "HB_WORLD_SIZE",
+                                         "HB_LOCAL_RANK",
+                                         "HB_LOCAL_WORLD_SIZE",
+                                         "HB_RENDEZVOUS",
+                                         "HB_RENDEZVOUS_SERVED",
+                                         "RANK",
+                                         "WORLD_SIZE",
+                                         "LOCAL_RANK",
+                                         "LOCAL_WORLD_SIZE",
+                                         "MASTER_ADDR",
+                                         "MASTER_PORT",
+                                         "OMPI_COMM_WORLD_RANK",
+                                         "OMPI_COMM_WORLD_SIZE",
+                                         "OMPI_COMM_WORLD_LOCAL_RANK",
+                                         "OMPI_COMM_WORLD_LOCAL_SIZE",
+                                         "SLURM_PROCID",
+                                         "SLURM_NTASKS",
+                                         "SLURM_LOCALID",
+                                         "PMI_RANK",
+                                         "PMI_SIZE",
+                                         "MPI_LOCALRANKID",
+                                         "MPI_LOCALNRANKS",
+                                         "TF_CONFIG",
+                                         "HB_RESTART_COUNT"};
+  std::vector<std::string> env;
+  bool has_unbuffered = false;
+  for (const std::string &kv : base) {
+    bool dropped = false;
+    for (const char *name : kDropped)
+      if (kv.compare(0, std::strlen(name) + 1, std::string(name) + "=") == 0)
+        dropped = true;
+    if (kv.compare(0, 17, "PYTHONUNBUFFERED=") == 0) has_unbuffered = true;
+    if (!dropped) env.push_back(kv);
+  }
+  if (!has_unbuffered) env.emplace_back("PYTHONUNBUFFERED=1");
+  std::string host = topo.connect_host;
+  if (host.find(':') != std::string::npos && host.front() != '[')
+    host = "[" + host + "]";
+  int port = topo.connect_port ? topo.connect_port : rendezvous_port;
+  std::string workers;
+  for (int r = 0; r < topo.world_size; ++r)
+    workers +=
+        format("%s\"%s:%d\"", r ? "," : "", host.c_str(), (port + r) % 65536);
+  env.push_back(
+      format("TF_CONFIG={\"cluster\":{\"worker\":[%s]},\"task\":{\"type\":"
+             "\"evaluator\",\"index\":0}}",
+             workers.c_str()));
+  if (topo.restart_count >= 0)
+    env.push_back("HB_RESTART_COUNT=" + std::to_string(topo.restart_count));
+  return env;
 }
 
 std::vector<std::string> worker_environment(

@@ -26,6 +26,7 @@ struct Topology {
   int world_size = 0;
   int local_world_size = 0;
   bool in_world = true;  // false: a ps/evaluator task (no HB_* variables)
+  bool from_tf_config = false;  // the roles come from TF_CONFIG
   std::vector<LocalWorker> workers;
 
   bool serve = false;        // this hbrun serves the rendezvous store
@@ -103,6 +104,16 @@ int free_port(const std::string &host, int fallback);
 std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,
     const LocalWorker &w, int rendezvous_port);
+
+// The environment of hbrun --evaluator's process: `base` without any
+// launcher's rank variables (HB_*, torchrun's, Open MPI's, Slurm's, PMI's)
+// or HB_RENDEZVOUS, plus what a TF_CONFIG evaluator task sees: TF_CONFIG
+// naming the workers as the cluster (rendezvous host, one port each, for
+// the record: an evaluator connects to none of them) and task evaluator:0;
+// HB_RESTART_COUNT as the workers get it; PYTHONUNBUFFERED=1 unless set.
+std::vector<std::string> evaluator_environment(
+    const std::vector<std::string> &base, const Topology &topo,
+    int rendezvous_port);
 
 }  // namespace launcher
 }  // namespace hb

@@ -12,3 +12,11 @@ struct hb_metric {
   int32_t flags = 0;
   int64_t merges = 0;  // matched hb_metric_result merges (a fingerprint part)
 };
+
+namespace hb {
+namespace metrics {
+// hb_metric_result: every rank's state merged (collective with a context of
+// more than one rank).
+double result(hb_metric &m);
+}  // namespace metrics
+}  // namespace hb

@@ -37,6 +37,11 @@ double merged_result(hb_metric &m) {
 
 }  // namespace
 
+double hb::metrics::result(hb_metric &m) {
+  if (m.ctx && m.ctx->cluster.world_size > 1) return merged_result(m);
+  return m.state->result(&m.flags);
+}
+
 extern "C" {
 
 hb_status hb_metric_create(hb_context *ctx, const hb_metric_config *cfg,
@@ -84,11 +89,7 @@ hb_status hb_metric_result(hb_metric *m, double *out) {
   return hb::guard([&] {
     hb_metric &mm = metric_ref(m);
     HB_CHECK_ARG(out, "out is NULL");
-    if (mm.ctx && mm.ctx->cluster.world_size > 1) {
-      *out = merged_result(mm);
-    } else {
-      *out = mm.state->result(&mm.flags);
-    }
+    *out = hb::metrics::result(mm);
   });
 }
 

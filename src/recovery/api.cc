@@ -205,6 +205,26 @@ void open_root(const hb_checkpoint &c) {
              "this job is '%s' (use another directory, or the same job id)",
              c.root.c_str(), job.c_str(), c.job.c_str());
   }
+  // The job trains (again): followers wait for its next hb_checkpoint_finish.
+  hb::recovery::remove_finished_file(c.root);
+}
+
+// Rank 0 marks the directory finished once the last save is committed.
+void finish(hb_checkpoint &c) {
+  std::string message;
+  hb_status st = finish_pending(c, &message);
+  hb::emb::Outcome o;
+  if (st != HB_OK) {
+    o.status = st;
+    o.message = message;
+  } else if (c.ctx->cluster.rank == 0) {
+    try {
+      hb::recovery::write_finished_file(c.root, c.stats.committed_step);
+    } catch (...) {
+      o.capture();
+    }
+  }
+  hb::emb::agree(*c.x, o, "hb_checkpoint_finish");
 }
 
 bool registered_table(const hb_checkpoint &c, hb_embedding *e) {
@@ -213,7 +233,10 @@ bool registered_table(const hb_checkpoint &c, hb_embedding *e) {
   return false;
 }
 
-void add_table(hb_checkpoint &c, hb_embedding *emb, const char *fn) {
+}  // namespace
+
+void hb::recovery::add_table(hb_checkpoint &c, hb_embedding *emb,
+                             const char *fn) {
   HB_CHECK_ARG(emb, "%s: table is NULL", fn);
   HB_CHECK_ARG(emb->table, "%s: a serving table has no training state", fn);
   HB_CHECK_ARG(emb->ctx == c.ctx, "%s: table '%s' belongs to another context",
@@ -222,7 +245,20 @@ void add_table(hb_checkpoint &c, hb_embedding *emb, const char *fn) {
   if (!registered_table(c, emb)) c.tables.push_back(emb);
 }
 
-}  // namespace
+void hb::recovery::add_buffer(hb_checkpoint &c, const char *fn,
+                              const char *name, void *data, size_t bytes,
+                              int32_t flags) {
+  hb::recovery::check_name(fn, name);
+  HB_CHECK_ARG(data || bytes == 0, "%s('%s'): data is NULL", fn, name);
+  HB_CHECK_ARG((flags & ~(HB_BUFFER_PER_RANK | HB_BUFFER_DEVICE)) == 0,
+               "%s('%s'): unknown flags 0x%x", fn, name, flags);
+  for (const hb::recovery::Buffer &b : c.buffers)
+    HB_CHECK_ARG(b.name != name, "%s: buffer '%s' is registered already", fn,
+                 name);
+  if (flags & HB_BUFFER_DEVICE)  // fails here without CUDA, not at save
+    hb::gpu::require_plugin();
+  c.buffers.push_back({name, data, bytes, flags});
+}
 
 extern "C" {
 
@@ -259,8 +295,8 @@ void hb_checkpoint_destroy(hb_checkpoint *c) {
 
 hb_status hb_checkpoint_add_table(hb_checkpoint *c, hb_embedding *emb) {
   return hb::guard([&] {
-    add_table(ref(c, "hb_checkpoint_add_table"), emb,
-              "hb_checkpoint_add_table");
+    hb::recovery::add_table(ref(c, "hb_checkpoint_add_table"), emb,
+                            "hb_checkpoint_add_table");
   });
 }
 
@@ -269,7 +305,7 @@ hb_status hb_checkpoint_add_collection(hb_checkpoint *c, hb_collection *coll) {
     const char *fn = "hb_checkpoint_add_collection";
     hb_checkpoint &cp = ref(c, fn);
     HB_CHECK_ARG(coll, "%s: collection is NULL", fn);
-    for (hb_embedding *e : coll->tables) add_table(cp, e, fn);
+    for (hb_embedding *e : coll->tables) hb::recovery::add_table(cp, e, fn);
   });
 }
 
@@ -277,17 +313,7 @@ hb_status hb_checkpoint_add_buffer(hb_checkpoint *c, const char *name,
                                    void *data, size_t bytes, int32_t flags) {
   return hb::guard([&] {
     const char *fn = "hb_checkpoint_add_buffer";
-    hb_checkpoint &cp = ref(c, fn);
-    hb::recovery::check_name(fn, name);
-    HB_CHECK_ARG(data || bytes == 0, "%s('%s'): data is NULL", fn, name);
-    HB_CHECK_ARG((flags & ~(HB_BUFFER_PER_RANK | HB_BUFFER_DEVICE)) == 0,
-                 "%s('%s'): unknown flags 0x%x", fn, name, flags);
-    for (const hb::recovery::Buffer &b : cp.buffers)
-      HB_CHECK_ARG(b.name != name, "%s: buffer '%s' is registered already", fn,
-                   name);
-    if (flags & HB_BUFFER_DEVICE)  // fails here without CUDA, not at save
-      hb::gpu::require_plugin();
-    cp.buffers.push_back({name, data, bytes, flags});
+    hb::recovery::add_buffer(ref(c, fn), fn, name, data, bytes, flags);
   });
 }
 
@@ -414,6 +440,10 @@ hb_status hb_checkpoint_latest(const char *dir, char *path_buf, size_t cap,
     std::memcpy(path_buf, path.c_str(), n);
     *step = s;
   });
+}
+
+hb_status hb_checkpoint_finish(hb_checkpoint *c) {
+  return hb::guard([&] { finish(ref(c, "hb_checkpoint_finish")); });
 }
 
 hb_status hb_checkpoint_get_stats(const hb_checkpoint *c,

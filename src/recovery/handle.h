@@ -40,6 +40,9 @@ struct hb_checkpoint {
   std::string job;
   int32_t keep = 3;
   bool async_write = false;
+  // A follower (src/evaluator) restores a subset of what was saved,
+  // matched by name, and never writes into the directory.
+  bool follower = false;
   int64_t timeout_ms = 600000;
   std::unique_ptr<hb::emb::Exchange> x;  // agreements (training thread)
 

@@ -103,6 +103,31 @@ void write_job_file(const std::string &root, const std::string &job) {
   f.commit();
 }
 
+bool read_finished_file(const std::string &root, int64_t *step) {
+  std::string path = join_path(root, "FINISHED");
+  if (!emb::file_exists(path)) return false;
+  std::string text = emb::read_whole_file(path);
+  long long s = -1;
+  if (std::sscanf(text.c_str(), "step %lld\n", &s) != 1 || text.back() != '\n')
+    fail(HB_ERR_CORRUPT, "job checkpoint: '%s' is malformed", path.c_str());
+  *step = s;
+  return true;
+}
+
+void write_finished_file(const std::string &root, int64_t step) {
+  emb::AtomicFile f(join_path(root, "FINISHED"));
+  std::string text = format("step %lld\n", static_cast<long long>(step));
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+void remove_finished_file(const std::string &root) {
+  std::string path = join_path(root, "FINISHED");
+  if (::unlink(path.c_str()) != 0 && errno != ENOENT)
+    fail(HB_ERR_IO, "job checkpoint: cannot remove '%s': %s", path.c_str(),
+         std::strerror(errno));
+}
+
 void remove_tree(const std::string &path) {
   DIR *d = ::opendir(path.c_str());
   if (d) {

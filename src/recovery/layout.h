@@ -40,6 +40,12 @@ void check_name(const char *what, const char *name);
 bool read_job_file(const std::string &root, std::string *job);
 void write_job_file(const std::string &root, const std::string &job);
 
+// The FINISHED mark (hb_checkpoint_finish): the job's last committed step.
+// read_finished_file: false when there is none.
+bool read_finished_file(const std::string &root, int64_t *step);
+void write_finished_file(const std::string &root, int64_t step);
+void remove_finished_file(const std::string &root);
+
 // rm -r of a checkpoint directory; a warning (not an error) on failure.
 void remove_tree(const std::string &path);
 

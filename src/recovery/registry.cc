@@ -1,5 +1,7 @@
 #include "recovery/registry.h"
 
+#include <algorithm>
+
 #include "abi/error.h"
 #include "common/fnv.h"
 #include "embedding/handle.h"
@@ -55,6 +57,22 @@ void check_same_items(const std::vector<std::string> &saved,
            "job checkpoint '%s' holds other state than is registered: item "
            "%zu is '%s' there, '%s' here",
            ckpt.c_str(), i, a.c_str(), b.c_str());
+  }
+}
+
+void check_items_present(const std::vector<std::string> &saved,
+                         const std::vector<std::string> &mine,
+                         const std::string &ckpt) {
+  for (const std::string &item : mine) {
+    if (std::find(saved.begin(), saved.end(), item) != saved.end()) continue;
+    // "<kind> <name> ...": what the checkpoint holds under the same name.
+    size_t sp = item.find(' '), sp2 = item.find(' ', sp + 1);
+    std::string key = item.substr(0, sp2) + " ", there = "nothing";
+    for (const std::string &s : saved)
+      if (s.compare(0, key.size(), key) == 0) there = "'" + s + "'";
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "job checkpoint '%s' lacks '%s' (it holds %s under that name)",
+         ckpt.c_str(), item.c_str(), there.c_str());
   }
 }
 

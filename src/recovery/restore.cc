@@ -34,7 +34,8 @@ struct Staged {
   int unmapped = 0;
 };
 
-// Rank 0's string on every rank (o: rank 0's outcome in producing it).
+}  // namespace
+
 std::string from_rank0(hb_checkpoint &c, const emb::Outcome &o,
                        const std::string &s, const char *what) {
   const int world = c.ctx->cluster.world_size;
@@ -50,6 +51,8 @@ std::string from_rank0(hb_checkpoint &c, const emb::Outcome &o,
   return out;
 }
 
+namespace {
+
 // Checks the candidate on this rank: its status (HB_OK, HB_ERR_CORRUPT: a
 // damaged checkpoint, others: refused) and message.
 hb_status check_candidate(hb_checkpoint &c, const std::string &path,
@@ -60,7 +63,10 @@ hb_status check_candidate(hb_checkpoint &c, const std::string &path,
       fail(HB_ERR_INVALID_ARGUMENT,
            "job checkpoint '%s' belongs to job '%s', this job is '%s'",
            path.c_str(), m->job.c_str(), c.job.c_str());
-    check_same_items(m->items, registry_items(c), path);
+    if (c.follower)
+      check_items_present(m->items, registry_items(c), path);
+    else
+      check_same_items(m->items, registry_items(c), path);
     verify_files(path, *m, c.ctx->cluster.rank, c.ctx->cluster.world_size);
     return HB_OK;
   } catch (...) {

@@ -231,6 +231,46 @@ TEST(WorkerEnvironment, ReplacesAndAddsTheHbVariables) {
   EXPECT_EQ(env, (std::vector<std::string>{"PYTHONUNBUFFERED=0"}));
 }
 
+TEST(EvaluatorEnvironment, ATfConfigEvaluatorTaskWithoutRankVariables) {
+  Topology t;
+  t.world_size = 2;
+  t.local_world_size = 2;
+  t.connect_host = "127.0.0.1";
+  t.restart_count = 1;
+  std::vector<std::string> env = evaluator_environment(
+      {"PATH=/bin", "HB_RANK=0", "HB_WORLD_SIZE=2", "RANK=0", "SLURM_PROCID=3",
+       "OMPI_COMM_WORLD_RANK=1", "HB_RENDEZVOUS=x:1", "HB_RANKING=keep",
+       "TF_CONFIG={}", "HB_RESTART_COUNT=7"},
+      t, 5000);
+  std::sort(env.begin(), env.end());
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "HB_RANKING=keep", "HB_RESTART_COUNT=1", "PATH=/bin",
+                     "PYTHONUNBUFFERED=1",
+                     "TF_CONFIG={\"cluster\":{\"worker\":[\"127.0.0.1:5000\","
+                     "\"127.0.0.1:5001\"]},\"task\":{\"type\":\"evaluator\","
+                     "\"index\":0}}"}));
+  t.connect_host = "::1";
+  env = evaluator_environment({}, t, 5000);
+  EXPECT_NE(std::find(env.begin(), env.end(),
+                      "TF_CONFIG={\"cluster\":{\"worker\":[\"[::1]:5000\","
+                      "\"[::1]:5001\"]},\"task\":{\"type\":\"evaluator\","
+                      "\"index\":0}}"),
+            env.end());
+}
+
+TEST(LaunchOptions, EvaluatorOption) {
+  const char *argv[] = {"hbrun", "-n", "2", "--evaluator", "--", "prog"};
+  LaunchOptions o = parse_command_line(6, argv);
+  EXPECT_TRUE(o.evaluator);
+  EXPECT_EQ(o.nproc, 2);
+  FakeEnv e;
+  e.vars["TF_CONFIG"] =
+      "{\"cluster\":{\"worker\":[\"h:1\"]},\"task\":{\"type\":\"worker\","
+      "\"index\":0}}";
+  EXPECT_TRUE(plan_topology(o, e.lookup(), no_gpus).from_tf_config);
+  EXPECT_FALSE(plan_topology(o, FakeEnv().lookup(), no_gpus).from_tf_config);
+}
+
 TEST(WorkerThreads, SplitsTheCpusBetweenTheLocalWorkers) {
   EXPECT_EQ(threads_per_worker(2, 1), 0);  // one worker: left alone
   EXPECT_EQ(threads_per_worker(2, 2), 1);

@@ -933,3 +933,4 @@ from .reader import Batch, Reader  # noqa: E402,F401
 
 # ---- Job checkpoints (EXPERIMENTAL: hb/checkpoint.py) --------------------------
 from .checkpoint import Checkpoint  # noqa: E402,F401
+from .evaluator import Evaluator  # noqa: E402,F401

@@ -18,6 +18,17 @@ _STATS = ("saves", "last_step", "committed_step", "pending", "skipped_damaged",
           "file_bytes", "blocked_seconds", "write_seconds", "failed_saves")
 
 
+def _buffer(array):
+    """(bytes, HB_BUFFER_DEVICE or 0) of a writable numpy or CUDA array that
+    a checkpoint (or an evaluator) reads and writes in place."""
+    if _is_device_array(array):
+        return int(_device_array(array, "array", None, True).nbytes), _c.HB_BUFFER_DEVICE
+    if isinstance(array, np.ndarray):
+        return int(_array(array, "array", None, writable=True).nbytes), 0
+    raise HbTypeError("array: expected a numpy or CUDA array, got %s"
+                      % type(array).__name__)
+
+
 class Checkpoint(_Handle):
     """The job's checkpoints in directory ``dir`` (collective to create).
 
@@ -61,16 +72,9 @@ class Checkpoint(_Handle):
         restored in place. per_rank: this rank's own bytes (restored only at
         the same world size); otherwise the same on every rank (rank 0's are
         saved, every rank gets them back)."""
-        flags = _c.HB_BUFFER_PER_RANK if per_rank else _c.HB_BUFFER_REPLICATED
-        if _is_device_array(array):
-            arr = _device_array(array, "array", None, True)
-            flags |= _c.HB_BUFFER_DEVICE
-        elif isinstance(array, np.ndarray):
-            arr = _array(array, "array", None, writable=True)
-        else:
-            raise HbTypeError("array: expected a numpy or CUDA array, got %s"
-                              % type(array).__name__)
-        _c.hb_checkpoint_add_buffer(self._handle, str(name), array, int(arr.nbytes), flags)
+        nbytes, flags = _buffer(array)
+        flags |= _c.HB_BUFFER_PER_RANK if per_rank else _c.HB_BUFFER_REPLICATED
+        _c.hb_checkpoint_add_buffer(self._handle, str(name), array, nbytes, flags)
         self._kept.append(array)
 
     def add_reader(self, reader):
@@ -112,6 +116,11 @@ class Checkpoint(_Handle):
     def wait(self):
         """Wait until the last save is committed on every rank."""
         _c.hb_checkpoint_wait(self._handle)
+
+    def finish(self):
+        """Collective, after the last save: waits for its commit and marks
+        the job finished, so an :class:`hb.Evaluator` following it ends."""
+        _c.hb_checkpoint_finish(self._handle)
 
     def restore_latest(self):
         """Collective: restore the newest complete checkpoint; its step, or

@@ -1,0 +1,251 @@
+// The hb_evaluator_* entry points (hb.h, "Evaluator"): a follower
+// checkpoint handle (src/recovery) restores what was added; follow.h picks
+// the checkpoint; json_log.h writes the line.
+#include <chrono>
+#include <cstring>
+#include <thread>
+
+#include "abi/error.h"
+#include "common/clock.h"
+#include "common/log.h"
+#include "context/context.h"
+#include "embedding/collection_handle.h"
+#include "embedding/exchange.h"
+#include "embedding/handle.h"
+#include "evaluator/follow.h"
+#include "evaluator/handle.h"
+#include "metrics/handle.h"
+#include "recovery/layout.h"
+#include "recovery/registry.h"
+#include "recovery/restore.h"
+
+namespace {
+
+using hb::evaluator::Next;
+
+hb_evaluator &ref(hb_evaluator *ev, const char *fn) {
+  if (!ev) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: evaluator is NULL", fn);
+  return *ev;
+}
+
+void configure(hb_evaluator &ev, const hb_evaluator_config *in) {
+  const char *fn = "hb_evaluator_create";
+  hb_evaluator_config cfg = HB_EVALUATOR_CONFIG_INIT;
+  if (in) {
+    HB_CHECK_ARG(in->struct_size >= offsetof(hb_evaluator_config, job_id),
+                 "%s: cfg->struct_size %zu is too small", fn, in->struct_size);
+    std::memcpy(&cfg, in, std::min(in->struct_size, sizeof cfg));
+  }
+  hb_checkpoint &c = *ev.ckpt;
+  c.root = cfg.dir && cfg.dir[0] ? cfg.dir
+                                 : ev.ctx->options.get_string("checkpoint_dir");
+  HB_CHECK_ARG(!c.root.empty(),
+               "%s: no checkpoint directory to follow (cfg->dir is NULL and "
+               "the option checkpoint_dir / HB_CHECKPOINT_DIR is not set)",
+               fn);
+  c.job =
+      cfg.job_id ? cfg.job_id : ev.ctx->options.get_string("checkpoint_job_id");
+  HB_CHECK_ARG(cfg.poll_ms >= 0 && cfg.timeout_ms >= 0,
+               "%s: poll_ms %lld and timeout_ms %lld must be >= 0", fn,
+               static_cast<long long>(cfg.poll_ms),
+               static_cast<long long>(cfg.timeout_ms));
+  ev.poll_ms = cfg.poll_ms > 0 ? cfg.poll_ms : 200;
+  ev.timeout_ms = cfg.timeout_ms > 0 ? cfg.timeout_ms : 600000;
+  if (ev.ctx->cluster.rank != 0) return;
+  // Another job's directory is refused now when it exists already.
+  hb::evaluator::look(c.root, c.job, INT64_MAX);
+  if (cfg.log_path && cfg.log_path[0]) {
+    ev.log = std::make_unique<hb::evaluator::JsonLog>(cfg.log_path);
+    ev.stats.last_step = ev.log->last_step();
+  }
+}
+
+// Rank 0's decision on every rank, waiting while there is nothing to do.
+Next wait_for_next(hb_evaluator &ev) {
+  hb_checkpoint &c = *ev.ckpt;
+  const int64_t deadline = hb::now_ms() + ev.timeout_ms;
+  for (;;) {
+    hb::emb::Outcome o;
+    std::string mine;
+    if (ev.ctx->cluster.rank == 0) {
+      try {
+        Next n = hb::evaluator::look(c.root, c.job, ev.stats.last_step);
+        if (n.kind == Next::kWait && hb::now_ms() >= deadline)
+          hb::fail(HB_ERR_TIMEOUT,
+                   "hb_evaluator_next: no checkpoint after step %lld and no "
+                   "end of training in '%s' within %lld ms",
+                   static_cast<long long>(ev.stats.last_step), c.root.c_str(),
+                   static_cast<long long>(ev.timeout_ms));
+        mine = hb::evaluator::encode(n);
+      } catch (...) {
+        o.capture();
+      }
+    }
+    Next n = hb::evaluator::decode(
+        hb::recovery::from_rank0(c, o, mine, "hb_evaluator_next"));
+    if (n.kind != Next::kWait) return n;
+    std::this_thread::sleep_for(std::chrono::milliseconds(ev.poll_ms));
+  }
+}
+
+int64_t next(hb_evaluator &ev) {
+  ev.ctx->check();
+  ev.restored = false;
+  for (;;) {
+    Next n = wait_for_next(ev);
+    if (n.kind == Next::kEnd) {
+      ev.stats.finished = 1;
+      return -1;
+    }
+    try {
+      hb::recovery::restore_path(*ev.ckpt, n.path);
+    } catch (const hb::Error &e) {
+      // Removed by `keep` (or damaged) between the listing and the load:
+      // passed over; a later checkpoint reloads everything.
+      if (e.status() != HB_ERR_CORRUPT && e.status() != HB_ERR_IO) throw;
+      HB_LOG_WARN(
+          "hb_evaluator: skipping the checkpoint of step %lld ('%s'): "
+          "%s",
+          static_cast<long long>(n.step), n.path.c_str(), e.what());
+      ev.stats.skipped += 1;
+      ev.stats.last_step = n.step;
+      continue;
+    }
+    for (hb::recovery::MetricEntry &m : ev.metrics) {
+      m.metric->state->reset();
+      m.metric->flags = 0;
+    }
+    ev.stats.evaluated += 1;
+    ev.stats.last_step = n.step;
+    ev.restored = true;
+    return n.step;
+  }
+}
+
+void report(hb_evaluator &ev, double *values) {
+  const char *fn = "hb_evaluator_report";
+  HB_CHECK_ARG(ev.restored,
+               "%s: no checkpoint restored since the last report (call "
+               "hb_evaluator_next first)",
+               fn);
+  std::vector<std::pair<std::string, double>> results;
+  for (hb::recovery::MetricEntry &m : ev.metrics)
+    results.emplace_back(m.name, hb::metrics::result(*m.metric));
+  hb::emb::Outcome o;
+  if (ev.log) {
+    try {
+      auto wall = std::chrono::system_clock::now().time_since_epoch();
+      ev.log->append(ev.stats.last_step,
+                     std::chrono::duration<double>(wall).count(), results);
+    } catch (...) {
+      o.capture();
+    }
+  }
+  hb::emb::agree(*ev.ckpt->x, o, fn);
+  for (size_t i = 0; values && i < results.size(); ++i)
+    values[i] = results[i].second;
+  ev.stats.reported += 1;
+  ev.restored = false;
+}
+
+}  // namespace
+
+extern "C" {
+
+hb_status hb_evaluator_create(hb_context *ctx, const hb_evaluator_config *cfg,
+                              hb_evaluator **out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(out, "hb_evaluator_create: out is NULL");
+    *out = nullptr;
+    hb_context &cx = hb::ctx_ref(ctx);
+    cx.check();
+    auto ev = std::make_unique<hb_evaluator>();
+    ev->ctx = ctx;
+    ev->ckpt = std::make_unique<hb_checkpoint>();
+    ev->ckpt->ctx = ctx;
+    ev->ckpt->follower = true;
+    ev->ckpt->x = hb::emb::make_context_exchange(ctx);
+    hb::emb::Outcome o;
+    try {
+      configure(*ev, cfg);
+    } catch (...) {
+      o.capture();
+    }
+    hb::emb::agree(*ev->ckpt->x, o, "hb_evaluator_create");
+    *out = ev.release();
+  });
+}
+
+void hb_evaluator_destroy(hb_evaluator *ev) { delete ev; }
+
+hb_status hb_evaluator_add_table(hb_evaluator *ev, hb_embedding *emb) {
+  return hb::guard([&] {
+    const char *fn = "hb_evaluator_add_table";
+    hb::recovery::add_table(*ref(ev, fn).ckpt, emb, fn);
+  });
+}
+
+hb_status hb_evaluator_add_collection(hb_evaluator *ev, hb_collection *coll) {
+  return hb::guard([&] {
+    const char *fn = "hb_evaluator_add_collection";
+    hb_checkpoint &c = *ref(ev, fn).ckpt;
+    HB_CHECK_ARG(coll, "%s: collection is NULL", fn);
+    for (hb_embedding *e : coll->tables) hb::recovery::add_table(c, e, fn);
+  });
+}
+
+hb_status hb_evaluator_add_buffer(hb_evaluator *ev, const char *name,
+                                  void *data, size_t bytes, int32_t flags) {
+  return hb::guard([&] {
+    const char *fn = "hb_evaluator_add_buffer";
+    hb_checkpoint &c = *ref(ev, fn).ckpt;
+    HB_CHECK_ARG(!(flags & HB_BUFFER_PER_RANK),
+                 "%s('%s'): per-rank buffers are the training ranks' own; an "
+                 "evaluator restores replicated ones",
+                 fn, name ? name : "(null)");
+    hb::recovery::add_buffer(c, fn, name, data, bytes, flags);
+  });
+}
+
+hb_status hb_evaluator_add_metric(hb_evaluator *ev, const char *name,
+                                  hb_metric *m) {
+  return hb::guard([&] {
+    const char *fn = "hb_evaluator_add_metric";
+    hb_evaluator &e = ref(ev, fn);
+    hb::recovery::check_name(fn, name);
+    HB_CHECK_ARG(m, "%s('%s'): metric is NULL", fn, name);
+    HB_CHECK_ARG(std::strcmp(name, "step") && std::strcmp(name, "time"),
+                 "%s: '%s' is a field of every line already", fn, name);
+    for (const hb::recovery::MetricEntry &x : e.metrics)
+      HB_CHECK_ARG(x.name != name && x.metric != m,
+                   "%s: metric '%s' added already", fn, name);
+    e.metrics.push_back({name, m});
+  });
+}
+
+hb_status hb_evaluator_next(hb_evaluator *ev, int64_t *step) {
+  return hb::guard([&] {
+    hb_evaluator &e = ref(ev, "hb_evaluator_next");
+    HB_CHECK_ARG(step, "hb_evaluator_next: step is NULL");
+    *step = -1;
+    *step = next(e);
+  });
+}
+
+hb_status hb_evaluator_report(hb_evaluator *ev, double *values) {
+  return hb::guard([&] { report(ref(ev, "hb_evaluator_report"), values); });
+}
+
+hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
+                                 hb_evaluator_stats *out) {
+  return hb::guard([&] {
+    HB_CHECK_ARG(ev, "hb_evaluator_get_stats: evaluator is NULL");
+    HB_CHECK_ARG(out && out->struct_size >= sizeof(size_t),
+                 "hb_evaluator_get_stats: out is NULL or its struct_size 0");
+    hb_evaluator_stats s = ev->stats;
+    s.struct_size = std::min(out->struct_size, sizeof s);
+    std::memcpy(out, &s, s.struct_size);
+  });
+}
+
+}  // extern "C"
