@@ -10,6 +10,7 @@
 #include <set>
 
 #include "abi/error.h"
+#include "embedding/collection.h"
 #include "harness.h"
 #include "lifecycle/select.h"
 #include "lifecycle_harness.h"
@@ -278,6 +279,65 @@ TEST(Select, KthSmallestOfAllRanksMatchesSort) {
       }
     }
   }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Lifecycle, CollectionsGetThePolicies) {
+  // A collection's steps run the table's owner halves: one pooling-NONE
+  // feature with one id per sample is the single-table call, and must
+  // match the same model, lookups and evictions included.
+  hb_embedding_config c = base_config("coll", HB_OPT_ADAGRAD);
+  LifeCase lc(c);
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 2;
+  lc.life.max_rows = 25;
+  lc.life.ttl_steps = 12;
+  lc.life.evict_interval = 2;
+  lc.zipf_n = 300;
+  const int world = 3;
+  hb_embedding_config cfg = c;
+  cfg.lifecycle = &lc.life;
+  hbtest::Plan p = hbtest::make_plan(77, world, 40, cfg, lc.zipf_n);
+  hbtest::RefLife ref(cfg, lc.life, world);
+  hbtest::Expected e;
+  hbtest::model_steps(ref, p, &e);
+  hbtest::Evictions ev;
+  hbtest::Dump d;
+  hbtest::FirstError err;
+  hbtest::ThreadWorld tw(world);
+  hbtest::run_life_tables(
+      world, c, lc.life, &ev, [&](int r, hb::emb::Table &t) {
+        hb::emb::Feature f;
+        f.name = "f";
+        f.table = &t;
+        f.pooling = HB_POOLING_NONE;
+        hb::emb::Collection coll({f}, tw.endpoint(r));
+        for (size_t s = 0; s < p.size(); ++s) {
+          const hbtest::Batch &b = p[s][r];
+          std::vector<int64_t> ones(b.ids.size(), 1);
+          const int64_t *ids = b.ids.data(), *lens = ones.data();
+          hb::emb::JaggedBatch in;
+          in.batch = static_cast<int64_t>(b.ids.size());
+          in.ids = &ids;
+          in.lengths = &lens;
+          std::vector<float> rows(b.ids.size() * 4);
+          float *unpooled = rows.data();
+          coll.lookup(in, nullptr, &unpooled);
+          if (!hbtest::same_bits(rows.data(), e.lookups[s][r].data(),
+                                 rows.size()))
+            err.report("lookup of step " + std::to_string(s));
+          const float *g = b.grads.data();
+          coll.apply_gradients(in, nullptr, &g);
+        }
+        d.add(t);
+      });
+  ASSERT_EQ(err.first, "");
+  hbtest::compare_final(ref, d, true);
+  EXPECT_EQ(ev.got, e.evictions);
+  EXPECT_GT(ref.ev_cap, 0u);
 }
 
 }  // namespace
