@@ -20,16 +20,7 @@ namespace {
 using namespace hbtest;
 
 hb_embedding_config config(const char *name) {
-  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
-  c.name = name;
-  c.dim = 4;
-  c.initializer = HB_INIT_UNIFORM;
-  c.init_a = -0.5;
-  c.init_b = 0.5;
-  c.seed = 3;
-  c.optimizer = HB_OPT_ADAM;
-  c.learning_rate = 0.05;
-  return c;
+  return life_config(name, HB_OPT_ADAM);
 }
 
 // Steps [0, n1) at world a, save, load at world b, steps [n1, n1 + n2):

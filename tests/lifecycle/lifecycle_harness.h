@@ -17,6 +17,20 @@
 
 namespace hbtest {
 
+// A small dynamic table: dim 4, uniform [-0.5, 0.5), the given optimizer.
+inline hb_embedding_config life_config(const char *name, int opt) {
+  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
+  c.name = name;
+  c.dim = 4;
+  c.initializer = HB_INIT_UNIFORM;
+  c.init_a = -0.5;
+  c.init_b = 0.5;
+  c.seed = 11;
+  c.optimizer = opt;
+  c.learning_rate = 0.05;
+  return c;
+}
+
 struct Seen {  // what the model did (so a test can assert it was exercised)
   uint64_t admitted = 0, dropped = 0, ev_ttl = 0, ev_l2 = 0, ev_cap = 0;
 };

@@ -21,16 +21,7 @@ using hbtest::LifeCase;
 using hbtest::run_and_compare;
 
 hb_embedding_config base_config(const char *name, int opt) {
-  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
-  c.name = name;
-  c.dim = 4;
-  c.initializer = HB_INIT_UNIFORM;
-  c.init_a = -0.5;
-  c.init_b = 0.5;
-  c.seed = 11;
-  c.optimizer = opt;
-  c.learning_rate = 0.05;
-  return c;
+  return hbtest::life_config(name, opt);
 }
 
 void check_worlds(LifeCase &lc) {
