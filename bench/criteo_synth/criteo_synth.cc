@@ -7,14 +7,15 @@
 //
 // Run: criteo_synth [--dim 16] [--steps 20] [--batch 8192] [--alpha 1.1]
 //      [--profile mini|full] [--tables 26] [--wire f32|f16|bf16] [--seed 1]
-//      [--collection]
+//      [--collection] [--dynamic]
 // under hbrun -n N for several ranks. Reports per rank: ids/s (lookup +
 // apply_gradients, counted once per id), unique-id ratio, collective rounds
 // per step, wire bytes per step against the dedup bound, peak RSS against
 // the shard's own size. --collection runs every step as one
 // hb_collection_lookup and one hb_collection_apply_gradients over all the
 // tables (one sum-pooled one-hot feature per table) instead of one
-// lookup and one apply per table.
+// lookup and one apply per table. --dynamic makes every table a dynamic
+// hash table (num_rows = 0) fed the same ids.
 #include <time.h>
 
 #include <chrono>
@@ -48,6 +49,7 @@ struct Args {
   hb_dtype wire = HB_FLOAT32;
   uint64_t seed = 1;
   bool collection = false;
+  bool dynamic = false;
 };
 
 Args parse(int argc, char **argv) {
@@ -55,6 +57,10 @@ Args parse(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (k == "--dynamic") {
+      a.dynamic = true;
+      continue;
+    }
     if (k == "--collection") {
       a.collection = true;
       continue;
@@ -251,7 +257,7 @@ int main(int argc, char **argv) {
     hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
     c.name = names[t].c_str();
     c.dim = a.dim;
-    c.num_rows = rows[t];
+    c.num_rows = a.dynamic ? 0 : rows[t];
     c.initializer = HB_INIT_UNIFORM;
     c.init_a = -0.05;
     c.init_b = 0.05;

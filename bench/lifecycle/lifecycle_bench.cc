@@ -263,7 +263,7 @@ int memory(hb_context *ctx, const Args &a) {
               a.ids, a.alpha, a.universe, a.batch, a.dim, a.max_rows,
               a.interval);
   std::printf(
-      "| rows at end | admitted (= distinct ids seen) | evicted | bytes/row "
+      "| rows at end | rows created | evicted | bytes/row "
       "| rows x bytes/row | RSS before table | max RSS while streaming | "
       "bound 1.1 x rows x B + C | within | M ids/s (wall) | M ids per "
       "CPU-s |\n"
