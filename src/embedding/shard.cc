@@ -74,7 +74,7 @@ bool Shard::erase(int64_t id) {
   return true;
 }
 
-int64_t Shard::create_index(int64_t id) {
+int64_t Shard::create_index(int64_t id, const float *w) {
   size_t idx;
   if (!free_.empty()) {
     // The most recently freed slot: its memory is the warmest.
@@ -97,7 +97,10 @@ int64_t Shard::create_index(int64_t id) {
   bool inserted;
   map_.insert(id, static_cast<uint32_t>(idx), &inserted);
   float *r = record(static_cast<uint32_t>(idx));
-  init_row(spec_, name_hash_, id, r);
+  if (w)
+    std::memcpy(r, w, static_cast<size_t>(spec_.dim) * 4);
+  else
+    init_row(spec_, name_hash_, id, r);
   opt_.init_slots(r);
   if (meta_) meta_->on_create(static_cast<int64_t>(idx));
   return static_cast<int64_t>(idx);

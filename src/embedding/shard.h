@@ -78,6 +78,12 @@ class Shard {
     uint32_t idx = map_.find(id);
     return idx == IdMap::kEmpty ? -1 : static_cast<int64_t>(idx);
   }
+  // Dynamic: creates the absent id's record with weights w (dim floats,
+  // which must be its initial value: a lookup computed them) and fresh
+  // slots; returns its index.
+  int64_t create_with(int64_t id, const float *w) {
+    return create_index(id, w);
+  }
   // Dynamic: removes the row of id (its slot goes on the free list); false
   // when absent.
   bool erase(int64_t id);
@@ -136,7 +142,8 @@ class Shard {
   float *create(int64_t id) {
     return record(static_cast<uint32_t>(create_index(id)));
   }
-  int64_t create_index(int64_t id);
+  // w: the initial weights when known, else nullptr (computed).
+  int64_t create_index(int64_t id, const float *w = nullptr);
 
   Spec spec_;
   Optimizer opt_;

@@ -113,6 +113,7 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
     const int64_t *u = nu < 0 ? recv : owner.unique().data();
     rows_.resize(m);
     fdefault_.resize(m * dim);
+    life_->begin_lookup();
     for (size_t k = 0; k < m; ++k)
       rows_[k] = life_->lookup_row(*shard_, u[k], fdefault_.data() + k * dim);
     for (size_t j = 0; j < nrecv; ++j)

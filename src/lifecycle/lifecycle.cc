@@ -23,14 +23,23 @@ void Lifecycle::on_load() {
     times_.emplace_back(0, std::chrono::steady_clock::now());
 }
 
+void Lifecycle::begin_lookup() {
+  if (init_of_.size()) init_of_.reset(init_of_.size());
+  init_rows_.clear();
+}
+
 const float *Lifecycle::lookup_row(const emb::Shard &s, int64_t id,
-                                   float *scratch) const {
+                                   float *scratch) {
   if (const float *r = s.find(id)) return r;
   if (adm_.on()) {
     for (int64_t c = 0; c < dim_; ++c) scratch[c] = p_.default_value;
-  } else {
-    emb::init_row(spec_, name_hash_, id, scratch);
+    return scratch;
   }
+  emb::init_row(spec_, name_hash_, id, scratch);
+  bool inserted;
+  init_of_.insert(id, static_cast<uint32_t>(init_rows_.size() / dim_),
+                  &inserted);
+  if (inserted) init_rows_.insert(init_rows_.end(), scratch, scratch + dim_);
   return scratch;
 }
 
@@ -60,7 +69,11 @@ void Lifecycle::apply(emb::Shard &s, emb::Exchange &x, const int64_t *ids,
       continue;
     }
     adm_.forget(ids[k]);
-    int64_t idx = s.index(ids[k]);  // created and initialized
+    // Created and initialized (with the row the last lookup computed, if
+    // it looked this id up).
+    const uint32_t at = init_of_.find(ids[k]);
+    const int64_t idx = s.create_with(
+        ids[k], at == emb::IdMap::kEmpty ? nullptr : &init_rows_[at * dim_]);
     opt.step(s.record_at(idx), g + k * dim_);
     meta_.on_update(idx);
     ++stats_.admitted;

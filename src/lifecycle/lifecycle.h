@@ -19,6 +19,7 @@
 #include <utility>
 #include <vector>
 
+#include "embedding/id_map.h"
 #include "lifecycle/admission.h"
 #include "lifecycle/policy.h"
 #include "lifecycle/row_meta.h"
@@ -48,9 +49,10 @@ class Lifecycle {
   const Stats &stats() const { return stats_; }
 
   // The row a lookup of owned id reads: its record, or `scratch` (dim
-  // floats) filled with what an id without a row reads.
-  const float *lookup_row(const emb::Shard &s, int64_t id,
-                          float *scratch) const;
+  // floats) filled with what an id without a row reads. Call
+  // begin_lookup() first in each lookup.
+  void begin_lookup();
+  const float *lookup_row(const emb::Shard &s, int64_t id, float *scratch);
   // One update step over the owner's n unique ids and their summed
   // gradients g (n x dim). Collective when it ends at a boundary.
   void apply(emb::Shard &s, emb::Exchange &x, const int64_t *ids, size_t n,
@@ -75,6 +77,11 @@ class Lifecycle {
   Admission adm_;
   Stats stats_;
   std::vector<size_t> fresh_;  // per-step scratch: ids without a row
+  // Admission off: the initial rows the last lookup computed for ids
+  // without a row (id -> index in init_rows_), so the step that creates
+  // them copies instead of computing them again.
+  emb::IdMap init_of_;
+  std::vector<float> init_rows_;
   // ttl_seconds: (update step, time) of recent steps, oldest first.
   std::deque<std::pair<uint64_t, std::chrono::steady_clock::time_point>> times_;
 };
