@@ -22,7 +22,8 @@ inline uint64_t h2_of(uint64_t h1) {
 Admission::Admission(const Policy &p, int world)
     : on_(p.counts()),
       kind_(p.admission),
-      min_count_(static_cast<uint32_t>(p.min_count)) {
+      min_count_(static_cast<uint32_t>(p.min_count)),
+      ttl_(static_cast<uint64_t>(p.ttl_steps)) {
   if (on_ && kind_ == Admit::kBloom) {
     hashes_ = p.bloom_hashes;
     int64_t per_rank = std::max<int64_t>(64, p.bloom_bytes / world);
@@ -42,6 +43,7 @@ void Admission::count(int64_t id, uint64_t step) {
   Slot &s = slot_of(id);
   if (s.count != UINT32_MAX) ++s.count;
   s.last_seen = step;
+  if (ttl_) sightings_.emplace_back(step, id);
 }
 
 Admission::Slot &Admission::slot_of(int64_t id) {
@@ -80,29 +82,42 @@ void Admission::forget(int64_t id) {
   if (slot != emb::IdMap::kEmpty) free_.push_back(slot);
 }
 
-void Admission::expire(uint64_t step, uint64_t ttl) {
-  if (!on_ || kind_ == Admit::kBloom || ttl == 0) return;
-  std::vector<int64_t> old;
-  map_.for_each([&](int64_t id, uint32_t slot) {
-    if (step - slots_[slot].last_seen >= ttl) old.push_back(id);
-  });
-  for (int64_t id : old) forget(id);
+void Admission::expire(uint64_t step) {
+  if (!on_ || kind_ == Admit::kBloom || ttl_ == 0) return;
+  while (!sightings_.empty() && step - sightings_.front().first >= ttl_) {
+    const int64_t id = sightings_.front().second;
+    sightings_.pop_front();
+    uint32_t slot = map_.find(id);
+    if (slot != emb::IdMap::kEmpty && step - slots_[slot].last_seen >= ttl_)
+      forget(id);
+  }
 }
 
 void Admission::restore(const Counter &c) {
   slot_of(c.id) = Slot{c.count, c.last_seen};
+  if (ttl_) sightings_.emplace_back(c.last_seen, c.id);
+}
+
+void Admission::restored() {
+  // Sightings must be in step order for expire().
+  std::stable_sort(sightings_.begin(), sightings_.end(),
+                   [](const std::pair<uint64_t, int64_t> &a,
+                      const std::pair<uint64_t, int64_t> &b) {
+                     return a.first < b.first;
+                   });
 }
 
 void Admission::clear() {
   map_.reset(0);
   slots_.clear();
   free_.clear();
+  sightings_.clear();
   std::fill(cells_.begin(), cells_.end(), 0);
 }
 
 size_t Admission::memory_bytes() const {
   return map_.memory_bytes() + slots_.capacity() * sizeof(Slot) +
-         free_.capacity() * 4 + cells_.capacity();
+         free_.capacity() * 4 + cells_.capacity() + sightings_.size() * 16;
 }
 
 }  // namespace lifecycle

@@ -20,6 +20,8 @@
 #pragma once
 
 #include <cstdint>
+#include <deque>
+#include <utility>
 #include <vector>
 
 #include "embedding/id_map.h"
@@ -39,9 +41,11 @@ class Admission {
   bool admitted(int64_t id) const;
   // id got its row: its exact counter is no longer needed.
   void forget(int64_t id);
-  // Drops exact counters last seen before step - ttl + 1 (seen in none of
-  // the last ttl steps).
-  void expire(uint64_t step, uint64_t ttl);
+  // Drops the exact counters last seen ttl or more steps before `step`
+  // (p.ttl_steps; nothing when 0). Amortized O(1) per sighting: sightings
+  // are queued in step order, and a queued sighting that is no longer its
+  // counter's last is skipped.
+  void expire(uint64_t step);
 
   // Exact counters pending admission.
   int64_t pending() const { return static_cast<int64_t>(map_.size()); }
@@ -61,6 +65,7 @@ class Admission {
     });
   }
   void restore(const Counter &c);
+  void restored();  // after the last restore()
   const std::vector<uint8_t> &cells() const { return cells_; }
   std::vector<uint8_t> &cells() { return cells_; }
   void clear();
@@ -82,6 +87,8 @@ class Admission {
   std::vector<Slot> slots_;
   std::vector<uint32_t> free_;
   std::vector<uint8_t> cells_;  // Bloom
+  uint64_t ttl_ = 0;            // exact: counters' time to live (steps)
+  std::deque<std::pair<uint64_t, int64_t>> sightings_;  // (step, id)
 };
 
 }  // namespace lifecycle

@@ -88,6 +88,7 @@ void restore_state(emb::Table &t, const LoadedState &st) {
   Admission &a = life->admission();
   a.clear();
   for (const Admission::Counter &c : st.counters) a.restore(c);
+  a.restored();
   if (!a.cells().empty()) {
     if (st.bloom_present && st.bloom.size() == a.cells().size()) {
       a.cells() = st.bloom;

@@ -71,7 +71,7 @@ void Lifecycle::boundary(emb::Shard &s, emb::Exchange &x) {
     });
     for (int64_t id : victims) s.erase(id);
   }
-  adm_.expire(step, ttl);
+  adm_.expire(step);
   if (p_.max_rows > 0) {
     const int64_t total = global_sum(x, s.rows());
     ++stats_.selection_rounds;

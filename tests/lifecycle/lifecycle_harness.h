@@ -127,7 +127,7 @@ struct Dump {
 };
 
 inline bool same_bits(const float *a, const float *b, size_t n) {
-  return std::memcmp(a, b, n * 4) == 0;
+  return n == 0 || std::memcmp(a, b, n * 4) == 0;  // empty vectors: NULL
 }
 
 // The merged dump against the model's final state.

@@ -6,8 +6,10 @@
 // and the counters of the statistics.
 #include <gtest/gtest.h>
 
+#include <chrono>
 #include <mutex>
 #include <set>
+#include <thread>
 
 #include "abi/error.h"
 #include "embedding/collection.h"
@@ -329,6 +331,32 @@ TEST(Lifecycle, CollectionsGetThePolicies) {
   hbtest::compare_final(ref, d, true);
   EXPECT_EQ(ev.got, e.evictions);
   EXPECT_GT(ref.ev_cap, 0u);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Eviction, WallClockTtlCutsAtRankZerosStep) {
+  // ttl_seconds 1: rows updated 2.5 s ago go at the next boundary, rows
+  // updated in that step stay; both ranks cut at the same step.
+  hb_embedding_config c = base_config("wall", HB_OPT_SGD);
+  hb_embedding_lifecycle life = HB_EMBEDDING_LIFECYCLE_INIT;
+  life.ttl_seconds = 1.0;
+  hbtest::Evictions ev;
+  std::vector<int64_t> rows(2);
+  hbtest::run_life_tables(2, c, life, &ev, [&](int r, hb::emb::Table &t) {
+    std::vector<int64_t> old_ids = {10, 11, 12, 13}, new_ids = {20, 21};
+    std::vector<float> g(4 * 4, 0.1f);
+    t.apply_gradients(old_ids.data(), 4, g.data());
+    std::this_thread::sleep_for(std::chrono::milliseconds(2500));
+    t.apply_gradients(new_ids.data(), r == 0 ? 2 : 0, g.data());
+    rows[r] = t.shard().rows();
+  });
+  EXPECT_EQ(rows[0] + rows[1], 2);
+  std::set<std::pair<uint64_t, int64_t>> want = {
+      {2, 10}, {2, 11}, {2, 12}, {2, 13}};
+  EXPECT_EQ(ev.got, want);
 }
 
 }  // namespace
