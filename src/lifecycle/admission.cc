@@ -100,11 +100,10 @@ void Admission::restore(const Counter &c) {
 
 void Admission::restored() {
   // Sightings must be in step order for expire().
-  std::stable_sort(sightings_.begin(), sightings_.end(),
-                   [](const std::pair<uint64_t, int64_t> &a,
-                      const std::pair<uint64_t, int64_t> &b) {
-                     return a.first < b.first;
-                   });
+  std::stable_sort(
+      sightings_.begin(), sightings_.end(),
+      [](const std::pair<uint64_t, int64_t> &a,
+         const std::pair<uint64_t, int64_t> &b) { return a.first < b.first; });
 }
 
 void Admission::clear() {
