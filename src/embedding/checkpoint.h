@@ -35,10 +35,14 @@ using RecordVisitor = std::function<void(int64_t id, const float *record)>;
 // Calls the visitor for every row of a shard, in the shard's order.
 using RecordSource = std::function<void(const RecordVisitor &)>;
 
-// Commits `<name>.<nonce>.shard-<rank>-of-<world>` in dir (atomic).
+// Commits `<name>.<nonce>.shard-<rank>-of-<world>` in dir (atomic);
+// life_state: the lifecycle section (lifecycle::encode_state) of a table
+// with a lifecycle, else null.
 ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
-                           const RecordSource &each, const std::string &dir,
-                           uint64_t nonce, int rank, int world);
+                           const RecordSource &each,
+                           const std::string *life_state,
+                           const std::string &dir, uint64_t nonce, int rank,
+                           int world);
 // Commits `<name>.manifest` in dir naming shards[r] as rank r's file: from
 // then on a load of dir finds this save.
 void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,

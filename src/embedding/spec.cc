@@ -137,6 +137,16 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
   s.lr_power = c.lr_power;
   s.wire_dtype = c.wire_dtype;
   s.device = c.device;
+  s.life = lifecycle::policy_from_config(c.lifecycle, c.name);
+  HB_CHECK_ARG(!s.life.enabled || c.num_rows == 0,
+               "embedding '%s': a lifecycle needs a dynamic table (num_rows = "
+               "0; got %lld): static rows cannot be admitted or evicted",
+               c.name, (long long)c.num_rows);
+  if (s.life.enabled && c.device >= 0)
+    fail(HB_ERR_UNSUPPORTED,
+         "embedding '%s': a lifecycle on a GPU table (device %d) is not "
+         "supported; use a host table (device = -1)",
+         c.name, c.device);
   return s;
 }
 
@@ -169,6 +179,10 @@ ConfigFields spec_fields(const Spec &s) {
   f.add("wire_dtype", s.wire_dtype == HB_FLOAT16    ? "HB_FLOAT16"
                       : s.wire_dtype == HB_BFLOAT16 ? "HB_BFLOAT16"
                                                     : "HB_FLOAT32");
+  if (s.life.enabled)
+    f.add("lifecycle", format("%016llx", static_cast<unsigned long long>(
+                                             lifecycle::policy_fingerprint(
+                                                 s.life))));
   return f;
 }
 

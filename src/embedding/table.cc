@@ -24,6 +24,11 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
   try {
     if (local_check) local_check();
     shard_.reset(new Shard(spec_, rank_, world_));
+    if (spec_.life.enabled) {
+      meta_.reset(new lifecycle::RowMeta(shard_->slots(), true));
+      shard_->set_meta(meta_.get());
+      life_.reset(new lifecycle::Lifecycle(spec_, world_, *meta_));
+    }
   } catch (...) {
     o.capture();
   }
@@ -39,6 +44,24 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
       fields, std::vector<uint64_t>(got.begin(), got.end()),
       [this](const std::string &s) { return gather_strings(*x_, s); },
       HB_ERR_INVALID_ARGUMENT, what, "configs");
+}
+
+void Table::replace_shard(std::unique_ptr<Shard> s) {
+  shard_ = std::move(s);
+  if (meta_) {
+    meta_->on_load(shard_->slots());
+    shard_->set_meta(meta_.get());
+  }
+  if (life_) life_->on_load();
+}
+
+lifecycle::RowMeta &Table::track_writes() {
+  if (!meta_) {
+    meta_.reset(new lifecycle::RowMeta(shard_->slots(), false));
+    shard_->set_meta(meta_.get());
+  }
+  meta_->set_log_evictions(true);
+  return *meta_;
 }
 
 void Table::exchange_payload(const void *send,
@@ -82,6 +105,19 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
+  if (life_) {  // no row is created; missing ones read their default
+    const size_t m = nu < 0 ? nrecv : static_cast<size_t>(nu);
+    const int64_t *u = nu < 0 ? recv : owner.unique().data();
+    rows_.resize(m);
+    fdefault_.resize(m * dim);
+    life_->begin_lookup();
+    for (size_t k = 0; k < m; ++k)
+      rows_[k] = life_->lookup_row(*shard_, u[k], fdefault_.data() + k * dim);
+    for (size_t j = 0; j < nrecv; ++j)
+      wire_encode(rows_[nu < 0 ? j : owner.inverse()[j]], dim, wd,
+                  dst + j * wire_row_bytes_);
+    return;
+  }
   if (nu < 0) {
     for (size_t j = 0; j < nrecv; ++j)
       wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
@@ -99,10 +135,8 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   const int64_t dim = spec_.dim;
   fbuf2_.resize(nrecv * dim);
   wire_decode(partials, nrecv * dim, spec_.wire_dtype, fbuf2_.data());
-  const Optimizer &opt = shard_->optimizer();
   if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
-      opt.step(shard_->get(recv[j]), fbuf2_.data() + j * dim);
+    step_rows(recv, nrecv, fbuf2_.data());
     return;
   }
   // Sum the ranks' partial sums of each id in rank order: received data is
@@ -110,9 +144,25 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   fbuf_.resize(nu * dim);
   sum_rows(fbuf2_.data(), nrecv, owner.inverse().data(), nullptr, dim,
            fbuf_.data());
-  const std::vector<int64_t> &u = owner.unique();
-  for (int64_t k = 0; k < nu; ++k)
-    opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);
+  step_rows(owner.unique().data(), static_cast<size_t>(nu), fbuf_.data());
+}
+
+void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
+  const int64_t dim = spec_.dim;
+  const Optimizer &opt = shard_->optimizer();
+  if (life_) {
+    life_->apply(*shard_, *x_, ids, n, g);
+    return;
+  }
+  if (!meta_) {  // the common case: no per-row state to keep
+    for (size_t k = 0; k < n; ++k) opt.step(shard_->get(ids[k]), g + k * dim);
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    int64_t idx = shard_->index(ids[k]);
+    opt.step(shard_->record_at(idx), g + k * dim);
+    meta_->on_update(idx);
+  }
 }
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {

@@ -5,6 +5,8 @@
 #include "context/context.h"
 #include "embedding/handle.h"
 #include "gpu/context_state.h"
+#include "lifecycle/checkpoint_state.h"
+#include "lifecycle/lifecycle.h"
 #include "gpu/plugin_call.h"
 #include "metrics/handle.h"
 #include "reader/handle.h"
@@ -34,6 +36,11 @@ Snapshot take_snapshot(hb_checkpoint &c, bool copy) {
     t.spec = e->table->spec();
     t.words = shard.record_words();
     t.rows = shard.rows();
+    if (const lifecycle::Lifecycle *life = e->table->life()) {
+      t.has_life = true;
+      t.life_state = lifecycle::encode_state(shard, *e->table->row_meta(),
+                                             life->admission());
+    }
     if (copy) {
       t.ids.reserve(static_cast<size_t>(t.rows));
       t.records.reserve(static_cast<size_t>(t.rows * t.words));

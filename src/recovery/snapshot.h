@@ -26,6 +26,8 @@ struct TableSnap {
   const emb::Shard *live = nullptr;  // synchronous save
   std::vector<int64_t> ids;          // asynchronous: the rows' ids ...
   std::vector<float> records;        // ... and records
+  bool has_life = false;             // a table with a lifecycle ...
+  std::string life_state;            // ... its section, copied at the step
 };
 
 // One file of bytes: a copy, or live memory (synchronous host buffers).

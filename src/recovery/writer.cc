@@ -24,8 +24,9 @@ RankFiles write_rank_files(const Snapshot &s) {
           f(t.ids[i], t.records.data() + i * t.words);
       };
     }
-    emb::ShardFile sf = emb::write_shard_file(t.spec, t.words, t.rows, each,
-                                              tables, s.nonce, s.rank, s.world);
+    emb::ShardFile sf = emb::write_shard_file(
+        t.spec, t.words, t.rows, each, t.has_life ? &t.life_state : nullptr,
+        tables, s.nonce, s.rank, s.world);
     out.bytes += sf.bytes;
     out.shards.push_back(sf);
   }
