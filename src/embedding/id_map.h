@@ -89,6 +89,41 @@ class IdMap {
     }
   }
 
+  // Removes id; returns the index it had, or kEmpty when absent.
+  // Backward-shift deletion: the entries after the hole that may move into
+  // it do, so probe chains stay intact without tombstones.
+  uint32_t erase(int64_t id) {
+    const size_t mask = vals_.size() - 1;
+    size_t i = slot(id);
+    for (;; i = (i + 1) & mask) {
+      if (vals_[i] == kEmpty) return kEmpty;
+      if (keys_[i] == id) break;
+    }
+    const uint32_t v = vals_[i];
+    size_t hole = i;
+    for (size_t j = (i + 1) & mask; vals_[j] != kEmpty; j = (j + 1) & mask) {
+      // An entry may fill the hole unless its home slot lies cyclically in
+      // (hole, j]: then a lookup would start past the hole.
+      const size_t home = slot(keys_[j]);
+      const bool stays =
+          hole <= j ? (home > hole && home <= j) : (home > hole || home <= j);
+      if (stays) continue;
+      keys_[hole] = keys_[j];
+      vals_[hole] = vals_[j];
+      hole = j;
+    }
+    vals_[hole] = kEmpty;
+    --size_;
+    return v;
+  }
+
+  // Calls f(id, index) for every entry, in slot order.
+  template <class F>
+  void for_each(F &&f) const {
+    for (size_t i = 0; i < vals_.size(); ++i)
+      if (vals_[i] != kEmpty) f(keys_[i], vals_[i]);
+  }
+
  private:
   size_t slot(int64_t id) const {
     // Fibonacci hashing: the top bits of a multiply mix every input bit,

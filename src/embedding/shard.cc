@@ -49,6 +49,11 @@ Shard::Shard(const Spec &spec, int rank, int world)
 }
 
 int64_t Shard::rows() const {
+  return spec_.dynamic() ? static_cast<int64_t>(ids_.size() - free_.size())
+                         : static_cast<int64_t>(dense_.size()) / words_;
+}
+
+int64_t Shard::slots() const {
   return spec_.dynamic() ? static_cast<int64_t>(ids_.size())
                          : static_cast<int64_t>(dense_.size()) / words_;
 }
@@ -56,22 +61,45 @@ int64_t Shard::rows() const {
 size_t Shard::memory_bytes() const {
   if (!spec_.dynamic()) return dense_.size() * 4;
   return chunks_.size() * chunk_rows_ * words_ * 4 + map_.memory_bytes() +
-         ids_.capacity() * 8;
+         ids_.capacity() * 8 + free_.capacity() * 4 + dead_.capacity();
+}
+
+bool Shard::erase(int64_t id) {
+  uint32_t idx = map_.erase(id);
+  if (idx == IdMap::kEmpty) return false;
+  if (dead_.empty()) dead_.resize(ids_.capacity());
+  if (dead_.size() < ids_.size()) dead_.resize(ids_.capacity());
+  dead_[idx] = 1;
+  free_.push_back(idx);
+  return true;
 }
 
 int64_t Shard::create_index(int64_t id) {
-  size_t idx = ids_.size();
-  if (idx >= IdMap::kEmpty)
-    fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
-         spec_.name.c_str(), rank_, idx);
-  if (idx % chunk_rows_ == 0)
-    chunks_.emplace_back(new float[static_cast<size_t>(chunk_rows_ * words_)]);
+  size_t idx;
+  if (!free_.empty()) {
+    // The most recently freed slot: its memory is the warmest.
+    idx = free_.back();
+    free_.pop_back();
+    dead_[idx] = 0;
+    ids_[idx] = id;
+  } else {
+    idx = ids_.size();
+    if (idx >= IdMap::kEmpty)
+      fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
+           spec_.name.c_str(), rank_, idx);
+    if (idx % chunk_rows_ == 0)
+      chunks_.emplace_back(
+          new float[static_cast<size_t>(chunk_rows_ * words_)]);
+    ids_.push_back(id);
+    if (!dead_.empty() && dead_.size() < ids_.size())
+      dead_.resize(ids_.capacity());
+  }
   bool inserted;
   map_.insert(id, static_cast<uint32_t>(idx), &inserted);
-  ids_.push_back(id);
   float *r = record(static_cast<uint32_t>(idx));
   init_row(spec_, name_hash_, id, r);
   opt_.init_slots(r);
+  if (meta_) meta_->on_create(static_cast<int64_t>(idx));
   return static_cast<int64_t>(idx);
 }
 

@@ -2,7 +2,9 @@
 // for the ids this rank owns. Static tables hold every owned row densely,
 // initialized at creation; dynamic tables keep an id -> record hash map and
 // create records on first touch, in fixed-size chunks (no reallocation, so
-// growth never copies the table).
+// growth never copies the table). A dynamic shard can erase rows (the
+// table's lifecycle evicts them): their record slots go on a free list and
+// are reused by the next rows created, so memory follows the live rows.
 #pragma once
 
 #include <algorithm>
@@ -13,6 +15,7 @@
 #include "embedding/id_map.h"
 #include "embedding/optimizer.h"
 #include "embedding/spec.h"
+#include "lifecycle/row_meta.h"
 
 namespace hb {
 namespace emb {
@@ -50,6 +53,8 @@ class Shard {
   const Optimizer &optimizer() const { return opt_; }
   int64_t record_words() const { return words_; }
   int64_t rows() const;
+  // Record slots (live rows plus free ones): record indices are < slots().
+  int64_t slots() const;
   // Bytes of row records plus index structures.
   size_t memory_bytes() const;
 
@@ -67,6 +72,23 @@ class Shard {
     uint32_t idx = map_.find(id);
     return idx == IdMap::kEmpty ? nullptr : record(idx);
   }
+  // The record index of an owned id, or -1 when a dynamic shard lacks it.
+  int64_t find_index(int64_t id) const {
+    if (!spec_.dynamic()) return part_.local_index(id);
+    uint32_t idx = map_.find(id);
+    return idx == IdMap::kEmpty ? -1 : static_cast<int64_t>(idx);
+  }
+  // Dynamic: removes the row of id (its slot goes on the free list); false
+  // when absent.
+  bool erase(int64_t id);
+  // Dynamic: the id of the live record at idx.
+  int64_t id_at(int64_t idx) const { return ids_[static_cast<size_t>(idx)]; }
+  bool live(int64_t idx) const {
+    return dead_.empty() || !dead_[static_cast<size_t>(idx)];
+  }
+  // Per-row state kept beside the records (lifecycle/row_meta.h); told of
+  // every record created. Not owned; nullptr: none.
+  void set_meta(lifecycle::RowMeta *meta) { meta_ = meta; }
   // The record index of an owned id (static: its dense index; dynamic: its
   // creation index, creating and initializing the record when absent).
   int64_t index(int64_t id) {
@@ -74,30 +96,36 @@ class Shard {
     uint32_t idx = map_.find(id);
     return idx == IdMap::kEmpty ? create_index(id) : idx;
   }
-  // The record at index idx < rows(); records idx .. idx + contiguous(idx)
+  // The record at index idx < slots(); records idx .. idx + contiguous(idx)
   // - 1 are adjacent in memory (a device table copies them in spans).
   float *record_at(int64_t idx) {
     if (!spec_.dynamic()) return dense_.data() + idx * words_;
     return record(static_cast<uint32_t>(idx));
   }
   int64_t contiguous(int64_t idx) const {
-    if (!spec_.dynamic()) return rows() - idx;
-    return std::min<int64_t>(chunk_rows_ - idx % chunk_rows_, rows() - idx);
+    if (!spec_.dynamic()) return slots() - idx;
+    return std::min<int64_t>(chunk_rows_ - idx % chunk_rows_, slots() - idx);
   }
   // Replaces or inserts a whole record (checkpoint load).
   void put(int64_t id, const float *rec);
 
   // Calls f(id, record) for every row, static rows in index order, dynamic
-  // rows in creation order.
+  // rows in slot order (creation order until a row is erased).
   template <class F>
   void for_each(F &&f) const {
+    for_each_indexed([&](int64_t, int64_t id, const float *r) { f(id, r); });
+  }
+  // The same with each row's record index: f(idx, id, record).
+  template <class F>
+  void for_each_indexed(F &&f) const {
     if (!spec_.dynamic()) {
       int64_t n = rows();
       for (int64_t i = 0; i < n; ++i)
-        f(part_.global_id(rank_, i), dense_.data() + i * words_);
+        f(i, part_.global_id(rank_, i), dense_.data() + i * words_);
     } else {
       for (size_t i = 0; i < ids_.size(); ++i)
-        f(ids_[i], record(static_cast<uint32_t>(i)));
+        if (dead_.empty() || !dead_[i])
+          f(static_cast<int64_t>(i), ids_[i], record(static_cast<uint32_t>(i)));
     }
   }
 
@@ -116,9 +144,12 @@ class Shard {
   int rank_;
   Partitioner part_;
   uint64_t name_hash_;
-  std::vector<float> dense_;  // static
-  IdMap map_;                 // dynamic: id -> creation index
-  std::vector<int64_t> ids_;  // dynamic: creation index -> id
+  std::vector<float> dense_;    // static
+  IdMap map_;                   // dynamic: id -> creation index
+  std::vector<int64_t> ids_;    // dynamic: record index -> id
+  std::vector<uint32_t> free_;  // dynamic: erased record slots
+  std::vector<uint8_t> dead_;   // dynamic: 1 = free slot (empty: none yet)
+  lifecycle::RowMeta *meta_ = nullptr;
   std::vector<std::unique_ptr<float[]>> chunks_;
   int64_t chunk_rows_ = 0;
 };

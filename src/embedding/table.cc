@@ -44,6 +44,23 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
            what.c_str(), p);
 }
 
+void Table::replace_shard(std::unique_ptr<Shard> s) {
+  shard_ = std::move(s);
+  if (meta_) {
+    meta_->on_load(shard_->slots());
+    shard_->set_meta(meta_.get());
+  }
+}
+
+lifecycle::RowMeta &Table::track_writes() {
+  if (!meta_) {
+    meta_.reset(new lifecycle::RowMeta(shard_->slots(), false));
+    shard_->set_meta(meta_.get());
+  }
+  meta_->set_log_evictions(true);
+  return *meta_;
+}
+
 void Table::exchange_payload(const void *send,
                              const std::vector<int64_t> &scount, void *recv,
                              const std::vector<int64_t> &rcount,
@@ -102,10 +119,8 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   const int64_t dim = spec_.dim;
   fbuf2_.resize(nrecv * dim);
   wire_decode(partials, nrecv * dim, spec_.wire_dtype, fbuf2_.data());
-  const Optimizer &opt = shard_->optimizer();
   if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
-      opt.step(shard_->get(recv[j]), fbuf2_.data() + j * dim);
+    step_rows(recv, nrecv, fbuf2_.data());
     return;
   }
   // Sum the ranks' partial sums of each id in rank order: received data is
@@ -113,9 +128,21 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   fbuf_.resize(nu * dim);
   sum_rows(fbuf2_.data(), nrecv, owner.inverse().data(), nullptr, dim,
            fbuf_.data());
-  const std::vector<int64_t> &u = owner.unique();
-  for (int64_t k = 0; k < nu; ++k)
-    opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);
+  step_rows(owner.unique().data(), static_cast<size_t>(nu), fbuf_.data());
+}
+
+void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
+  const int64_t dim = spec_.dim;
+  const Optimizer &opt = shard_->optimizer();
+  if (!meta_) {  // the common case: no per-row state to keep
+    for (size_t k = 0; k < n; ++k) opt.step(shard_->get(ids[k]), g + k * dim);
+    return;
+  }
+  for (size_t k = 0; k < n; ++k) {
+    int64_t idx = shard_->index(ids[k]);
+    opt.step(shard_->record_at(idx), g + k * dim);
+    meta_->on_update(idx);
+  }
 }
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {

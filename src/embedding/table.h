@@ -26,6 +26,7 @@
 #include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "embedding/spec.h"
+#include "lifecycle/row_meta.h"
 
 namespace hb {
 namespace emb {
@@ -57,7 +58,8 @@ class Table {
   Exchange &exchange() { return *x_; }
   Shard &shard() { return *shard_; }
   const Shard &shard() const { return *shard_; }
-  void replace_shard(std::unique_ptr<Shard> s) { shard_ = std::move(s); }
+  // Swaps in a loaded shard; its rows count as written now (RowMeta).
+  void replace_shard(std::unique_ptr<Shard> s);
   const Stats &stats() const { return stats_; }
   void reset_stats() { stats_ = Stats(); }
 
@@ -81,6 +83,15 @@ class Table {
                       const Dedup &owner, const unsigned char *partials);
   size_t wire_row_bytes() const { return wire_row_bytes_; }
 
+  // Per-row write stamps and the evicted-id log (lifecycle/row_meta.h):
+  // nullptr until track_writes() and for tables without a lifecycle.
+  lifecycle::RowMeta *row_meta() { return meta_.get(); }
+  const lifecycle::RowMeta *row_meta() const { return meta_.get(); }
+  // Turns on write stamps (from the current epoch: rows written before
+  // keep stamp 0) and the evicted-id log. Call on every rank at the same
+  // point of the table's call sequence (e.g. inside a collective export).
+  lifecycle::RowMeta &track_writes();
+
  private:
   // Header + id exchange after plan_.prepare; fills recv_ids_.
   void route_ids(Outcome &o, const char *what);
@@ -90,10 +101,14 @@ class Table {
                         void *recv, const std::vector<int64_t> &rcount,
                         size_t elem_bytes);
   void count_step(size_t n);
+  // One optimizer step for each of n unique owned ids with summed
+  // gradients g (n x dim).
+  void step_rows(const int64_t *ids, size_t n, const float *g);
 
   Spec spec_;
   std::unique_ptr<Exchange> x_;
   std::unique_ptr<Shard> shard_;
+  std::unique_ptr<lifecycle::RowMeta> meta_;  // see row_meta()
   int rank_, world_;
   size_t wire_row_bytes_;
   Stats stats_;
