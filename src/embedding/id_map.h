@@ -43,32 +43,6 @@ class IdMap {
     }
   }
 
-  // Removes id; returns its index, or kEmpty when absent. Backward-shift
-  // deletion (no tombstones), so lookups stay as short as before.
-  uint32_t erase(int64_t id) {
-    const size_t mask = vals_.size() - 1;
-    size_t i = slot(id);
-    for (;; i = (i + 1) & mask) {
-      if (vals_[i] == kEmpty) return kEmpty;
-      if (keys_[i] == id) break;
-    }
-    const uint32_t found = vals_[i];
-    for (size_t j = (i + 1) & mask; vals_[j] != kEmpty; j = (j + 1) & mask) {
-      const size_t home = slot(keys_[j]);
-      // The entry at j may fill the hole at i unless its home lies
-      // cyclically in (i, j].
-      const bool stays =
-          i <= j ? (i < home && home <= j) : (i < home || home <= j);
-      if (stays) continue;
-      keys_[i] = keys_[j];
-      vals_[i] = vals_[j];
-      i = j;
-    }
-    vals_[i] = kEmpty;
-    --size_;
-    return found;
-  }
-
   // Returns the index stored for id; when absent stores `value` and sets
   // *inserted. Grows past load 1/2.
   uint32_t insert(int64_t id, uint32_t value, bool *inserted) {
