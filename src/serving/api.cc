@@ -28,6 +28,11 @@ hb_status hb_embedding_export_version(hb_embedding *emb, const char *path,
                                       int64_t version, int64_t base_version) {
   return hb::guard([&] {
     hb::emb::Table &t = hb::emb::sharded(emb, "hb_embedding_export_version");
+    if (emb->gpu && base_version > 0)  // the device path keeps no stamps
+      hb::fail(HB_ERR_UNSUPPORTED,
+               "hb_embedding_export_version('%s'): deltas of a GPU table are "
+               "not supported; export full versions (base 0)",
+               t.spec().name.c_str());
     if (emb->gpu) emb->gpu->download();
     const int64_t keep = emb->ctx->options.get_int("delta_keep_versions");
     hb::serving::export_version(t, emb->exports, path, version, base_version,

@@ -1,24 +1,38 @@
 #include "serving/changes.h"
 
-#include "abi/error.h"
+#include <algorithm>
 
 namespace hb {
 namespace serving {
 
-// Until the table keeps change stamps, only full versions can be exported.
-uint64_t write_clock(emb::Table &) { return 0; }
+uint64_t seal_writes(emb::Table &t) { return t.track_writes().seal(); }
 
-void rows_changed_since(emb::Table &t, uint64_t,
-                        const std::function<void(int64_t, const float *)> &) {
-  fail(HB_ERR_UNSUPPORTED,
-       "hb_embedding_export_version('%s'): delta exports need the table's "
-       "change stamps, which this build does not keep",
-       t.spec().name.c_str());
+uint64_t oldest_delta_base(const emb::Table &t) {
+  return t.row_meta() ? t.row_meta()->complete_since() : 0;
 }
 
-std::vector<int64_t> evicted_since(emb::Table &, uint64_t) { return {}; }
+void rows_changed_since(const emb::Table &t, uint64_t since,
+                        const std::function<void(int64_t, const float *)> &f) {
+  const lifecycle::RowMeta *meta = t.row_meta();  // set by seal_writes
+  t.shard().for_each_indexed([&](int64_t idx, int64_t id, const float *rec) {
+    if (meta->stamp(idx) > since) f(id, rec);
+  });
+}
 
-void retain_evictions_since(emb::Table &, uint64_t) {}
+std::vector<int64_t> evicted_since(const emb::Table &t, uint64_t since) {
+  std::vector<int64_t> ids;
+  const auto &log = t.row_meta()->evicted();
+  // Stamps never decrease along the log: scan back to `since`.
+  for (auto it = log.rbegin(); it != log.rend() && it->stamp > since; ++it)
+    if (t.shard().find_index(it->id) < 0) ids.push_back(it->id);
+  std::sort(ids.begin(), ids.end());
+  ids.erase(std::unique(ids.begin(), ids.end()), ids.end());
+  return ids;
+}
+
+void retain_evictions_since(emb::Table &t, uint64_t since) {
+  if (t.row_meta()) t.row_meta()->trim_evicted(since);
+}
 
 }  // namespace serving
 }  // namespace hb

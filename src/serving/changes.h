@@ -1,6 +1,7 @@
-// What a delta export reads from a table's change stamps (src/lifecycle):
-// the table's write clock, the rows written after a clock value, and the
-// ids evicted after it.
+// What a delta export reads from a table's write stamps
+// (lifecycle/row_meta.h): an export seals the table's write epoch; the rows
+// written after an export that sealed epoch e are those stamped > e, and
+// the ids evicted after it are the log entries stamped > e.
 #pragma once
 
 #include <cstdint>
@@ -12,20 +13,26 @@
 namespace hb {
 namespace serving {
 
-// The table's write clock now: every row written so far has a stamp <= it,
-// every later write a larger one.
-uint64_t write_clock(emb::Table &t);
+// Turns on write stamps and the evicted-id log (first call), closes the
+// current write epoch and returns it. Call on every rank at the same point
+// of the table's call sequence.
+uint64_t seal_writes(emb::Table &t);
+
+// The oldest sealed epoch a delta may start from (a load replaced every
+// row after it).
+uint64_t oldest_delta_base(const emb::Table &t);
 
 // Calls f(id, record) for every row of this rank's shard created or
-// updated after clock `since`.
-void rows_changed_since(emb::Table &t, uint64_t since,
+// updated after epoch `since`.
+void rows_changed_since(const emb::Table &t, uint64_t since,
                         const std::function<void(int64_t, const float *)> &f);
 
-// The ids this rank evicted after `since` that it does not hold now.
-std::vector<int64_t> evicted_since(emb::Table &t, uint64_t since);
+// The ids this rank evicted after `since` and does not hold now
+// (ascending, each once).
+std::vector<int64_t> evicted_since(const emb::Table &t, uint64_t since);
 
-// Lets the table drop what it logged of evictions at or before `since`
-// (no delta will start earlier).
+// Drops the logged evictions at or before `since` (no delta will start
+// earlier).
 void retain_evictions_since(emb::Table &t, uint64_t since);
 
 }  // namespace serving

@@ -95,7 +95,6 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
   // 1. The call, and the same version and base on every rank.
   Outcome o;
   o.sig = t.call(emb::kCallExportVersion);
-  uint64_t clock = 0;
   try {
     HB_CHECK_ARG(path && path[0], "%s: path is NULL or empty", what.c_str());
     HB_CHECK_ARG(version > 0 && base >= 0 && keep > 0,
@@ -123,7 +122,11 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
            "%s: %s; export a full version (base 0) instead", what.c_str(),
            why.c_str());
     }
-    clock = write_clock(t);
+    if (base > 0 && h.bases.at(base) < oldest_delta_base(t))
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "%s: the table was loaded from a checkpoint after version %lld; "
+           "export a full version (base 0) instead",
+           what.c_str(), (long long)base);
   } catch (...) {
     o.capture();
   }
@@ -135,6 +138,8 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
       fail(HB_ERR_MISMATCH,
            "%s: rank %d passed another version or base than rank %d",
            what.c_str(), p, x.rank());
+  // Every rank made the same call: close the write epoch this version ends.
+  const uint64_t clock = seal_writes(t);
 
   // 2. This rank's rows (all, or changed after the base's clock) and the
   // ids it evicted since then, to rank 0: {n, n_evicted, records, ids}.
