@@ -114,6 +114,7 @@ static char *hbw_strdup(const char *s) {  /* strdup is not C99 */
   }
   ~hb_embedding_config() {
     free((char *)$self->name);
+    free((void *)$self->lifecycle);
     free($self);
   }
 }
@@ -405,4 +406,60 @@ static hb_status hbw_collection_get_stats(const hb_collection *coll,
 %}
 
 #define HB_API
+/* ---- Table lifecycle (EXPERIMENTAL in hb.h) ------------------------------ */
+/* hb_embedding_lifecycle is a plain options struct (HB_EMBEDDING_LIFECYCLE_
+ * INIT defaults); a config takes a copy of one through use_lifecycle() and
+ * frees it with itself, so no language object has to outlive the config.
+ * The eviction callback is C only. */
+%ignore hb_embedding_config::lifecycle;
+%ignore hb_embedding_lifecycle::on_evict;
+%ignore hb_embedding_lifecycle::user_data;
+%extend hb_embedding_lifecycle {
+  hb_embedding_lifecycle() {
+    hb_embedding_lifecycle init = HB_EMBEDDING_LIFECYCLE_INIT;
+    hb_embedding_lifecycle *l =
+        (hb_embedding_lifecycle *)malloc(sizeof *l);
+    if (l) *l = init;
+    return l;
+  }
+  ~hb_embedding_lifecycle() { free($self); }
+}
+/* Stats as 12 int64 (Python, Java and Go read them alike): step, rows,
+ * pending, admitted, dropped, evicted_ttl, evicted_l2, evicted_capacity,
+ * boundaries, selection_rounds, boundary time in microseconds,
+ * memory_bytes. */
+%ignore hb_embedding_lifecycle_stats;
+%ignore hb_embedding_lifecycle_get_stats;
+%rename(hb_embedding_lifecycle_get_stats) hbw_embedding_lifecycle_get_stats;
+%inline %{
+static hb_status hbw_embedding_lifecycle_get_stats(const hb_embedding *emb,
+                                                   void *stats) {
+  hb_embedding_lifecycle_stats st = HB_EMBEDDING_LIFECYCLE_STATS_INIT;
+  hb_status s = hb_embedding_lifecycle_get_stats(emb, &st);
+  if (s == HB_OK) {
+    int64_t v[12] = {(int64_t)st.step, st.rows, st.pending,
+                     (int64_t)st.admitted, (int64_t)st.dropped,
+                     (int64_t)st.evicted_ttl, (int64_t)st.evicted_l2,
+                     (int64_t)st.evicted_capacity, (int64_t)st.boundaries,
+                     (int64_t)st.selection_rounds,
+                     (int64_t)(st.boundary_seconds * 1e6),
+                     (int64_t)st.memory_bytes};
+    memcpy(stats, v, sizeof v);
+  }
+  return s;
+}
+%}
+%extend hb_embedding_config {
+  /* Copies l into the config (NULL: no lifecycle). */
+  void use_lifecycle(const hb_embedding_lifecycle *l) {
+    hb_embedding_lifecycle *copy = NULL;
+    if (l) {
+      copy = (hb_embedding_lifecycle *)malloc(sizeof *copy);
+      if (copy) *copy = *l;
+    }
+    free((void *)$self->lifecycle);
+    $self->lifecycle = copy;
+  }
+}
+
 %include "hb.h"

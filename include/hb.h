@@ -337,6 +337,8 @@ enum hb_optimizer_code {
   HB_OPT_FTRL = 3
 };
 
+struct hb_embedding_lifecycle; /* EXPERIMENTAL, below */
+
 /** Append-only; see HB_EMBEDDING_CONFIG_INIT for the defaults. */
 typedef struct hb_embedding_config {
   size_t struct_size;
@@ -367,13 +369,18 @@ typedef struct hb_embedding_config {
    *  equal a host table's.
    *  HB_ERR_UNSUPPORTED without CUDA. */
   int32_t device;
+  /** EXPERIMENTAL (the struct is defined under HB_EXPERIMENTAL): admission
+   *  and eviction of a dynamic host table's rows (docs/table-lifecycle.md).
+   *  NULL: every id gets a row on first touch and keeps it. Read during
+   *  hb_embedding_create only (the table keeps a copy). */
+  const struct hb_embedding_lifecycle *lifecycle;
 } hb_embedding_config;
 
 #define HB_EMBEDDING_CONFIG_INIT                                             \
   {                                                                          \
     sizeof(hb_embedding_config), NULL, 0, HB_FLOAT32, 0, HB_PARTITION_MOD,   \
         HB_INIT_ZEROS, 0.0, 0.0, 0, HB_OPT_SGD, 0.01, 0.1, 0.9, 0.999, 1e-8, \
-        0.0, 0.0, -0.5, HB_FLOAT32, -1                                       \
+        0.0, 0.0, -0.5, HB_FLOAT32, -1, NULL                                 \
   }
 
 /** Collective: every rank creates its shard of the table. Names are unique
@@ -718,6 +725,101 @@ HB_API hb_status hb_collection_get_stats(const hb_collection *coll,
                                          hb_collection_stats *out);
 HB_API hb_status hb_collection_reset_stats(hb_collection *coll);
 
+/* ---- Table lifecycle: admission, eviction, bounded memory ---------------- */
+/*
+ * A dynamic host table (num_rows = 0, device = -1) with a lifecycle
+ * (hb_embedding_config.lifecycle) admits an id only after it was seen
+ * min_count times and evicts rows by age, by a capacity and by L2 norm, so
+ * a table fed a never-ending stream of ids stays within a memory bound.
+ * Semantics, what is deterministic and the memory bound:
+ * docs/table-lifecycle.md. In short:
+ *  - the table's update step counts its apply calls (hb_embedding_apply_
+ *    gradients and collection gradient steps); it is the same on every
+ *    rank, and so is everything decided by it;
+ *  - rows are created only by gradient steps: a lookup of an id without a
+ *    row reads its initial value (admission off) or default_value (until
+ *    admitted) and creates nothing;
+ *  - an id is "seen" once per update step whose batch (any rank's)
+ *    carries it; at the step where its count reaches min_count it gets a
+ *    row (initialized as usual) and that step's gradient; before, its
+ *    gradients are dropped;
+ *  - every evict_interval update steps (a boundary, after that step's
+ *    updates) rows are evicted: not updated for ttl_steps steps; not
+ *    updated for ttl_seconds (rank 0's clock: not deterministic); weights'
+ *    L2 norm below min_l2_norm; then, while the table (all ranks) holds
+ *    more than max_rows rows, the rows of lowest score (LRU: the step of
+ *    the last update; LFU: the number of updates; ties: the smaller id)
+ *    -- an exact global selection;
+ *  - except for ttl_seconds and the Bloom filter's collisions, rows,
+ *    values and evictions are bit-identical at every world size and equal
+ *    to a single process; checkpoints keep counters, ages and scores.
+ * A lifecycle on a static (num_rows > 0) table is HB_ERR_INVALID_ARGUMENT,
+ * on a GPU table (device >= 0) HB_ERR_UNSUPPORTED.
+ */
+enum hb_admission_code {
+  HB_ADMIT_ALL = 0,   /**< every id gets a row at its first gradient step */
+  HB_ADMIT_COUNT = 1, /**< exact per-id counters */
+  HB_ADMIT_BLOOM = 2  /**< counting Bloom filter (fixed memory, approximate) */
+};
+enum hb_evict_score_code {
+  HB_SCORE_LRU = 0, /**< the update step of the row's last update */
+  HB_SCORE_LFU = 1  /**< the row's number of updates */
+};
+
+/** Called on the owner rank, at a boundary, with the ids it evicted
+ *  (ascending; from the thread making the apply call). */
+typedef void (*hb_evict_callback)(const int64_t *ids, size_t n,
+                                  void *user_data);
+
+/** Append-only (struct_size); HB_EMBEDDING_LIFECYCLE_INIT: no admission,
+ *  no eviction. Zero turns a limit off. */
+typedef struct hb_embedding_lifecycle {
+  size_t struct_size;
+  int32_t admission;     /**< hb_admission_code */
+  int32_t min_count;     /**< steps that must carry an id (1..255 for BLOOM) */
+  int64_t bloom_bytes;   /**< BLOOM: counters (1 byte each), all ranks */
+  double bloom_fpr;      /**< BLOOM: false-positive rate (sets the hashes) */
+  float default_value;   /**< what a not yet admitted id reads (every column) */
+  int64_t evict_interval; /**< update steps between boundaries (>= 1) */
+  int64_t ttl_steps;     /**< evict rows not updated for this many steps */
+  double ttl_seconds;    /**< evict rows not updated for this long (wall) */
+  int64_t max_rows;      /**< capacity of the whole table (all ranks) */
+  int32_t score;         /**< hb_evict_score_code for max_rows */
+  double min_l2_norm;    /**< evict rows whose weights' L2 norm is below */
+  hb_evict_callback on_evict; /**< NULL: none */
+  void *user_data;
+} hb_embedding_lifecycle;
+
+#define HB_EMBEDDING_LIFECYCLE_INIT                                        \
+  {                                                                        \
+    sizeof(hb_embedding_lifecycle), HB_ADMIT_ALL, 1, 0, 0.01, 0.0f, 1, 0,  \
+        0.0, 0, HB_SCORE_LRU, 0.0, NULL, NULL                              \
+  }
+
+/** This rank's lifecycle counters (its shard). Append-only. */
+typedef struct hb_embedding_lifecycle_stats {
+  size_t struct_size;
+  uint64_t step;             /**< the table's update step */
+  int64_t rows;              /**< live rows on this rank */
+  int64_t pending;           /**< ids counted, not admitted (COUNT) */
+  uint64_t admitted;         /**< rows created */
+  uint64_t dropped;          /**< gradients dropped (id not admitted) */
+  uint64_t evicted_ttl;      /**< by ttl_steps or ttl_seconds */
+  uint64_t evicted_l2;       /**< by min_l2_norm */
+  uint64_t evicted_capacity; /**< by max_rows */
+  uint64_t boundaries;       /**< eviction boundaries run */
+  uint64_t selection_rounds; /**< collective rounds of the max_rows selection */
+  double boundary_seconds;   /**< time spent in boundaries */
+  uint64_t memory_bytes;     /**< rows, index and lifecycle state */
+} hb_embedding_lifecycle_stats;
+
+#define HB_EMBEDDING_LIFECYCLE_STATS_INIT \
+  { sizeof(hb_embedding_lifecycle_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0.0, 0 }
+
+/** Local (no communication). HB_ERR_INVALID_ARGUMENT for a table without
+ *  a lifecycle or a serving table. */
+HB_API hb_status hb_embedding_lifecycle_get_stats(
+    const hb_embedding *emb, hb_embedding_lifecycle_stats *out);
 
 /* ---- Versioned exports and serving updates ------------------------------ */
 /*

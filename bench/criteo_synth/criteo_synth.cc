@@ -7,14 +7,15 @@
 //
 // Run: criteo_synth [--dim 16] [--steps 20] [--batch 8192] [--alpha 1.1]
 //      [--profile mini|full] [--tables 26] [--wire f32|f16|bf16] [--seed 1]
-//      [--collection]
+//      [--collection] [--dynamic]
 // under hbrun -n N for several ranks. Reports per rank: ids/s (lookup +
 // apply_gradients, counted once per id), unique-id ratio, collective rounds
 // per step, wire bytes per step against the dedup bound, peak RSS against
 // the shard's own size. --collection runs every step as one
 // hb_collection_lookup and one hb_collection_apply_gradients over all the
 // tables (one sum-pooled one-hot feature per table) instead of one
-// lookup and one apply per table.
+// lookup and one apply per table. --dynamic makes every table a dynamic
+// hash table (num_rows = 0) fed the same ids.
 #include <time.h>
 
 #include <chrono>
@@ -27,67 +28,20 @@
 #include <vector>
 
 #define HB_EXPERIMENTAL 1
+#include "common/proc_mem.h"
+#include "common/zipf.h"
 #include "embedding/handle.h"
 #include "hb.h"
 
 namespace {
 
+using hbbench::peak_rss_kib;
+using hbbench::Zipf;
+
 const int64_t kCriteoRows[26] = {
     1460,  583,  10131227, 2202608, 305, 24,     12517,   633,   3,
     93145, 5683, 8351593,  3194,    27,  14992,  5461306, 10,    5652,
     2173,  4,    7046547,  18,      15,  286181, 105,     142572};
-
-// Zipf over [1, n] by rejection-inversion (Hoermann & Derflinger), O(1)
-// memory, so the generator adds nothing to the peak memory measured.
-class Zipf {
- public:
-  Zipf(int64_t n, double s) : n_(n), s_(s) {
-    hx1_ = H(1.5) - 1.0;
-    hn_ = H(n + 0.5);
-    cut_ = 2.0 - Hinv(H(2.5) - h(2.0));
-  }
-  int64_t operator()(uint64_t &state) const {
-    for (;;) {
-      double u = hn_ + unit(state) * (hx1_ - hn_);
-      double x = Hinv(u);
-      int64_t k = static_cast<int64_t>(x + 0.5);
-      if (k < 1) k = 1;
-      if (k > n_) k = n_;
-      if (k - x <= cut_ || u >= H(k + 0.5) - h(static_cast<double>(k)))
-        return k;
-    }
-  }
-
- private:
-  static double unit(uint64_t &st) {
-    st += 0x9E3779B97F4A7C15ull;
-    uint64_t z = st;
-    z = (z ^ (z >> 30)) * 0xBF58476D1CE4E5B9ull;
-    z = (z ^ (z >> 27)) * 0x94D049BB133111EBull;
-    return ((z ^ (z >> 31)) >> 11) * 0x1p-53;
-  }
-  static double helper1(double x) {
-    return std::fabs(x) > 1e-8 ? std::log1p(x) / x
-                               : 1.0 - x * (0.5 - x * (1.0 / 3.0 - 0.25 * x));
-  }
-  static double helper2(double x) {
-    return std::fabs(x) > 1e-8
-               ? std::expm1(x) / x
-               : 1.0 + x * 0.5 * (1.0 + x / 3.0 * (1.0 + 0.25 * x));
-  }
-  double h(double x) const { return std::exp(-s_ * std::log(x)); }
-  double H(double x) const {
-    double lx = std::log(x);
-    return helper2((1.0 - s_) * lx) * lx;
-  }
-  double Hinv(double x) const {
-    double t = x * (1.0 - s_);
-    if (t < -1.0) t = -1.0;
-    return std::exp(helper1(t) * x);
-  }
-  int64_t n_;
-  double s_, hx1_, hn_, cut_;
-};
 
 struct Args {
   int64_t dim = 16, steps = 20, batch = 8192, tables = 26, cap = 1000000;
@@ -95,6 +49,7 @@ struct Args {
   hb_dtype wire = HB_FLOAT32;
   uint64_t seed = 1;
   bool collection = false;
+  bool dynamic = false;
 };
 
 Args parse(int argc, char **argv) {
@@ -102,6 +57,10 @@ Args parse(int argc, char **argv) {
   for (int i = 1; i < argc; ++i) {
     std::string k = argv[i];
     const char *v = i + 1 < argc ? argv[i + 1] : "";
+    if (k == "--dynamic") {
+      a.dynamic = true;
+      continue;
+    }
     if (k == "--collection") {
       a.collection = true;
       continue;
@@ -144,16 +103,6 @@ double cpu_seconds() {
   timespec ts;
   clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
-}
-
-long peak_rss_kib() {
-  FILE *f = std::fopen("/proc/self/status", "r");
-  char line[256];
-  long kib = -1;
-  while (f && std::fgets(line, sizeof line, f))
-    if (std::sscanf(line, "VmHWM: %ld kB", &kib) == 1) break;
-  if (f) std::fclose(f);
-  return kib;
 }
 
 void check(hb_status st, const char *what) {
@@ -308,7 +257,7 @@ int main(int argc, char **argv) {
     hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
     c.name = names[t].c_str();
     c.dim = a.dim;
-    c.num_rows = rows[t];
+    c.num_rows = a.dynamic ? 0 : rows[t];
     c.initializer = HB_INIT_UNIFORM;
     c.init_a = -0.05;
     c.init_b = 0.05;
@@ -353,9 +302,9 @@ int main(int argc, char **argv) {
                              : "bf16",
       tm.ids / tm.secs / 1e6, tm.ids / tm.cpu / 1e6,
       static_cast<double>(tr.uniq) / tr.ids_in, tr.rounds / steps,
-      tr.req / steps, tr.bound / steps,
-      tr.bound > 0 ? tr.req / tr.bound : 0.0, tr.sent / steps, tr.recv / steps,
-      peak / 1048576.0, shard_bytes / 1048576.0, peak / shard_bytes);
+      tr.req / steps, tr.bound / steps, tr.bound > 0 ? tr.req / tr.bound : 0.0,
+      tr.sent / steps, tr.recv / steps, peak / 1048576.0,
+      shard_bytes / 1048576.0, peak / shard_bytes);
   for (auto *e : tabs) hb_embedding_destroy(e);
   hb_context_destroy(ctx);
   return 0;

@@ -16,6 +16,7 @@
 #include "common/log.h"
 #include "embedding/bytes.h"
 #include "embedding/file_io.h"
+#include "lifecycle/checkpoint_state.h"
 
 namespace hb {
 namespace emb {
@@ -25,7 +26,11 @@ std::function<void(const char *phase)> g_save_test_hook;
 namespace {
 
 const char kShardMagic[8] = {'H', 'B', 'E', 'M', 'B', 'S', 'H', '1'};
+// Version 1: rows only. Version 2 (tables with a lifecycle): each shard file
+// continues with the lifecycle section (lifecycle/checkpoint_state.h).
+// Both load.
 const uint32_t kVersion = 1;
+const uint32_t kVersionLifecycle = 2;
 const size_t kShardHeader = 8 + 4 + 4 + 8 * 3 + 4 + 4;
 
 std::string hex16(uint64_t v) {
@@ -50,6 +55,7 @@ struct ShardEntry {
 };
 
 struct Manifest {
+  uint32_t version = kVersion;
   std::string name;
   int64_t dim = 0, num_rows = -1, record_words = 0;
   int32_t optimizer = -1, partition = -1;
@@ -60,7 +66,7 @@ struct Manifest {
 
 std::string render_manifest(const Manifest &m) {
   std::ostringstream o;
-  o << "hb-embedding-checkpoint " << kVersion << "\n"
+  o << "hb-embedding-checkpoint " << m.version << "\n"
     << "name " << m.name << "\n"
     << "dim " << m.dim << "\n"
     << "num_rows " << m.num_rows << "\n"
@@ -123,9 +129,11 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
       m.shards.push_back(s);
     }
   }
-  if (version != static_cast<int>(kVersion))
+  if (version != static_cast<int>(kVersion) &&
+      version != static_cast<int>(kVersionLifecycle))
     fail(HB_ERR_CORRUPT, "manifest '%s': unknown format version %d",
          path.c_str(), version);
+  m.version = static_cast<uint32_t>(version);
   if (m.world <= 0 || static_cast<int>(m.shards.size()) != m.world)
     fail(HB_ERR_CORRUPT, "manifest '%s': %zu shard lines for world %d",
          path.c_str(), m.shards.size(), m.world);
@@ -180,12 +188,13 @@ void make_dirs(const std::string &what, const std::string &dir) {
     fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
 }
 
-void write_shard(const Shard &shard, const std::string &path, int rank,
-                 int world, ShardEntry *entry) {
+void write_shard(const Table &t, const std::string &path, int rank, int world,
+                 ShardEntry *entry) {
   AtomicFile f(path);
+  const Shard &shard = t.shard();
   const int64_t words = shard.record_words();
   int64_t dim = shard.spec().dim, rows = shard.rows();
-  uint32_t version = kVersion, zero = 0;
+  uint32_t version = t.life() ? kVersionLifecycle : kVersion, zero = 0;
   int32_t r32 = rank, w32 = world;
   f.write(kShardMagic, 8);
   f.write(&version, 4);
@@ -199,6 +208,8 @@ void write_shard(const Shard &shard, const std::string &path, int rank,
     f.write(&id, 8);
     f.write(rec, static_cast<size_t>(words) * 4);
   });
+  if (t.life())
+    lifecycle::write_state(f, shard, *t.row_meta(), t.life()->admission());
   f.commit();
   entry->bytes = f.bytes();
   entry->rows = static_cast<uint64_t>(rows);
@@ -207,7 +218,8 @@ void write_shard(const Shard &shard, const std::string &path, int rank,
 
 // Reads one shard file and puts the rows `into` owns into it.
 void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
-                const Partitioner &part, int rank, Shard *into, IdMap *seen) {
+                const Partitioner &part, int rank, int world, Shard *into,
+                IdMap *seen, lifecycle::LoadedState *state) {
   std::string path = join(dir, e.file);
   std::string data;
   try {
@@ -235,14 +247,19 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
   int64_t dim = rd.get<int64_t>("dim"), words = rd.get<int64_t>("record_words"),
           rows = rd.get<int64_t>("rows");
   int32_t r = rd.get<int32_t>("rank"), w = rd.get<int32_t>("world");
-  if (version != kVersion || dim != m.dim || words != m.record_words ||
+  const uint64_t row_bytes = static_cast<uint64_t>(rows) * (8 + 4 * words);
+  const bool life = version == kVersionLifecycle;
+  if (version != m.version || dim != m.dim || words != m.record_words ||
       rows != static_cast<int64_t>(e.rows) || r != e.rank || w != m.world ||
-      static_cast<uint64_t>(rows) * (8 + 4 * words) != rd.left())
+      (life ? row_bytes > rd.left() : row_bytes != rd.left()))
     fail(HB_ERR_CORRUPT,
          "%s: header disagrees with the manifest or the file size",
          rd.what().c_str());
+  std::vector<int64_t> file_ids;
+  if (life) file_ids.reserve(static_cast<size_t>(rows));
   for (int64_t i = 0; i < rows; ++i) {
     int64_t id = rd.get<int64_t>("id");
+    if (life) file_ids.push_back(id);
     const char *rec = rd.take(static_cast<size_t>(words) * 4, "row");
     if (m.num_rows > 0 && (id < 0 || id >= m.num_rows))
       fail(HB_ERR_CORRUPT, "%s: id %lld at byte %zu outside [0, %lld)",
@@ -256,6 +273,14 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
            rd.what().c_str(), (long long)id);
     // Records start 4-byte aligned (48-byte header, 8 + 4 * words each).
     into->put(id, reinterpret_cast<const float *>(rec));
+  }
+  if (life) {
+    lifecycle::read_state(
+        rd, file_ids, [&](int64_t id) { return part.owner(id) == rank; },
+        m.world == world && e.rank == rank, state);
+    if (rd.left() != 0)
+      fail(HB_ERR_CORRUPT, "%s: %zu bytes after the lifecycle section",
+           rd.what().c_str(), rd.left());
   }
 }
 
@@ -290,7 +315,7 @@ void save_checkpoint(Table &t, const char *dir_c) {
   Outcome o2;
   ShardEntry mine{rank, shard_file(spec.name, nonce, rank, world), 0, 0, 0};
   try {
-    write_shard(t.shard(), join(dir, mine.file), rank, world, &mine);
+    write_shard(t, join(dir, mine.file), rank, world, &mine);
   } catch (...) {
     o2.capture();
   }
@@ -310,6 +335,7 @@ void save_checkpoint(Table &t, const char *dir_c) {
   if (rank == 0) {
     try {
       Manifest m;
+      m.version = t.life() ? kVersionLifecycle : kVersion;
       m.name = spec.name;
       m.dim = spec.dim;
       m.num_rows = spec.num_rows;
@@ -350,6 +376,7 @@ void load_checkpoint(Table &t, const char *dir_c) {
   Outcome o;
   o.sig = t.call(kCallLoad);
   std::unique_ptr<Shard> staging;
+  lifecycle::LoadedState state;
   try {
     HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
     std::string dir = dir_c;
@@ -389,7 +416,7 @@ void load_checkpoint(Table &t, const char *dir_c) {
     Partitioner part(spec, world);
     IdMap seen;
     for (const ShardEntry &e : m.shards)
-      read_shard(dir, e, m, part, rank, staging.get(), &seen);
+      read_shard(dir, e, m, part, rank, world, staging.get(), &seen, &state);
   } catch (const Error &e) {
     // Every load error names the table.
     o.status = e.status();
@@ -401,6 +428,7 @@ void load_checkpoint(Table &t, const char *dir_c) {
   }
   agree(x, o, what.c_str());
   t.replace_shard(std::move(staging));
+  lifecycle::restore_state(t, state);
 }
 
 }  // namespace emb

@@ -137,6 +137,16 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
   s.lr_power = c.lr_power;
   s.wire_dtype = c.wire_dtype;
   s.device = c.device;
+  s.life = lifecycle::policy_from_config(c.lifecycle, c.name);
+  HB_CHECK_ARG(!s.life.enabled || c.num_rows == 0,
+               "embedding '%s': a lifecycle needs a dynamic table (num_rows = "
+               "0; got %lld): static rows cannot be admitted or evicted",
+               c.name, (long long)c.num_rows);
+  if (s.life.enabled && c.device >= 0)
+    fail(HB_ERR_UNSUPPORTED,
+         "embedding '%s': a lifecycle on a GPU table (device %d) is not "
+         "supported; use a host table (device = -1)",
+         c.name, c.device);
   return s;
 }
 
@@ -163,6 +173,10 @@ uint64_t spec_fingerprint(const Spec &s) {
                  s.lr_power};
   mix(hp, sizeof hp);
   mix(&s.wire_dtype, 4);
+  if (s.life.enabled) {
+    uint64_t lf = lifecycle::policy_fingerprint(s.life);
+    mix(&lf, 8);
+  }
   return h;
 }
 

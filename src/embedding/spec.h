@@ -7,6 +7,7 @@
 
 #include "common/fnv.h"
 #include "hb.h"
+#include "lifecycle/policy.h"
 
 namespace hb {
 namespace emb {
@@ -25,7 +26,8 @@ struct Spec {
   double beta1 = 0.9, beta2 = 0.999, epsilon = 1e-8;
   double l1 = 0, l2 = 0, lr_power = -0.5;
   hb_dtype wire_dtype = HB_FLOAT32;
-  int32_t device = -1;  // CUDA device of the rows; -1: host memory
+  int32_t device = -1;     // CUDA device of the rows; -1: host memory
+  lifecycle::Policy life;  // admission and eviction (disabled by default)
 
   bool dynamic() const { return num_rows == 0; }
 };

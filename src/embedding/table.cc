@@ -24,6 +24,11 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
   try {
     if (local_check) local_check();
     shard_.reset(new Shard(spec_, rank_, world_));
+    if (spec_.life.enabled) {
+      meta_.reset(new lifecycle::RowMeta(shard_->slots(), true));
+      shard_->set_meta(meta_.get());
+      life_.reset(new lifecycle::Lifecycle(spec_, world_, *meta_));
+    }
   } catch (...) {
     o.capture();
   }
@@ -39,8 +44,8 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
     if (got[p] != fp)
       fail(HB_ERR_INVALID_ARGUMENT,
            "%s: rank %d passed a different config (name, dim, num_rows, "
-           "partition, initializer, optimizer, wire dtype or host/GPU "
-           "placement differ)",
+           "partition, initializer, optimizer, wire dtype, lifecycle or "
+           "host/GPU placement differ)",
            what.c_str(), p);
 }
 
@@ -50,6 +55,7 @@ void Table::replace_shard(std::unique_ptr<Shard> s) {
     meta_->on_load(shard_->slots());
     shard_->set_meta(meta_.get());
   }
+  if (life_) life_->on_load();
 }
 
 lifecycle::RowMeta &Table::track_writes() {
@@ -102,6 +108,18 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
+  if (life_) {  // no row is created; missing ones read their default
+    const size_t m = nu < 0 ? nrecv : static_cast<size_t>(nu);
+    const int64_t *u = nu < 0 ? recv : owner.unique().data();
+    rows_.resize(m);
+    fdefault_.resize(m * dim);
+    for (size_t k = 0; k < m; ++k)
+      rows_[k] = life_->lookup_row(*shard_, u[k], fdefault_.data() + k * dim);
+    for (size_t j = 0; j < nrecv; ++j)
+      wire_encode(rows_[nu < 0 ? j : owner.inverse()[j]], dim, wd,
+                  dst + j * wire_row_bytes_);
+    return;
+  }
   if (nu < 0) {
     for (size_t j = 0; j < nrecv; ++j)
       wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
@@ -134,6 +152,10 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
 void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
   const int64_t dim = spec_.dim;
   const Optimizer &opt = shard_->optimizer();
+  if (life_) {
+    life_->apply(*shard_, *x_, ids, n, g);
+    return;
+  }
   if (!meta_) {  // the common case: no per-row state to keep
     for (size_t k = 0; k < n; ++k) opt.step(shard_->get(ids[k]), g + k * dim);
     return;

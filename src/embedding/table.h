@@ -26,6 +26,7 @@
 #include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "embedding/spec.h"
+#include "lifecycle/lifecycle.h"
 #include "lifecycle/row_meta.h"
 
 namespace hb {
@@ -91,6 +92,9 @@ class Table {
   // keep stamp 0) and the evicted-id log. Call on every rank at the same
   // point of the table's call sequence (e.g. inside a collective export).
   lifecycle::RowMeta &track_writes();
+  // Admission and eviction (spec().life): nullptr without a lifecycle.
+  lifecycle::Lifecycle *life() { return life_.get(); }
+  const lifecycle::Lifecycle *life() const { return life_.get(); }
 
  private:
   // Header + id exchange after plan_.prepare; fills recv_ids_.
@@ -108,7 +112,8 @@ class Table {
   Spec spec_;
   std::unique_ptr<Exchange> x_;
   std::unique_ptr<Shard> shard_;
-  std::unique_ptr<lifecycle::RowMeta> meta_;  // see row_meta()
+  std::unique_ptr<lifecycle::RowMeta> meta_;    // see row_meta()
+  std::unique_ptr<lifecycle::Lifecycle> life_;  // uses meta_
   int rank_, world_;
   size_t wire_row_bytes_;
   Stats stats_;
@@ -118,7 +123,7 @@ class Table {
 
   // Reused per-call buffers.
   std::vector<int64_t> recv_ids_;
-  std::vector<float> fbuf_, fbuf2_;
+  std::vector<float> fbuf_, fbuf2_, fdefault_;
   std::vector<unsigned char> wbuf_, wbuf2_;
   std::vector<const float *> rows_;
 };

@@ -123,6 +123,13 @@ struct RefTable {
   void apply(
       const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>>
           &batch) {
+    for (auto &kv : sums(batch)) step(row(kv.first), kv.second);
+  }
+
+  // The summed gradient of every id of one call, in the documented order.
+  std::map<int64_t, std::vector<float>> sums(
+      const std::vector<std::pair<std::vector<int64_t>, std::vector<float>>>
+          &batch) const {
     const int64_t d = c.dim;
     std::map<int64_t, std::vector<float>> total;
     for (const auto &b : batch) {
@@ -144,7 +151,7 @@ struct RefTable {
           for (int64_t k = 0; k < d; ++k) it->second[k] += kv.second[k];
       }
     }
-    for (auto &kv : total) step(row(kv.first), kv.second);
+    return total;
   }
 };
 

@@ -21,6 +21,8 @@ type EmbeddingConfig struct {
 	L1, L2, LRPower    float64
 	WireDType          DType
 	Device             int32 // -1: host memory; N: CUDA device N
+	// Admission and eviction (EXPERIMENTAL); nil: none.
+	Lifecycle *EmbeddingLifecycle
 }
 
 // DefaultEmbeddingConfig is HB_EMBEDDING_CONFIG_INIT with a name and a row width.
@@ -60,6 +62,9 @@ func (e *EmbeddingConfig) native() capi.Embedding_config {
 	c.SetLr_power(e.LRPower)
 	c.SetWire_dtype(e.WireDType)
 	c.SetDevice(e.Device)
+	if e.Lifecycle != nil {
+		e.Lifecycle.useIn(c)
+	}
 	return c
 }
 

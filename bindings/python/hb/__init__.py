@@ -593,12 +593,24 @@ class Context(_Handle):
         return [_user(a) for a in arrays]
 
 
+# hb_embedding_lifecycle_stats, as the binding's flat call returns it.
+_LIFECYCLE_STATS = ("step", "rows", "pending", "admitted", "dropped", "evicted_ttl",
+                    "evicted_l2", "evicted_capacity", "boundaries", "selection_rounds",
+                    "boundary_us", "memory_bytes")
+
+
 class Embedding(_Handle):
     """A table sharded over a context's ranks (hb_embedding), or a read-only
     serving table from :meth:`open`. Rows are float32.
 
     config: any field of hb_embedding_config (num_rows, partition,
     initializer, init_a, init_b, seed, optimizer, learning_rate, ...).
+
+    lifecycle: None, or a dict of hb_embedding_lifecycle fields (admission,
+    min_count, bloom_bytes, bloom_fpr, default_value, evict_interval,
+    ttl_steps, ttl_seconds, max_rows, score, min_l2_norm; EXPERIMENTAL,
+    docs/table-lifecycle.md) for a dynamic host table: admission and
+    eviction; see :meth:`lifecycle_stats`.
     Collective to create; lookup, apply_gradients, save, load and export
     are collective too (ranks may pass different numbers of ids, even 0).
 
@@ -612,9 +624,11 @@ class Embedding(_Handle):
 
     _destroy = staticmethod(_c.hb_embedding_destroy)
 
-    def __init__(self, ctx, name, dim, device=None, **config):
+    def __init__(self, ctx, name, dim, device=None, lifecycle=None, **config):
         config["device"] = _device_index(device, ctx)
         cfg = _fill(_c.hb_embedding_config(), dict(config, name=name, dim=dim), "embedding config")
+        if lifecycle is not None:
+            cfg.use_lifecycle(_fill(_c.hb_embedding_lifecycle(), dict(lifecycle), "lifecycle"))
         super().__init__(_c.hb_embedding_create(ctx._handle, cfg))
         self._ctx = ctx
         self._dim = _c.hb_embedding_dim(self._handle)  # fixed: no call per lookup
@@ -638,6 +652,16 @@ class Embedding(_Handle):
                           doc="Rows held by this rank (the whole table when serving).")
     misses = property(lambda self: _c.hb_embedding_misses(self._handle),
                       doc="Serving tables: ids looked up that were not in the file.")
+
+    def lifecycle_stats(self):
+        """This rank's admission and eviction counters
+        (hb_embedding_lifecycle_stats) as a dict; a table created with
+        lifecycle= only."""
+        v = np.zeros(len(_LIFECYCLE_STATS), np.int64)
+        _c.hb_embedding_lifecycle_get_stats(self._handle, v)
+        st = dict(zip(_LIFECYCLE_STATS, v.tolist()))
+        st["boundary_seconds"] = st.pop("boundary_us") / 1e6
+        return st
 
     def _memory(self, arr, param):
         return _memory(arr, param, self.device, "table")

@@ -249,6 +249,37 @@ def test_embedding_world_of_one(ctx, tmp_path):
     assert "missing.hbe" in info.value.message
 
 
+def test_embedding_lifecycle_admission_and_capacity(ctx, tmp_path):
+    # min_count 2: an id reads default_value and its gradients are dropped
+    # until its second update step; max_rows 2: the least recently updated
+    # rows go (ties: the smaller id).
+    life = dict(admission=hb.ADMIT_COUNT, min_count=2, default_value=0.5,
+                max_rows=2, score=hb.SCORE_LRU)
+    with hb.Embedding(ctx, "life", 2, optimizer=hb.OPT_SGD, learning_rate=1.0,
+                      lifecycle=life) as emb:
+        g = np.ones((1, 2), np.float32)
+        for _ in range(2):  # counted at step 1, admitted at step 2
+            assert emb.lookup(np.array([7], np.int64)).tolist() == [[0.5] * 2]
+            emb.apply_gradients(np.array([7], np.int64), g)
+        assert emb.lookup(np.array([7], np.int64)).tolist() == [[-1.0] * 2]
+        for i in (1, 2, 3):  # 1 .. 3 admitted at their second step
+            emb.apply_gradients(np.array([i], np.int64), g)
+            emb.apply_gradients(np.array([i], np.int64), g)
+        st = emb.lifecycle_stats()
+        assert st["rows"] == 2 and st["evicted_capacity"] == 2
+        assert st["admitted"] == 4 and st["dropped"] == 4 and st["step"] == 8
+        assert emb.lookup(np.array([7], np.int64)).tolist() == [[0.5] * 2]  # evicted
+        emb.save(str(tmp_path / "ckpt"))
+    with pytest.raises(hb.HbTypeError, match="unknown lifecycle field 'max_row'"):
+        hb.Embedding(ctx, "bad", 2, lifecycle=dict(max_row=3))
+    with pytest.raises(hb.HbError) as info:
+        hb.Embedding(ctx, "static", 2, num_rows=10, lifecycle={})
+    assert "dynamic" in info.value.message
+    with hb.Embedding(ctx, "plain", 2) as emb, pytest.raises(hb.HbError) as info:
+        emb.lifecycle_stats()
+    assert "no lifecycle" in info.value.message
+
+
 def test_closing_context_closes_children():
     c = hb.Context(rank=0, world_size=1)
     m = hb.Metric(hb.METRIC_MEAN, c)

@@ -119,6 +119,18 @@ public final class Embedding extends NativeHandle {
     HbNative.hb_embedding_apply_gradients(handle(), ids, n, grads);
   }
 
+  /**
+   * This rank's lifecycle counters (hb_embedding_lifecycle_stats): step,
+   * rows, pending, admitted, dropped, evictedTtl, evictedL2,
+   * evictedCapacity, boundaries, selectionRounds, boundary microseconds,
+   * memoryBytes. A table created with a lifecycle only.
+   */
+  public long[] lifecycleStats() throws HbException {
+    long[] s = new long[12];
+    HbNative.hb_embedding_lifecycle_get_stats(handle(), s);
+    return s;
+  }
+
   public void save(String dir) throws HbException { HbNative.hb_embedding_save(handle(), dir); }
   public void load(String dir) throws HbException { HbNative.hb_embedding_load(handle(), dir); }
   /** Collective: rank 0 writes one serving file. */

@@ -27,6 +27,7 @@ public final class EmbeddingConfig {
   private double lrPower = DEFAULTS.getLr_power();
   private int wireDtype = DEFAULTS.getWire_dtype();
   private int device = DEFAULTS.getDevice();
+  private EmbeddingLifecycle lifecycle;
 
   /** name: unique per context; dim: row width. */
   public EmbeddingConfig(String name, long dim) {
@@ -70,6 +71,8 @@ public final class EmbeddingConfig {
   public EmbeddingConfig wireDtype(int v) { wireDtype = v; return this; }
   /** -1: host memory; N: CUDA device N. */
   public EmbeddingConfig device(int v) { device = v; return this; }
+  /** Admission and eviction (EXPERIMENTAL); null: none. */
+  public EmbeddingConfig lifecycle(EmbeddingLifecycle v) { lifecycle = v; return this; }
 
   /** A native copy; the caller deletes it. */
   hb_embedding_config toNative() {
@@ -94,6 +97,7 @@ public final class EmbeddingConfig {
     c.setLr_power(lrPower);
     c.setWire_dtype(wireDtype);
     c.setDevice(device);
+    if (lifecycle != null) c.use_lifecycle(lifecycle.toNative());
     return c;
   }
 }

@@ -216,6 +216,41 @@ public class HbTest {
   }
 
   @Test
+  public void embeddingLifecycle() throws Exception {
+    // min_count 2 (default 0.5 until admitted), max_rows 2 (LRU).
+    EmbeddingLifecycle life = new EmbeddingLifecycle()
+        .admission(Hb.HB_ADMIT_COUNT, 2).defaultValue(0.5f).maxRows(2, Hb.HB_SCORE_LRU);
+    try (Context ctx = worldOfOne();
+         Embedding emb = Embedding.create(ctx, new EmbeddingConfig("life", 2)
+             .optimizer(Hb.HB_OPT_SGD, 1.0).lifecycle(life))) {
+      float[] g = {1, 1};
+      for (int i = 0; i < 2; ++i) {
+        assertArrayEquals(new float[] {0.5f, 0.5f}, emb.lookup(new long[] {7}), 0f);
+        emb.applyGradients(new long[] {7}, g);
+      }
+      assertArrayEquals(new float[] {-1, -1}, emb.lookup(new long[] {7}), 0f);
+      for (long id = 1; id <= 3; ++id) {
+        emb.applyGradients(new long[] {id}, g);
+        emb.applyGradients(new long[] {id}, g);
+      }
+      long[] st = emb.lifecycleStats();
+      assertEquals(8, st[0]);  // step
+      assertEquals(2, st[1]);  // rows
+      assertEquals(4, st[3]);  // admitted
+      assertEquals(4, st[4]);  // dropped
+      assertEquals(2, st[7]);  // evicted by capacity
+      assertArrayEquals(new float[] {0.5f, 0.5f}, emb.lookup(new long[] {7}), 0f);
+    }
+    try (Context ctx = worldOfOne();
+         Embedding plain = Embedding.create(ctx, new EmbeddingConfig("plain", 2))) {
+      plain.lifecycleStats();
+      fail("stats of a table without a lifecycle");
+    } catch (HbException e) {
+      assertTrue(e.detail(), e.detail().contains("no lifecycle"));
+    }
+  }
+
+  @Test
   public void collectionMatchesSingleTableCalls() throws Exception {
     try (Context ctx = worldOfOne();
          Embedding a = Embedding.create(ctx, new EmbeddingConfig("ja", 2).optimizer(Hb.HB_OPT_SGD, 0.5));

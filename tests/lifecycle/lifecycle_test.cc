@@ -1,0 +1,334 @@
+// Admission and eviction against the independent model (ref_lifecycle.h),
+// bit-equal at worlds 1-4 (ranks as threads over the in-process exchange):
+// every lookup of every step, the final rows (weights and optimizer
+// slots), each row's last update step and update count, the pending
+// admission counters, the evicted ids (with the step of their boundary)
+// and the counters of the statistics.
+#include <gtest/gtest.h>
+
+#include <mutex>
+#include <set>
+
+#include "abi/error.h"
+#include "embedding/collection.h"
+#include "harness.h"
+#include "lifecycle/select.h"
+#include "lifecycle_harness.h"
+
+namespace {
+
+using hbtest::LifeCase;
+using hbtest::run_and_compare;
+
+hb_embedding_config base_config(const char *name, int opt) {
+  return hbtest::life_config(name, opt);
+}
+
+void check_worlds(LifeCase &lc) {
+  for (int world = 1; world <= 4; ++world) {
+    SCOPED_TRACE("world " + std::to_string(world));
+    run_and_compare(lc, world);
+    if (::testing::Test::HasFatalFailure()) return;
+  }
+}
+
+TEST(Admission, ExactCounterAtEveryWorld) {
+  LifeCase lc(base_config("adm", HB_OPT_ADAGRAD));
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 3;
+  lc.life.default_value = 0.25f;
+  lc.steps = 40;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.admitted, 0u);
+  EXPECT_GT(lc.seen.dropped, 0u);
+}
+
+TEST(Admission, CountersExpireWithTtl) {
+  LifeCase lc(base_config("adm_ttl", HB_OPT_SGD));
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 2;
+  lc.life.ttl_steps = 6;
+  lc.life.evict_interval = 2;
+  lc.zipf_n = 400;
+  lc.steps = 50;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_ttl, 0u);
+}
+
+TEST(Admission, BloomFilterModelAtEveryWorld) {
+  // A small filter: collisions admit some ids early, differently per
+  // world size (the model knows each world's cells).
+  LifeCase lc(base_config("bloom", HB_OPT_ADAGRAD));
+  lc.life.admission = HB_ADMIT_BLOOM;
+  lc.life.min_count = 3;
+  lc.life.bloom_bytes = 256;
+  lc.life.bloom_fpr = 0.1;
+  lc.life.max_rows = 30;
+  lc.zipf_n = 300;
+  lc.steps = 40;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_cap, 0u);
+}
+
+TEST(Eviction, TtlSteps) {
+  LifeCase lc(base_config("ttl", HB_OPT_ADAM));
+  lc.life.ttl_steps = 4;
+  lc.life.evict_interval = 3;
+  lc.zipf_n = 300;
+  lc.steps = 40;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_ttl, 0u);
+}
+
+TEST(Eviction, CapacityLruEveryStep) {
+  LifeCase lc(base_config("lru", HB_OPT_ADAGRAD));
+  lc.life.max_rows = 25;
+  lc.life.score = HB_SCORE_LRU;
+  lc.zipf_n = 300;
+  lc.steps = 40;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_cap, 0u);
+}
+
+TEST(Eviction, CapacityLfuWithTiesByIdEveryFewSteps) {
+  // Most rows have one or two updates: the id decides among them.
+  LifeCase lc(base_config("lfu", HB_OPT_SGD));
+  lc.life.max_rows = 20;
+  lc.life.score = HB_SCORE_LFU;
+  lc.life.evict_interval = 3;
+  lc.zipf_n = 500;
+  lc.steps = 45;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_cap, 0u);
+}
+
+TEST(Eviction, CapacityWithLargeIdRangeTies) {
+  // max_rows 1: nearly every row goes at every boundary, and LRU ties span
+  // the whole int64 id range (negative ids included): every selection
+  // round of the id phase runs.
+  LifeCase lc(base_config("tiny", HB_OPT_SGD));
+  lc.life.max_rows = 1;
+  lc.steps = 25;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_cap, 0u);
+}
+
+TEST(Eviction, L2NormBelowThreshold) {
+  hb_embedding_config c = base_config("l2", HB_OPT_SGD);
+  c.init_a = -0.2;
+  c.init_b = 0.2;
+  LifeCase lc(c);
+  lc.life.min_l2_norm = 0.2;
+  lc.life.evict_interval = 2;
+  lc.steps = 40;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_l2, 0u);
+}
+
+TEST(Eviction, EverythingAtOnce) {
+  LifeCase lc(base_config("all", HB_OPT_FTRL));
+  lc.base.initial_accumulator = 0.1;
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 2;
+  lc.life.ttl_steps = 10;
+  lc.life.max_rows = 30;
+  lc.life.score = HB_SCORE_LFU;
+  lc.life.min_l2_norm = 0.05;
+  lc.life.evict_interval = 2;
+  lc.zipf_n = 400;
+  lc.steps = 60;
+  check_worlds(lc);
+  EXPECT_GT(lc.seen.ev_cap + lc.seen.ev_ttl, 0u);
+}
+
+TEST(Eviction, HalfPrecisionWire) {
+  hb_embedding_config c = base_config("wire16", HB_OPT_ADAGRAD);
+  c.wire_dtype = HB_BFLOAT16;
+  LifeCase lc(c);
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 2;
+  lc.life.max_rows = 25;
+  lc.steps = 30;
+  check_worlds(lc);
+}
+
+TEST(Lifecycle, ConfigErrors) {
+  hb_embedding_config c = base_config("bad", HB_OPT_SGD);
+  hb_embedding_lifecycle l = HB_EMBEDDING_LIFECYCLE_INIT;
+  c.lifecycle = &l;
+  auto status_of = [&]() -> hb_status {
+    try {
+      hb::emb::spec_from_config(&c);
+      return HB_OK;
+    } catch (const hb::Error &e) {
+      return e.status();
+    }
+  };
+  EXPECT_EQ(status_of(), HB_OK);
+  c.num_rows = 100;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  c.num_rows = 0;
+  c.device = 0;
+  EXPECT_EQ(status_of(), HB_ERR_UNSUPPORTED);
+  c.device = -1;
+  l.min_count = 0;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.min_count = 300;
+  l.admission = HB_ADMIT_BLOOM;
+  l.bloom_bytes = 1024;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.min_count = 3;
+  EXPECT_EQ(status_of(), HB_OK);
+  l.bloom_fpr = 1.5;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.bloom_fpr = 0.01;
+  l.evict_interval = 0;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.evict_interval = 1;
+  l.score = 7;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.score = HB_SCORE_LFU;
+  l.max_rows = -1;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+  l.max_rows = 0;
+  l.struct_size = 4;
+  EXPECT_EQ(status_of(), HB_ERR_INVALID_ARGUMENT);
+}
+
+TEST(Lifecycle, RanksWithDifferentPoliciesFailCreate) {
+  hb_embedding_config c = base_config("differ", HB_OPT_SGD);
+  hb_embedding_lifecycle l0 = HB_EMBEDDING_LIFECYCLE_INIT,
+                         l1 = HB_EMBEDDING_LIFECYCLE_INIT;
+  l1.max_rows = 10;
+  hbtest::ThreadWorld tw(2);
+  std::vector<hb_status> got(2, HB_OK);
+  hbtest::ThreadWorld::run(2, [&](int r) {
+    hb_embedding_config mine = c;
+    mine.lifecycle = r == 0 ? &l0 : &l1;
+    try {
+      hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
+    } catch (const hb::Error &e) {
+      got[r] = e.status();
+    }
+  });
+  EXPECT_EQ(got[0], HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(got[1], HB_ERR_INVALID_ARGUMENT);
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Select, KthSmallestOfAllRanksMatchesSort) {
+  // Values with many duplicates, spread or clustered, split unevenly
+  // (some ranks empty): the selected value and its tie count agree with a
+  // sort of everything, on every rank.
+  for (int world = 1; world <= 4; ++world) {
+    for (int trial = 0; trial < 30; ++trial) {
+      std::mt19937_64 g(world * 1000 + trial);
+      std::vector<std::vector<uint64_t>> vals(world);
+      std::vector<uint64_t> all;
+      const int kind = trial % 3;
+      const size_t n = 1 + g() % 3000;
+      for (size_t i = 0; i < n; ++i) {
+        uint64_t v = kind == 0   ? g() % 7
+                     : kind == 1 ? g()
+                                 : (uint64_t{1} << 40) + g() % 100000;
+        int r = static_cast<int>(g() % world);
+        if (world > 1 && r == 1 && trial % 2) r = 0;  // rank 1 empty
+        vals[r].push_back(v);
+        all.push_back(v);
+      }
+      std::sort(all.begin(), all.end());
+      const int64_t k = 1 + static_cast<int64_t>(g() % all.size());
+      const uint64_t kth = all[k - 1];
+      const int64_t below =
+          std::lower_bound(all.begin(), all.end(), kth) - all.begin();
+      const int64_t through =
+          std::upper_bound(all.begin(), all.end(), kth) - all.begin();
+      hbtest::ThreadWorld tw(world);
+      std::vector<hb::lifecycle::Selected> got(world);
+      hbtest::ThreadWorld::run(world, [&](int r) {
+        auto x = tw.endpoint(r);
+        got[r] = hb::lifecycle::select_kth(*x, vals[r], k);
+      });
+      for (int r = 0; r < world; ++r) {
+        SCOPED_TRACE("world " + std::to_string(world) + " trial " +
+                     std::to_string(trial) + " rank " + std::to_string(r));
+        const hb::lifecycle::Selected &s = got[r];
+        EXPECT_EQ(s.rounds, got[0].rounds);
+        if (s.all) {
+          // Exactly k values are <= s.value.
+          int64_t le =
+              std::upper_bound(all.begin(), all.end(), s.value) - all.begin();
+          EXPECT_EQ(le, k);
+        } else {
+          EXPECT_EQ(s.value, kth);
+          EXPECT_EQ(s.below, below);
+          EXPECT_GT(through, k);  // a real tie
+        }
+      }
+    }
+  }
+}
+
+}  // namespace
+
+namespace {
+
+TEST(Lifecycle, CollectionsGetThePolicies) {
+  // A collection's steps run the table's owner halves: one pooling-NONE
+  // feature with one id per sample is the single-table call, and must
+  // match the same model, lookups and evictions included.
+  hb_embedding_config c = base_config("coll", HB_OPT_ADAGRAD);
+  LifeCase lc(c);
+  lc.life.admission = HB_ADMIT_COUNT;
+  lc.life.min_count = 2;
+  lc.life.max_rows = 25;
+  lc.life.ttl_steps = 12;
+  lc.life.evict_interval = 2;
+  lc.zipf_n = 300;
+  const int world = 3;
+  hb_embedding_config cfg = c;
+  cfg.lifecycle = &lc.life;
+  hbtest::Plan p = hbtest::make_plan(77, world, 40, cfg, lc.zipf_n);
+  hbtest::RefLife ref(cfg, lc.life, world);
+  hbtest::Expected e;
+  hbtest::model_steps(ref, p, &e);
+  hbtest::Evictions ev;
+  hbtest::Dump d;
+  hbtest::FirstError err;
+  hbtest::ThreadWorld tw(world);
+  hbtest::run_life_tables(
+      world, c, lc.life, &ev, [&](int r, hb::emb::Table &t) {
+        hb::emb::Feature f;
+        f.name = "f";
+        f.table = &t;
+        f.pooling = HB_POOLING_NONE;
+        hb::emb::Collection coll({f}, tw.endpoint(r));
+        for (size_t s = 0; s < p.size(); ++s) {
+          const hbtest::Batch &b = p[s][r];
+          std::vector<int64_t> ones(b.ids.size(), 1);
+          const int64_t *ids = b.ids.data(), *lens = ones.data();
+          hb::emb::JaggedBatch in;
+          in.batch = static_cast<int64_t>(b.ids.size());
+          in.ids = &ids;
+          in.lengths = &lens;
+          std::vector<float> rows(b.ids.size() * 4);
+          float *unpooled = rows.data();
+          coll.lookup(in, nullptr, &unpooled);
+          if (!hbtest::same_bits(rows.data(), e.lookups[s][r].data(),
+                                 rows.size()))
+            err.report("lookup of step " + std::to_string(s));
+          const float *g = b.grads.data();
+          coll.apply_gradients(in, nullptr, &g);
+        }
+        d.add(t);
+      });
+  ASSERT_EQ(err.first, "");
+  hbtest::compare_final(ref, d, true);
+  EXPECT_EQ(ev.got, e.evictions);
+  EXPECT_GT(ref.ev_cap, 0u);
+}
+
+}  // namespace
