@@ -840,8 +840,11 @@ HB_API hb_status hb_embedding_lifecycle_get_stats(
  * export of base_version, which must be one of its last delta_keep_versions
  * versioned exports since it was created or loaded: an older or unknown
  * base is HB_ERR_INVALID_ARGUMENT ("export a full version"). Ranks that pass
- * different versions get HB_ERR_MISMATCH. A delta needs the table's change
- * stamps (src/lifecycle); HB_ERR_UNSUPPORTED without them.
+ * different versions get HB_ERR_MISMATCH. The first versioned export turns
+ * on the table's write stamps (8 bytes per row, lifecycle/row_meta.h).
+ * GPU tables export full versions only (a delta: HB_ERR_UNSUPPORTED). A
+ * serving table reads zeros for ids it does not hold, also where a
+ * lifecycle table would read its default_value.
  */
 HB_API hb_status hb_embedding_export_version(hb_embedding *emb,
                                              const char *path, int64_t version,
