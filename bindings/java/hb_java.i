@@ -160,6 +160,11 @@ JNIEXPORT jlong JNICALL Java_org_hb_HbNativeJNI_servingLookupArrays(
   hb_status s;
   void *pi, *po;
   (void)cls;
+  if (n == 0) { /* nothing to pin (a JVM may hand out NULL for no elements) */
+    s = hb_embedding_lookup_version((hb_embedding *)(intptr_t)emb, NULL, 0, NULL, &version);
+    if (s != HB_OK) hbj_throw(env, s);
+    return (jlong)version;
+  }
   pi = (*env)->GetPrimitiveArrayCritical(env, ids, NULL);
   if (!pi) return 0; /* OutOfMemoryError pending */
   po = (*env)->GetPrimitiveArrayCritical(env, out, NULL);

@@ -119,6 +119,8 @@ public class ServingTest {
       }
       assertEquals(versions, s.version());
 
+      assertEquals(versions, s.lookup(new long[0], new float[0]));
+
       // Argument checks happen in Java, before the native call.
       try {
         s.lookup(ids, new float[N * DIM - 1]);
