@@ -36,6 +36,7 @@ cmake --build _build-asan -j"$jobs"
 step "TSan (threaded parts)"
 tsan_tests=(rendezvous_store_test rendezvous_client_server_test rendezvous_liveness_test
             context_test serving_export_test serving_swap_test serving_api_test
+            serving_delta_test
             embedding_api_test reader_test comm_test)
 cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF \
   -DHB_SANITIZE=thread > /dev/null
