@@ -72,7 +72,7 @@ static char *hbw_strdup(const char *s) {  /* strdup is not C99 */
 %apply int32_t *OUTPUT { int32_t *out_continue, int32_t *out_feed_empty,
                          int32_t *out_build_ensemble,
                          int32_t *out_train_subnetworks };
-%apply int64_t *OUTPUT { int64_t *begin, int64_t *end };
+%apply int64_t *OUTPUT { int64_t *begin, int64_t *end, int64_t *out_version };
 %apply double *OUTPUT { double *out };
 %apply const char **HB_STATIC_STRING_OUT { const char **name, const char **type,
                               const char **default_value, const char **doc };

@@ -839,6 +839,59 @@ typedef struct hb_embedding_lifecycle_stats {
 HB_API hb_status hb_embedding_lifecycle_get_stats(
     const hb_embedding *emb, hb_embedding_lifecycle_stats *out);
 
+/* ---- Versioned exports and serving updates ------------------------------ */
+/*
+ * Training exports numbered versions of a table: a full export (version N,
+ * no base) or a delta (the rows inserted or updated and the ids evicted
+ * since the export of an earlier version B). A serving table
+ * (hb_embedding_open) follows them with hb_embedding_update while other
+ * threads keep looking up: every lookup reads exactly one version, and
+ * hb_embedding_lookup_version says which. Formats and guarantees:
+ * docs/embedding-format.md ("Versioned exports and deltas"); the guide's
+ * "Serving" section shows the loop.
+ */
+
+/**
+ * Collective: writes version `version` (> 0, larger than every earlier
+ * versioned export of this table) to path, atomically (rank 0 writes).
+ * base_version 0: a full export. Otherwise a delta since this table's
+ * export of base_version, which must be one of its last delta_keep_versions
+ * versioned exports since it was created or loaded: an older or unknown
+ * base is HB_ERR_INVALID_ARGUMENT ("export a full version"). Ranks that pass
+ * different versions get HB_ERR_MISMATCH. The first versioned export turns
+ * on the table's write stamps (8 bytes per row, lifecycle/row_meta.h).
+ * GPU tables export full versions only (a delta: HB_ERR_UNSUPPORTED). A
+ * serving table reads zeros for ids it does not hold, also where a
+ * lifecycle table would read its default_value.
+ */
+HB_API hb_status hb_embedding_export_version(hb_embedding *emb,
+                                             const char *path, int64_t version,
+                                             int64_t base_version);
+
+/**
+ * Serving tables: apply the delta at path (its base must be the served
+ * version, from the same exporting table) or open the newer full export at
+ * path (same name and dim). Lookups from other threads go on meanwhile and
+ * see the old version until the new one is complete. A damaged, truncated
+ * or out-of-order file is HB_ERR_CORRUPT / HB_ERR_INVALID_ARGUMENT naming
+ * the file and the versions, and the served version stays. Updates of one
+ * table are serialized. Memory: two copies of the table's rows.
+ */
+HB_API hb_status hb_embedding_update(hb_embedding *emb, const char *path);
+
+/**
+ * hb_embedding_lookup, plus *out_version (may be NULL): the version every
+ * row of this call came from (0 for a format-1 export). On a sharded table
+ * *out_version is 0.
+ */
+HB_API hb_status hb_embedding_lookup_version(hb_embedding *emb,
+                                             const int64_t *ids, size_t n,
+                                             void *out, int64_t *out_version);
+
+/** The served version (serving tables; 0 for a format-1 export or a
+ *  sharded table). */
+HB_API int64_t hb_embedding_version(const hb_embedding *emb);
+
 /* ---- Reader: sharded, parallel Criteo-format files ------------------------ */
 /*
  * Reads text files of samples, one per line (Criteo layout by default: a

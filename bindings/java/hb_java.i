@@ -12,6 +12,13 @@
   static {
     System.loadLibrary("hb_jni");
   }
+
+  /* Serving lookups, hand-written below (hbj_serving_lookup_*): one native
+   * call, no copy of ids or rows; they return the version read. */
+  static final native long servingLookupArrays(long emb, long[] ids, int n, float[] out)
+      throws HbException;
+  static final native long servingLookupDirect(long emb, java.nio.ByteBuffer ids, long n,
+                                               java.nio.ByteBuffer out) throws HbException;
 %}
 %javaconst(1);
 %include "enumsimple.swg"
@@ -139,6 +146,51 @@ static void hbj_release(JNIEnv *env, hbj_buf *b, int commit) {
     case 'S': (*env)->ReleaseShortArrayElements(env, (jshortArray)b->array, (jshort *)b->ptr, mode); break;
   }
   b->array = NULL;
+}
+
+/* Serving lookups (org.hb.Embedding checks lengths and the handle kind
+ * first). Arrays are pinned with GetPrimitiveArrayCritical: no copy in or
+ * out, and nothing but the lookup runs while they are held -- a serving
+ * lookup never blocks, so the GC waits for one lookup at most. The error
+ * is thrown after both are released (hb_last_error is still this call's:
+ * the releases call nothing in hb). */
+JNIEXPORT jlong JNICALL Java_org_hb_HbNativeJNI_servingLookupArrays(
+    JNIEnv *env, jclass cls, jlong emb, jlongArray ids, jint n, jfloatArray out) {
+  int64_t version = 0;
+  hb_status s;
+  void *pi, *po;
+  (void)cls;
+  if (n == 0) { /* nothing to pin (a JVM may hand out NULL for no elements) */
+    s = hb_embedding_lookup_version((hb_embedding *)(intptr_t)emb, NULL, 0, NULL, &version);
+    if (s != HB_OK) hbj_throw(env, s);
+    return (jlong)version;
+  }
+  pi = (*env)->GetPrimitiveArrayCritical(env, ids, NULL);
+  if (!pi) return 0; /* OutOfMemoryError pending */
+  po = (*env)->GetPrimitiveArrayCritical(env, out, NULL);
+  if (!po) {
+    (*env)->ReleasePrimitiveArrayCritical(env, ids, pi, JNI_ABORT);
+    return 0;
+  }
+  s = hb_embedding_lookup_version((hb_embedding *)(intptr_t)emb, (const int64_t *)pi,
+                                  (size_t)n, po, &version);
+  (*env)->ReleasePrimitiveArrayCritical(env, out, po, 0);
+  (*env)->ReleasePrimitiveArrayCritical(env, ids, pi, JNI_ABORT);
+  if (s != HB_OK) hbj_throw(env, s);
+  return (jlong)version;
+}
+
+JNIEXPORT jlong JNICALL Java_org_hb_HbNativeJNI_servingLookupDirect(
+    JNIEnv *env, jclass cls, jlong emb, jobject ids, jlong n, jobject out) {
+  int64_t version = 0;
+  hb_status s;
+  (void)cls;
+  s = hb_embedding_lookup_version((hb_embedding *)(intptr_t)emb,
+                                  (const int64_t *)(*env)->GetDirectBufferAddress(env, ids),
+                                  (size_t)n, (*env)->GetDirectBufferAddress(env, out),
+                                  &version);
+  if (s != HB_OK) hbj_throw(env, s);
+  return (jlong)version;
 }
 
 /* Listeners: a global reference per registration, kept per context and

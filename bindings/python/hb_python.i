@@ -75,6 +75,7 @@ static int hbpy_device_ok(const char *fn, const char *param) {
       {"hb_reduce_scatter", " send recv "},
       {"hb_allreduce_many", " bufs "},
       {"hb_embedding_lookup", " ids out "},
+      {"hb_embedding_lookup_version", " ids out "},
       {"hb_embedding_apply_gradients", " ids grads "},
       {"hbpy_collection_lookup", " values offsets weights out unpooled "},
       {"hbpy_collection_apply_gradients",

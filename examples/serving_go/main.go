@@ -4,6 +4,7 @@
 // with a local metric.
 //
 //	serving_go -wide export/wide.hbe -seed 2026 -vocab 2048 -samples 4096 -workers 4
+//	serving_go -hotswap DIR -versions 8 -steps 40 [-seed -vocab -samples -workers]
 //
 // The scorer is serving_ref's (examples/serving_ref): sigmoid of the sum
 // of the sample's 26 wide rows, with table 25's id replaced by an unknown
@@ -31,7 +32,17 @@ func main() {
 	vocab := flag.Int64("vocab", 2048, "ids per table (as ctr_train's --vocab)")
 	n := flag.Int("samples", 4096, "held-out samples to score")
 	workers := flag.Int("workers", 4, "scoring goroutines")
+	swapDir := flag.String("hotswap", "", "train, export versions into this folder and serve them (hotswap.go)")
+	versions := flag.Int("versions", 8, "-hotswap: versions to export and serve")
+	steps := flag.Int("steps", 40, "-hotswap: training batches per version")
 	flag.Parse()
+	if *swapDir != "" {
+		if err := hotswap(*swapDir, *seed, *vocab, *n, *workers, *versions, *steps); err != nil {
+			fmt.Fprintln(os.Stderr, "serving_go:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *wide == "" || *vocab <= 0 || *vocab&(*vocab-1) != 0 || *n <= 0 || *workers <= 0 {
 		fmt.Fprintln(os.Stderr, "serving_go: -wide is required; -vocab a power of two; -samples, -workers > 0")
 		os.Exit(2)

@@ -119,6 +119,11 @@ const std::vector<OptionSpec> &option_table() {
        "trace.0.json; else path.RANK.json), appended as it fills and "
        "completed when the context is destroyed; read when the context is "
        "created. Empty: off (no cost). See the guide's Timeline section."},
+      {"delta_keep_versions", OptionType::kInt, "16", nullptr, 1, 1 << 20,
+       "hb_embedding_export_version: how many of a table's latest versioned "
+       "exports a delta may start from. The table keeps the ids it evicted "
+       "since the oldest of them (8 bytes each); a delta from an older "
+       "version is refused (export a full version)."},
   };
   return table;
 }

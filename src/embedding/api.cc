@@ -9,23 +9,7 @@
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
 
-namespace {
-
-hb_embedding &ref(hb_embedding *emb, const char *fn) {
-  if (!emb) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: embedding is NULL", fn);
-  return *emb;
-}
-
-hb::emb::Table &sharded(hb_embedding *emb, const char *fn) {
-  hb_embedding &e = ref(emb, fn);
-  if (!e.table)
-    hb::fail(HB_ERR_INVALID_ARGUMENT, "%s('%s'): a serving table is read-only",
-             fn, e.serving->name().c_str());
-  e.ctx->check();
-  return *e.table;
-}
-
-}  // namespace
+using hb::emb::sharded;
 
 extern "C" {
 
@@ -62,18 +46,8 @@ void hb_embedding_destroy(hb_embedding *emb) { delete emb; }
 
 hb_status hb_embedding_lookup(hb_embedding *emb, const int64_t *ids, size_t n,
                               void *out) {
-  return hb::guard([&] {
-    hb_embedding &e = ref(emb, "hb_embedding_lookup");
-    if (e.serving) {
-      e.serving->lookup(ids, n, static_cast<float *>(out));
-      return;
-    }
-    hb::emb::Table &t = sharded(emb, "hb_embedding_lookup");
-    if (e.gpu)
-      e.gpu->lookup(ids, n, static_cast<float *>(out));
-    else
-      t.lookup(ids, n, static_cast<float *>(out));
-  });
+  return hb::guard(
+      [&] { hb::emb::lookup(emb, ids, n, out, "hb_embedding_lookup"); });
 }
 
 hb_status hb_embedding_apply_gradients(hb_embedding *emb, const int64_t *ids,
@@ -102,6 +76,7 @@ hb_status hb_embedding_load(hb_embedding *emb, const char *dir) {
     hb::emb::Table &t = sharded(emb, "hb_embedding_load");
     emb->ctx->fire(HB_EVENT_BEFORE_LOAD, dir);
     hb::emb::load_checkpoint(t, dir);
+    emb->exports = hb::serving::ExportHistory();  // its bases are gone
     if (emb->gpu) emb->gpu->upload();
     emb->ctx->fire(HB_EVENT_AFTER_LOAD, dir);
   });
@@ -111,7 +86,7 @@ hb_status hb_embedding_export(hb_embedding *emb, const char *path) {
   return hb::guard([&] {
     hb::emb::Table &t = sharded(emb, "hb_embedding_export");
     if (emb->gpu) emb->gpu->download();
-    hb::emb::export_table(t, path);
+    hb::serving::export_table(t, path);
   });
 }
 
@@ -120,7 +95,7 @@ hb_status hb_embedding_open(const char *path, hb_embedding **out) {
     HB_CHECK_ARG(out, "hb_embedding_open: out is NULL");
     *out = nullptr;
     std::unique_ptr<hb_embedding> e(new hb_embedding);
-    e->serving.reset(new hb::emb::ServingTable(path));
+    e->serving.reset(new hb::serving::ServingTable(path));
     *out = e.release();
   });
 }

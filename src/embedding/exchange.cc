@@ -40,6 +40,8 @@ const char *call_op_name(int64_t op) {
       return "hb_embedding_load";
     case kCallExport:
       return "hb_embedding_export";
+    case kCallExportVersion:
+      return "hb_embedding_export_version";
   }
   return "an unknown operation";
 }

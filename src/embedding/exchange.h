@@ -44,6 +44,7 @@ enum CallOp : int64_t {
   kCallSave,
   kCallLoad,
   kCallExport,
+  kCallExportVersion,  // serving/export_table.h: versioned or delta export
 };
 const char *call_op_name(int64_t op);
 

@@ -69,9 +69,12 @@ func (e *EmbeddingConfig) native() capi.Embedding_config {
 }
 
 // Embedding is a table sharded over a context's ranks, or a read-only
-// serving table (OpenEmbedding; lookups are then safe from many goroutines).
-// Rows are float32.
-type Embedding struct{ handle }
+// serving table (OpenEmbedding; lookups are then safe from many goroutines,
+// and Update follows newer versions while they run). Rows are float32.
+type Embedding struct {
+	handle
+	dim int64 // fixed for the handle's life
+}
 
 // NewEmbedding creates this rank's shard of a table: collective.
 func NewEmbedding(c *Context, config EmbeddingConfig) (*Embedding, error) {
@@ -81,6 +84,7 @@ func NewEmbedding(c *Context, config EmbeddingConfig) (*Embedding, error) {
 	if err := capi.Embedding_create(c.raw(), n, &e.h); err != nil {
 		return nil, err
 	}
+	e.dim = capi.Embedding_dim(e.h)
 	return e, nil
 }
 
@@ -90,6 +94,7 @@ func OpenEmbedding(path string) (*Embedding, error) {
 	if err := capi.Embedding_open(path, &e.h); err != nil {
 		return nil, err
 	}
+	e.dim = capi.Embedding_dim(e.h)
 	return e, nil
 }
 
@@ -101,7 +106,7 @@ func (e *Embedding) Close() error {
 	return nil
 }
 
-func (e *Embedding) Dim() int64       { return capi.Embedding_dim(e.raw()) }
+func (e *Embedding) Dim() int64       { return e.dim }
 func (e *Embedding) LocalRows() int64 { return capi.Embedding_local_rows(e.raw()) }
 
 // Misses counts ids a serving table did not hold.
@@ -109,10 +114,18 @@ func (e *Embedding) Misses() uint64 { return capi.Embedding_misses(e.raw()) }
 
 // Lookup writes the rows of ids into out (len(ids) x Dim).
 func (e *Embedding) Lookup(ids []int64, out []float32) error {
-	if err := needLen("out", len(out), len(ids)*int(e.Dim())); err != nil {
-		return err
+	_, err := e.LookupVersion(ids, out)
+	return err
+}
+
+// LookupVersion writes the rows of ids into out (len(ids) x Dim) and
+// returns the version they came from (0 for a sharded table or an
+// unversioned export): one cgo call, no copy, no allocation.
+func (e *Embedding) LookupVersion(ids []int64, out []float32) (int64, error) {
+	if len(out)/int(e.dim) < len(ids) {
+		return 0, needLen("out", len(out), len(ids)*int(e.dim))
 	}
-	return capi.Embedding_lookup(e.raw(), ptr(ids), int64(len(ids)), ptr(out))
+	return capi.LookupVersion(e.raw(), ptr(ids), len(ids), ptr(out))
 }
 
 // ApplyGradients runs one optimizer step per touched row; grads is len(ids) x Dim.
@@ -131,3 +144,17 @@ func (e *Embedding) Load(dir string) error { return capi.Embedding_load(e.raw(),
 
 // Export writes one serving file (rank 0 writes): collective.
 func (e *Embedding) Export(path string) error { return capi.Embedding_export(e.raw(), path) }
+
+// ExportVersion writes version `version` (larger than every earlier one) in
+// full (base 0) or as a delta since the export of version base: collective.
+func (e *Embedding) ExportVersion(path string, version, base int64) error {
+	return capi.Embedding_export_version(e.raw(), path, version, base)
+}
+
+// Update applies the delta or opens the newer full export at path while
+// other goroutines keep looking up (serving tables). A damaged or
+// out-of-order file is an error and the served version stays.
+func (e *Embedding) Update(path string) error { return capi.Embedding_update(e.raw(), path) }
+
+// Version is the served version (0 for an unversioned export).
+func (e *Embedding) Version() int64 { return capi.Embedding_version(e.raw()) }

@@ -631,19 +631,23 @@ class Embedding(_Handle):
             cfg.use_lifecycle(_fill(_c.hb_embedding_lifecycle(), dict(lifecycle), "lifecycle"))
         super().__init__(_c.hb_embedding_create(ctx._handle, cfg))
         self._ctx = ctx
+        self._dim = _c.hb_embedding_dim(self._handle)  # fixed: no call per lookup
         self.device = cfg.device
         ctx._children.add(self)
 
     @classmethod
     def open(cls, path):
-        """A serving table from an hb_embedding_export file (no context)."""
+        """A serving table from an export file (hb_embedding_export, or a full
+        version of export_version) with no context; lookups are thread-safe
+        and :meth:`update` follows newer versions while they run."""
         self = cls.__new__(cls)
-        _Handle.__init__(self, _c.hb_embedding_open(path))
+        _Handle.__init__(self, _c.hb_embedding_open(str(path)))
         self._ctx = None
+        self._dim = _c.hb_embedding_dim(self._handle)
         self.device = -1
         return self
 
-    dim = property(lambda self: _c.hb_embedding_dim(self._handle), doc="Row width.")
+    dim = property(lambda self: self._dim, doc="Row width.")
     local_rows = property(lambda self: _c.hb_embedding_local_rows(self._handle),
                           doc="Rows held by this rank (the whole table when serving).")
     misses = property(lambda self: _c.hb_embedding_misses(self._handle),
@@ -666,8 +670,14 @@ class Embedding(_Handle):
         """Rows of ids (an int64 array) as an (n, dim) float32 array.
         convert=True: ids may be any integer sequence (copied to int64).
         GPU table: ids and out are CUDA arrays (out is required)."""
+        return self.lookup_version(ids, out, convert)[0]
+
+    def lookup_version(self, ids, out=None, convert=False):
+        """As :meth:`lookup`, and the version the rows came from:
+        ``(rows, version)``. A serving table reads exactly one version per
+        call; a sharded table or an unversioned export reports 0."""
         ids = self._memory(_array(ids, "ids", np.int64, convert=convert, device=True), "ids")
-        shape = (ids.size, self.dim)
+        shape = (ids.size, self._dim)
         if out is None:
             if self.device >= 0:
                 raise HbValueError("out: a GPU table writes into a CUDA array you pass (%d x %d float32); "
@@ -677,8 +687,8 @@ class Embedding(_Handle):
             out = self._memory(_array(out, "out", np.float32, writable=True, device=True), "out")
             if out.size != ids.size * shape[1]:
                 raise HbValueError("out: needs %d x %d elements, the array has %d" % (shape + (out.size,)))
-        _c.hb_embedding_lookup(self._handle, ids, ids.size, out)
-        return _user(out)
+        version = _c.hb_embedding_lookup_version(self._handle, ids, ids.size, out)
+        return _user(out), version
 
     def apply_gradients(self, ids, grads, convert=False):
         """One optimizer step for each row in ids; grads is n x dim float32
@@ -687,7 +697,7 @@ class Embedding(_Handle):
         GPU table: both are CUDA arrays."""
         ids = self._memory(_array(ids, "ids", np.int64, convert=convert, device=True), "ids")
         grads = self._memory(_array(grads, "grads", np.float32, convert=convert, device=True), "grads")
-        if grads.size != ids.size * self.dim:
+        if grads.size != ids.size * self._dim:
             raise HbValueError("grads: needs %d x %d elements, the array has %d"
                                % (ids.size, self.dim, grads.size))
         _c.hb_embedding_apply_gradients(self._handle, ids, ids.size, grads)
@@ -703,6 +713,21 @@ class Embedding(_Handle):
     def export(self, path):
         """Write one serving file that Embedding.open reads (collective)."""
         _c.hb_embedding_export(self._handle, str(path))
+
+    def export_version(self, path, version, base=0):
+        """Write version ``version`` (larger than every earlier one) to path
+        (collective): in full (base 0) or as a delta since this table's
+        export of version ``base``."""
+        _c.hb_embedding_export_version(self._handle, str(path), version, base)
+
+    def update(self, path):
+        """Serving tables: apply the delta or open the newer full export at
+        path while other threads keep looking up. A damaged or out-of-order
+        file raises and the served version stays."""
+        _c.hb_embedding_update(self._handle, str(path))
+
+    version = property(lambda self: _c.hb_embedding_version(self._handle),
+                       doc="Serving tables: the version served now (0: unversioned).")
 
 
 class Collection(_Handle):

@@ -10,8 +10,9 @@
 
 #include "abi/error.h"
 #include "embedding/file_io.h"
-#include "embedding/serving.h"
-#include "harness.h"
+#include "embedding/harness.h"
+#include "serving/export_table.h"
+#include "serving/serving_table.h"
 
 namespace {
 
@@ -43,7 +44,7 @@ std::map<int64_t, std::vector<float>> train_and_export(
     std::vector<float> g(ids.size() * c.dim, 0.25f), out(ids.size() * c.dim);
     t.lookup(ids.data(), ids.size(), out.data());
     t.apply_gradients(ids.data(), ids.size(), g.data());
-    hb::emb::export_table(t, path.c_str());
+    hb::serving::export_table(t, path.c_str());
     std::lock_guard<std::mutex> lk(mu);
     t.shard().for_each([&](int64_t id, const float *rec) {
       rows[id].assign(rec, rec + c.dim);
@@ -57,7 +58,7 @@ TEST(Serving, ExportOpenLookup) {
     hb_embedding_config c = config(num_rows);
     std::string path = temp_path("basic");
     auto rows = train_and_export(c, path);
-    hb::emb::ServingTable s(path.c_str());
+    hb::serving::ServingTable s(path.c_str());
     EXPECT_EQ(s.dim(), c.dim);
     EXPECT_EQ(s.rows(), static_cast<int64_t>(rows.size()));
     EXPECT_EQ(s.name(), "serve");
@@ -87,7 +88,7 @@ TEST(Serving, BadFilesRejected) {
   auto expect_corrupt = [&](const std::string &data, const char *needle) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
     try {
-      hb::emb::ServingTable s(path.c_str());
+      hb::serving::ServingTable s(path.c_str());
       ADD_FAILURE() << "accepted: " << needle;
     } catch (const hb::Error &e) {
       EXPECT_EQ(e.status(), HB_ERR_CORRUPT);
@@ -105,7 +106,7 @@ TEST(Serving, BadFilesRejected) {
   expect_corrupt("", "too short");
   ::unlink(path.c_str());
   try {
-    hb::emb::ServingTable s(path.c_str());
+    hb::serving::ServingTable s(path.c_str());
     ADD_FAILURE();
   } catch (const hb::Error &e) {
     EXPECT_EQ(e.status(), HB_ERR_IO);
@@ -116,7 +117,7 @@ TEST(Serving, ConcurrentLookups) {
   hb_embedding_config c = config(0);
   std::string path = temp_path("threads");
   auto rows = train_and_export(c, path);
-  hb::emb::ServingTable s(path.c_str());
+  hb::serving::ServingTable s(path.c_str());
   std::vector<int64_t> known;
   for (auto &kv : rows) known.push_back(kv.first);
   std::atomic<int> bad{0};
