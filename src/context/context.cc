@@ -173,6 +173,7 @@ hb_context::hb_context(hb::ClusterInfo c, hb::Options o)
     : cluster(std::move(c)), options(std::move(o)) {}
 
 hb_context::~hb_context() {
+  ps.reset();  // BYE to the ps tasks: this worker leaves, it is not lost
   // Backends first: they may still talk through the client.
   gpu.reset();
   cpu_comm.reset();
@@ -218,7 +219,11 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     if (o.options) options.apply_list(o.options);
     hb::ClusterInfo cluster = hb::discover_cluster(&o, options);
     auto ctx = std::make_unique<hb_context>(cluster, options);
-    bool networked = cluster.in_world && cluster.world_size > 1;
+    // Parameter-server mode: the workers meet only through the ps tasks
+    // (src/ps), unless they also want their collective world.
+    bool ps_alone =
+        !cluster.ps_hosts.empty() && !options.get_bool("ps_collective");
+    bool networked = cluster.in_world && cluster.world_size > 1 && !ps_alone;
     ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
@@ -305,6 +310,10 @@ hb_status hb_context_barrier(hb_context *ctx, int64_t timeout_ms) {
   return hb::guard([&] {
     hb_context &c = ctx_ref(ctx);
     c.check();
+    if (!c.client && c.cluster.in_world && c.cluster.world_size > 1)
+      hb::fail(HB_ERR_UNSUPPORTED,
+               "hb_context_barrier: in parameter-server mode the workers form "
+               "no collective world (option ps_collective)");
     if (!c.client) return;  // a world of one (or a ps / evaluator task)
     hb::timeline::Span span("barrier", "comm");
     int64_t timeout = timeout_ms > 0 ? timeout_ms : c.timeout_ms();

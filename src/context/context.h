@@ -29,6 +29,9 @@ struct ContextState;
 namespace timeline {
 class Recording;
 }  // namespace timeline
+namespace ps {
+class Client;
+}  // namespace ps
 
 // The names of a context's live embedding tables (unique per context).
 // Shared with the tables, so a table destroyed after its context is fine.
@@ -76,6 +79,10 @@ struct hb_context {
   // is bound where the type is complete).
   std::shared_ptr<hb::comm::Backend> cpu_comm;
   std::shared_ptr<hb::gpu::ContextState> gpu;
+  // Parameter-server mode: the worker's connections to the ps tasks
+  // (src/ps), created on first use.
+  std::mutex ps_mu;
+  std::shared_ptr<hb::ps::Client> ps;
   // Option `timeline`: this context's share of the process's recording.
   std::shared_ptr<hb::timeline::Recording> timeline;
 

@@ -105,6 +105,22 @@ const std::vector<OptionSpec> &option_table() {
        "NCCL_SOCKET_IFNAME: name prefixes separated by commas (eth,ens), "
        "=names for exact names, ^names to exclude; IPv4 first. Empty: "
        "the interface that routes to the rendezvous host."},
+      {"ps_hosts", OptionType::kString, "", nullptr, 0, 0,
+       "Parameter-server mode: host:port of every ps task, comma-separated "
+       "(ps task i listens on entry i). Set by hbrun --ps; TF_CONFIG's "
+       "\"ps\" list gives it otherwise. Empty: no ps tasks (collective mode). "
+       "See docs/parameter-servers.md."},
+      {"staleness", OptionType::kInt, "0", nullptr, 0, 1000000,
+       "Parameter-server mode: no worker runs more than this many steps "
+       "(pushes of a table) ahead of the slowest live worker (stale-"
+       "synchronous parallel). 0: synchronous, the ps sums a step's "
+       "gradients of all live workers in rank order before one optimizer "
+       "step (the same bits as collective mode). Read by the ps tasks."},
+      {"ps_collective", OptionType::kBool, "0", nullptr, 0, 0,
+       "Parameter-server mode: the workers also form their collective world "
+       "(collectives, worker-sharded tables, merged metrics). Off by "
+       "default: a collective world cannot lose a member, so with it a lost "
+       "worker fails the job as in collective mode."},
       {"timeline", OptionType::kString, "", nullptr, 0, 0,
        "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
        "collective, metric merge, data sync and embedding phase: each rank "

@@ -136,6 +136,8 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
   return m;
 }
 
+}  // namespace
+
 uint64_t fresh_nonce() {
   std::random_device rd;
   uint64_t t = static_cast<uint64_t>(
@@ -143,6 +145,8 @@ uint64_t fresh_nonce() {
   return (static_cast<uint64_t>(rd()) << 32 ^ rd()) ^
          (t * 0x9E3779B97F4A7C15ull) ^ static_cast<uint64_t>(::getpid());
 }
+
+namespace {
 
 std::vector<std::string> list_dir(const std::string &dir) {
   std::vector<std::string> out;
@@ -166,6 +170,8 @@ bool stale_shard_file(const std::string &file, const std::string &name,
          (rest.size() > 4 && rest.compare(rest.size() - 4, 4, ".tmp") == 0);
 }
 
+}  // namespace
+
 // mkdir -p: the directory and any missing parent.
 void make_dirs(const std::string &what, const std::string &dir) {
   for (size_t at = 1; at <= dir.size(); ++at) {
@@ -179,6 +185,8 @@ void make_dirs(const std::string &what, const std::string &dir) {
   if (::stat(dir.c_str(), &st) != 0 || !S_ISDIR(st.st_mode))
     fail(HB_ERR_IO, "%s: '%s' is not a directory", what.c_str(), dir.c_str());
 }
+
+namespace {
 
 void write_shard(const Shard &shard, const std::string &path, int rank,
                  int world, ShardEntry *entry) {
@@ -261,6 +269,45 @@ void read_shard(const std::string &dir, const ShardEntry &e, const Manifest &m,
 
 }  // namespace
 
+ShardInfo write_shard_file(const Shard &shard, const std::string &dir,
+                           uint64_t nonce, int rank, int world) {
+  ShardEntry e{rank, shard_file(shard.spec().name, nonce, rank, world), 0, 0,
+               0};
+  write_shard(shard, join(dir, e.file), rank, world, &e);
+  return ShardInfo{e.bytes, e.rows, e.checksum};
+}
+
+void commit_manifest(const Spec &spec, int64_t record_words,
+                     const std::string &dir, uint64_t nonce,
+                     const std::vector<ShardInfo> &shards) {
+  const int world = static_cast<int>(shards.size());
+  Manifest m;
+  m.name = spec.name;
+  m.dim = spec.dim;
+  m.num_rows = spec.num_rows;
+  m.optimizer = spec.optimizer;
+  m.record_words = record_words;
+  m.partition = spec.partition;
+  m.world = world;
+  m.nonce = nonce;
+  for (int p = 0; p < world; ++p)
+    m.shards.push_back({p, shard_file(spec.name, nonce, p, world),
+                        shards[p].bytes, shards[p].rows, shards[p].checksum});
+  std::string text = render_manifest(m);
+  AtomicFile f(join(dir, spec.name + ".manifest"));
+  f.write(text.data(), text.size());
+  f.commit();
+}
+
+void remove_stale_shards(const Spec &spec, const std::string &dir,
+                         uint64_t nonce, const std::string &what) {
+  for (const std::string &f : list_dir(dir))
+    if (stale_shard_file(f, spec.name, nonce) &&
+        ::unlink(join(dir, f).c_str()) != 0)
+      HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
+                  std::strerror(errno));
+}
+
 void save_checkpoint(Table &t, const char *dir_c) {
   Exchange &x = t.exchange();
   const int rank = x.rank(), world = x.world();
@@ -288,9 +335,9 @@ void save_checkpoint(Table &t, const char *dir_c) {
 
   // 2. Every rank commits its shard file.
   Outcome o2;
-  ShardEntry mine{rank, shard_file(spec.name, nonce, rank, world), 0, 0, 0};
+  ShardInfo mine;
   try {
-    write_shard(t.shard(), join(dir, mine.file), rank, world, &mine);
+    mine = write_shard_file(t.shard(), dir, nonce, rank, world);
   } catch (...) {
     o2.capture();
   }
@@ -309,24 +356,12 @@ void save_checkpoint(Table &t, const char *dir_c) {
   Outcome o3;
   if (rank == 0) {
     try {
-      Manifest m;
-      m.name = spec.name;
-      m.dim = spec.dim;
-      m.num_rows = spec.num_rows;
-      m.optimizer = spec.optimizer;
-      m.record_words = t.shard().record_words();
-      m.partition = spec.partition;
-      m.world = world;
-      m.nonce = nonce;
+      std::vector<ShardInfo> shards(world);
       for (int p = 0; p < world; ++p)
-        m.shards.push_back({p, shard_file(spec.name, nonce, p, world),
-                            static_cast<uint64_t>(recv[3 * p]),
-                            static_cast<uint64_t>(recv[3 * p + 1]),
-                            static_cast<uint64_t>(recv[3 * p + 2])});
-      std::string text = render_manifest(m);
-      AtomicFile f(join(dir, spec.name + ".manifest"));
-      f.write(text.data(), text.size());
-      f.commit();
+        shards[p] = {static_cast<uint64_t>(recv[3 * p]),
+                     static_cast<uint64_t>(recv[3 * p + 1]),
+                     static_cast<uint64_t>(recv[3 * p + 2])};
+      commit_manifest(spec, t.shard().record_words(), dir, nonce, shards);
     } catch (...) {
       o3.capture();
     }
@@ -334,22 +369,12 @@ void save_checkpoint(Table &t, const char *dir_c) {
   agree(x, o3, what.c_str());
 
   // 4. Older saves (and temporaries of crashed ones) are garbage now.
-  if (rank == 0)
-    for (const std::string &f : list_dir(dir))
-      if (stale_shard_file(f, spec.name, nonce) &&
-          ::unlink(join(dir, f).c_str()) != 0)
-        HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
-                    std::strerror(errno));
+  if (rank == 0) remove_stale_shards(spec, dir, nonce, what);
 }
 
-void load_checkpoint(Table &t, const char *dir_c) {
-  Exchange &x = t.exchange();
-  const int rank = x.rank(), world = x.world();
-  const Spec &spec = t.spec();
+std::unique_ptr<Shard> read_checkpoint(const Spec &spec, int64_t record_words,
+                                       const char *dir_c, int rank, int world) {
   const std::string what = "hb_embedding_load('" + spec.name + "')";
-  Outcome o;
-  o.sig = t.call(kCallLoad);
-  std::unique_ptr<Shard> staging;
   try {
     HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
     std::string dir = dir_c;
@@ -381,21 +406,33 @@ void load_checkpoint(Table &t, const char *dir_c) {
       fail(HB_ERR_INVALID_ARGUMENT,
            "%s: checkpoint has optimizer %d, table has %d (different slots)",
            what.c_str(), m.optimizer, spec.optimizer);
-    if (m.record_words != t.shard().record_words())
+    if (m.record_words != record_words)
       fail(HB_ERR_CORRUPT, "%s: checkpoint rows have %lld words, expected %lld",
-           what.c_str(), (long long)m.record_words,
-           (long long)t.shard().record_words());
-    staging.reset(new Shard(spec, rank, world));
+           what.c_str(), (long long)m.record_words, (long long)record_words);
+    std::unique_ptr<Shard> staging(new Shard(spec, rank, world));
     Partitioner part(spec, world);
     IdMap seen;
     for (const ShardEntry &e : m.shards)
       read_shard(dir, e, m, part, rank, staging.get(), &seen);
+    return staging;
   } catch (const Error &e) {
     // Every load error names the table.
-    o.status = e.status();
-    o.message = e.what();
-    if (o.message.compare(0, what.size(), what) != 0)
-      o.message = what + ": " + o.message;
+    std::string msg = e.what();
+    if (msg.compare(0, what.size(), what) != 0) msg = what + ": " + msg;
+    throw Error(e.status(), msg);
+  }
+}
+
+void load_checkpoint(Table &t, const char *dir_c) {
+  Exchange &x = t.exchange();
+  const int rank = x.rank(), world = x.world();
+  const std::string what = "hb_embedding_load('" + t.spec().name + "')";
+  Outcome o;
+  o.sig = t.call(kCallLoad);
+  std::unique_ptr<Shard> staging;
+  try {
+    staging =
+        read_checkpoint(t.spec(), t.shard().record_words(), dir_c, rank, world);
   } catch (...) {
     o.capture();
   }

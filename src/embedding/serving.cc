@@ -17,6 +17,43 @@ const uint32_t kExportVersion = 1;
 
 }  // namespace
 
+void write_export(const Spec &spec, const std::vector<unsigned char> &all,
+                  const char *path) {
+  const int64_t dim = spec.dim;
+  const size_t rec_bytes = 8 + 4 * static_cast<size_t>(dim);
+  size_t n = all.size() / rec_bytes;
+  std::vector<size_t> order(n);
+  std::iota(order.begin(), order.end(), size_t{0});
+  auto id_at = [&](size_t i) {
+    int64_t id;
+    std::memcpy(&id, all.data() + i * rec_bytes, 8);
+    return id;
+  };
+  std::sort(order.begin(), order.end(),
+            [&](size_t a, size_t b) { return id_at(a) < id_at(b); });
+  AtomicFile f(path);
+  uint32_t version = kExportVersion, dtype = HB_FLOAT32;
+  uint32_t name_len = static_cast<uint32_t>(spec.name.size());
+  int64_t count = static_cast<int64_t>(n);
+  f.write(kExportMagic, 8);
+  f.write(&version, 4);
+  f.write(&dtype, 4);
+  f.write(&dim, 8);
+  f.write(&count, 8);
+  f.write(&name_len, 4);
+  f.write(spec.name.data(), name_len);
+  static const char pad[8] = {0};
+  f.write(pad, (8 - (name_len + 4) % 8) % 8);
+  for (size_t i : order) {
+    int64_t id = id_at(i);
+    f.write(&id, 8);
+  }
+  for (size_t i : order) f.write(all.data() + i * rec_bytes + 8, 4 * dim);
+  uint64_t sum = f.checksum();
+  f.write(&sum, 8);
+  f.commit();
+}
+
 void export_table(Table &t, const char *path) {
   Exchange &x = t.exchange();
   const int rank = x.rank(), world = x.world();
@@ -53,37 +90,7 @@ void export_table(Table &t, const char *path) {
   Outcome o2;
   if (rank == 0) {
     try {
-      size_t n = all.size() / rec_bytes;
-      std::vector<size_t> order(n);
-      std::iota(order.begin(), order.end(), size_t{0});
-      auto id_at = [&](size_t i) {
-        int64_t id;
-        std::memcpy(&id, all.data() + i * rec_bytes, 8);
-        return id;
-      };
-      std::sort(order.begin(), order.end(),
-                [&](size_t a, size_t b) { return id_at(a) < id_at(b); });
-      AtomicFile f(path);
-      uint32_t version = kExportVersion, dtype = HB_FLOAT32;
-      uint32_t name_len = static_cast<uint32_t>(spec.name.size());
-      int64_t count = static_cast<int64_t>(n);
-      f.write(kExportMagic, 8);
-      f.write(&version, 4);
-      f.write(&dtype, 4);
-      f.write(&dim, 8);
-      f.write(&count, 8);
-      f.write(&name_len, 4);
-      f.write(spec.name.data(), name_len);
-      static const char pad[8] = {0};
-      f.write(pad, (8 - (name_len + 4) % 8) % 8);
-      for (size_t i : order) {
-        int64_t id = id_at(i);
-        f.write(&id, 8);
-      }
-      for (size_t i : order) f.write(all.data() + i * rec_bytes + 8, 4 * dim);
-      uint64_t sum = f.checksum();
-      f.write(&sum, 8);
-      f.commit();
+      write_export(spec, all, path);
     } catch (...) {
       o2.capture();
     }

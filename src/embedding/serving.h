@@ -16,6 +16,10 @@ namespace emb {
 // Collective: gathers every rank's weights at rank 0, which writes `path`
 // atomically (ids ascending).
 void export_table(Table &t, const char *path);
+// Writes an export file from records {int64 id, dim float32 weights}, in
+// any order (the file holds them by ascending id).
+void write_export(const Spec &spec, const std::vector<unsigned char> &records,
+                  const char *path);
 
 // A table opened from an export file. Lookups only read the map and rows,
 // so any number of threads may call lookup at once.

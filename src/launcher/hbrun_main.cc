@@ -2,6 +2,7 @@
 // rendezvous store and supervises them (see launch_options.cc for --help).
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <memory>
 #include <string>
@@ -89,7 +90,20 @@ int run(int argc, char **argv) {
     return e.status() == HB_ERR_PERMISSION ? 126 : 127;  // as a shell does
   }
 
-  Supervisor supervisor(SupervisorConfig{opts.grace_ms, opts.timeout_ms});
+  if (opts.num_ps > 0 && !topo.in_world) {
+    say("--ps: this TF_CONFIG task is itself a ps or evaluator task (list "
+        "the ps tasks in TF_CONFIG instead) (see hbrun --help)");
+    return kUsageExitCode;
+  }
+  if (opts.num_ps > 0 && topo.world_size != topo.local_world_size) {
+    say("--ps starts the ps tasks of a job on one machine; across machines "
+        "list them in TF_CONFIG's \"ps\" (see hbrun --help)");
+    return kUsageExitCode;
+  }
+  SupervisorConfig scfg{opts.grace_ms, opts.timeout_ms};
+  scfg.ps_mode = opts.num_ps > 0;
+  scfg.max_restarts = opts.max_restarts;
+  Supervisor supervisor(scfg);
   std::unique_ptr<rdv::Server> server;
   int port = topo.connect_port;
   if (topo.serve) {
@@ -130,16 +144,64 @@ int run(int argc, char **argv) {
             : format("%zu CPU(s) per worker", slices[0].size()).c_str());
 
   std::vector<std::string> base_env = current_environment();
+  // --ps: the ps tasks first (the workers wait for them anyway).
+  std::string ps_hosts;
+  std::vector<int> ps_ports;
+  for (int i = 0; i < opts.num_ps; ++i) {
+    int p = 0;
+    for (int tries = 0; tries < 100; ++tries) {
+      p = free_port("127.0.0.1", 0);
+      if (p > 0 && p != port &&
+          std::find(ps_ports.begin(), ps_ports.end(), p) == ps_ports.end())
+        break;
+    }
+    if (p <= 0) {
+      say("--ps: no free port for ps task %d", i);
+      return 1;
+    }
+    ps_ports.push_back(p);
+    ps_hosts += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(p);
+  }
+  auto with_ps = [&](std::vector<std::string> env) {
+    if (opts.num_ps == 0) return env;
+    env.erase(std::remove_if(env.begin(), env.end(),
+                             [](const std::string &e) {
+                               return e.rfind("HB_PS_HOSTS=", 0) == 0 ||
+                                      e.rfind("HB_TASK_TYPE=", 0) == 0 ||
+                                      e.rfind("HB_TASK_ID=", 0) == 0;
+                             }),
+              env.end());
+    env.push_back("HB_PS_HOSTS=" + ps_hosts);
+    return env;
+  };
+  for (int i = 0; i < opts.num_ps; ++i) {
+    SpawnRequest req;
+    req.path = program;
+    req.argv = opts.command;
+    req.env = with_ps(base_env);
+    req.env.push_back("HB_TASK_TYPE=ps");
+    req.env.push_back("HB_TASK_ID=" + std::to_string(i));
+    req.capture_output = opts.prefix;
+    std::string label = "ps:" + std::to_string(i);
+    try {
+      supervisor.add(label, spawn_process(req));
+    } catch (const Error &e) {
+      say("%s: %s", label.c_str(), e.what());
+      supervisor.launch_failed(127);
+      break;
+    }
+  }
   for (const LocalWorker &w : topo.workers) {
     SpawnRequest req;
     req.path = program;
     req.argv = opts.command;
-    req.env = worker_environment(base_env, topo, w, port);
+    req.env = with_ps(worker_environment(base_env, topo, w, port));
     req.capture_output = opts.prefix;
     req.inherit_stdin = w.local_rank == 0 && !::isatty(0);
     req.cpus = w.cpus;
     try {
-      supervisor.add(w.label, spawn_process(req));
+      supervisor.add(w.label, spawn_process(req),
+                     opts.num_ps > 0 ? &req : nullptr);
     } catch (const Error &e) {
       say("rank %s: %s", w.label.c_str(), e.what());
       supervisor.launch_failed(127);

@@ -81,6 +81,11 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
         fail(HB_ERR_INVALID_ARGUMENT,
              "option --bind-to: '%s' is not auto, core or none", v.c_str());
       o.bind_to = v;
+    } else if (value_of(arg, "--ps", &v)) {
+      o.num_ps = static_cast<int>(parse_int("--ps", v, 0, 1024));
+    } else if (value_of(arg, "--max-restarts", &v)) {
+      o.max_restarts =
+          static_cast<int>(parse_int("--max-restarts", v, 0, 1 << 20));
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--no-prefix") {
@@ -164,6 +169,19 @@ Several machines (TF_CONFIG set and non-empty, unless --no-tf-config):
   A ps or evaluator task is not part of the world: hbrun runs the program
   once, without HB_* variables, prefixed "[ps:<index>]" (or evaluator),
   so it reads its role from TF_CONFIG. TF_CONFIG is passed on unchanged.
+
+Parameter servers (single machine; docs/parameter-servers.md):
+  --ps N            Also start N ps tasks running the same program: each
+                    gets HB_TASK_TYPE=ps, HB_TASK_ID=<i> and no HB_RANK
+                    (its hb_context_serve serves until the workers are
+                    done), prefixed "[ps:<i>]"; every process gets
+                    HB_PS_HOSTS (127.0.0.1 and a free port per ps task).
+                    In this mode a failed worker stops nobody: the ps tasks
+                    and the other workers go on, and hbrun exits with its
+                    status at the end. A failed ps task stops the job.
+  --max-restarts N  With --ps: start failed workers again, N times in all
+                    (each start gets HB_RESTART_COUNT=<starts so far>); a
+                    restarted worker rejoins the ps tasks.
 
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.

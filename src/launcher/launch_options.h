@@ -21,6 +21,8 @@ struct LaunchOptions {
   // --bind-to: "auto" (CPU workers get disjoint CPU slices when there are
   // enough CPUs), "core" (always bind, GPU workers too), "none".
   std::string bind_to = "auto";
+  int num_ps = 0;        // --ps N: parameter-server mode on this machine
+  int max_restarts = 0;  // --max-restarts N (ps mode: failed workers)
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

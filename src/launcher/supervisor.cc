@@ -28,14 +28,43 @@ int64_t ms_until(Clock::time_point t) {
 Supervisor::Supervisor(const SupervisorConfig &cfg)
     : cfg_(cfg), signal_fd_(install_signal_pipe()), start_(Clock::now()) {}
 
-void Supervisor::add(const std::string &label, const SpawnedProcess &p) {
+void Supervisor::add(const std::string &label, const SpawnedProcess &p,
+                     const SpawnRequest *restart) {
   Worker w;
   w.label = label;
   w.pid = p.pid;
   std::string prefix = "[" + label + "] ";
   if (p.stdout_fd >= 0) w.out.reset(new LineRelay(p.stdout_fd, 1, prefix));
   if (p.stderr_fd >= 0) w.err.reset(new LineRelay(p.stderr_fd, 2, prefix));
+  if (restart) {
+    w.restartable = true;
+    w.request = *restart;
+  }
   workers_.push_back(std::move(w));
+}
+
+bool Supervisor::restart(Worker &w) {
+  SpawnRequest req = w.request;
+  std::string count = "HB_RESTART_COUNT=" + std::to_string(w.starts);
+  bool replaced = false;
+  for (std::string &e : req.env)
+    if (e.compare(0, 17, "HB_RESTART_COUNT=") == 0) e = count, replaced = true;
+  if (!replaced) req.env.push_back(count);
+  try {
+    SpawnedProcess p = spawn_process(req);
+    w.pid = p.pid;
+    w.running = true;
+    ++w.starts;
+    std::string prefix = "[" + w.label + "] ";
+    w.out.reset(p.stdout_fd >= 0 ? new LineRelay(p.stdout_fd, 1, prefix)
+                                 : nullptr);
+    w.err.reset(p.stderr_fd >= 0 ? new LineRelay(p.stderr_fd, 2, prefix)
+                                 : nullptr);
+    return true;
+  } catch (const Error &e) {
+    say("rank %s: cannot restart: %s", w.label.c_str(), e.what());
+    return false;
+  }
 }
 
 void Supervisor::launch_failed(int code) {
@@ -89,6 +118,23 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   if (code == 0) return;
   // Children the failed worker left behind go with it.
   signal_group(w.pid, SIGKILL);
+  if (cfg_.ps_mode && w.restartable && !stopping_) {
+    // A lost worker is not a lost job: the ps tasks and the other workers
+    // go on; it starts again (and rejoins) while restarts are left.
+    bool again = restarts_ < cfg_.max_restarts;
+    say("rank %s %s; %s", w.label.c_str(),
+        describe_wait_status(wait_status).c_str(),
+        again ? format("restarting it (restart %d of %d)", restarts_ + 1,
+                       cfg_.max_restarts)
+                    .c_str()
+              : "the others go on without it");
+    if (again) {
+      ++restarts_;
+      if (restart(w)) return;
+    }
+    record_failure(code);
+    return;
+  }
   // The first failure decides the exit code, even one caused by a signal
   // hbrun forwarded; the workers hbrun stops afterwards do not.
   record_failure(code);

@@ -20,6 +20,12 @@ namespace launcher {
 struct SupervisorConfig {
   int64_t grace_ms = 3000;  // SIGTERM -> SIGKILL
   int64_t timeout_ms = 0;   // 0: none; else exit 124 when it passes
+  // Parameter-server mode (hbrun --ps): a failed worker stops nobody (the
+  // ps tasks and the other workers go on) and is started again while
+  // max_restarts allows (each start gets HB_RESTART_COUNT); a failed ps
+  // task stops everyone.
+  bool ps_mode = false;
+  int max_restarts = 0;  // restarts of workers, all together
 };
 
 class Supervisor {
@@ -30,7 +36,10 @@ class Supervisor {
   explicit Supervisor(const SupervisorConfig &cfg);
 
   // Takes over a started worker (and its output pipes, if captured).
-  void add(const std::string &label, const SpawnedProcess &p);
+  // restart: how to start it again (ps mode; nullptr: never, e.g. a ps
+  // task).
+  void add(const std::string &label, const SpawnedProcess &p,
+           const SpawnRequest *restart = nullptr);
   // A worker could not be started: stop the others, exit with `code`.
   void launch_failed(int code);
   // Runs until every worker has been reaped; returns hbrun's exit code.
@@ -42,7 +51,12 @@ class Supervisor {
     pid_t pid = -1;
     bool running = true;
     std::unique_ptr<LineRelay> out, err;
+    bool restartable = false;
+    SpawnRequest request;  // restartable: how it was started
+    int starts = 1;
   };
+  // ps mode: starts w again; false when it could not be.
+  bool restart(Worker &w);
 
   int running_count() const;
   int64_t poll_timeout_ms() const;
@@ -68,6 +82,7 @@ class Supervisor {
   bool kill_pending_ = false;
   Clock::time_point kill_at_;
   int first_failure_ = 0;  // hbrun's exit code once something failed
+  int restarts_ = 0;       // ps mode: worker restarts so far
 };
 
 }  // namespace launcher

@@ -1,0 +1,69 @@
+// The worker side of parameter-server mode: one connection per ps task,
+// a heartbeat thread that pings them all, the reader position that rides
+// with every push, and the tables placed on the ps tasks (ps_table.h).
+#pragma once
+
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "ps/conn.h"
+#include "ps/wire.h"
+
+struct hb_context;
+
+namespace hb {
+namespace ps {
+
+class PsTable;
+
+class Client {
+ public:
+  // Connects to every ps task of ctx (cluster.ps_hosts).
+  explicit Client(hb_context &ctx);
+  // Says BYE to every ps task (a worker that leaves is not lost).
+  ~Client();
+
+  int num_ps() const { return static_cast<int>(conns_.size()); }
+  int rank() const { return rank_; }
+  Conn &conn(int i) { return *conns_[i]; }
+  int owner(int64_t id) const {
+    return static_cast<int>(static_cast<uint64_t>(id) %
+                            static_cast<uint64_t>(conns_.size()));
+  }
+
+  void set_position(std::string p) { position_ = std::move(p); }
+  const std::string &position() const { return position_; }
+  // This worker's committed progress: the fewest steps any of its tables
+  // has on any ps task, and the position pushed with the last of them
+  // ("" when none). Every registered table resumes at that step, so pushes
+  // of steps a ps already has are dropped there (exactly once).
+  std::string committed(int64_t *step);
+  // Every ps task's counters: sums, max_staleness the largest.
+  Stats stats();
+
+  void add_table(PsTable *t);
+  void remove_table(PsTable *t);
+
+ private:
+  void heartbeats(int64_t interval_ms);
+
+  int rank_ = 0;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::string position_;
+  std::vector<PsTable *> tables_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread heartbeat_;
+};
+
+// The context's client, created on first use. Throws HB_ERR_INVALID_ARGUMENT
+// when ctx has no ps tasks (collective mode) or is a ps task itself.
+Client &client_of(hb_context &ctx, const char *what);
+
+}  // namespace ps
+}  // namespace hb
