@@ -14,7 +14,7 @@ namespace hb {
 enum class OptionType { kInt, kDouble, kBool, kString, kEnum };
 
 struct OptionSpec {
-  const char *name;  // lower_snake_case; env is HB_ + upper case
+  const char *name;           // lower_snake_case; env is HB_ + upper case
   OptionType type;
   const char *default_value;  // as a string, valid for the type
   const char *enum_values;    // kEnum: "a|b|c"; else nullptr
