@@ -63,22 +63,24 @@ std::string Client::committed(int64_t *step) {
   std::string pos;
   for (int i = 0; i < num_ps(); ++i) {
     Frame r = conn(i).call(request(kPosition), "position");
-    if (r.ints.size() != 2 * r.strs.size())
+    if (r.ints.size() != 3 * r.strs.size())
       fail(HB_ERR_CORRUPT, "ps position: %zu fields for %zu tables",
            r.ints.size(), r.strs.size());
     for (size_t k = 0; k < r.strs.size(); ++k) {
-      int64_t s = r.ints[2 * k + 1];
+      int64_t s = r.ints[3 * k + 1];
       if (best < 0 || s < best) {
         best = s;
-        pos = r.strs.at(k);
+        pos = r.strs[k];
       }
     }
   }
-  if (best < 0) best = 0;  // no table yet
+  if (best < 0) best = 0, pos.clear();  // nothing pushed yet
   *step = best;
+  step_ = best;
+  position_ = pos;
   std::lock_guard<std::mutex> lock(mu_);
-  for (PsTable *t : tables_) t->resume_at(best);
-  return best > 0 ? pos : std::string();
+  for (PsTable *t : tables_) t->rewind();
+  return pos;
 }
 
 Stats Client::stats() {
@@ -94,6 +96,8 @@ Stats Client::stats() {
     sum.bound_violations += v[6], sum.duplicate_pushes += v[7];
     sum.workers_lost += v[8], sum.workers_rejoined += v[9];
     sum.busy_us += v[10];
+    // Ranks gone from every ps task.
+    sum.workers_left = i == 0 ? v[11] : std::min(sum.workers_left, v[11]);
   }
   return sum;
 }

@@ -3,6 +3,7 @@
 // with every push, and the tables placed on the ps tasks (ps_table.h).
 #pragma once
 
+#include <algorithm>
 #include <condition_variable>
 #include <memory>
 #include <mutex>
@@ -35,12 +36,21 @@ class Client {
                             static_cast<uint64_t>(conns_.size()));
   }
 
-  void set_position(std::string p) { position_ = std::move(p); }
+  // A step boundary: the pushes that follow belong to the next step and
+  // carry p. A worker's step counts these calls (from where it resumed).
+  void set_position(std::string p) {
+    position_ = std::move(p);
+    ++step_;
+  }
   const std::string &position() const { return position_; }
-  // This worker's committed progress: the fewest steps any of its tables
-  // has on any ps task, and the position pushed with the last of them
-  // ("" when none). Every registered table resumes at that step, so pushes
-  // of steps a ps already has are dropped there (exactly once).
+  int64_t step() const { return step_; }
+  // A table found this worker's pushes up to `step` on a ps task (it
+  // restarted without resuming): later pushes count from there.
+  void raise_step(int64_t step) { step_ = std::max(step_, step); }
+  // Where this worker resumes: the smallest step any of its tables has
+  // committed on any ps task, and the position pushed with it ("" when
+  // none). The worker's step goes back there, so pushes of steps a ps task
+  // already has are dropped there (every sample applied exactly once).
   std::string committed(int64_t *step);
   // Every ps task's counters: sums, max_staleness the largest.
   Stats stats();
@@ -54,6 +64,7 @@ class Client {
   int rank_ = 0;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::string position_;
+  int64_t step_ = 0;
   std::vector<PsTable *> tables_;
   std::mutex mu_;
   std::condition_variable cv_;

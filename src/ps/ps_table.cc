@@ -42,14 +42,14 @@ PsTable::PsTable(Client &client, const emb::Spec &spec,
     }
     pending[p] = c_.conn(p).start(request(kAttach, {}, std::move(strs)));
   }
-  int64_t low = -1;
   for (int p = 0; p < P; ++p) {
     Frame r = c_.conn(p).finish(pending[p], "attach");
     remote_.push_back(r.ints.at(0));
-    attached_.push_back(r.ints.at(1));
-    if (low < 0 || attached_.back() < low) low = attached_.back();
+    last_ = std::max(last_, std::make_pair(r.ints.at(1), r.ints.at(2)));
   }
-  step_ = low;
+  // A restarted worker that does not resume (hb_ps_position) goes on after
+  // its pushes, not below them (they would be dropped as replays).
+  c_.raise_step(last_.first);
   c_.add_table(this);
 }
 
@@ -62,6 +62,15 @@ PsTable::~PsTable() {
       // A broken ps: the job is failing anyway.
     }
   }
+}
+
+std::pair<int64_t, int64_t> PsTable::next_push() {
+  const int64_t s = c_.step();
+  if (s != k_step_) {
+    k_step_ = s;
+    k_ = s == last_.first ? last_.second + 1 : 0;
+  }
+  return {s, k_++};
 }
 
 void PsTable::bucket(const int64_t *ids, size_t n) {
@@ -111,17 +120,18 @@ void PsTable::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   const int P = c_.num_ps();
   const size_t rb = wire_row_bytes();
   std::vector<uint64_t> req(P);
+  const std::pair<int64_t, int64_t> step = next_push();
   // Every ps task gets the step, with or without ids: its clock counts it.
   for (int p = 0; p < P; ++p) {
     std::string grads(ids_[p].size() * rb, '\0');
     for (size_t k = 0; k < at_[p].size(); ++k)
       std::memcpy(&grads[k * rb], partials + at_[p][k] * rb, rb);
-    req[p] = c_.conn(p).start(request(kPush, {remote_[p], step_},
-                                      {pack(ids_[p].data(), ids_[p].size()),
-                                       std::move(grads), c_.position()}));
+    req[p] =
+        c_.conn(p).start(request(kPush, {remote_[p], step.first, step.second},
+                                 {pack(ids_[p].data(), ids_[p].size()),
+                                  std::move(grads), c_.position()}));
   }
   for (int p = 0; p < P; ++p) c_.conn(p).finish(req[p], "push");
-  ++step_;
 }
 
 void PsTable::save(const char *dir) {

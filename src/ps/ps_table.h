@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <utility>
 #include <vector>
 
 #include "embedding/table.h"
@@ -41,21 +42,25 @@ class PsTable : public emb::Table {
   void load(const char *dir);
   void export_to(const char *path);
 
-  // The steps this worker has committed on each ps task (from attach).
-  const std::vector<int64_t> &attached_steps() const { return attached_; }
   int64_t remote_id(int ps) const { return remote_[ps]; }
-  void resume_at(int64_t step) { step_ = step; }
-  int64_t step() const { return step_; }
+  // The worker's step went back (Client::committed): the pushes that
+  // follow are replays until they pass what the ps tasks have.
+  void rewind() { last_ = {-1, -1}, k_step_ = -1; }
 
  private:
   // ids split by owner: per ps, the ids and their positions.
   void bucket(const int64_t *ids, size_t n);
 
   Client &c_;
-  emb::Spec ps_spec_;            // partition MOD over the ps tasks
-  std::vector<int64_t> remote_;  // the table's id on each ps task
-  std::vector<int64_t> attached_;
-  int64_t step_ = 0;  // the next push's step
+  emb::Spec ps_spec_;  // partition MOD over the ps tasks
+  // {step, k} of the next push: the worker's step and the number of this
+  // table's pushes in it so far (the ps tasks drop a push at or below the
+  // last they applied: a replay).
+  std::pair<int64_t, int64_t> next_push();
+
+  std::vector<int64_t> remote_;               // the table's id on each ps task
+  std::pair<int64_t, int64_t> last_{-1, -1};  // the newest the ps tasks have
+  int64_t k_step_ = -1, k_ = 0;
   std::vector<std::vector<int64_t>> ids_;
   std::vector<std::vector<size_t>> at_;
 };

@@ -58,7 +58,7 @@ struct Table {
         pend_ids(world),
         pend_grads(world),
         has_pend(world, 0),
-        committed(world, 0),
+        committed(world, {-1, -1}),
         position(world),
         attached(world, 0) {}
   emb::Spec spec;  // partition MOD over the ps tasks
@@ -69,8 +69,11 @@ struct Table {
   std::vector<std::vector<int64_t>> pend_ids;
   std::vector<std::vector<float>> pend_grads;
   std::vector<char> has_pend;
-  std::vector<int64_t> committed;     // per rank: steps committed
-  std::vector<std::string> position;  // per rank: with the last of them
+  // Per rank: the last push applied, {step, k}: the worker's step (its
+  // hb_ps_set_position calls) and the push's number within it. A push at
+  // or below it is a replay (a restarted worker), dropped.
+  std::vector<std::pair<int64_t, int64_t>> committed;
+  std::vector<std::string> position;  // per rank: with the last push
   std::vector<char> attached;         // per rank: attached at least once
   // Scratch of a round.
   emb::Dedup dedup;
@@ -289,11 +292,16 @@ bool Server::serve_request(Peer &p, Frame &f) {
       case kAttach:
         r = attach(rank, f);
         break;
-      case kDetach:
-        table(f.ints.at(0)).clock.left(rank);
+      case kDetach: {
+        // Out of data (or done): it holds nobody back from now on, and a
+        // round that waited only for it completes.
+        Table &t = table(f.ints.at(0));
+        t.clock.left(rank);
+        apply_rounds(t);
         dirty_ = true;
         r = ok_reply(f.id);
         break;
+      }
       case kPull:
       case kPush:
         if (!gate(rank, f)) return false;
@@ -316,6 +324,9 @@ bool Server::serve_request(Peer &p, Frame &f) {
         break;
       case kStats: {
         std::vector<int64_t> v;
+        stats_.workers_left =
+            std::count_if(workers_.begin(), workers_.end(),
+                          [](const Worker &w) { return w.state == kLeft; });
         stats_.to_ints(&v);
         r = ok_reply(0, v);
         break;
@@ -430,19 +441,21 @@ Frame Server::attach(int rank, const Frame &f) {
   t.attached[rank] = 1;
   t.clock.attach(rank);
   dirty_ = true;
-  return ok_reply(0, {id, t.committed[rank]});
+  return ok_reply(0, {id, t.committed[rank].first, t.committed[rank].second});
 }
 
 bool Server::gate(int rank, const Frame &f) const {
-  // Pull: ints are table ids; push: {table, step} pairs.
+  // Pull: ints are table ids; push: {table, step, k} triples.
   const bool is_push = f.type == kPush;
-  const size_t n = is_push ? f.ints.size() / 2 : f.ints.size();
+  const size_t n = is_push ? f.ints.size() / 3 : f.ints.size();
   for (size_t i = 0; i < n; ++i) {
-    int64_t id = f.ints[is_push ? 2 * i : i];
+    int64_t id = f.ints[is_push ? 3 * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
     const Table &t = *tables_[id];
-    if (is_push && f.ints[2 * i + 1] < t.committed[rank]) continue;  // replay
+    if (is_push && std::make_pair(f.ints[3 * i + 1], f.ints[3 * i + 2]) <=
+                       t.committed[rank])
+      continue;  // a replay: dropped at once
     if (!t.clock.may_go(rank)) return false;
   }
   return true;
@@ -487,23 +500,24 @@ void Server::step_rows(Table &t, const int64_t *ids, size_t n, const float *g) {
 }
 
 Frame Server::push(int rank, const Frame &f) {
-  const size_t n = f.ints.size() / 2;
-  if (f.strs.size() != 2 * n + 1)
-    fail(HB_ERR_CORRUPT, "push: %zu payloads for %zu tables", f.strs.size(), n);
+  const size_t n = f.ints.size() / 3;
+  if (f.ints.size() != 3 * n || f.strs.size() != 2 * n + 1)
+    fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
+         f.strs.size());
   const std::string &pos = f.strs.back();
   int64_t dups = 0;
   // Check everything before anything changes.
   struct Item {
     Table *t;
-    int64_t step;
+    std::pair<int64_t, int64_t> step;
     std::vector<int64_t> ids;
     std::vector<float> grads;
   };
   std::vector<Item> items(n);
   for (size_t i = 0; i < n; ++i) {
     Item &it = items[i];
-    it.t = &table(f.ints[2 * i]);
-    it.step = f.ints[2 * i + 1];
+    it.t = &table(f.ints[3 * i]);
+    it.step = {f.ints[3 * i + 1], f.ints[3 * i + 2]};
     it.ids = unpack<int64_t>(f.strs[2 * i], "ids");
     check_ids(*it.t, it.ids);
     const emb::Spec &s = it.t->spec;
@@ -517,7 +531,7 @@ Frame Server::push(int rank, const Frame &f) {
   }
   for (Item &it : items) {
     Table &t = *it.t;
-    if (it.step < t.committed[rank]) {
+    if (it.step <= t.committed[rank]) {
       // A replay of a step this ps already has (a restarted worker
       // resuming from an older position): applied once, so dropped.
       ++dups;
@@ -527,14 +541,14 @@ Frame Server::push(int rank, const Frame &f) {
     const int64_t lead = t.clock.lead(rank);
     stats_.max_staleness = std::max(stats_.max_staleness, lead);
     if (lead > t.clock.bound()) ++stats_.bound_violations;
-    t.committed[rank] = it.step + 1;
+    if (t.clock.bound() == 0 && t.has_pend[rank])
+      fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
+           t.spec.name.c_str(), rank, static_cast<long long>(t.round));
+    t.committed[rank] = it.step;
     t.position[rank] = pos;
     ++stats_.pushes;
     stats_.rows_pushed += static_cast<int64_t>(it.ids.size());
     if (t.clock.bound() == 0) {
-      if (t.has_pend[rank])
-        fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
-             t.spec.name.c_str(), rank, static_cast<long long>(t.round));
       t.has_pend[rank] = 1;
       t.pend_ids[rank] = std::move(it.ids);
       t.pend_grads[rank] = std::move(it.grads);
@@ -625,13 +639,15 @@ Frame Server::dump(const Frame &f) {
 }
 
 Frame Server::position(int rank) {
+  // Per table this rank pushed: {table, step, k} and the position.
   std::vector<int64_t> ints;
   std::vector<std::string> strs;
   for (size_t i = 0; i < tables_.size(); ++i) {
-    if (!tables_[i]->attached[rank]) continue;
-    ints.push_back(static_cast<int64_t>(i));
-    ints.push_back(tables_[i]->committed[rank]);
-    strs.push_back(tables_[i]->position[rank]);
+    const Table &t = *tables_[i];
+    if (t.committed[rank].first < 0) continue;
+    ints.insert(ints.end(), {static_cast<int64_t>(i), t.committed[rank].first,
+                             t.committed[rank].second});
+    strs.push_back(t.position[rank]);
   }
   return ok_reply(0, std::move(ints), std::move(strs));
 }

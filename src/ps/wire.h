@@ -24,17 +24,19 @@ enum MsgType : uint8_t {
   // worker -> ps
   kHello = 1,    // ints {rank, world, ps index}        -> {}
   kPing = 2,     // heartbeat, answered by kPong
-  kAttach = 10,  // strs {spec, init ids, init rows}   -> ints {table, step}
+  kAttach = 10,  // strs {spec, init ids, init rows}
+                 //                  -> ints {table, committed step, k}
   kDetach = 11,  // ints {table}
   kPull = 12,    // ints {table...}, strs {ids...}       -> strs {rows...}
-  kPush = 13,    // ints {table, step...}, strs {ids, grads..., position}
+  kPush = 13,    // ints {table, step, k...}, strs {ids, grads...,
+                 //                                     position}
                  //                                     -> ints {duplicates}
   kSave = 20,    // ints {table}, strs {dir, file}      -> ints {bytes, rows,
                  //                                          checksum}
   kLoad = 21,    // ints {table}, strs {dir}: stage a checkpoint's rows
   kLoadCommit = 22,  // ints {table, commit?}: swap the staged rows in / drop
   kDump = 23,        // ints {table} -> strs {ids, records}
-  kPosition = 30,    // -> ints {table, step}..., strs {position}...
+  kPosition = 30,    // -> ints {table, step, k}..., strs {position}...
   kStats = 31,       // -> ints (Stats fields)
   kBye = 40,
   // ps -> worker
@@ -52,12 +54,14 @@ struct Stats {
   int64_t bound_violations = 0;  // pushes past the bound (must stay 0)
   int64_t duplicate_pushes = 0;  // replays of committed steps, dropped
   int64_t workers_lost = 0, workers_rejoined = 0;
-  int64_t busy_us = 0;  // time spent serving requests
-  static constexpr size_t kFields = 11;
+  int64_t busy_us = 0;       // time spent serving requests
+  int64_t workers_left = 0;  // ranks that said BYE (now)
+  static constexpr size_t kFields = 12;
   void to_ints(std::vector<int64_t> *out) const {
-    out->insert(out->end(), {pulls, pushes, rows_pulled, rows_pushed, rounds,
-                             max_staleness, bound_violations, duplicate_pushes,
-                             workers_lost, workers_rejoined, busy_us});
+    out->insert(out->end(),
+                {pulls, pushes, rows_pulled, rows_pushed, rounds, max_staleness,
+                 bound_violations, duplicate_pushes, workers_lost,
+                 workers_rejoined, busy_us, workers_left});
   }
 };
 

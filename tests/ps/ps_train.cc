@@ -14,10 +14,11 @@
 //       World of one: loads both checkpoints of each table and checks that
 //       the rows, and one more step with the same gradient, are bit-equal.
 //   ps_train count OUT [--samples N] [--batch B] [--step-ms MS]
+//                      [--pid-dir DIR] [--max-stall-ms MS --victim R]
 //       Exactly once: worker r pushes a gradient of -1 (SGD, lr 1) for each
 //       of its samples (ids r * 10^6 + j) with its position; a restarted
-//       worker resumes at hb_ps_position. When every worker is done the
-//       chief checks that every sample's row is exactly 1 and writes
+//       worker resumes at hb_ps_position. When every other worker has left
+//       the chief checks that every sample's row is exactly 1 and writes
 //       "count ok" to OUT.
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
@@ -26,6 +27,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
@@ -66,6 +68,12 @@ uint64_t mix(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
 void sleep_ms(int64_t ms) {
   timespec ts{static_cast<time_t>(ms / 1000),
               static_cast<long>(ms % 1000) * 1000000};
@@ -77,6 +85,9 @@ struct Args {
   int64_t steps = 20, slow_rank = -1, slow_ms = 0, max_lead = -1;
   bool expect_lead = false;
   int64_t samples = 2000, batch = 20, step_ms = 0;
+  std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
+  int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
+  int64_t victim = -1;       // count: the rank the test stops (not checked)
 };
 
 Args parse(int argc, char **argv) {
@@ -100,6 +111,12 @@ Args parse(int argc, char **argv) {
       a.batch = num();
     else if (s == "--step-ms")
       a.step_ms = num();
+    else if (s == "--pid-dir")
+      a.pid_dir = argv[++i];
+    else if (s == "--max-stall-ms")
+      a.max_stall_ms = num();
+    else if (s == "--victim")
+      a.victim = num();
     else
       a.pos.push_back(s);
   }
@@ -267,8 +284,18 @@ int compare(const Args &a) {
 int count(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "count OUT");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  if (!a.pid_dir.empty()) {
+    // For the test that kills this worker (a new start rewrites it).
+    std::string path = a.pid_dir + "/worker" + std::to_string(rank) + ".pid";
+    std::string tmp = path + ".tmp";
+    FILE *f = std::fopen(tmp.c_str(), "w");
+    CHECK(f, "cannot write %s", tmp.c_str());
+    std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+    std::fclose(f);
+    CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename %s",
+          path.c_str());
+  }
   hb_embedding *t = make_table(ctx, "count", true);
-  hb_embedding *done = make_table(ctx, "done", true);
   // Where this worker left off (0 on its first start).
   int64_t next = 0, step = 0;
   size_t len = 0;
@@ -280,7 +307,9 @@ int count(hb_context *ctx, const Args &a) {
   std::fflush(stdout);
   std::vector<int64_t> ids;
   std::vector<float> rows, grads;
+  int64_t worst_ms = 0;
   while (next < a.samples) {
+    const int64_t t0 = now_ms();
     int64_t end = std::min(a.samples, next + a.batch);
     ids.clear();
     for (int64_t j = next; j < end; ++j) ids.push_back(rank * 1000000 + j);
@@ -292,22 +321,33 @@ int count(hb_context *ctx, const Args &a) {
     CHECK_HB(
         hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
     next = end;
+    worst_ms = std::max(worst_ms, now_ms() - t0);
     if (a.step_ms > 0) sleep_ms(a.step_ms);
   }
-  // Done: one count per worker in the "done" table (id 0).
-  int64_t zero = 0;
-  float minus_one = -1.0f, v = 0;
-  CHECK_HB(hb_embedding_lookup(done, &zero, 1, &v));
-  CHECK_HB(hb_embedding_apply_gradients(done, &zero, 1, &minus_one));
+  // A lost or stopped peer holds this worker back for peer_timeout_ms at
+  // most (plus load), never for as long as the peer is gone.
+  if (a.max_stall_ms > 0 && rank != a.victim)
+    CHECK(worst_ms <= a.max_stall_ms,
+          "rank %d: a step took %lld ms (at most %lld expected)", rank,
+          (long long)worst_ms, (long long)a.max_stall_ms);
+  std::printf("rank %d: done, longest step %lld ms\n", rank,
+              (long long)worst_ms);
+  // Out of data: leave the table, so that no one waits for this worker's
+  // next step (staleness 0). The others then leave the job.
+  hb_embedding_destroy(t);
+  t = nullptr;
   if (rank == 0) {
-    // Wait until every worker is done (a restarted one may still be
+    // Wait until every other worker has left (a restarted one may still be
     // catching up), then check every sample's row.
     for (int tries = 0;; ++tries) {
-      CHECK_HB(hb_embedding_lookup(done, &zero, 1, &v));
-      if (v >= world) break;
-      CHECK(tries < 1200, "only %g of %d workers done after 60 s", v, world);
+      hb_ps_stats s = HB_PS_STATS_INIT;
+      CHECK_HB(hb_ps_get_stats(ctx, &s));
+      if (s.workers_left >= world - 1) break;
+      CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
+            (long long)s.workers_left, world - 1);
       sleep_ms(50);
     }
+    t = make_table(ctx, "count", true);
     std::vector<int64_t> all;
     for (int r = 0; r < world; ++r)
       for (int64_t j = 0; j < a.samples; ++j) all.push_back(r * 1000000 + j);
@@ -335,7 +375,6 @@ int count(hb_context *ctx, const Args &a) {
     std::fclose(f);
   }
   hb_embedding_destroy(t);
-  hb_embedding_destroy(done);
   return 0;
 }
 
