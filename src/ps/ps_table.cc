@@ -187,8 +187,8 @@ void PsTable::export_to(const char *path) {
   HB_CHECK_ARG(path && path[0], "%s: path is NULL or empty", what.c_str());
   const int P = c_.num_ps();
   const int64_t dim = spec().dim;
-  const size_t words =
-      static_cast<size_t>(emb::Optimizer(ps_spec_).record_words());
+  // The ps tasks send the weights only (dim floats per row).
+  const size_t words = static_cast<size_t>(dim);
   std::vector<uint64_t> req(P);
   for (int p = 0; p < P; ++p)
     req[p] = c_.conn(p).start(request(kDump, {remote_[p]}));

@@ -626,6 +626,7 @@ Frame Server::load(const Frame &f, bool commit_step) {
   return ok_reply(0);
 }
 
+// The weights of every row (an export needs no optimizer slots).
 Frame Server::dump(const Frame &f) {
   Table &t = table(f.ints.at(0));
   std::vector<int64_t> ids;
