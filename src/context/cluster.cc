@@ -214,7 +214,10 @@ ClusterInfo from_launcher(const hb_context_options &o, const Options &options,
   bool other_launcher = &v != &kHbVars;
   std::string rdv_name;
   c.rendezvous = launcher_rendezvous(o, options, other_launcher, &rdv_name);
-  if (c.world_size > 1) {
+  // Parameter-server workers without a collective world need no store.
+  bool ps_alone = !options.get_string("ps_hosts").empty() &&
+                  !options.get_bool("ps_collective");
+  if (c.world_size > 1 && (!ps_alone || !c.rendezvous.empty())) {
     if (c.rendezvous.empty())
       fail(HB_ERR_CONFIG,
            "%s is %d but no rendezvous address is given: set HB_RENDEZVOUS="

@@ -17,6 +17,9 @@
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
+#   ps_tests.sh ... pskill W
+#       The ps task is SIGKILLed mid-training: every worker fails with
+#       HB_ERR_PEER_FAILED naming it.
 set -u
 HBRUN=$1 PS_TRAIN=$2 WORK=$3 MODE=$4
 shift 4
@@ -109,6 +112,36 @@ case $MODE in
     else
       grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
     fi
+    ;;
+  pskill)
+    # A ps task that dies stops the job: every worker fails with
+    # HB_ERR_PEER_FAILED naming it, within two heartbeats or so. The tasks
+    # are started by hand (the HB_* variables hbrun would set), so nothing
+    # but hb stops the workers.
+    W=$1
+    PORT=$((20000 + RANDOM % 20000))
+    export HB_PS_HOSTS=127.0.0.1:$PORT HB_HEARTBEAT_INTERVAL_MS=100
+    HB_TASK_TYPE=ps HB_TASK_ID=0 "$PS_TRAIN" train ps >ps.log 2>&1 &
+    PS=$!
+    PIDS=()
+    for r in $(seq 0 $((W - 1))); do
+      HB_RANK=$r HB_WORLD_SIZE=$W HB_STALENESS=1 "$PS_TRAIN" train out \
+        --steps 100000 >"worker$r.log" 2>&1 &
+      PIDS+=($!)
+    done
+    sleep 1
+    kill -KILL $PS
+    echo "test: SIGKILL ps task 0" >>"$LOG"
+    t0=$SECONDS
+    for r in $(seq 0 $((W - 1))); do
+      wait "${PIDS[$r]}"
+      rc=$?
+      cat "worker$r.log" >>"$LOG"
+      [ $rc = 1 ] || fail "worker $r exited with $rc, expected 1"
+      grep -q "HB_ERR_PEER_FAILED.*ps task 0" "worker$r.log" ||
+        fail "worker $r did not report HB_ERR_PEER_FAILED naming ps task 0"
+    done
+    [ $((SECONDS - t0)) -le 10 ] || fail "workers took $((SECONDS - t0)) s to fail"
     ;;
   *)
     echo "unknown mode $MODE"
