@@ -147,12 +147,23 @@ void push(Conn &c, int64_t table, int64_t step, std::vector<int64_t> ids,
          "push");
 }
 
+// Two workers of a ps with table "t" (SGD, lr 1, 10 rows of 2) attached.
+struct TwoWorkers {
+  explicit TwoWorkers(Ps &ps)
+      : c0(ps.connect(0, 2, &h0)), c1(ps.connect(1, 2, &h1)) {
+    t = attach(*c0, sgd_spec("t", 10));
+    EXPECT_EQ(attach(*c1, sgd_spec("t", 10)), t);
+  }
+  Health h0, h1;
+  std::unique_ptr<Conn> c0, c1;
+  int64_t t = -1;
+};
+
 TEST(PsServer, StalenessZeroSumsARoundInRankOrderThenSteps) {
   Ps ps(0);
-  Health h0, h1;
-  auto c0 = ps.connect(0, 2, &h0), c1 = ps.connect(1, 2, &h1);
-  int64_t t = attach(*c0, sgd_spec("t", 10));
-  ASSERT_EQ(attach(*c1, sgd_spec("t", 10)), t);
+  TwoWorkers w(ps);
+  auto &c0 = w.c0, &c1 = w.c1;
+  const int64_t t = w.t;
   push(*c0, t, 0, {3}, {1.0f, 2.0f});
   // Rank 0's next pull waits for rank 1's push of the round.
   auto next = std::async(std::launch::async, [&] { return pull(*c0, t, {3}); });
@@ -166,10 +177,9 @@ TEST(PsServer, StalenessZeroSumsARoundInRankOrderThenSteps) {
 
 TEST(PsServer, ALostWorkerHoldsNobodyBack) {
   Ps ps(0);
-  Health h0, h1;
-  auto c0 = ps.connect(0, 2, &h0), c1 = ps.connect(1, 2, &h1);
-  int64_t t = attach(*c0, sgd_spec("t", 10));
-  attach(*c1, sgd_spec("t", 10));
+  TwoWorkers w(ps);
+  auto &c0 = w.c0, &c1 = w.c1;
+  const int64_t t = w.t;
   push(*c0, t, 0, {1}, {1.0f, 1.0f});
   auto next = std::async(std::launch::async, [&] { return pull(*c0, t, {1}); });
   c1.reset();  // rank 1 dies: its connection closes
@@ -180,10 +190,9 @@ TEST(PsServer, ALostWorkerHoldsNobodyBack) {
 
 TEST(PsServer, ASilentWorkerIsLostAfterThePeerTimeout) {
   Ps ps(1);
-  Health h0, h1;
-  auto c0 = ps.connect(0, 2, &h0), c1 = ps.connect(1, 2, &h1);
-  int64_t t = attach(*c0, sgd_spec("t", 10));
-  attach(*c1, sgd_spec("t", 10));
+  TwoWorkers w(ps);
+  auto &c0 = w.c0;
+  const int64_t t = w.t;
   push(*c0, t, 0, {1}, {1.0f, 1.0f});
   push(*c0, t, 1, {1}, {1.0f, 1.0f});  // 2 ahead now: the next must wait
   auto start = std::chrono::steady_clock::now();
