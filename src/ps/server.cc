@@ -21,7 +21,7 @@
 #include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "embedding/wire.h"
-#include "ps/clock.h"
+#include "ps/owned_table.h"
 #include "ps/wire.h"
 
 namespace hb {
@@ -49,38 +49,6 @@ struct Worker {
   Peer *peer = nullptr;
 };
 
-// One table (or dense buffer) this ps owns a shard of.
-struct Table {
-  Table(const emb::Spec &s, int ps_index, int num_ps, int world, int64_t k)
-      : spec(s),
-        shard(new emb::Shard(s, ps_index, num_ps)),
-        clock(world, k),
-        pend_ids(world),
-        pend_grads(world),
-        has_pend(world, 0),
-        committed(world, {-1, -1}),
-        position(world),
-        attached(world, 0) {}
-  emb::Spec spec;  // partition MOD over the ps tasks
-  uint64_t fingerprint = 0;
-  std::unique_ptr<emb::Shard> shard, staged;
-  StalenessClock clock;
-  int64_t round = 0;  // staleness 0: the round being collected
-  std::vector<std::vector<int64_t>> pend_ids;
-  std::vector<std::vector<float>> pend_grads;
-  std::vector<char> has_pend;
-  // Per rank: the last push applied, {step, k}: the worker's step (its
-  // hb_ps_set_position calls) and the push's number within it. A push at
-  // or below it is a replay (a restarted worker), dropped.
-  std::vector<std::pair<int64_t, int64_t>> committed;
-  std::vector<std::string> position;  // per rank: with the last push
-  std::vector<char> attached;         // per rank: attached at least once
-  // Scratch of a round.
-  emb::Dedup dedup;
-  std::vector<int64_t> ids;
-  std::vector<float> grads, sum;
-};
-
 class Server {
  public:
   Server(const ServerConfig &cfg, Health &health)
@@ -102,18 +70,17 @@ class Server {
   bool serve_request(Peer &p, Frame &f);
   void hello(Peer &p, const Frame &f);
   Frame attach(int rank, const Frame &f);
+  // Every table: rank left or was lost.
+  void all_tables(int rank, bool lost);
   // Whether every table of a pull or push lets rank go (staleness bound).
   bool gate(int rank, const Frame &f) const;
-  Frame pull(int rank, const Frame &f);
+  Frame pull(const Frame &f);
   Frame push(int rank, const Frame &f);
   Frame save(const Frame &f);
   Frame load(const Frame &f, bool commit_step);
   Frame dump(const Frame &f);
   Frame position(int rank);
-  void apply_rounds(Table &t);
-  void step_rows(Table &t, const int64_t *ids, size_t n, const float *g);
-  Table &table(int64_t id);
-  void check_ids(const Table &t, const std::vector<int64_t> &ids) const;
+  OwnedTable &table(int64_t id);
   void drop_peer(Peer &p, const std::string &why);
   void worker_lost(int rank, const std::string &why);
   void worker_revived(int rank);
@@ -130,7 +97,7 @@ class Server {
   std::vector<Worker> workers_;
   int64_t last_lost_ms_ = 0;
   std::vector<std::unique_ptr<Peer>> peers_;
-  std::vector<std::unique_ptr<Table>> tables_;
+  std::vector<std::unique_ptr<OwnedTable>> tables_;
   std::map<std::string, int64_t> table_ids_;
   Stats stats_;
   bool dirty_ = false;  // clocks changed: parked requests may go
@@ -241,9 +208,15 @@ void Server::worker_lost(int rank, const std::string &why) {
   ++stats_.workers_lost;
   HB_LOG_WARN("ps task %d: worker rank %d lost: %s", cfg_.ps_index, rank,
               why.c_str());
+  all_tables(rank, /*lost=*/true);
+}
+
+void Server::all_tables(int rank, bool lost) {
   for (auto &t : tables_) {
-    t->clock.lost(rank);
-    apply_rounds(*t);
+    if (lost)
+      t->lost(rank, stats_);
+    else
+      t->left(rank, stats_);
   }
   dirty_ = true;
 }
@@ -253,8 +226,8 @@ void Server::worker_revived(int rank) {
   ++stats_.workers_rejoined;
   HB_LOG_WARN("ps task %d: worker rank %d is back", cfg_.ps_index, rank);
   for (auto &t : tables_)
-    if (t->attached[rank] && t->clock.state(rank) == StalenessClock::kLost)
-      t->clock.attach(rank);
+    if (t->attached(rank) && t->clock().state(rank) == StalenessClock::kLost)
+      t->attach(rank);
   dirty_ = true;
 }
 
@@ -292,20 +265,17 @@ bool Server::serve_request(Peer &p, Frame &f) {
       case kAttach:
         r = attach(rank, f);
         break;
-      case kDetach: {
+      case kDetach:
         // Out of data (or done): it holds nobody back from now on, and a
         // round that waited only for it completes.
-        Table &t = table(f.ints.at(0));
-        t.clock.left(rank);
-        apply_rounds(t);
+        table(f.ints.at(0)).left(rank, stats_);
         dirty_ = true;
         r = ok_reply(f.id);
         break;
-      }
       case kPull:
       case kPush:
         if (!gate(rank, f)) return false;
-        r = f.type == kPull ? pull(rank, f) : push(rank, f);
+        r = f.type == kPull ? pull(f) : push(rank, f);
         break;
       case kSave:
         r = save(f);
@@ -333,11 +303,7 @@ bool Server::serve_request(Peer &p, Frame &f) {
       }
       case kBye:
         workers_[rank].state = kLeft;
-        for (auto &t : tables_) {
-          t->clock.left(rank);
-          apply_rounds(*t);
-        }
-        dirty_ = true;
+        all_tables(rank, /*lost=*/false);
         r = ok_reply(0);
         break;
       default:
@@ -395,7 +361,7 @@ void Server::hello(Peer &p, const Frame &f) {
   w.state = kLive;
 }
 
-Table &Server::table(int64_t id) {
+OwnedTable &Server::table(int64_t id) {
   if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
     fail(HB_ERR_INVALID_ARGUMENT, "no table %lld on ps task %d",
          static_cast<long long>(id), cfg_.ps_index);
@@ -404,44 +370,31 @@ Table &Server::table(int64_t id) {
 
 Frame Server::attach(int rank, const Frame &f) {
   emb::Spec spec = decode_spec(f.strs.at(0));
-  uint64_t fp = emb::spec_fingerprint(spec);
   auto it = table_ids_.find(spec.name);
+  const bool fresh = it == table_ids_.end();
   int64_t id;
-  bool fresh = it == table_ids_.end();
   if (fresh) {
-    emb::Spec mine = spec;
-    mine.partition = HB_PARTITION_MOD;  // id mod num_ps
-    mine.device = -1;
-    std::unique_ptr<Table> t(
-        new Table(mine, cfg_.ps_index, cfg_.num_ps, world_, cfg_.staleness));
-    t->fingerprint = fp;
+    std::unique_ptr<OwnedTable> t(new OwnedTable(
+        spec, cfg_.ps_index, cfg_.num_ps, world_, cfg_.staleness));
+    // Initial weights (dense buffers): the first worker's.
+    if (f.strs.size() >= 3)
+      t->set_rows(unpack<int64_t>(f.strs[1], "init ids"),
+                  unpack<float>(f.strs[2], "init rows"));
     id = static_cast<int64_t>(tables_.size());
     tables_.push_back(std::move(t));
     table_ids_[spec.name] = id;
   } else {
     id = it->second;
-    if (tables_[id]->fingerprint != fp)
+    if (tables_[id]->fingerprint() != emb::spec_fingerprint(spec))
       fail(HB_ERR_INVALID_ARGUMENT,
            "table '%s': rank %d attaches with another config (name, dim, "
            "num_rows, partition, initializer, optimizer or wire dtype differ)",
            spec.name.c_str(), rank);
   }
-  Table &t = *tables_[id];
-  if (fresh && f.strs.size() >= 3) {
-    // Initial weights (dense buffers): the first worker's.
-    std::vector<int64_t> ids = unpack<int64_t>(f.strs[1], "init ids");
-    std::vector<float> w = unpack<float>(f.strs[2], "init rows");
-    if (w.size() != ids.size() * static_cast<size_t>(t.spec.dim))
-      fail(HB_ERR_CORRUPT, "table '%s': %zu init values for %zu rows",
-           spec.name.c_str(), w.size(), ids.size());
-    check_ids(t, ids);
-    for (size_t i = 0; i < ids.size(); ++i)
-      std::memcpy(t.shard->get(ids[i]), &w[i * t.spec.dim], 4 * t.spec.dim);
-  }
-  t.attached[rank] = 1;
-  t.clock.attach(rank);
+  OwnedTable &t = *tables_[id];
+  t.attach(rank);
   dirty_ = true;
-  return ok_reply(0, {id, t.committed[rank].first, t.committed[rank].second});
+  return ok_reply(0, {id, t.committed(rank).first, t.committed(rank).second});
 }
 
 bool Server::gate(int rank, const Frame &f) const {
@@ -452,51 +405,20 @@ bool Server::gate(int rank, const Frame &f) const {
     int64_t id = f.ints[is_push ? 3 * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
-    const Table &t = *tables_[id];
-    if (is_push && std::make_pair(f.ints[3 * i + 1], f.ints[3 * i + 2]) <=
-                       t.committed[rank])
-      continue;  // a replay: dropped at once
-    if (!t.clock.may_go(rank)) return false;
+    const OwnedTable &t = *tables_[id];
+    if (is_push && t.replay(rank, {f.ints[3 * i + 1], f.ints[3 * i + 2]}))
+      continue;  // dropped at once
+    if (!t.clock().may_go(rank)) return false;
   }
   return true;
 }
 
-void Server::check_ids(const Table &t, const std::vector<int64_t> &ids) const {
-  for (int64_t id : ids) {
-    bool mine =
-        static_cast<int>(static_cast<uint64_t>(id) %
-                         static_cast<uint64_t>(cfg_.num_ps)) == cfg_.ps_index;
-    bool in_range = t.spec.dynamic() || (id >= 0 && id < t.spec.num_rows);
-    if (!mine || !in_range)
-      fail(HB_ERR_INVALID_ARGUMENT, "table '%s': id %lld %s (ps task %d of %d)",
-           t.spec.name.c_str(), static_cast<long long>(id),
-           !in_range ? "out of range" : "is not owned here", cfg_.ps_index,
-           cfg_.num_ps);
-  }
-}
-
-Frame Server::pull(int rank, const Frame &f) {
-  (void)rank;
+Frame Server::pull(const Frame &f) {
   std::vector<std::string> rows(f.ints.size());
-  for (size_t i = 0; i < f.ints.size(); ++i) {
-    Table &t = table(f.ints[i]);
-    std::vector<int64_t> ids = unpack<int64_t>(f.strs.at(i), "ids");
-    check_ids(t, ids);
-    const size_t rb = emb::wire_size(t.spec.wire_dtype) * t.spec.dim;
-    rows[i].resize(ids.size() * rb);
-    for (size_t j = 0; j < ids.size(); ++j)
-      emb::wire_encode(t.shard->get(ids[j]), t.spec.dim, t.spec.wire_dtype,
-                       &rows[i][j * rb]);
-    ++stats_.pulls;
-    stats_.rows_pulled += static_cast<int64_t>(ids.size());
-  }
+  for (size_t i = 0; i < f.ints.size(); ++i)
+    rows[i] =
+        table(f.ints[i]).pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
   return ok_reply(0, {}, std::move(rows));
-}
-
-void Server::step_rows(Table &t, const int64_t *ids, size_t n, const float *g) {
-  const emb::Optimizer &opt = t.shard->optimizer();
-  for (size_t j = 0; j < n; ++j)
-    opt.step(t.shard->get(ids[j]), g + j * t.spec.dim);
 }
 
 Frame Server::push(int rank, const Frame &f) {
@@ -504,11 +426,9 @@ Frame Server::push(int rank, const Frame &f) {
   if (f.ints.size() != 3 * n || f.strs.size() != 2 * n + 1)
     fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
          f.strs.size());
-  const std::string &pos = f.strs.back();
-  int64_t dups = 0;
-  // Check everything before anything changes.
+  // Decode and check everything before anything changes.
   struct Item {
-    Table *t;
+    OwnedTable *t;
     std::pair<int64_t, int64_t> step;
     std::vector<int64_t> ids;
     std::vector<float> grads;
@@ -519,8 +439,8 @@ Frame Server::push(int rank, const Frame &f) {
     it.t = &table(f.ints[3 * i]);
     it.step = {f.ints[3 * i + 1], f.ints[3 * i + 2]};
     it.ids = unpack<int64_t>(f.strs[2 * i], "ids");
-    check_ids(*it.t, it.ids);
-    const emb::Spec &s = it.t->spec;
+    it.t->check_ids(it.ids);
+    const emb::Spec &s = it.t->spec();
     const size_t m = it.ids.size() * static_cast<size_t>(s.dim);
     if (f.strs[2 * i + 1].size() != m * emb::wire_size(s.wire_dtype))
       fail(HB_ERR_CORRUPT, "push to '%s': %zu gradient bytes for %zu ids",
@@ -529,113 +449,45 @@ Frame Server::push(int rank, const Frame &f) {
     emb::wire_decode(f.strs[2 * i + 1].data(), m, s.wire_dtype,
                      it.grads.data());
   }
+  int64_t dups = 0;
   for (Item &it : items) {
-    Table &t = *it.t;
-    if (it.step <= t.committed[rank]) {
-      // A replay of a step this ps already has (a restarted worker
-      // resuming from an older position): applied once, so dropped.
+    if (it.t->replay(rank, it.step)) {
+      // A step this ps already has (a restarted worker resuming from an
+      // older position): applied once, so dropped.
       ++dups;
       ++stats_.duplicate_pushes;
       continue;
     }
-    const int64_t lead = t.clock.lead(rank);
-    stats_.max_staleness = std::max(stats_.max_staleness, lead);
-    if (lead > t.clock.bound()) ++stats_.bound_violations;
-    if (t.clock.bound() == 0 && t.has_pend[rank])
-      fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
-           t.spec.name.c_str(), rank, static_cast<long long>(t.round));
-    t.committed[rank] = it.step;
-    t.position[rank] = pos;
-    ++stats_.pushes;
-    stats_.rows_pushed += static_cast<int64_t>(it.ids.size());
-    if (t.clock.bound() == 0) {
-      t.has_pend[rank] = 1;
-      t.pend_ids[rank] = std::move(it.ids);
-      t.pend_grads[rank] = std::move(it.grads);
-      t.clock.tick(rank);
-      apply_rounds(t);
-    } else {
-      step_rows(t, it.ids.data(), it.ids.size(), it.grads.data());
-      t.clock.tick(rank);
-    }
+    it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
+               f.strs.back(), stats_);
   }
   dirty_ = true;
   return ok_reply(0, {dups});
 }
 
-void Server::apply_rounds(Table &t) {
-  if (t.clock.bound() != 0) return;
-  for (;;) {
-    int64_t slowest = t.clock.slowest();
-    bool any =
-        std::find(t.has_pend.begin(), t.has_pend.end(), 1) != t.has_pend.end();
-    bool complete = slowest == StalenessClock::kNone ? any : slowest > t.round;
-    if (!complete) return;
-    // The round's partial sums in rank order, summed per id (the first
-    // copied, the later ones added: the collective owner's order).
-    const int64_t dim = t.spec.dim;
-    t.ids.clear();
-    t.grads.clear();
-    for (int r = 0; r < world_; ++r) {
-      if (!t.has_pend[r]) continue;
-      t.ids.insert(t.ids.end(), t.pend_ids[r].begin(), t.pend_ids[r].end());
-      t.grads.insert(t.grads.end(), t.pend_grads[r].begin(),
-                     t.pend_grads[r].end());
-      t.has_pend[r] = 0;
-      t.pend_ids[r].clear();
-      t.pend_grads[r].clear();
-    }
-    t.dedup.run(t.ids.data(), t.ids.size());
-    const std::vector<int64_t> &u = t.dedup.unique();
-    t.sum.resize(u.size() * dim);
-    emb::sum_rows(t.grads.data(), t.ids.size(), t.dedup.inverse().data(),
-                  nullptr, dim, t.sum.data());
-    step_rows(t, u.data(), u.size(), t.sum.data());
-    ++t.round;
-    ++stats_.rounds;
-    if (slowest == StalenessClock::kNone) return;
-  }
-}
-
 Frame Server::save(const Frame &f) {
-  Table &t = table(f.ints.at(0));
-  uint64_t nonce = static_cast<uint64_t>(f.ints.at(1));
-  const std::string &dir = f.strs.at(0);
-  emb::make_dirs("ps save of '" + t.spec.name + "'", dir);
   emb::ShardInfo s =
-      emb::write_shard_file(*t.shard, dir, nonce, cfg_.ps_index, cfg_.num_ps);
+      table(f.ints.at(0))
+          .save(f.strs.at(0), static_cast<uint64_t>(f.ints.at(1)));
   return ok_reply(0,
                   {static_cast<int64_t>(s.bytes), static_cast<int64_t>(s.rows),
                    static_cast<int64_t>(s.checksum)});
 }
 
 Frame Server::load(const Frame &f, bool commit_step) {
-  Table &t = table(f.ints.at(0));
-  if (!commit_step) {
-    t.staged =
-        emb::read_checkpoint(t.spec, t.shard->record_words(),
-                             f.strs.at(0).c_str(), cfg_.ps_index, cfg_.num_ps);
-  } else if (f.ints.at(1)) {
-    if (!t.staged)
-      fail(HB_ERR_INVALID_ARGUMENT, "table '%s': nothing staged to load",
-           t.spec.name.c_str());
-    t.shard = std::move(t.staged);
-  } else {
-    t.staged.reset();
-  }
+  OwnedTable &t = table(f.ints.at(0));
+  if (!commit_step)
+    t.stage(f.strs.at(0));
+  else
+    t.commit_staged(f.ints.at(1) != 0);
   return ok_reply(0);
 }
 
 // The weights of every row (an export needs no optimizer slots).
 Frame Server::dump(const Frame &f) {
-  Table &t = table(f.ints.at(0));
   std::vector<int64_t> ids;
   std::string rows;
-  const int64_t dim = t.spec.dim;
-  t.shard->for_each([&](int64_t id, const float *rec) {
-    ids.push_back(id);
-    rows.append(reinterpret_cast<const char *>(rec), 4 * dim);
-  });
+  table(f.ints.at(0)).dump(&ids, &rows);
   return ok_reply(0, {}, {pack(ids.data(), ids.size()), std::move(rows)});
 }
 
@@ -644,11 +496,11 @@ Frame Server::position(int rank) {
   std::vector<int64_t> ints;
   std::vector<std::string> strs;
   for (size_t i = 0; i < tables_.size(); ++i) {
-    const Table &t = *tables_[i];
-    if (t.committed[rank].first < 0) continue;
-    ints.insert(ints.end(), {static_cast<int64_t>(i), t.committed[rank].first,
-                             t.committed[rank].second});
-    strs.push_back(t.position[rank]);
+    const OwnedTable &t = *tables_[i];
+    if (t.committed(rank).first < 0) continue;
+    ints.insert(ints.end(), {static_cast<int64_t>(i), t.committed(rank).first,
+                             t.committed(rank).second});
+    strs.push_back(t.position(rank));
   }
   return ok_reply(0, std::move(ints), std::move(strs));
 }
