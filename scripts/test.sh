@@ -31,16 +31,18 @@ cmake --build _build-asan -j"$jobs"
    ctest --output-on-failure -j"$ctest_jobs" -LE 'fuzz|install')
 
 # The threaded parts: rendezvous client/server, contexts, Gloo backend with
-# ranks as threads, concurrent serving lookups, the reader's parser threads.
+# ranks as threads, concurrent serving lookups, the reader's parser threads,
+# a ps server thread with its workers' connections.
 step "TSan (threaded parts)"
 tsan_tests=(rendezvous_store_test rendezvous_client_server_test rendezvous_liveness_test
-            context_test embedding_serving_test embedding_api_test reader_test comm_test)
+            context_test embedding_serving_test embedding_api_test reader_test ps_unit_test
+            comm_test)
 cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF \
   -DHB_SANITIZE=thread > /dev/null
 cmake --build _build-tsan -j"$jobs" --target "${tsan_tests[@]}"
 export TSAN_OPTIONS="halt_on_error=1 suppressions=$PWD/tests/tsan.supp"
 pick() { local IFS='|'; echo "^($*)\$"; }
-(cd _build-tsan && ctest --output-on-failure -j"$ctest_jobs" -R "$(pick "${tsan_tests[@]:0:7}")")
+(cd _build-tsan && ctest --output-on-failure -j"$ctest_jobs" -R "$(pick "${tsan_tests[@]:0:8}")")
 # Failure.* needs Gloo to hand an exception across its own threads, which
 # TSan cannot see through (tests/tsan.supp); it runs in the stages above.
 (cd _build-tsan && GTEST_FILTER='-*Failure.*' ctest --output-on-failure -R '^comm_test$')
