@@ -910,7 +910,8 @@ HB_API int32_t hb_context_num_ps(const hb_context *ctx);
  * On a ps task (hb_context_task_type is "ps"): serve the workers' tables
  * and dense buffers until the job ends. Returns HB_OK once every worker has
  * left (destroyed its context); HB_ERR_PEER_FAILED when workers were lost
- * and none came back within peer_timeout_ms; HB_ERR_TIMEOUT when no worker
+ * and none came back within connect_timeout_ms (the time a restarted one
+ * has to rejoin); HB_ERR_TIMEOUT when no worker
  * came within connect_timeout_ms; HB_ERR_ABORTED after hb_context_abort.
  * HB_ERR_INVALID_ARGUMENT on a worker. One call, in the same program the
  * workers run (the ps needs the program's options and nothing else: see

@@ -178,7 +178,9 @@ Parameter servers (single machine; docs/parameter-servers.md):
                     HB_PS_HOSTS (127.0.0.1 and a free port per ps task).
                     In this mode a failed worker stops nobody: the ps tasks
                     and the other workers go on, and hbrun exits with its
-                    status at the end. A failed ps task stops the job.
+                    status at the end. A failed ps task stops the job. Once
+                    no worker is left (none to restart), the ps tasks get
+                    2 s to end by themselves, then SIGTERM (not a failure).
   --max-restarts N  With --ps: start failed workers again, N times in all
                     (each start gets HB_RESTART_COUNT=<starts so far>); a
                     restarted worker rejoins the ps tasks.

@@ -116,6 +116,7 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   if (w.err) w.err->drain_and_close();
   int code = exit_code_of(wait_status);
   if (code == 0) return;
+  if (ps_stopped_ && !w.restartable) return;  // a ps task hbrun stopped
   // Children the failed worker left behind go with it.
   signal_group(w.pid, SIGKILL);
   if (cfg_.ps_mode && w.restartable && !stopping_) {
@@ -154,6 +155,17 @@ void Supervisor::reap() {
     pid_t r = ::waitpid(w.pid, &status, WNOHANG);
     if (r == w.pid) on_exit(w, status);
   }
+  schedule_ps_stop();
+}
+
+void Supervisor::schedule_ps_stop() {
+  if (!cfg_.ps_mode || stopping_ || ps_stop_pending_) return;
+  for (const auto &w : workers_)
+    if (w.restartable && w.running) return;
+  // Every worker is done: the ps tasks end by themselves once they saw the
+  // goodbyes; a lost worker would keep them waiting for its restart.
+  ps_stop_pending_ = true;
+  ps_stop_at_ = Clock::now() + std::chrono::milliseconds(2000);
 }
 
 void Supervisor::handle_signals() {
@@ -188,6 +200,12 @@ void Supervisor::check_timers() {
     signal_all(SIGTERM);
   }
   if (kill_pending_ && Clock::now() >= kill_at_) kill_all();
+  if (ps_stop_pending_ && !stopping_ && Clock::now() >= ps_stop_at_ &&
+      running_count() > 0) {
+    say("no worker left: stopping %d ps task(s)", running_count());
+    ps_stopped_ = true;
+    begin_stop();
+  }
 }
 
 int64_t Supervisor::poll_timeout_ms() const {
@@ -196,6 +214,7 @@ int64_t Supervisor::poll_timeout_ms() const {
     t = std::min(t,
                  ms_until(start_ + std::chrono::milliseconds(cfg_.timeout_ms)));
   if (kill_pending_) t = std::min(t, ms_until(kill_at_));
+  if (ps_stop_pending_) t = std::min(t, ms_until(ps_stop_at_));
   return t;
 }
 

@@ -83,6 +83,12 @@ class Supervisor {
   Clock::time_point kill_at_;
   int first_failure_ = 0;  // hbrun's exit code once something failed
   int restarts_ = 0;       // ps mode: worker restarts so far
+  // ps mode: once no worker runs (none to restart), the ps tasks get a
+  // grace period to see the last goodbyes and exit; then hbrun stops them,
+  // and their exit is not a failure.
+  bool ps_stop_pending_ = false, ps_stopped_ = false;
+  Clock::time_point ps_stop_at_;
+  void schedule_ps_stop();
 };
 
 }  // namespace launcher

@@ -555,12 +555,14 @@ bool Server::finished() {
     if (w.state == kLost) ++lost;
   }
   if (left == world_) return true;
-  if (left + lost == world_ && now - last_lost_ms_ > cfg_.peer_timeout_ms) {
+  // No worker alive: a lost one may still be restarting (it gets the time
+  // a worker has to connect).
+  if (left + lost == world_ && now - last_lost_ms_ > cfg_.connect_timeout_ms) {
     end_status_ = HB_ERR_PEER_FAILED;
     end_message_ = format(
-        "ps task %d: %d worker(s) lost and none left alive "
-        "for peer_timeout_ms",
-        cfg_.ps_index, lost);
+        "ps task %d: %d worker(s) lost and none came back within "
+        "connect_timeout_ms=%lld",
+        cfg_.ps_index, lost, static_cast<long long>(cfg_.connect_timeout_ms));
     return true;
   }
   return false;

@@ -14,9 +14,9 @@
 // (no request, no ping) past peer_timeout_ms; its parked request stays
 // parked, and a lost worker that speaks again (a SIGSTOPped one, resumed)
 // or reconnects (restarted) rejoins. Serving ends when every worker said
-// BYE (HB_OK), or when no worker has been alive for peer_timeout_ms after
-// some were lost (HB_ERR_PEER_FAILED), or none came within
-// connect_timeout_ms (HB_ERR_TIMEOUT).
+// BYE (HB_OK), or when no worker has been alive for connect_timeout_ms
+// after some were lost (HB_ERR_PEER_FAILED: none was restarted), or none
+// came within connect_timeout_ms (HB_ERR_TIMEOUT).
 #pragma once
 
 #include <cstdint>
