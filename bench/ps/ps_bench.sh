@@ -13,8 +13,8 @@
 # again; collective mode keeps its default, as it cannot lose a rank).
 # Throughput: the job's samples over the training time (until the job has
 # seen TRAIN_SAMPLES, all workers together); AUC: held-out exact AUC of the
-# final model. "ps ids/s/core": rows the ps tasks pulled and pushed per
-# second of their (single-threaded) serving time.
+# final model. "ps ids/s per core": rows the ps tasks pulled and pushed per
+# second of their CPU time (a ps task is one thread).
 set -u
 BUILD=$(realpath "$1")
 REPS=${2:-3}
@@ -85,7 +85,7 @@ run() {
     ipc=-
   else
     sps=$(awk '/final: .* samples in/ { for (i = 1; i <= NF; ++i) if ($i == "(") ; } /final: .* samples in/ { split($0, a, "[(]"); split(a[2], b, " "); print b[1] }' "$log")
-    ipc=$(awk '/ps: .* pulls/ { for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rows" && $(i + 2) == "pulled,") p = $i; if ($(i + 1) == "rows" && $(i + 2) == "pushed,") q = $i; if ($i == "busy") b = $(i + 1) } print (p + q) / b }' "$log")
+    ipc=$(awk '/ps: .* pulls/ { for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rows" && $(i + 2) == "pulled,") p = $i; if ($(i + 1) == "rows" && $(i + 2) == "pushed,") q = $i; if ($i == "cpu") b = $(i + 1) } print (p + q) / b }' "$log")
   fi
   auc=$(awk '/held-out exact AUC/ { for (i = 1; i <= NF; ++i) if ($i == "AUC") { print $(i + 1); exit } }' "$log")
   echo "$name $sps $auc $ipc" >>"$WORK/results"

@@ -700,10 +700,10 @@ int Trainer::run_ps() {
   bool ok = auc >= planted - f_.max_gap;
   std::printf(
       "ps: %lld pulls, %lld pushes, %lld rows pulled, %lld rows "
-      "pushed, max lead %lld, ps busy %.3f s\n",
+      "pushed, max lead %lld, ps busy %.3f s, ps cpu %.3f s\n",
       (long long)st.pulls, (long long)st.pushes, (long long)st.rows_pulled,
-      (long long)st.rows_pushed, (long long)st.max_staleness,
-      st.busy_us * 1e-6);
+      (long long)st.rows_pushed, (long long)st.max_staleness, st.busy_us * 1e-6,
+      st.cpu_us * 1e-6);
   std::printf(
       "final: %.0f samples in %.2f s (%.0f samples/s, all workers); "
       "held-out exact AUC %.4f vs planted model %.4f (gap %.4f, "

@@ -98,6 +98,7 @@ Stats Client::stats() {
     sum.busy_us += v[10];
     // Ranks gone from every ps task.
     sum.workers_left = i == 0 ? v[11] : std::min(sum.workers_left, v[11]);
+    sum.cpu_us += v[12];
   }
   return sum;
 }

@@ -4,6 +4,7 @@
 #include <netdb.h>
 #include <netinet/in.h>
 #include <poll.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -297,6 +298,10 @@ bool Server::serve_request(Peer &p, Frame &f) {
         stats_.workers_left =
             std::count_if(workers_.begin(), workers_.end(),
                           [](const Worker &w) { return w.state == kLeft; });
+        rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        stats_.cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+                        ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
         stats_.to_ints(&v);
         r = ok_reply(0, v);
         break;

@@ -3,7 +3,9 @@
 #
 #   ps_tests.sh HBRUN PS_TRAIN WORKDIR equal W P
 #       Collective mode and ps mode (staleness 0) on the same batches: the
-#       tables are bit-equal (rows, and one more step through the slots).
+#       tables are bit-equal (rows, and one more step through the slots),
+#       their exports are the same files, and the collective checkpoint
+#       loaded into ps tables and saved again is the same table.
 #   ps_tests.sh ... stale W P K
 #       Staleness K with a slow worker: the ps tasks never let a push run
 #       more than K steps ahead of the slowest live worker, and the others
@@ -59,6 +61,14 @@ case $MODE in
       train ps --steps 30 --max-lead 0 >>"$LOG" 2>&1 || fail "ps run"
     "$PS_TRAIN" compare coll ps >>"$LOG" 2>&1 || fail "compare"
     grep -q "max lead 0 (bound 0)" "$LOG" || fail "no staleness line"
+    # The serving exports are the same files.
+    for t in s8 d4; do
+      cmp "coll/$t.hbe" "ps/$t.hbe" >>"$LOG" 2>&1 || fail "exports of $t differ"
+    done
+    # The collective checkpoint into ps tables and back out: the same rows.
+    "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" reload coll back \
+      >>"$LOG" 2>&1 || fail "reload into ps tables"
+    "$PS_TRAIN" compare coll back >>"$LOG" 2>&1 || fail "compare after reload"
     ;;
   stale)
     W=$1 P=$2 K=$3

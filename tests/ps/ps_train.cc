@@ -10,6 +10,9 @@
 //       end (collective mode: every rank saves). --max-lead K: the chief
 //       checks the ps tasks' staleness counters (bound K never exceeded;
 //       --expect-lead: K was reached).
+//   ps_train reload IN OUT
+//       The chief loads checkpoint IN into the tables and saves them to OUT
+//       (in a ps job: a checkpoint of sharded tables into ps tables).
 //   ps_train compare A B
 //       World of one: loads both checkpoints of each table and checks that
 //       the rows, and one more step with the same gradient, are bit-equal.
@@ -233,7 +236,27 @@ int train(hb_context *ctx, const Args &a) {
     }
     CHECK_HB(hb_embedding_save(t[0], a.pos[0].c_str()));
     CHECK_HB(hb_embedding_save(t[1], a.pos[0].c_str()));
+    // Serving files too (ids ascending: bit-equal tables, equal files).
+    CHECK_HB(hb_embedding_export(t[0], (a.pos[0] + "/s8.hbe").c_str()));
+    CHECK_HB(hb_embedding_export(t[1], (a.pos[0] + "/d4.hbe").c_str()));
   }
+  hb_embedding_destroy(t[0]);
+  hb_embedding_destroy(t[1]);
+  return 0;
+}
+
+// The chief loads checkpoint IN into its tables (on the ps tasks in a ps
+// job) and saves them into OUT: checkpoints move between placements.
+int reload(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 2, "reload IN OUT");
+  const bool on_ps = hb_context_num_ps(ctx) > 0;
+  hb_embedding *t[2] = {make_table(ctx, "s8", on_ps),
+                        make_table(ctx, "d4", on_ps)};
+  if (!on_ps || hb_context_rank(ctx) == 0)
+    for (hb_embedding *e : t) {
+      CHECK_HB(hb_embedding_load(e, a.pos[0].c_str()));
+      CHECK_HB(hb_embedding_save(e, a.pos[1].c_str()));
+    }
   hb_embedding_destroy(t[0]);
   hb_embedding_destroy(t[1]);
   return 0;
@@ -433,10 +456,11 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx);
-  int rc = mode == "train"   ? train(ctx, a)
-           : mode == "count" ? count(ctx, a)
-           : mode == "dense" ? dense(ctx, a)
-                             : 2;
+  int rc = mode == "train"    ? train(ctx, a)
+           : mode == "reload" ? reload(ctx, a)
+           : mode == "count"  ? count(ctx, a)
+           : mode == "dense"  ? dense(ctx, a)
+                              : 2;
   hb_context_destroy(ctx);
   return rc;
 }
