@@ -79,7 +79,7 @@ hb_status hb_ps_set_position(hb_context *ctx, const void *data, size_t len) {
                  "hb_ps_set_position: %zu bytes, at most %zu", len,
                  kMaxPositionBytes);
     hb::ps::client_of(c, "hb_ps_set_position")
-        .set_position(std::string(static_cast<const char *>(data), len));
+        ->set_position(std::string(static_cast<const char *>(data), len));
   });
 }
 
@@ -91,7 +91,7 @@ hb_status hb_ps_position(hb_context *ctx, void *buf, size_t cap, size_t *needed,
     HB_CHECK_ARG(step, "hb_ps_position: step is NULL");
     HB_CHECK_ARG(buf || cap == 0, "hb_ps_position: buf is NULL");
     int64_t s = 0;
-    std::string pos = hb::ps::client_of(c, "hb_ps_position").committed(&s);
+    std::string pos = hb::ps::client_of(c, "hb_ps_position")->committed(&s);
     if (needed) *needed = pos.size();
     HB_CHECK_ARG(cap >= pos.size(),
                  "hb_ps_position: the position has %zu bytes, buf %zu",
@@ -107,7 +107,7 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
     c.check();
     HB_CHECK_ARG(out && out->struct_size >= sizeof(size_t),
                  "hb_ps_get_stats: out is NULL or its struct_size too small");
-    hb::ps::Stats s = hb::ps::client_of(c, "hb_ps_get_stats").stats();
+    hb::ps::Stats s = hb::ps::client_of(c, "hb_ps_get_stats")->stats();
     hb_ps_stats r = HB_PS_STATS_INIT;
     r.pulls = s.pulls, r.pushes = s.pushes, r.rows_pulled = s.rows_pulled;
     r.rows_pushed = s.rows_pushed, r.rounds = s.rounds;

@@ -21,7 +21,7 @@ Client::Client(hb_context &ctx) : rank_(ctx.cluster.rank) {
     cc.peer_timeout_ms = o.get_int("peer_timeout_ms");
     cc.timeout_ms = o.get_int("timeout_ms");
     cc.max_frame_bytes = static_cast<size_t>(o.get_int("max_frame_bytes"));
-    conns_.emplace_back(new Conn(cc, &ctx.health));
+    conns_.emplace_back(new Conn(cc, &health_));
   }
   heartbeat_ = std::thread(&Client::heartbeats, this,
                            o.get_int("heartbeat_interval_ms"));
@@ -103,7 +103,7 @@ Stats Client::stats() {
   return sum;
 }
 
-Client &client_of(hb_context &ctx, const char *what) {
+std::shared_ptr<Client> client_of(hb_context &ctx, const char *what) {
   if (ctx.cluster.ps_hosts.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "%s: this job has no ps tasks (TF_CONFIG \"ps\", hbrun --ps or "
@@ -114,7 +114,7 @@ Client &client_of(hb_context &ctx, const char *what) {
          "%s: this is a ps task (it serves with hb_context_serve)", what);
   std::lock_guard<std::mutex> lock(ctx.ps_mu);
   if (!ctx.ps) ctx.ps = std::make_shared<Client>(ctx);
-  return *ctx.ps;
+  return ctx.ps;
 }
 
 }  // namespace ps

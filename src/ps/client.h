@@ -11,6 +11,7 @@
 #include <thread>
 #include <vector>
 
+#include "context/health.h"
 #include "ps/conn.h"
 #include "ps/wire.h"
 
@@ -62,6 +63,9 @@ class Client {
   void heartbeats(int64_t interval_ms);
 
   int rank_ = 0;
+  // The connections' own: a client (kept by its tables) may outlive its
+  // context. A dead ps fails it, and with it every later call.
+  Health health_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::string position_;
   int64_t step_ = 0;
@@ -73,8 +77,9 @@ class Client {
 };
 
 // The context's client, created on first use. Throws HB_ERR_INVALID_ARGUMENT
-// when ctx has no ps tasks (collective mode) or is a ps task itself.
-Client &client_of(hb_context &ctx, const char *what);
+// when ctx has no ps tasks (collective mode) or is a ps task itself. Tables
+// share it, so one destroyed after its context still has it.
+std::shared_ptr<Client> client_of(hb_context &ctx, const char *what);
 
 }  // namespace ps
 }  // namespace hb

@@ -9,15 +9,16 @@
 namespace hb {
 namespace ps {
 
-PsTable::PsTable(Client &client, const emb::Spec &spec,
+PsTable::PsTable(std::shared_ptr<Client> client, const emb::Spec &spec,
                  const std::function<void()> &local_check,
                  const std::vector<int64_t> *init_ids, const float *init_rows)
     : emb::Table(spec, emb::make_local_exchange(), local_check,
                  /*rows=*/false),
-      c_(client),
+      client_(std::move(client)),
+      c_(*client_),
       ps_spec_(spec),
-      ids_(client.num_ps()),
-      at_(client.num_ps()) {
+      ids_(c_.num_ps()),
+      at_(c_.num_ps()) {
   ps_spec_.partition = HB_PARTITION_MOD;
   const int P = c_.num_ps();
   std::vector<std::vector<int64_t>> init_by_ps(P);

@@ -12,6 +12,7 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <utility>
 #include <vector>
 
@@ -26,7 +27,7 @@ class PsTable : public emb::Table {
   // Attaches the table on every ps task (creating it there the first
   // time). init: initial weights of ids (dense buffers), used only by the
   // ps tasks that create the table.
-  PsTable(Client &client, const emb::Spec &spec,
+  PsTable(std::shared_ptr<Client> client, const emb::Spec &spec,
           const std::function<void()> &local_check,
           const std::vector<int64_t> *init_ids = nullptr,
           const float *init_rows = nullptr);
@@ -51,6 +52,7 @@ class PsTable : public emb::Table {
   // ids split by owner: per ps, the ids and their positions.
   void bucket(const int64_t *ids, size_t n);
 
+  std::shared_ptr<Client> client_;  // the context's (kept alive)
   Client &c_;
   emb::Spec ps_spec_;  // partition MOD over the ps tasks
   // {step, k} of the next push: the worker's step and the number of this
