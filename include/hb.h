@@ -910,8 +910,7 @@ HB_API int32_t hb_context_num_ps(const hb_context *ctx);
  * On a ps task (hb_context_task_type is "ps"): serve the workers' tables
  * and dense buffers until the job ends. Returns HB_OK once every worker has
  * left (destroyed its context); HB_ERR_PEER_FAILED when workers were lost
- * and none came back within connect_timeout_ms (the time a restarted one
- * has to rejoin); HB_ERR_TIMEOUT when no worker
+ * and none came back within peer_timeout_ms; HB_ERR_TIMEOUT when no worker
  * came within connect_timeout_ms; HB_ERR_ABORTED after hb_context_abort.
  * HB_ERR_INVALID_ARGUMENT on a worker. One call, in the same program the
  * workers run (the ps needs the program's options and nothing else: see
@@ -952,11 +951,10 @@ typedef struct hb_ps_stats {
   int64_t busy_us;                /**< time the ps tasks spent serving */
   /** Workers that have left (destroyed their context) every ps task. */
   int64_t workers_left;
-  int64_t cpu_us; /**< CPU time (user + system) of the ps processes */
 } hb_ps_stats;
 
 #define HB_PS_STATS_INIT \
-  { sizeof(hb_ps_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(hb_ps_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 HB_API hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out);
 

@@ -85,7 +85,11 @@ run() {
     ipc=-
   else
     sps=$(awk '/final: .* samples in/ { for (i = 1; i <= NF; ++i) if ($i == "(") ; } /final: .* samples in/ { split($0, a, "[(]"); split(a[2], b, " "); print b[1] }' "$log")
-    ipc=$(awk '/ps: .* pulls/ { for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rows" && $(i + 2) == "pulled,") p = $i; if ($(i + 1) == "rows" && $(i + 2) == "pushed,") q = $i; if ($i == "cpu") b = $(i + 1) } print (p + q) / b }' "$log")
+    # Rows pulled and pushed (the chief's stats line) over the ps tasks'
+    # CPU seconds (each prints its own at the end).
+    ipc=$(awk '/ps: .* pulls/ { for (i = 1; i <= NF; ++i) { if ($(i + 1) == "rows" && $(i + 2) == "pulled,") p = $i; if ($(i + 1) == "rows" && $(i + 2) == "pushed,") q = $i } }
+               /ps task [0-9]+: cpu/ { for (i = 1; i <= NF; ++i) if ($i == "cpu") c += $(i + 1) }
+               END { if (c > 0) print (p + q) / c; else print "-" }' "$log")
   fi
   auc=$(awk '/held-out exact AUC/ { for (i = 1; i <= NF; ++i) if ($i == "AUC") { print $(i + 1); exit } }' "$log")
   echo "$name $sps $auc $ipc" >>"$WORK/results"

@@ -28,6 +28,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -700,10 +701,9 @@ int Trainer::run_ps() {
   bool ok = auc >= planted - f_.max_gap;
   std::printf(
       "ps: %lld pulls, %lld pushes, %lld rows pulled, %lld rows "
-      "pushed, max lead %lld, ps busy %.3f s, ps cpu %.3f s\n",
+      "pushed, max lead %lld, ps busy %.3f s\n",
       (long long)st.pulls, (long long)st.pushes, (long long)st.rows_pulled,
-      (long long)st.rows_pushed, (long long)st.max_staleness, st.busy_us * 1e-6,
-      st.cpu_us * 1e-6);
+      (long long)st.rows_pushed, (long long)st.max_staleness, st.busy_us * 1e-6);
   std::printf(
       "final: %.0f samples in %.2f s (%.0f samples/s, all workers); "
       "held-out exact AUC %.4f vs planted model %.4f (gap %.4f, "
@@ -843,6 +843,11 @@ int main(int argc, char **argv) {
     // A ps task (TF_CONFIG "ps", or hbrun --ps): it serves the workers'
     // tables and dense parameters until they are done.
     hb_status st = hb_context_serve(ctx);
+    rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("ps task %d: cpu %.3f s\n", hb_context_task_id(ctx),
+                ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                    1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
     if (st != HB_OK)
       std::fprintf(stderr, "ctr_train: ps task %d: %s: %s\n",
                    hb_context_task_id(ctx), hb_status_name(st),

@@ -114,7 +114,7 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
     r.max_staleness = s.max_staleness, r.bound_violations = s.bound_violations;
     r.duplicate_pushes = s.duplicate_pushes, r.workers_lost = s.workers_lost;
     r.workers_rejoined = s.workers_rejoined, r.busy_us = s.busy_us;
-    r.workers_left = s.workers_left, r.cpu_us = s.cpu_us;
+    r.workers_left = s.workers_left;
     size_t n = std::min(out->struct_size, sizeof r);
     std::memcpy(out, &r, n);
     out->struct_size = n;
