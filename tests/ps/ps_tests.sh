@@ -19,6 +19,9 @@
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
+#   ps_tests.sh ... lost
+#       A worker SIGKILLed without restarts: the other finishes, hbrun
+#       stops the ps task and exits with the lost worker's status.
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -122,6 +125,33 @@ case $MODE in
     else
       grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
     fi
+    ;;
+  lost)
+    # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it
+    # (its rounds complete once rank 1 is lost), and hbrun then stops the
+    # ps task (which would wait connect_timeout_ms for a restart) and exits
+    # with the lost worker's status.
+    "$HBRUN" -n 2 --ps 1 --timeout 60 -- "$PS_TRAIN" train out --steps 400 \
+      --slow-rank 1 --slow-ms 5 >"$LOG" 2>&1 &
+    JOB=$!
+    for _ in $(seq 100); do
+      pid=$(pgrep -P "$JOB" -f "ps_train train" | while read -r c; do
+        tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx HB_RANK=1 && echo "$c"
+      done | head -n1)
+      [ -n "$pid" ] && break
+      sleep 0.05
+    done
+    [ -n "$pid" ] || fail "worker 1 never started"
+    sleep 0.5
+    kill -KILL "$pid"
+    t0=$SECONDS
+    wait $JOB
+    rc=$?
+    [ $rc = 137 ] || fail "hbrun exited with $rc, expected 137 (the lost worker's)"
+    [ $((SECONDS - t0)) -le 15 ] || fail "the job took $((SECONDS - t0)) s to end"
+    grep -q "the others go on without it" "$LOG" || fail "no 'go on' line"
+    grep -q "no worker left: stopping 1 ps task" "$LOG" || fail "the ps task was not stopped"
+    [ -f out/s8.manifest ] || fail "worker 0 did not finish (no checkpoint)"
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with
