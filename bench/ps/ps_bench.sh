@@ -19,8 +19,8 @@ set -u
 BUILD=$(realpath "$1")
 REPS=${2:-3}
 SAMPLES=${3:-240000}
-STOP_MS=${STOP_MS:-1000}
-PS_PEER_TIMEOUT_MS=${PS_PEER_TIMEOUT_MS:-300}
+STOP_MS=${STOP_MS:-2000}
+PS_PEER_TIMEOUT_MS=${PS_PEER_TIMEOUT_MS:-1000}
 HBRUN=$BUILD/src/launcher/hbrun
 CTR=$BUILD/examples/ctr_train/ctr_train
 WORK=$(mktemp -d /tmp/hb_ps_bench.XXXXXX)
@@ -61,7 +61,7 @@ run() {
   if [ "$ps" = 0 ]; then
     "$HBRUN" -n 2 --timeout 600 -- "$CTR" "${args[@]}" >"$log" 2>&1 &
   else
-    HB_STALENESS=$k HB_PEER_TIMEOUT_MS=$PS_PEER_TIMEOUT_MS HB_HEARTBEAT_INTERVAL_MS=50 \
+    HB_STALENESS=$k HB_PEER_TIMEOUT_MS=$PS_PEER_TIMEOUT_MS HB_HEARTBEAT_INTERVAL_MS=100 \
       "$HBRUN" -n 2 --ps "$ps" --timeout 600 -- "$CTR" "${args[@]}" >"$log" 2>&1 &
   fi
   local job=$!

@@ -64,6 +64,7 @@ void uniform_blocks(size_t count, int world, std::vector<int64_t> &counts,
 
 Backend &cpu_backend(hb_context &ctx) {
   if (ctx.cpu_comm) return *ctx.cpu_comm;
+  ensure_world(ctx);  // parameter-server mode: formed on first use
   BackendConfig cfg;
   cfg.rank = ctx.cluster.rank;
   cfg.world_size = ctx.cluster.world_size;
@@ -86,12 +87,6 @@ Backend &cpu_backend(hb_context &ctx) {
   cfg.check_calls_where_free = check == "auto";
 #endif
   rdv::KV *kv = ctx.client.get();
-  if (!kv && cfg.world_size > 1 && !ctx.cluster.ps_hosts.empty())
-    fail(HB_ERR_UNSUPPORTED,
-         "rank %d: in parameter-server mode the workers form no collective "
-         "world (set option ps_collective=1 for collectives; "
-         "docs/parameter-servers.md)",
-         cfg.rank);
   ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
   return *ctx.cpu_comm;
 }

@@ -83,6 +83,8 @@ struct hb_context {
   // (src/ps), created on first use.
   std::mutex ps_mu;
   std::shared_ptr<hb::ps::Client> ps;
+  // The world is formed on first use (hb::ensure_world).
+  bool world_pending = false;
   // Option `timeline`: this context's share of the process's recording.
   std::shared_ptr<hb::timeline::Recording> timeline;
 
@@ -102,6 +104,13 @@ struct hb_context {
 };
 
 namespace hb {
+// The collective world of the context's ranks, formed now if it was left
+// for later: in parameter-server mode the workers form it on first use (a
+// collective, a barrier, a worker-sharded table, a merged metric -- calls
+// every rank makes), so a job that never needs one never depends on every
+// worker staying alive. Throws what forming it throws.
+void ensure_world(hb_context &ctx);
+
 // Validates a context argument of an entry point.
 inline hb_context &ctx_ref(hb_context *ctx) {
   if (!ctx) fail(HB_ERR_INVALID_ARGUMENT, "context is NULL");

@@ -116,11 +116,12 @@ const std::vector<OptionSpec> &option_table() {
        "synchronous parallel). 0: synchronous, the ps sums a step's "
        "gradients of all live workers in rank order before one optimizer "
        "step (the same bits as collective mode). Read by the ps tasks."},
-      {"ps_collective", OptionType::kBool, "0", nullptr, 0, 0,
-       "Parameter-server mode: the workers also form their collective world "
-       "(collectives, worker-sharded tables, merged metrics). Off by "
-       "default: a collective world cannot lose a member, so with it a lost "
-       "worker fails the job as in collective mode."},
+      {"ps_collective", OptionType::kBool, "false", nullptr, 0, 0,
+       "Parameter-server mode: the workers form their collective world at "
+       "hb_context_create. Off by default: they form it on first use (a "
+       "collective, a barrier, a worker-sharded table, a merged metric), "
+       "and a job that never uses one survives a lost worker (a world "
+       "cannot lose a member)."},
       {"timeline", OptionType::kString, "", nullptr, 0, 0,
        "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
        "collective, metric merge, data sync and embedding phase: each rank "

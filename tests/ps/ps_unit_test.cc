@@ -322,18 +322,18 @@ TEST(PsApi, RefusalsNameWhatIsWrong) {
   EXPECT_NE(std::string(hb_last_error()).find("ps_hosts"), std::string::npos)
       << hb_last_error();
 
-  // A worker of a ps job with no collective world: collectives say so.
+  // A worker of a ps job forms its collective world on first use: without
+  // a rendezvous address that first use says what is missing (creating
+  // the context needed none).
   hb_context_options w = HB_CONTEXT_OPTIONS_INIT;
   w.rank = 0, w.world_size = 2, w.local_rank = 0, w.local_world_size = 2;
   w.options = "ps_hosts=127.0.0.1:1";
   ASSERT_EQ(hb_context_create(&w, &ctx), HB_OK) << hb_last_error();
   float x = 1;
-  EXPECT_EQ(hb_allreduce(ctx, &x, &x, 1, HB_FLOAT32, HB_SUM),
-            HB_ERR_UNSUPPORTED);
-  EXPECT_NE(std::string(hb_last_error()).find("ps_collective"),
-            std::string::npos)
+  EXPECT_EQ(hb_allreduce(ctx, &x, &x, 1, HB_FLOAT32, HB_SUM), HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("rendezvous"), std::string::npos)
       << hb_last_error();
-  EXPECT_EQ(hb_context_barrier(ctx, 1000), HB_ERR_UNSUPPORTED);
+  EXPECT_EQ(hb_context_barrier(ctx, 1000), HB_ERR_CONFIG);
   hb_context_destroy(ctx);
 }
 
