@@ -894,8 +894,10 @@ HB_API hb_status hb_reader_parse_line(const hb_reader_config *cfg,
  * the chief): each ps task writes its shard in the checkpoint format of
  * sharded tables, so checkpoints move between the two placements and any
  * world size. Every worker creates every ps table (same config), as for a
- * sharded table. By default the workers form no collective world in this
- * mode (option ps_collective).
+ * sharded table. The workers form their collective world (collectives,
+ * barriers, worker-sharded tables, merged metrics) when they first use it
+ * (option ps_collective: at hb_context_create); a job that uses only ps
+ * tables and dense buffers never does, and survives lost workers.
  */
 
 enum hb_placement_code {
@@ -910,8 +912,9 @@ HB_API int32_t hb_context_num_ps(const hb_context *ctx);
  * On a ps task (hb_context_task_type is "ps"): serve the workers' tables
  * and dense buffers until the job ends. Returns HB_OK once every worker has
  * left (destroyed its context); HB_ERR_PEER_FAILED when workers were lost
- * and none came back within peer_timeout_ms; HB_ERR_TIMEOUT when no worker
- * came within connect_timeout_ms; HB_ERR_ABORTED after hb_context_abort.
+ * and none came back within connect_timeout_ms (the time a restarted one
+ * has to rejoin); HB_ERR_TIMEOUT when no worker came within
+ * connect_timeout_ms; HB_ERR_ABORTED after hb_context_abort.
  * HB_ERR_INVALID_ARGUMENT on a worker. One call, in the same program the
  * workers run (the ps needs the program's options and nothing else: see
  * docs/parameter-servers.md for why it is a call and not hbrun's job).
