@@ -90,6 +90,10 @@ int run(int argc, char **argv) {
     return e.status() == HB_ERR_PERMISSION ? 126 : 127;  // as a shell does
   }
 
+  if (opts.max_restarts > 0 && opts.num_ps == 0) {
+    say("--max-restarts restarts workers of a --ps job (see hbrun --help)");
+    return kUsageExitCode;
+  }
   if (opts.num_ps > 0 && !topo.in_world) {
     say("--ps: this TF_CONFIG task is itself a ps or evaluator task (list "
         "the ps tasks in TF_CONFIG instead) (see hbrun --help)");
