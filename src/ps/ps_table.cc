@@ -74,7 +74,11 @@ std::pair<int64_t, int64_t> PsTable::next_push() {
   return {s, k_++};
 }
 
-void PsTable::bucket(const int64_t *ids, size_t n) {
+void PsTable::bucket(const int64_t *ids, size_t n, int64_t nu) {
+  // A world of one: the ids are this worker's, already unique (nu < 0).
+  if (nu >= 0)
+    fail(HB_ERR_INTERNAL, "ps table '%s': an owner dedup in a world of one",
+         spec().name.c_str());
   for (int p = 0; p < c_.num_ps(); ++p) ids_[p].clear(), at_[p].clear();
   for (size_t i = 0; i < n; ++i) {
     int p = c_.owner(ids[i]);
@@ -85,12 +89,8 @@ void PsTable::bucket(const int64_t *ids, size_t n) {
 
 void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                           const emb::Dedup &owner, unsigned char *dst) {
-  // A world of one: the ids are this worker's, already unique (nu < 0).
-  if (nu >= 0)
-    fail(HB_ERR_INTERNAL, "ps table '%s': an owner dedup in a world of one",
-         spec().name.c_str());
   (void)owner;
-  bucket(recv, nrecv);
+  bucket(recv, nrecv, nu);
   const int P = c_.num_ps();
   // Every ps task, with or without ids: the pull is where the staleness
   // bound holds this worker back, on all of them alike.
@@ -113,11 +113,8 @@ void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
 void PsTable::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                              const emb::Dedup &owner,
                              const unsigned char *partials) {
-  if (nu >= 0)
-    fail(HB_ERR_INTERNAL, "ps table '%s': an owner dedup in a world of one",
-         spec().name.c_str());
   (void)owner;
-  bucket(recv, nrecv);
+  bucket(recv, nrecv, nu);
   const int P = c_.num_ps();
   const size_t rb = wire_row_bytes();
   std::vector<uint64_t> req(P);

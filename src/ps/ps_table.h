@@ -49,8 +49,9 @@ class PsTable : public emb::Table {
   void rewind() { last_ = {-1, -1}, k_step_ = -1; }
 
  private:
-  // ids split by owner: per ps, the ids and their positions.
-  void bucket(const int64_t *ids, size_t n);
+  // ids split by owner: per ps, the ids and their positions. nu: the
+  // owner dedup's result, which a world of one never has (-1).
+  void bucket(const int64_t *ids, size_t n, int64_t nu);
 
   std::shared_ptr<Client> client_;  // the context's (kept alive)
   Client &c_;
