@@ -303,6 +303,19 @@ static void hbw_flat_free(hbw_flat *f) {
 /* The flat wrappers below replace the pointer-array C calls and structs
  * (SWIG sees the EXPERIMENTAL section for the reader; hb.h's pooling enum
  * comes through as constants). */
+/* Parameter servers: hb_context_serve and hb_context_num_ps are bound as
+ * they are (a ps task's whole job is the one call); the position, stats
+ * and dense-buffer calls are C-only for now. */
+%ignore hb_ps_set_position;
+%ignore hb_ps_position;
+%ignore hb_ps_get_stats;
+%ignore hb_ps_stats;
+%ignore hb_ps_dense_create;
+%ignore hb_ps_dense_destroy;
+%ignore hb_ps_dense_pull;
+%ignore hb_ps_dense_push;
+%ignore hb_ps_dense_config;
+%ignore hb_ps_dense;
 %ignore hb_collection_create;
 %ignore hb_collection_destroy;
 %ignore hb_collection_num_features;

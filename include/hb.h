@@ -369,6 +369,10 @@ typedef struct hb_embedding_config {
    *  equal a host table's.
    *  HB_ERR_UNSUPPORTED without CUDA. */
   int32_t device;
+  /** Where the rows live (hb_placement_code in the EXPERIMENTAL section):
+   *  0 (HB_PLACEMENT_WORKERS) sharded over the ranks as above; 1
+   *  (HB_PLACEMENT_PS) on the job's ps tasks (docs/parameter-servers.md). */
+  int32_t placement;
   /** EXPERIMENTAL (the struct is defined under HB_EXPERIMENTAL): admission
    *  and eviction of a dynamic host table's rows (docs/table-lifecycle.md).
    *  NULL: every id gets a row on first touch and keeps it. Read during
@@ -380,7 +384,7 @@ typedef struct hb_embedding_config {
   {                                                                          \
     sizeof(hb_embedding_config), NULL, 0, HB_FLOAT32, 0, HB_PARTITION_MOD,   \
         HB_INIT_ZEROS, 0.0, 0.0, 0, HB_OPT_SGD, 0.01, 0.1, 0.9, 0.999, 1e-8, \
-        0.0, 0.0, -0.5, HB_FLOAT32, -1, NULL                                 \
+        0.0, 0.0, -0.5, HB_FLOAT32, -1, 0, NULL                              \
   }
 
 /** Collective: every rank creates its shard of the table. Ranks passing
@@ -1349,6 +1353,134 @@ HB_API hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
  */
 HB_API hb_status hb_checkpoint_finish(hb_checkpoint *c);
 
+
+/* ---- Parameter servers (src/ps) ------------------------------------------- */
+/*
+ * Parameter-server mode (docs/parameter-servers.md). The same program runs
+ * on every task, as in TensorFlow. With ps tasks in TF_CONFIG ("ps": [...]),
+ * under hbrun --ps N, or with HB_PS_HOSTS, a ps task calls hb_context_serve
+ * and the workers (chief and workers) place tables and dense buffers on the
+ * ps tasks: id `id` of a table with placement HB_PLACEMENT_PS lives on ps
+ * task id mod num_ps. Workers do not wait for each other: the ps tasks
+ * apply each table's optimizer as pushes arrive, no worker runs more than
+ * `staleness` pushes ahead of the slowest live one (option staleness; 0 is
+ * synchronous and gives the bits of collective mode), and a lost worker
+ * holds nobody back for longer than peer_timeout_ms. A ps task that dies
+ * fails every worker's calls with HB_ERR_PEER_FAILED.
+ *
+ * On a worker, hb_embedding_lookup and hb_embedding_apply_gradients of a ps
+ * table are not collective (each worker calls them at its own pace; the
+ * same ids, dedup and summation order as a sharded table's), collections
+ * take ps tables (all of a collection's tables on the ps tasks), and save,
+ * load and export are made by one worker for the whole table (call them on
+ * the chief): each ps task writes its shard in the checkpoint format of
+ * sharded tables, so checkpoints move between the two placements and any
+ * world size. Every worker creates every ps table (same config), as for a
+ * sharded table. The workers form their collective world (collectives,
+ * barriers, worker-sharded tables, merged metrics) when they first use it
+ * (option ps_collective: at hb_context_create); a job that uses only ps
+ * tables and dense buffers never does, and survives lost workers.
+ */
+
+enum hb_placement_code {
+  HB_PLACEMENT_WORKERS = 0, /**< sharded over the ranks (collective mode) */
+  HB_PLACEMENT_PS = 1       /**< on the ps tasks */
+};
+
+/** Number of ps tasks of the job (0: collective mode; -1 for NULL). */
+HB_API int32_t hb_context_num_ps(const hb_context *ctx);
+
+/**
+ * On a ps task (hb_context_task_type is "ps"): serve the workers' tables
+ * and dense buffers until the job ends. Returns HB_OK once every worker has
+ * left (destroyed its context); HB_ERR_PEER_FAILED when workers were lost
+ * and none came back within connect_timeout_ms (the time a restarted one
+ * has to rejoin); HB_ERR_TIMEOUT when no worker came within
+ * connect_timeout_ms; HB_ERR_ABORTED after hb_context_abort.
+ * HB_ERR_INVALID_ARGUMENT on a worker. One call, in the same program the
+ * workers run (the ps needs the program's options and nothing else: see
+ * docs/parameter-servers.md for why it is a call and not hbrun's job).
+ */
+HB_API hb_status hb_context_serve(hb_context *ctx);
+
+/**
+ * The reader position this worker's next pushes carry (an opaque blob of
+ * at most 64 KiB, e.g. a sample counter or a serialized reader state): each
+ * ps task commits it with the push's gradients, atomically.
+ */
+HB_API hb_status hb_ps_set_position(hb_context *ctx, const void *data,
+                                    size_t len);
+/**
+ * After a restart: the position this worker committed with its last step
+ * applied everywhere (the fewest steps of any of its tables on any ps task)
+ * into buf (cap bytes; *needed gets the size, may be NULL), and that step
+ * count into *step (0 and an empty position when nothing was committed).
+ * Call it after creating the tables: they resume at *step, and the ps tasks
+ * drop pushes of steps they already have, so a worker that resumes reading
+ * at this position applies every sample exactly once.
+ */
+HB_API hb_status hb_ps_position(hb_context *ctx, void *buf, size_t cap,
+                                size_t *needed, int64_t *step);
+
+/** Counters of the ps tasks (summed; max_staleness is the largest). */
+typedef struct hb_ps_stats {
+  size_t struct_size;
+  int64_t pulls, pushes;          /**< per table and ps task */
+  int64_t rows_pulled, rows_pushed;
+  int64_t rounds;                 /**< staleness 0: optimizer rounds */
+  /** The largest lead of a pushing worker over the slowest live one. */
+  int64_t max_staleness;
+  int64_t bound_violations;       /**< pushes past the bound (always 0) */
+  int64_t duplicate_pushes;       /**< replayed steps dropped */
+  int64_t workers_lost, workers_rejoined;
+  int64_t busy_us;                /**< time the ps tasks spent serving */
+  /** Workers that have left (destroyed their context) every ps task. */
+  int64_t workers_left;
+} hb_ps_stats;
+
+#define HB_PS_STATS_INIT \
+  { sizeof(hb_ps_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+
+HB_API hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out);
+
+/**
+ * Dense parameters on the ps tasks (tensorpack's parameter_server layout):
+ * pull before the step, push the gradients after; the ps tasks apply the
+ * buffer's optimizer element-wise (the tables' optimizers). The buffer is
+ * split into rows of at most 256 floats spread over the ps tasks. Staleness
+ * and summation as for tables. Every worker creates it with the same
+ * config; init (count floats, NULL: zeros) is taken from the worker that
+ * creates it first.
+ */
+typedef struct hb_ps_dense hb_ps_dense;
+
+typedef struct hb_ps_dense_config {
+  size_t struct_size;
+  const char *name;      /**< unique among the job's ps tables */
+  int64_t count;         /**< float32 elements, > 0 */
+  const float *init;     /**< count initial values, or NULL (zeros) */
+  int32_t optimizer;     /**< hb_optimizer_code */
+  double learning_rate;
+  double initial_accumulator;
+  double beta1, beta2, epsilon;
+  double l1, l2, lr_power;
+} hb_ps_dense_config;
+
+#define HB_PS_DENSE_CONFIG_INIT                                             \
+  {                                                                         \
+    sizeof(hb_ps_dense_config), NULL, 0, NULL, HB_OPT_SGD, 0.01, 0.1, 0.9,  \
+        0.999, 1e-8, 0.0, 0.0, -0.5                                         \
+  }
+
+HB_API hb_status hb_ps_dense_create(hb_context *ctx,
+                                    const hb_ps_dense_config *cfg,
+                                    hb_ps_dense **out);
+HB_API void hb_ps_dense_destroy(hb_ps_dense *d);
+/** out: count floats, the buffer as of this worker's step. */
+HB_API hb_status hb_ps_dense_pull(hb_ps_dense *d, float *out);
+/** grads: count floats; one optimizer step (summed over the workers of a
+ *  round with staleness 0). */
+HB_API hb_status hb_ps_dense_push(hb_ps_dense *d, const float *grads);
 #endif
 
 #ifdef __cplusplus

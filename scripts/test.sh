@@ -62,13 +62,15 @@ cmake --build _build-asan -j"$jobs"
 #    stages above.
 #  - serving: concurrent lookups while versions are swapped and deltas
 #    applied (serving_*_test).
+#  - ps_unit_test: a ps server thread with its workers' connections.
 #  - reader_test: not the exactly-once sweep over worlds x chunk sizes
 #    (sharding arithmetic; the parser threads and bounded queues run in the
 #    other tests with 1 to 4 threads); under TSan it alone took minutes.
 step "TSan (threaded parts)"
 tsan_tests=(rendezvous_store_test rendezvous_client_server_test rendezvous_liveness_test
             context_test serving_export_test serving_swap_test serving_api_test
-            serving_delta_test embedding_api_test reader_test recovery_test comm_test)
+            serving_delta_test embedding_api_test reader_test recovery_test ps_unit_test
+            comm_test)
 cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF \
   -DHB_SANITIZE=thread > /dev/null
 cmake --build _build-tsan -j"$jobs" --target "${tsan_tests[@]}"

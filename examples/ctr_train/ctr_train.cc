@@ -10,6 +10,9 @@
 //                                   resumes from the newest one)
 //   hbrun -n 2 --evaluator -- ctr_train --checkpoint-dir D
 //         --checkpoint-every 50 --eval-log L   (and an evaluator)
+//   hbrun -n 2 --ps 1 -- ctr_train ...   (parameter-server mode: the tables
+//                                 and dense parameters on the ps tasks;
+//                                 any job with ps tasks, e.g. TF_CONFIG's)
 //
 // Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
@@ -39,6 +42,7 @@
 #include <string>
 #include <vector>
 
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <time.h>
 
@@ -251,6 +255,25 @@ struct Dense {
       p[i] -= lr * g[i] / std::sqrt(acc[i]);
     }
   }
+  // Parameters (or gradients) as one buffer: w1, b1, w2, b2.
+  void pack_params(std::vector<float> *out) const {
+    pack(out, {&w1, &b1, &w2, &b2});
+  }
+  void pack_grads(std::vector<float> *out) const {
+    pack(out, {&gw1, &gb1, &gw2, &gb2});
+  }
+  void unpack_params(const std::vector<float> &in) {
+    size_t at = 0;
+    for (auto *v : {&w1, &b1, &w2, &b2}) {
+      std::copy(in.begin() + at, in.begin() + at + v->size(), v->begin());
+      at += v->size();
+    }
+  }
+  static void pack(std::vector<float> *out,
+                   std::initializer_list<const std::vector<float> *> parts) {
+    out->clear();
+    for (const auto *v : parts) out->insert(out->end(), v->begin(), v->end());
+  }
   void step(float lr) {
     adagrad(w1, gw1, aw1, lr), adagrad(b1, gb1, ab1, lr),
         adagrad(w2, gw2, aw2, lr), adagrad(b2, gb2, ab2, lr);
@@ -282,13 +305,53 @@ class Trainer {
         dense_(static_cast<int>(synth::kTables * f.dim + synth::kDense),
                static_cast<int>(f.hidden), f.seed) {
     rank_ = hb_context_rank(ctx), world_ = hb_context_world_size(ctx);
+    ps_ = hb_context_num_ps(ctx) > 0;
+    create_model();
+    b_.ids.resize(synth::kTables);
+    if (!f.data.empty() && ps_) {
+      std::fprintf(stderr,
+                   "ctr_train: --data is not supported in "
+                   "parameter-server mode\n");
+      std::exit(2);
+    }
+    if (!f.data.empty())
+      files_ = std::make_unique<FileSource>(ctx, f.data, f.batch);
+    else if (!ps_)
+      plan_train_shard();
+    evaluator_ = std::strcmp(hb_context_task_type(ctx), "evaluator") == 0;
+    if (ps_ && !f.checkpoint_dir.empty()) {
+      // Job checkpoints hold worker-sharded tables only (the ps tasks keep
+      // theirs): docs/parameter-servers.md.
+      std::fprintf(stderr,
+                   "ctr_train: --checkpoint-dir is not supported in "
+                   "parameter-server mode\n");
+      std::exit(2);
+    }
+    if (ps_) return;
+    hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF's thresholded AUC
+    CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc_));
+    if (!f.checkpoint_dir.empty() && !evaluator_) open_checkpoints();
+  }
+  ~Trainer() {
+    hb_checkpoint_destroy(ckpt_);  // waits for a write in flight
+    hb_metric_destroy(running_auc_);
+    release_model();
+  }
+
+  // The evaluator role, parameter-server training or collective training.
+  int run() { return evaluator_ ? follow() : ps_ ? run_ps() : train(); }
+
+ private:
+  // The tables, their collection and (parameter-server mode) the dense
+  // parameters and the job's sample counter on the ps tasks.
+  void create_model() {
     for (int t = 0; t < synth::kTables; ++t) {
       char name[32];
       std::snprintf(name, sizeof name, "cat_%02d", t);
       tables_.push_back(
-          make_table(name, f.vocab, f.dim, HB_INIT_NORMAL, 0.0, 0.05));
+          make_table(name, f_.vocab, f_.dim, HB_INIT_NORMAL, 0.0, 0.05));
     }
-    wide_ = make_table("wide", f.vocab * synth::kTables, 1, HB_INIT_ZEROS, 0.0,
+    wide_ = make_table("wide", f_.vocab * synth::kTables, 1, HB_INIT_ZEROS, 0.0,
                        0.0);
     // One collection: the 26 categorical features and the wide feature.
     std::vector<hb_collection_feature> feats(synth::kTables + 1);
@@ -298,31 +361,50 @@ class Trainer {
       feats[t].pooling = HB_POOLING_SUM;
     }
     CHECK_HB(hb_collection_create(ctx_, feats.data(), feats.size(), &coll_));
-    b_.ids.resize(synth::kTables);
-    if (!f.data.empty())
-      files_ = std::make_unique<FileSource>(ctx, f.data, f.batch);
-    else
-      plan_train_shard();
-    hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF's thresholded AUC
-    CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc_));
-    evaluator_ = std::strcmp(hb_context_task_type(ctx), "evaluator") == 0;
-    if (!f.checkpoint_dir.empty() && !evaluator_) open_checkpoints();
+    if (!ps_) return;
+    // Dense parameters on the ps tasks, with the same Adagrad (epsilon 0).
+    dense_.pack_params(&flat_);
+    hb_ps_dense_config dc = HB_PS_DENSE_CONFIG_INIT;
+    dc.name = "dense";
+    dc.count = static_cast<int64_t>(flat_.size());
+    dc.init = flat_.data();
+    dc.optimizer = HB_OPT_ADAGRAD;
+    dc.learning_rate = f_.lr;
+    dc.initial_accumulator = 0.1;
+    dc.epsilon = 0.0;
+    CHECK_HB(hb_ps_dense_create(ctx_, &dc, &dense_ps_));
+    hb_embedding_config cc = HB_EMBEDDING_CONFIG_INIT;
+    cc.name = "samples";  // id 0: the job's samples so far (SGD, lr 1)
+    cc.dim = 1;
+    cc.num_rows = 1;
+    cc.learning_rate = 1.0;
+    cc.placement = HB_PLACEMENT_PS;
+    CHECK_HB(hb_embedding_create(ctx_, &cc, &samples_));
   }
-  ~Trainer() {
-    hb_checkpoint_destroy(ckpt_);  // waits for a write in flight
-    hb_metric_destroy(running_auc_);
+  // Destroying them on a worker leaves them on the ps tasks: with
+  // staleness 0 nobody waits for this worker's next step any more.
+  void release_model() {
     hb_collection_destroy(coll_);  // before its tables
+    coll_ = nullptr;
     for (auto *t : tables_) hb_embedding_destroy(t);
+    tables_.clear();
     hb_embedding_destroy(wide_);
+    wide_ = nullptr;
+    hb_ps_dense_destroy(dense_ps_);
+    dense_ps_ = nullptr;
+    hb_embedding_destroy(samples_);
+    samples_ = nullptr;
   }
-
-  // The evaluator role or training.
-  int run() { return evaluator_ ? follow() : train(); }
-
- private:
   int train();
   // The evaluator: each checkpoint's exact held-out AUC, one JSON line each.
   int follow();
+  int run_ps();
+  void save_and_export(const std::string &ckpt, const std::string &exp);
+  void pull_dense() {
+    if (!ps_) return;
+    CHECK_HB(hb_ps_dense_pull(dense_ps_, flat_.data()));
+    dense_.unpack_params(flat_);
+  }
 
   // The model and data it trains: another configuration's checkpoints in
   // the directory are refused, not restored into this one.
@@ -462,6 +544,7 @@ class Trainer {
     cfg.optimizer = HB_OPT_ADAGRAD;
     cfg.learning_rate = f_.lr;
     cfg.initial_accumulator = 0.1;
+    cfg.placement = ps_ ? HB_PLACEMENT_PS : HB_PLACEMENT_WORKERS;
     hb_embedding *e = nullptr;
     CHECK_HB(hb_embedding_create(ctx_, &cfg, &e));
     return e;
@@ -532,6 +615,10 @@ class Trainer {
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
   hb_collection *coll_ = nullptr;
+  bool ps_ = false;  // parameter-server mode (the job has ps tasks)
+  hb_ps_dense *dense_ps_ = nullptr;
+  hb_embedding *samples_ = nullptr;
+  std::vector<float> flat_;  // the dense parameters or gradients, packed
   int rank_ = 0, world_ = 1;
   int64_t shard_begin_ = 0, shard_end_ = 0;
   std::vector<int64_t> shard_sizes_;  // per rank (synthetic data)
@@ -685,9 +772,15 @@ void Trainer::backward(int64_t global_n) {
   size_t counts[4] = {dense_.gw1.size(), dense_.gb1.size(), dense_.gw2.size(),
                       dense_.gb2.size()};
   prof_.mark(StepProfile::kDenseAllreduce);
-  CHECK_HB(hb_allreduce_many(ctx_, bufs, counts, 4, HB_FLOAT32, HB_SUM));
-  prof_.mark(StepProfile::kDenseOptimizer);
-  dense_.step(static_cast<float>(f_.lr));
+  if (ps_) {
+    // The ps tasks sum the workers' gradients and apply Adagrad.
+    dense_.pack_grads(&flat_);
+    CHECK_HB(hb_ps_dense_push(dense_ps_, flat_.data()));
+  } else {
+    CHECK_HB(hb_allreduce_many(ctx_, bufs, counts, 4, HB_FLOAT32, HB_SUM));
+    prof_.mark(StepProfile::kDenseOptimizer);
+    dense_.step(static_cast<float>(f_.lr));
+  }
   prof_.mark(StepProfile::kSparseUpdate);
   // Sparse gradients go to the ranks that own the rows: one call, which
   // reuses the plan of this batch's lookup.
@@ -711,8 +804,10 @@ double Trainer::evaluate(double *planted_auc) {
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;
   mc.kind = HB_METRIC_AUC_EXACT;
   hb_metric *model = nullptr, *planted = nullptr;
-  CHECK_HB(hb_metric_create(ctx_, &mc, &model));
-  CHECK_HB(hb_metric_create(ctx_, &mc, &planted));
+  // Parameter-server mode: the chief scores the whole split alone.
+  hb_context *mctx = ps_ ? nullptr : ctx_;
+  CHECK_HB(hb_metric_create(mctx, &mc, &model));
+  CHECK_HB(hb_metric_create(mctx, &mc, &planted));
   score_held_out(model, planted);
   double auc = 0;
   CHECK_HB(hb_metric_result(model, &auc));
@@ -723,11 +818,14 @@ double Trainer::evaluate(double *planted_auc) {
 }
 
 void Trainer::score_held_out(hb_metric *model, hb_metric *planted) {
-  int64_t begin = 0, end = 0;
-  CHECK_HB(hb_shard_range(f_.eval_samples, world_, rank_, 0, &begin, &end));
+  int64_t begin = 0, end = f_.eval_samples;
+  if (!ps_)
+    CHECK_HB(hb_shard_range(f_.eval_samples, world_, rank_, 0, &begin, &end));
   // Every rank runs the same number of (collective) lookups.
   int64_t batches = (end - begin + f_.batch - 1) / f_.batch;
-  CHECK_HB(hb_allreduce(ctx_, &batches, &batches, 1, HB_INT64, HB_MAX));
+  if (!ps_)
+    CHECK_HB(hb_allreduce(ctx_, &batches, &batches, 1, HB_INT64, HB_MAX));
+  pull_dense();
   std::vector<float> pp;
   prof_.pause(true);
   for (int64_t k = 0; k < batches; ++k) {
@@ -804,6 +902,123 @@ int Trainer::follow() {
   hb_metric_destroy(auc);
   hb_metric_destroy(planted);
   return 0;
+}
+
+void Trainer::save_and_export(const std::string &ckpt, const std::string &exp) {
+  std::vector<hb_embedding *> all = tables_;
+  all.push_back(wide_);
+  for (size_t t = 0; t < all.size(); ++t) {
+    char name[32];
+    if (t < tables_.size())
+      std::snprintf(name, sizeof name, "cat_%02zu", t);
+    else
+      std::snprintf(name, sizeof name, "wide");
+    CHECK_HB(hb_embedding_save(all[t], (ckpt + "/" + name).c_str()));
+    CHECK_HB(hb_embedding_export(all[t], (exp + "/" + name + ".hbe").c_str()));
+  }
+}
+
+// Parameter-server mode, as TensorFlow's: every worker trains at its own
+// pace (bounded by the staleness option) on its own stream of batches --
+// worker r takes batches r, r + W, r + 2W, ... of the train split -- until
+// the job as a whole has seen --train-samples samples (a counter on the ps
+// tasks): faster workers take more batches. The dense parameters live on
+// the ps tasks (pulled before each step, gradients pushed after). At the
+// end the chief waits for the others to leave, then scores the held-out
+// split alone and saves the tables.
+int Trainer::run_ps() {
+  const bool chief = hb_context_is_chief(ctx_) != 0;
+  char staleness[32] = "?";
+  hb_context_get_option(ctx_, "staleness", staleness, sizeof staleness,
+                        nullptr);
+  if (chief)
+    std::printf(
+        "ctr_train: parameter-server mode, %d ps task(s), %d "
+        "workers, staleness %s; %" PRId64
+        " train samples in all, batch %" PRId64
+        "/worker, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1 (%s)\n",
+        hb_context_num_ps(ctx_), world_, staleness, f_.train_samples, f_.batch,
+        synth::kTables, f_.dim, dense_.in, dense_.hidden,
+        dense_math::gemm_name());
+  std::fflush(stdout);
+  const int64_t zero = 0;
+  int64_t step = 0, mine = 0, interval = 0;
+  float seen = 0;
+  double t0 = now_s(), t_interval = t0;
+  for (;;) {
+    prof_.mark(StepProfile::kSync);
+    CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &seen));
+    if (seen >= static_cast<float>(f_.train_samples)) break;
+    const int64_t lo = (step * world_ + rank_) * f_.batch, hi = lo + f_.batch;
+    prof_.mark(StepProfile::kDenseAllreduce);
+    pull_dense();
+    forward(/*split=*/0, lo, hi);
+    // The gradient of the mean loss over a global batch of W local ones.
+    backward(f_.batch * world_);
+    prof_.mark(StepProfile::kSync);
+    const float minus_n = -static_cast<float>(hi - lo);
+    CHECK_HB(hb_embedding_apply_gradients(samples_, &zero, 1, &minus_n));
+    prof_.stop();
+    ++step, mine += hi - lo, interval += hi - lo;
+    if (step % f_.log_every == 0 && chief) {
+      double now = now_s();
+      std::printf("step %5" PRId64
+                  "  samples/s (this worker) %9.0f  job "
+                  "samples %.0f\n",
+                  step, interval / (now - t_interval), seen);
+      std::fflush(stdout);
+      t_interval = now, interval = 0;
+    }
+  }
+  double train_s = now_s() - t0;
+  prof_.print(rank_, step);
+  std::printf("worker %d: %" PRId64 " steps, %" PRId64
+              " samples in %.3f s (%.0f samples/s)\n",
+              rank_, step, mine, train_s, mine / train_s);
+  std::fflush(stdout);
+  // Leave the tables: with staleness 0 the others' rounds no longer wait
+  // for this worker.
+  release_model();
+  if (!chief) return 0;
+  // The chief: once every other worker has left, the final model.
+  for (int tries = 0;; ++tries) {
+    hb_ps_stats st = HB_PS_STATS_INIT;
+    CHECK_HB(hb_ps_get_stats(ctx_, &st));
+    if (st.workers_left >= world_ - 1) break;
+    if (tries > 36000) {
+      std::fprintf(stderr, "ctr_train: workers still training after 1 h\n");
+      return 1;
+    }
+    struct timespec ts = {0, 100 * 1000 * 1000};
+    nanosleep(&ts, nullptr);
+  }
+  double job_s = now_s() - t0;
+  hb_ps_stats st = HB_PS_STATS_INIT;
+  CHECK_HB(hb_ps_get_stats(ctx_, &st));
+  create_model();
+  float total = 0;
+  CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &total));
+  double planted = 0;
+  double auc = evaluate(&planted);
+  std::string ckpt = f_.out + "/checkpoint", exp = f_.out + "/export";
+  mkdir(f_.out.c_str(), 0755), mkdir(ckpt.c_str(), 0755),
+      mkdir(exp.c_str(), 0755);
+  save_and_export(ckpt, exp);
+  bool ok = auc >= planted - f_.max_gap;
+  std::printf(
+      "ps: %lld pulls, %lld pushes, %lld rows pulled, %lld rows "
+      "pushed, max lead %lld, ps busy %.3f s\n",
+      (long long)st.pulls, (long long)st.pushes, (long long)st.rows_pulled,
+      (long long)st.rows_pushed, (long long)st.max_staleness, st.busy_us * 1e-6);
+  std::printf(
+      "final: %.0f samples in %.2f s (%.0f samples/s, all workers); "
+      "held-out exact AUC %.4f vs planted model %.4f (gap %.4f, "
+      "allowed %.2f): %s\n",
+      total, job_s, total / job_s, auc, planted, planted - auc, f_.max_gap,
+      ok ? "OK" : "TOO LOW");
+  std::printf("final: checkpoint in %s, serving export in %s\n", ckpt.c_str(),
+              exp.c_str());
+  return ok ? 0 : 1;
 }
 
 int Trainer::train() {
@@ -930,17 +1145,7 @@ int Trainer::train() {
         mkdir(exp.c_str(), 0755);
   }
   CHECK_HB(hb_context_barrier(ctx_, 0));
-  std::vector<hb_embedding *> all = tables_;
-  all.push_back(wide_);
-  for (size_t t = 0; t < all.size(); ++t) {
-    char name[32];
-    if (t < tables_.size())
-      std::snprintf(name, sizeof name, "cat_%02zu", t);
-    else
-      std::snprintf(name, sizeof name, "wide");
-    CHECK_HB(hb_embedding_save(all[t], (ckpt + "/" + name).c_str()));
-    CHECK_HB(hb_embedding_export(all[t], (exp + "/" + name + ".hbe").c_str()));
-  }
+  save_and_export(ckpt, exp);
   bool ok = auc >= planted - f_.max_gap;
   if (f_.digest) print_digest(ckpt, auc);
   if (chief) {
@@ -962,6 +1167,22 @@ int main(int argc, char **argv) {
   Flags f = parse_flags(argc, argv);
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
+  if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) {
+    // A ps task (TF_CONFIG "ps", or hbrun --ps): it serves the workers'
+    // tables and dense parameters until they are done.
+    hb_status st = hb_context_serve(ctx);
+    rusage ru;
+    getrusage(RUSAGE_SELF, &ru);
+    std::printf("ps task %d: cpu %.3f s\n", hb_context_task_id(ctx),
+                ru.ru_utime.tv_sec + ru.ru_stime.tv_sec +
+                    1e-6 * (ru.ru_utime.tv_usec + ru.ru_stime.tv_usec));
+    if (st != HB_OK)
+      std::fprintf(stderr, "ctr_train: ps task %d: %s: %s\n",
+                   hb_context_task_id(ctx), hb_status_name(st),
+                   hb_last_error());
+    hb_context_destroy(ctx);
+    return st == HB_OK ? 0 : 1;
+  }
   int rc;
   {
     Trainer trainer(ctx, f);

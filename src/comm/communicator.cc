@@ -64,6 +64,7 @@ void uniform_blocks(size_t count, int world, std::vector<int64_t> &counts,
 
 Backend &cpu_backend(hb_context &ctx) {
   if (ctx.cpu_comm) return *ctx.cpu_comm;
+  ensure_world(ctx);  // parameter-server mode: formed on first use
   BackendConfig cfg;
   cfg.rank = ctx.cluster.rank;
   cfg.world_size = ctx.cluster.world_size;

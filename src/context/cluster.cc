@@ -214,7 +214,10 @@ ClusterInfo from_launcher(const hb_context_options &o, const Options &options,
   bool other_launcher = &v != &kHbVars;
   std::string rdv_name;
   c.rendezvous = launcher_rendezvous(o, options, other_launcher, &rdv_name);
-  if (c.world_size > 1) {
+  // Parameter-server workers without a collective world need no store.
+  bool ps_alone = !options.get_string("ps_hosts").empty() &&
+                  !options.get_bool("ps_collective");
+  if (c.world_size > 1 && (!ps_alone || !c.rendezvous.empty())) {
     if (c.rendezvous.empty())
       fail(HB_ERR_CONFIG,
            "%s is %d but no rendezvous address is given: set HB_RENDEZVOUS="
@@ -243,8 +246,10 @@ ClusterInfo from_tf_config(const TfConfig &tf, const hb_context_options &o,
   c.source = "tf_config";
   c.task_type = tf.task_type;
   c.task_id = tf.task_index;
+  c.ps_hosts = tf.ps;
   if (tf.task_type == "ps" || tf.task_type == "evaluator") {
-    // Not part of the collective world: a world of one of its own.
+    // Not part of the collective world: a world of one of its own (a ps
+    // task serves the workers through hb_context_serve, src/ps).
     c.in_world = false;
     return c;
   }
@@ -290,6 +295,27 @@ ClusterInfo discover_cluster(const hb_context_options *opts,
     served = parse_bool(served_text, "HB_RENDEZVOUS_SERVED");
 
   ClusterInfo c;
+  std::vector<std::string> ps_hosts =
+      parse_ps_hosts(options.get_string("ps_hosts"));
+  // A ps task started by hbrun --ps (or any scheduler): HB_TASK_TYPE=ps and
+  // HB_TASK_ID index the ps_hosts list; it is not part of the world.
+  std::string task_type = env_or_empty("HB_TASK_TYPE");
+  if (!task_type.empty()) {
+    if (task_type != "ps")
+      fail(HB_ERR_CONFIG, "HB_TASK_TYPE=%s: only \"ps\" is known",
+           quote_value(task_type).c_str());
+    if (ps_hosts.empty())
+      fail(HB_ERR_CONFIG, "HB_TASK_TYPE=ps but HB_PS_HOSTS is empty");
+    c.task_type = "ps";
+    c.task_id =
+        static_cast<int>(parse_int(env_or_empty("HB_TASK_ID"), "HB_TASK_ID", 0,
+                                   static_cast<int64_t>(ps_hosts.size()) - 1));
+    c.in_world = false;
+    c.ps_hosts = ps_hosts;
+    c.source = "env";
+    c.launcher_serves = served;
+    return c;
+  }
   Field rank = pick(o.rank, -1, "rank", "HB_RANK", 0, kMaxWorld - 1);
   Field world =
       pick(o.world_size, 0, "world_size", "HB_WORLD_SIZE", 1, kMaxWorld);
@@ -308,8 +334,22 @@ ClusterInfo discover_cluster(const hb_context_options *opts,
   } else {
     c.source = "default";  // a world of one, no network
   }
+  if (!ps_hosts.empty()) c.ps_hosts = ps_hosts;  // the option wins
   c.launcher_serves = served;
   return c;
+}
+
+std::vector<std::string> parse_ps_hosts(const std::string &list) {
+  std::vector<std::string> out;
+  for (size_t start = 0; start < list.size();) {
+    size_t comma = std::min(list.find(',', start), list.size());
+    std::string item = list.substr(start, comma - start);
+    start = comma + 1;
+    if (item.empty()) continue;
+    split_host_port(item, "ps_hosts entry", nullptr, nullptr);
+    out.push_back(item);
+  }
+  return out;
 }
 
 }  // namespace hb

@@ -23,6 +23,9 @@ struct ClusterInfo {
   int task_id = 0;
   bool in_world = true;    // false for ps and evaluator tasks
   std::string rendezvous;  // "host:port"; empty: none (world of one)
+  // Parameter-server mode: host:port of every ps task (TF_CONFIG's "ps",
+  // or the ps_hosts option that hbrun --ps sets); empty: collective mode.
+  std::vector<std::string> ps_hosts;
   bool launcher_serves =
       false;  // HB_RENDEZVOUS_SERVED=1: hbrun serves the store
   // "options", "env" (HB_*), "torchrun", "openmpi", "slurm", "pmi",
@@ -41,6 +44,10 @@ TfConfig parse_tf_config(const std::string &json);
 // Throws HB_ERR_CONFIG (malformed HB_* variable, TF_CONFIG or option).
 ClusterInfo discover_cluster(const hb_context_options *opts,
                              const Options &options);
+
+// The ps_hosts option as a list ("h:p,h:p"); throws HB_ERR_CONFIG naming
+// a malformed entry.
+std::vector<std::string> parse_ps_hosts(const std::string &list);
 
 // Splits "host:port"; throws HB_ERR_CONFIG naming `what`.
 void split_host_port(const std::string &addr, const char *what,

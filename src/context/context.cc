@@ -161,18 +161,45 @@ void join_world(hb_context &ctx) {
   });
 }
 
+// Chooses this rank's address and joins the world.
+void form_world(hb_context &ctx) {
+  const ClusterInfo &c = ctx.cluster;
+  if (c.rendezvous.empty())
+    fail(HB_ERR_CONFIG,
+         "rank %d: this call needs the workers' collective world, but no "
+         "rendezvous address is given (HB_RENDEZVOUS or TF_CONFIG's chief)",
+         c.rank);
+  // Before joining: a bad HB_SOCKET_IFNAME fails here, not mid-job.
+  AddressChoice a = choose_address(c, ctx.options);
+  ctx.address = a.address;
+  HB_LOG_INFO("rank %d of %d: peers reach this rank at %s (%s)", c.rank,
+              c.world_size, a.address.c_str(), a.reason.c_str());
+  join_world(ctx);
+}
+
 std::string pick_device(const ClusterInfo &c) {
   int n = gpu::device_count();
   return n > 0 ? format("cuda:%d", c.local_rank % n) : "cpu:0";
 }
 
 }  // namespace
+
+void ensure_world(hb_context &ctx) {
+  static std::mutex mu;  // contexts are created and joined rarely
+  std::lock_guard<std::mutex> lock(mu);
+  if (!ctx.world_pending) return;
+  ctx.check();
+  form_world(ctx);
+  ctx.world_pending = false;
+}
+
 }  // namespace hb
 
 hb_context::hb_context(hb::ClusterInfo c, hb::Options o)
     : cluster(std::move(c)), options(std::move(o)) {}
 
 hb_context::~hb_context() {
+  ps.reset();  // BYE to the ps tasks: this worker leaves, it is not lost
   // Backends first: they may still talk through the client.
   gpu.reset();
   cpu_comm.reset();
@@ -219,21 +246,21 @@ hb_status hb_context_create(const hb_context_options *opts, hb_context **out) {
     hb::ClusterInfo cluster = hb::discover_cluster(&o, options);
     auto ctx = std::make_unique<hb_context>(cluster, options);
     bool networked = cluster.in_world && cluster.world_size > 1;
+    // Parameter-server mode: the workers meet through the ps tasks (src/ps)
+    // and form their collective world only when they first use it, unless
+    // option ps_collective asks for it now.
+    bool later = networked && !cluster.ps_hosts.empty() &&
+                 !options.get_bool("ps_collective");
     ctx->scope = hb::next_scope(networked);
     ctx->device = hb::pick_device(cluster);
     if (cluster.in_world) hb::set_log_rank(cluster.rank);
     const std::string timeline = options.get_string("timeline");
     if (!timeline.empty())
       ctx->timeline = hb::timeline::start(timeline, cluster.rank);
-    if (networked) {
-      // Before joining: a bad HB_SOCKET_IFNAME fails here, not mid-job.
-      hb::AddressChoice a = hb::choose_address(cluster, options);
-      ctx->address = a.address;
-      HB_LOG_INFO("rank %d of %d: peers reach this rank at %s (%s)",
-                  cluster.rank, cluster.world_size, a.address.c_str(),
-                  a.reason.c_str());
-      hb::join_world(*ctx);
-    }
+    if (later)
+      ctx->world_pending = true;
+    else if (networked)
+      hb::form_world(*ctx);
     HB_LOG_DEBUG("context formed: rank %d of %d (%s, %s %d), device %s",
                  cluster.rank, cluster.world_size, cluster.source.c_str(),
                  cluster.task_type.c_str(), cluster.task_id,
@@ -305,6 +332,7 @@ hb_status hb_context_barrier(hb_context *ctx, int64_t timeout_ms) {
   return hb::guard([&] {
     hb_context &c = ctx_ref(ctx);
     c.check();
+    hb::ensure_world(c);
     if (!c.client) return;  // a world of one (or a ps / evaluator task)
     hb::timeline::Span span("barrier", "comm");
     int64_t timeout = timeout_ms > 0 ? timeout_ms : c.timeout_ms();

@@ -29,6 +29,9 @@ struct ContextState;
 namespace timeline {
 class Recording;
 }  // namespace timeline
+namespace ps {
+class Client;
+}  // namespace ps
 
 // The names of a context's live embedding tables (unique per context).
 // Shared with the tables, so a table destroyed after its context is fine.
@@ -76,6 +79,12 @@ struct hb_context {
   // is bound where the type is complete).
   std::shared_ptr<hb::comm::Backend> cpu_comm;
   std::shared_ptr<hb::gpu::ContextState> gpu;
+  // Parameter-server mode: the worker's connections to the ps tasks
+  // (src/ps), created on first use.
+  std::mutex ps_mu;
+  std::shared_ptr<hb::ps::Client> ps;
+  // The world is formed on first use (hb::ensure_world).
+  bool world_pending = false;
   // Option `timeline`: this context's share of the process's recording.
   std::shared_ptr<hb::timeline::Recording> timeline;
 
@@ -95,6 +104,13 @@ struct hb_context {
 };
 
 namespace hb {
+// The collective world of the context's ranks, formed now if it was left
+// for later: in parameter-server mode the workers form it on first use (a
+// collective, a barrier, a worker-sharded table, a merged metric -- calls
+// every rank makes), so a job that never needs one never depends on every
+// worker staying alive. Throws what forming it throws.
+void ensure_world(hb_context &ctx);
+
 // Validates a context argument of an entry point.
 inline hb_context &ctx_ref(hb_context *ctx) {
   if (!ctx) fail(HB_ERR_INVALID_ARGUMENT, "context is NULL");

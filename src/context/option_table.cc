@@ -112,6 +112,23 @@ const std::vector<OptionSpec> &option_table() {
        "Identity of the job written to (and checked against) the checkpoint "
        "directory's JOB file when hb_checkpoint_config.job_id is NULL: a "
        "directory of another job is refused."},
+      {"ps_hosts", OptionType::kString, "", nullptr, 0, 0,
+       "Parameter-server mode: host:port of every ps task, comma-separated "
+       "(ps task i listens on entry i). Set by hbrun --ps; TF_CONFIG's "
+       "\"ps\" list gives it otherwise. Empty: no ps tasks (collective mode). "
+       "See docs/parameter-servers.md."},
+      {"staleness", OptionType::kInt, "0", nullptr, 0, 1000000,
+       "Parameter-server mode: no worker runs more than this many steps "
+       "(pushes of a table) ahead of the slowest live worker (stale-"
+       "synchronous parallel). 0: synchronous, the ps sums a step's "
+       "gradients of all live workers in rank order before one optimizer "
+       "step (the same bits as collective mode). Read by the ps tasks."},
+      {"ps_collective", OptionType::kBool, "false", nullptr, 0, 0,
+       "Parameter-server mode: the workers form their collective world at "
+       "hb_context_create. Off by default: they form it on first use (a "
+       "collective, a barrier, a worker-sharded table, a merged metric), "
+       "and a job that never uses one survives a lost worker (a world "
+       "cannot lose a member)."},
       {"timeline", OptionType::kString, "", nullptr, 0, 0,
        "Record a Chrome-trace timeline (Perfetto, chrome://tracing) of every "
        "collective, metric merge, data sync and embedding phase: each rank "

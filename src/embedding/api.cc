@@ -6,6 +6,8 @@
 #include "context/context.h"
 #include "embedding/checkpoint.h"
 #include "embedding/handle.h"
+#include "ps/client.h"
+#include "ps/ps_table.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
 
@@ -23,16 +25,25 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
     hb::emb::Spec spec = hb::emb::spec_from_config(cfg);
     std::unique_ptr<hb_embedding> e(new hb_embedding);
     e->ctx = ctx;
+    auto reserve = [&] {
+      if (!c.table_names->reserve(spec.name))
+        hb::fail(HB_ERR_INVALID_ARGUMENT,
+                 "hb_embedding_create('%s'): this context already has a "
+                 "table named '%s' (names are unique per context)",
+                 spec.name.c_str(), spec.name.c_str());
+      e->names = c.table_names;
+      e->name = spec.name;
+    };
+    if (spec.placement == 1) {
+      auto *t = new hb::ps::PsTable(hb::ps::client_of(c, "hb_embedding_create"),
+                                    spec, reserve);
+      e->table.reset(t);
+      e->ps = t;
+      *out = e.release();
+      return;
+    }
     e->table.reset(
-        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx), [&] {
-          if (!c.table_names->reserve(spec.name))
-            hb::fail(HB_ERR_INVALID_ARGUMENT,
-                     "hb_embedding_create('%s'): this context already has a "
-                     "table named '%s' (names are unique per context)",
-                     spec.name.c_str(), spec.name.c_str());
-          e->names = c.table_names;
-          e->name = spec.name;
-        }));
+        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx), reserve));
     if (spec.device >= 0)
       e->gpu.reset(new hb::emb::DeviceTable(*e->table, [&] {
         return hb::emb::make_gpu_ops(c, spec.device, spec.wire_dtype,
@@ -66,7 +77,10 @@ hb_status hb_embedding_save(hb_embedding *emb, const char *dir) {
     hb::emb::Table &t = sharded(emb, "hb_embedding_save");
     emb->ctx->fire(HB_EVENT_BEFORE_SAVE, dir);
     if (emb->gpu) emb->gpu->download();  // the host shard is the snapshot
-    hb::emb::save_checkpoint(t, dir);
+    if (emb->ps)
+      emb->ps->save(dir);
+    else
+      hb::emb::save_checkpoint(t, dir);
     emb->ctx->fire(HB_EVENT_AFTER_SAVE, dir);
   });
 }
@@ -75,8 +89,12 @@ hb_status hb_embedding_load(hb_embedding *emb, const char *dir) {
   return hb::guard([&] {
     hb::emb::Table &t = sharded(emb, "hb_embedding_load");
     emb->ctx->fire(HB_EVENT_BEFORE_LOAD, dir);
-    hb::emb::load_checkpoint(t, dir);
-    emb->exports = hb::serving::ExportHistory();  // its bases are gone
+    if (emb->ps) {
+      emb->ps->load(dir);
+    } else {
+      hb::emb::load_checkpoint(t, dir);
+      emb->exports = hb::serving::ExportHistory();  // its bases are gone
+    }
     if (emb->gpu) emb->gpu->upload();
     emb->ctx->fire(HB_EVENT_AFTER_LOAD, dir);
   });
@@ -86,7 +104,10 @@ hb_status hb_embedding_export(hb_embedding *emb, const char *path) {
   return hb::guard([&] {
     hb::emb::Table &t = sharded(emb, "hb_embedding_export");
     if (emb->gpu) emb->gpu->download();
-    hb::serving::export_table(t, path);
+    if (emb->ps)
+      emb->ps->export_to(path);
+    else
+      hb::serving::export_table(t, path);
   });
 }
 
@@ -107,7 +128,8 @@ int64_t hb_embedding_dim(const hb_embedding *emb) {
 
 int64_t hb_embedding_local_rows(const hb_embedding *emb) {
   if (!emb) return 0;
-  return emb->serving ? emb->serving->rows() : emb->table->shard().rows();
+  if (emb->serving) return emb->serving->rows();
+  return emb->ps ? 0 : emb->table->shard().rows();  // ps: rows on the ps
 }
 
 uint64_t hb_embedding_misses(const hb_embedding *emb) {

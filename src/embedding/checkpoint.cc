@@ -340,6 +340,20 @@ void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,
   f.commit();
 }
 
+void remove_stale_shards(const Spec &spec, const std::string &dir,
+                         uint64_t nonce, const std::string &what) {
+  for (const std::string &f : list_dir(dir))
+    if (stale_shard_file(f, spec.name, nonce) &&
+        ::unlink(join(dir, f).c_str()) != 0)
+      HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
+                  std::strerror(errno));
+}
+
+std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
+                            int world) {
+  return shard_file(table, nonce, rank, world);
+}
+
 void save_checkpoint(Table &t, const char *dir_c) {
   Exchange &x = t.exchange();
   const int rank = x.rank(), world = x.world();
@@ -402,23 +416,13 @@ void save_checkpoint(Table &t, const char *dir_c) {
   agree(x, o3, what.c_str());
 
   // 4. Older saves (and temporaries of crashed ones) are garbage now.
-  if (rank == 0)
-    for (const std::string &f : list_dir(dir))
-      if (stale_shard_file(f, spec.name, nonce) &&
-          ::unlink(join(dir, f).c_str()) != 0)
-        HB_LOG_WARN("%s: cannot remove stale '%s': %s", what.c_str(), f.c_str(),
-                    std::strerror(errno));
+  if (rank == 0) remove_stale_shards(spec, dir, nonce, what);
 }
 
-void load_checkpoint(Table &t, const char *dir_c) {
-  Exchange &x = t.exchange();
-  const int rank = x.rank(), world = x.world();
-  const Spec &spec = t.spec();
+std::unique_ptr<Shard> read_checkpoint(const Spec &spec, int64_t record_words,
+                                       const char *dir_c, int rank, int world,
+                                       lifecycle::LoadedState *state) {
   const std::string what = "hb_embedding_load('" + spec.name + "')";
-  Outcome o;
-  o.sig = t.call(kCallLoad);
-  std::unique_ptr<Shard> staging;
-  lifecycle::LoadedState state;
   try {
     HB_CHECK_ARG(dir_c && dir_c[0], "%s: dir is NULL or empty", what.c_str());
     std::string dir = dir_c;
@@ -450,21 +454,36 @@ void load_checkpoint(Table &t, const char *dir_c) {
       fail(HB_ERR_INVALID_ARGUMENT,
            "%s: checkpoint has optimizer %d, table has %d (different slots)",
            what.c_str(), m.optimizer, spec.optimizer);
-    if (m.record_words != t.shard().record_words())
+    if (m.record_words != record_words)
       fail(HB_ERR_CORRUPT, "%s: checkpoint rows have %lld words, expected %lld",
-           what.c_str(), (long long)m.record_words,
-           (long long)t.shard().record_words());
-    staging.reset(new Shard(spec, rank, world));
+           what.c_str(), (long long)m.record_words, (long long)record_words);
+    std::unique_ptr<Shard> staging(new Shard(spec, rank, world));
     Partitioner part(spec, world);
     IdMap seen;
+    lifecycle::LoadedState ignored;
     for (const ShardEntry &e : m.shards)
-      read_shard(dir, e, m, part, rank, world, staging.get(), &seen, &state);
+      read_shard(dir, e, m, part, rank, world, staging.get(), &seen,
+                 state ? state : &ignored);
+    return staging;
   } catch (const Error &e) {
     // Every load error names the table.
-    o.status = e.status();
-    o.message = e.what();
-    if (o.message.compare(0, what.size(), what) != 0)
-      o.message = what + ": " + o.message;
+    std::string msg = e.what();
+    if (msg.compare(0, what.size(), what) != 0) msg = what + ": " + msg;
+    throw Error(e.status(), msg);
+  }
+}
+
+void load_checkpoint(Table &t, const char *dir_c) {
+  Exchange &x = t.exchange();
+  const int rank = x.rank(), world = x.world();
+  const std::string what = "hb_embedding_load('" + t.spec().name + "')";
+  Outcome o;
+  o.sig = t.call(kCallLoad);
+  std::unique_ptr<Shard> staging;
+  lifecycle::LoadedState state;
+  try {
+    staging = read_checkpoint(t.spec(), t.shard().record_words(), dir_c, rank,
+                              world, &state);
   } catch (...) {
     o.capture();
   }

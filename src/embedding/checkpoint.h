@@ -13,20 +13,26 @@
 #pragma once
 
 #include <functional>
+#include <memory>
 #include <string>
 #include <vector>
 
 #include "embedding/table.h"
 
 namespace hb {
+namespace lifecycle {
+struct LoadedState;
+}
 namespace emb {
 
 void save_checkpoint(Table &t, const char *dir);
 void load_checkpoint(Table &t, const char *dir);
 
-// The pieces of a save, for job checkpoints (src/recovery) that write the
-// shard files of a table snapshot without collectives and commit the
-// manifest once every rank's files are there.
+// The pieces of a save and a load, for shards whose owners do not save
+// through one collective: job checkpoints (src/recovery) write the shard
+// files of a table snapshot and commit the manifest once every rank's files
+// are there; the ps tasks (src/ps) each write their shard and one worker
+// commits the manifest.
 struct ShardFile {
   std::string file;  // name inside the checkpoint directory
   uint64_t bytes = 0, rows = 0, checksum = 0;
@@ -51,6 +57,18 @@ void write_manifest(const Spec &spec, int64_t record_words, uint64_t nonce,
 uint64_t fresh_nonce();
 // mkdir -p; HB_ERR_IO naming `what` and the directory.
 void make_dirs(const std::string &what, const std::string &dir);
+// The name of shard `rank` of `world` of save `nonce` of a table.
+std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
+                            int world);
+// After the manifest: removes other saves' shard files of the table.
+void remove_stale_shards(const Spec &spec, const std::string &dir,
+                         uint64_t nonce, const std::string &what);
+// Validates the checkpoint in dir and returns a new shard (rank of world)
+// with the rows it owns, and in *state (may be null) their lifecycle
+// section; throws naming the table and the file.
+std::unique_ptr<Shard> read_checkpoint(const Spec &spec, int64_t record_words,
+                                       const char *dir, int rank, int world,
+                                       lifecycle::LoadedState *state);
 
 // Tests: called with "shards_written" after every shard file is committed
 // and before the manifest is written (to kill a rank mid-save).

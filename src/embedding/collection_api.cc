@@ -51,6 +51,7 @@ hb_status hb_collection_create(hb_context *ctx,
     std::vector<hb::emb::Feature> fs(num_features);
     bool device = false;  // GPU tables: a device collection
     std::vector<hb_embedding *> tables;
+    size_t on_ps = 0;     // tables placed on the ps tasks
     for (size_t f = 0; f < num_features; ++f) {
       hb_collection_feature in = HB_COLLECTION_FEATURE_INIT;
       HB_CHECK_ARG(
@@ -74,11 +75,20 @@ hb_status hb_collection_create(hb_context *ctx,
       fs[f].table = e->table.get();
       fs[f].device = e->gpu.get();
       device = device || e->gpu;
+      on_ps += e->ps ? 1 : 0;
     }
+    // Tables on the ps tasks: the collection's local half runs in a world
+    // of one (this worker) and their owner halves go to the ps tasks.
+    if (on_ps && on_ps != num_features)
+      hb::fail(HB_ERR_UNSUPPORTED,
+               "%s: %zu of the %zu features read tables on the ps tasks: a "
+               "collection's tables are all on the ps tasks or none",
+               fn, on_ps, num_features);
     std::unique_ptr<hb_collection> h(new hb_collection);
     h->ctx = ctx;
     h->tables = std::move(tables);
-    auto x = hb::emb::make_context_exchange(ctx);
+    auto x = on_ps ? hb::emb::make_local_exchange()
+                   : hb::emb::make_context_exchange(ctx);
     if (device)
       h->coll.reset(new hb::emb::DeviceCollection(std::move(fs), std::move(x)));
     else

@@ -30,6 +30,8 @@ class Exchange {
 
 // The exchange of a context (hb_alltoall / hb_alltoallv).
 std::unique_ptr<Exchange> make_context_exchange(hb_context *ctx);
+// A world of one (rank 0 of 1), for tables whose rows live on the ps tasks.
+std::unique_ptr<Exchange> make_local_exchange();
 
 // Which collective a rank is making, checked across ranks by the first
 // agreement of every table collective: ranks that call different operations,

@@ -14,6 +14,12 @@
 #include "serving/export_table.h"
 #include "serving/serving_table.h"
 
+namespace hb {
+namespace ps {
+class PsTable;
+}  // namespace ps
+}  // namespace hb
+
 struct hb_embedding {
   ~hb_embedding() {
     if (names) names->release(name);
@@ -23,6 +29,9 @@ struct hb_embedding {
   std::shared_ptr<hb::TableNames> names;
   std::string name;
   std::unique_ptr<hb::emb::Table> table;  // sharded (a GPU table's host side)
+  // placement HB_PLACEMENT_PS: `table` is this ps::PsTable (rows on the ps
+  // tasks, src/ps).
+  hb::ps::PsTable *ps = nullptr;
   // device >= 0: the rows on the GPU; declared after `table`, which it uses,
   // so it is destroyed first.
   std::unique_ptr<hb::emb::DeviceTable> gpu;

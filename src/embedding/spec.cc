@@ -119,6 +119,15 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
                "embedding '%s': device %d (use -1 for host memory, N >= 0 for "
                "CUDA device N)",
                c.name, c.device);
+  HB_CHECK_ARG(c.placement == 0 || c.placement == 1,
+               "embedding '%s': placement %d (0: HB_PLACEMENT_WORKERS, 1: "
+               "HB_PLACEMENT_PS)",
+               c.name, c.placement);
+  if (c.placement == 1 && c.device >= 0)
+    fail(HB_ERR_UNSUPPORTED,
+         "embedding '%s': a table on the ps tasks lives in their host memory "
+         "(device %d given)",
+         c.name, c.device);
   s.dim = c.dim;
   s.num_rows = c.num_rows;
   s.partition = c.partition;
@@ -137,6 +146,7 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
   s.lr_power = c.lr_power;
   s.wire_dtype = c.wire_dtype;
   s.device = c.device;
+  s.placement = c.placement;
   s.life = lifecycle::policy_from_config(c.lifecycle, c.name);
   HB_CHECK_ARG(!s.life.enabled || c.num_rows == 0,
                "embedding '%s': a lifecycle needs a dynamic table (num_rows = "
@@ -147,6 +157,11 @@ Spec spec_from_config(const hb_embedding_config *cfg) {
          "embedding '%s': a lifecycle on a GPU table (device %d) is not "
          "supported; use a host table (device = -1)",
          c.name, c.device);
+  if (s.life.enabled && s.placement == 1)  // HB_PLACEMENT_PS
+    fail(HB_ERR_UNSUPPORTED,
+         "embedding '%s': a lifecycle on a table placed on the ps tasks is "
+         "not supported; use placement HB_PLACEMENT_WORKERS",
+         c.name);
   return s;
 }
 

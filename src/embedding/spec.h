@@ -29,6 +29,9 @@ struct Spec {
   hb_dtype wire_dtype = HB_FLOAT32;
   int32_t device = -1;     // CUDA device of the rows; -1: host memory
   lifecycle::Policy life;  // admission and eviction (disabled by default)
+  // 0: sharded over the ranks; 1: on the ps tasks (HB_PLACEMENT_PS). Not
+  // part of the fingerprint: checkpoints move between placements.
+  int32_t placement = 0;
 
   bool dynamic() const { return num_rows == 0; }
 };

@@ -11,7 +11,7 @@ namespace hb {
 namespace emb {
 
 Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
-             const std::function<void()> &local_check)
+             const std::function<void()> &local_check, bool rows)
     : spec_(spec),
       x_(std::move(exchange)),
       rank_(x_->rank()),
@@ -23,11 +23,13 @@ Table::Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
   o.sig.op = kCallCreate;  // the config itself is compared below
   try {
     if (local_check) local_check();
-    shard_.reset(new Shard(spec_, rank_, world_));
-    if (spec_.life.enabled) {
-      meta_.reset(new lifecycle::RowMeta(shard_->slots(), true));
-      shard_->set_meta(meta_.get());
-      life_.reset(new lifecycle::Lifecycle(spec_, world_, *meta_));
+    if (rows) {
+      shard_.reset(new Shard(spec_, rank_, world_));
+      if (spec_.life.enabled) {
+        meta_.reset(new lifecycle::RowMeta(shard_->slots(), true));
+        shard_->set_meta(meta_.get());
+        life_.reset(new lifecycle::Lifecycle(spec_, world_, *meta_));
+      }
     }
   } catch (...) {
     o.capture();

@@ -52,8 +52,11 @@ class Table {
   // either every rank's table lives on a GPU, spec.device >= 0, or none).
   // `local_check` (may be empty) runs first; what it throws fails the
   // create on every rank.
+  // rows: false when the rows live elsewhere (a table on the ps tasks,
+  // src/ps, overrides the owner halves below): no shard is allocated.
   Table(const Spec &spec, std::unique_ptr<Exchange> exchange,
-        const std::function<void()> &local_check = {});
+        const std::function<void()> &local_check = {}, bool rows = true);
+  virtual ~Table() = default;
 
   const Spec &spec() const { return spec_; }
   Exchange &exchange() { return *x_; }
@@ -80,10 +83,11 @@ class Table {
   // dynamic rows created on first touch); apply_received sums the partial
   // sums (wire dtype, received order) of each id in rank order and makes
   // one optimizer step per unique id.
-  void encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
-                   const Dedup &owner, unsigned char *dst);
-  void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
-                      const Dedup &owner, const unsigned char *partials);
+  virtual void encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                           const Dedup &owner, unsigned char *dst);
+  virtual void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
+                              const Dedup &owner,
+                              const unsigned char *partials);
   size_t wire_row_bytes() const { return wire_row_bytes_; }
 
   // Per-row write stamps and the evicted-id log (lifecycle/row_meta.h):

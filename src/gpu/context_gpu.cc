@@ -30,6 +30,7 @@ void run_collective(hb_context &ctx, const CollectiveCall &call) {
   Peers peers;
   peers.rank = ctx.cluster.rank;
   peers.world = ctx.cluster.world_size;
+  ensure_world(ctx);  // parameter-server mode: formed on first use
   peers.kv = ctx.client.get();
   peers.scope = ctx.scope;
   context_state(ctx, "GPU collective")

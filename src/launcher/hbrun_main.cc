@@ -68,7 +68,8 @@ std::vector<std::string> current_environment() {
 // --max-restarts and --min-nproc restart the job on this machine only: with
 // TF_CONFIG the world is fixed by the cluster spec, and the hbruns of the
 // other hosts would restart on their own (docs/fault-tolerance.md).
-// --evaluator adds a role that TF_CONFIG spells as a task of its own.
+// --evaluator and --ps add roles that TF_CONFIG spells as tasks of their
+// own.
 void check_single_machine_options(const LaunchOptions &opts,
                                   const Topology &topo) {
   if (opts.evaluator && topo.from_tf_config)
@@ -77,6 +78,14 @@ void check_single_machine_options(const LaunchOptions &opts,
          "on one machine; with TF_CONFIG (%s) run a task of type "
          "\"evaluator\" instead (docs/evaluator.md)",
          topo.description.c_str());
+  if (opts.num_ps > 0 && !topo.in_world)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --ps: this TF_CONFIG task is itself a ps or evaluator task "
+         "(list the ps tasks in TF_CONFIG instead)");
+  if (opts.num_ps > 0 && topo.world_size != topo.local_world_size)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --ps starts the ps tasks of a job on one machine; across "
+         "machines list them in TF_CONFIG's \"ps\"");
   if (opts.max_restarts == 0) return;
   if (!topo.in_world || !topo.serve || topo.world_size != topo.local_world_size)
     fail(HB_ERR_INVALID_ARGUMENT,
@@ -108,8 +117,9 @@ class Launch {
         full_(full),
         server_cfg_(server_cfg),
         program_(std::move(program)),
-        supervisor_(
-            SupervisorConfig{opts.grace_ms, opts.timeout_ms, &departures_}),
+        supervisor_(SupervisorConfig{opts.grace_ms, opts.timeout_ms,
+                                     &departures_, opts.num_ps > 0,
+                                     opts.max_restarts}),
         base_env_(current_environment()),
         fail_slot_(test_fail_start_slot()) {
     for (size_t i = 0; i < full.workers.size(); ++i)
@@ -117,7 +127,7 @@ class Launch {
   }
 
   int run() {
-    int restart = 0;
+    int restart = 0;  // this start's HB_RESTART_COUNT: the restarts so far
     for (;;) {
       int failed_slot = start_and_wait(restart);
       int code = supervisor_.exit_code();
@@ -127,9 +137,12 @@ class Launch {
       if (failed_slot >= 0 && !interrupted && can_shrink()) {
         drop_slot(failed_slot);
       } else {
-        if (code == 0 || interrupted || restart >= opts_.max_restarts)
+        // Not a ps job that finished without its lost workers. The budget is
+        // shared with ps mode's single-worker restarts (take_restart).
+        if (code == 0 || interrupted || !supervisor_.stopped_by_failure() ||
+            !supervisor_.take_restart())
           return code;
-        ++restart;
+        restart = supervisor_.restarts();
         const WorkerFailure *f = supervisor_.root_failure();
         say("restarting the job (restart %d of %d) after %s", restart,
             opts_.max_restarts,
@@ -221,34 +234,104 @@ class Launch {
               ? "workers not bound"
               : format("%zu CPU(s) per worker", slices[0].size()).c_str());
 
-    bool started_all = true;
-    for (size_t i = 0; i < topo.workers.size(); ++i) {
+    // --ps: the ps tasks first (the workers wait for them anyway).
+    std::vector<std::string> env = base_env_;
+    bool started_all = opts_.num_ps == 0 || start_ps_tasks(topo, port, &env);
+    for (size_t i = 0; started_all && i < topo.workers.size(); ++i) {
       const LocalWorker &w = topo.workers[i];
-      const int slot = slots_[i];
-      SpawnRequest req;
-      req.path = program_;
-      req.argv = opts_.command;
-      req.env = worker_environment(base_env_, topo, w, port);
-      req.capture_output = opts_.prefix;
-      req.inherit_stdin = w.local_rank == 0 && !::isatty(0) && restart == 0;
-      req.cpus = w.cpus;
       try {
-        if (restart > 0 && slot == fail_slot_)
-          fail(HB_ERR_IO, "HB_TEST_FAIL_START=%d: this worker fails to start",
-               slot);
-        supervisor_.add(w.label, w.rank, spawn_process(req));
+        Supervisor::Restarter again;
+        if (opts_.num_ps > 0)
+          again = [this, t = topo, env, i, port]() mutable {
+            ++t.restart_count;
+            return start_worker(t, env, i, port);
+          };
+        supervisor_.add(w.label, w.rank, start_worker(topo, env, i, port),
+                        std::move(again));
       } catch (const Error &e) {
         say("rank %s: %s", w.label.c_str(), e.what());
-        if (restart > 0) failed_slot = slot;
+        if (restart > 0) failed_slot = slots_[i];
         supervisor_.launch_failed(127);
         started_all = false;
-        break;
       }
     }
     if (opts_.evaluator && started_all) start_evaluator(topo, port);
     supervisor_.wait();
     server.reset();  // after the workers: they may still be talking to it
     return failed_slot;
+  }
+
+  // Worker i of topo, its HB_RESTART_COUNT topo.restart_count. Throws
+  // hb::Error when it cannot be started.
+  SpawnedProcess start_worker(const Topology &topo,
+                              const std::vector<std::string> &env, size_t i,
+                              int port) const {
+    const LocalWorker &w = topo.workers[i];
+    if (topo.restart_count > 0 && slots_[i] == fail_slot_)
+      fail(HB_ERR_IO, "HB_TEST_FAIL_START=%d: this worker fails to start",
+           fail_slot_);
+    SpawnRequest req;
+    req.path = program_;
+    req.argv = opts_.command;
+    req.env = worker_environment(env, topo, w, port);
+    req.capture_output = opts_.prefix;
+    req.inherit_stdin =
+        w.local_rank == 0 && !::isatty(0) && topo.restart_count == 0;
+    req.cpus = w.cpus;
+    return spawn_process(req);
+  }
+
+  // hbrun --ps: starts the ps tasks, each on a free port of its own, and
+  // adds their addresses to env (for the workers). False when one could
+  // not be started (the job is then stopping).
+  bool start_ps_tasks(const Topology &topo, int port,
+                      std::vector<std::string> *env) {
+    std::vector<int> ports;
+    std::string hosts;
+    for (int i = 0; i < opts_.num_ps; ++i) {
+      int p = 0;
+      for (int tries = 0; tries < 100 && p <= 0; ++tries) {
+        int q = free_port("127.0.0.1", 0);
+        if (q > 0 && q != port && q != topo.master_port &&
+            std::find(ports.begin(), ports.end(), q) == ports.end())
+          p = q;
+      }
+      if (p <= 0) {
+        say("--ps: no free port for ps task %d", i);
+        supervisor_.launch_failed(1);
+        return false;
+      }
+      ports.push_back(p);
+      hosts += (i ? ",127.0.0.1:" : "127.0.0.1:") + std::to_string(p);
+    }
+    // Ps task variables in hbrun's own environment would make every
+    // worker a ps task.
+    env->erase(std::remove_if(env->begin(), env->end(),
+                              [](const std::string &e) {
+                                return e.rfind("HB_PS_HOSTS=", 0) == 0 ||
+                                       e.rfind("HB_TASK_TYPE=", 0) == 0 ||
+                                       e.rfind("HB_TASK_ID=", 0) == 0;
+                              }),
+               env->end());
+    env->push_back("HB_PS_HOSTS=" + hosts);
+    for (int i = 0; i < opts_.num_ps; ++i) {
+      SpawnRequest req;
+      req.path = program_;
+      req.argv = opts_.command;
+      req.env = *env;
+      req.env.push_back("HB_TASK_TYPE=ps");
+      req.env.push_back("HB_TASK_ID=" + std::to_string(i));
+      req.capture_output = opts_.prefix;
+      const std::string label = "ps:" + std::to_string(i);
+      try {
+        supervisor_.add(label, -1, spawn_process(req));
+      } catch (const Error &e) {
+        say("%s: %s", label.c_str(), e.what());
+        supervisor_.launch_failed(127);
+        return false;
+      }
+    }
+    return true;
   }
 
   // hbrun --evaluator: the program once more, as a TF_CONFIG evaluator task.

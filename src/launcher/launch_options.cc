@@ -86,6 +86,8 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
         fail(HB_ERR_INVALID_ARGUMENT,
              "option --bind-to: '%s' is not auto, core or none", v.c_str());
       o.bind_to = v;
+    } else if (value_of(arg, "--ps", &v)) {
+      o.num_ps = static_cast<int>(parse_int("--ps", v, 0, 1024));
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--evaluator") {
@@ -107,6 +109,16 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
     fail(HB_ERR_INVALID_ARGUMENT,
          "option --min-nproc needs --max-restarts: it applies when the job "
          "is started again");
+  // A ps job restarts a failed worker alone, in the same world: there is
+  // no smaller one to go on with.
+  if (o.min_nproc > 0 && o.num_ps > 0)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --min-nproc does not apply with --ps: a failed worker is "
+         "started again alone, and one that cannot be is left out anyway");
+  if (o.evaluator && o.num_ps > 0)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "option --evaluator is not available with --ps yet "
+         "(docs/parameter-servers.md)");
   if (!o.help && o.command.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "no program given (usage: hbrun [options] -- program args...)");
@@ -127,21 +139,21 @@ Workers on this machine:
                     worker i gets CUDA_VISIBLE_DEVICES=i; "all" counts the
                     /dev/nvidia<N> nodes, else the GPUs CUDA sees). Neither: an error.
 
-Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK,
-HB_LOCAL_WORLD_SIZE, HB_RENDEZVOUS=host:port, HB_RENDEZVOUS_SERVED=1 (so
-rank 0 does not serve a store of its own) and HB_RESTART_COUNT (0 unless
---max-restarts started the job again); the same as torchrun's RANK,
+Each worker gets HB_RANK, HB_WORLD_SIZE, HB_LOCAL_RANK, HB_LOCAL_WORLD_SIZE,
+HB_RENDEZVOUS=host:port, HB_RENDEZVOUS_SERVED=1 (so rank 0 does not serve a
+store of its own) and HB_RESTART_COUNT (0 unless --max-restarts started the
+job, or with --ps the worker, again); the same as torchrun's RANK,
 WORLD_SIZE, LOCAL_RANK, LOCAL_WORLD_SIZE, MASTER_ADDR (the rendezvous host)
 and MASTER_PORT (a port for the framework's own store: a free one on one
 machine, the rendezvous port + 1 with TF_CONFIG), so torch.distributed's
-env:// works unchanged; PYTHONUNBUFFERED=1 unless set; with more than
-one worker, OMP_NUM_THREADS=max(1, CPUs / workers) unless set (CPUs: those
-hbrun may run on), so that the workers' OpenMP and BLAS thread pools
-(OpenBLAS and MKL follow OMP_NUM_THREADS unless their own variable is set)
-do not oversubscribe the machine, as torchrun does;
-and stdin from /dev/null (local rank 0 keeps hbrun's stdin when that is not
-a terminal). Each worker runs in its own process group; hbrun kills the
-workers if hbrun itself dies (PR_SET_PDEATHSIG).
+env:// works unchanged; PYTHONUNBUFFERED=1 unless set; with more than one
+worker, OMP_NUM_THREADS=max(1, CPUs / workers) unless set (CPUs: those hbrun
+may run on), so that the workers' OpenMP and BLAS thread pools (OpenBLAS and
+MKL follow OMP_NUM_THREADS unless their own variable is set) do not
+oversubscribe the machine, as torchrun does; and stdin from /dev/null (local
+rank 0 keeps hbrun's stdin when that is not a terminal). Each worker runs in
+its own process group; hbrun kills the workers if hbrun itself dies
+(PR_SET_PDEATHSIG).
 
 CPU binding:
   --bind-to auto    (default) Each CPU worker (-n) is bound to its own slice
@@ -193,7 +205,8 @@ Restarts (one machine):
                     its last checkpoint: hb_checkpoint_restore_latest (see
                     docs/fault-tolerance.md). No restart after a signal to
                     hbrun or --timeout; after the last one hbrun exits with
-                    the root cause's status (below).
+                    the root cause's status (below). With --ps a failed
+                    worker starts again alone (below).
   --min-nproc M     With --max-restarts: a worker that cannot be started
                     again is left out and the job goes on with the others,
                     renumbered 0..n-1 in a smaller world, down to M workers
@@ -202,7 +215,7 @@ Restarts (one machine):
                     be run or it fails before it joins the rendezvous store
                     (a broken device, a crash at start). Tests:
                     HB_TEST_FAIL_START=R makes the first start's rank R fail
-                    to start on every restart.
+                    to start on every restart. Not with --ps.
   With TF_CONFIG (several machines) these options are refused: restart
   every task's hbrun from the scheduler (docs/fault-tolerance.md).
 
@@ -218,7 +231,28 @@ Evaluator (one machine):
                     training has called hb_checkpoint_finish; hbrun waits
                     for it. It is supervised as a worker: when it fails the
                     job stops (and restarts with --max-restarts, the
-                    evaluator too); when a worker fails it is stopped.
+                    evaluator too); when a worker fails it is stopped. Not
+                    with --ps (yet).
+
+Parameter servers (one machine; docs/parameter-servers.md):
+  --ps N            Also start N ps tasks running the same program: each
+                    gets HB_TASK_TYPE=ps, HB_TASK_ID=<i> and no HB_RANK
+                    (its hb_context_serve serves until the workers are
+                    done), prefixed "[ps:<i>]"; every process gets
+                    HB_PS_HOSTS (127.0.0.1 and a free port per ps task).
+                    In this mode a failed worker stops nobody: the ps tasks
+                    and the other workers go on. With --max-restarts it
+                    starts again alone and rejoins the ps tasks (with
+                    HB_RESTART_COUNT one more than its last start's); the
+                    N restarts are for the workers and the job together.
+                    Without restarts left the others go on without it, and
+                    hbrun exits with its status at the end. A failed ps
+                    task stops the job, and hbrun exits with that task's
+                    status; with restarts left, the whole job starts again
+                    (ps tasks included, on new ports) and resumes from its
+                    last checkpoint, as above. Once no worker is left (none
+                    to restart), the ps tasks get 2 s to end by
+                    themselves, then SIGTERM (not a failure).
 
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.
@@ -235,14 +269,15 @@ Output and supervision:
 
 SIGINT, SIGTERM and SIGHUP are forwarded to every worker's process group;
 workers still running --grace-ms later (or at a second signal) get SIGKILL.
-When a worker exits non-zero or is killed by a signal, the others get
-SIGTERM (then SIGKILL after --grace-ms) and hbrun exits with the status of
-the worker that failed first (the root cause): its exit code, or
-128+signal. When a rank dies, the ranks talking to it fail with
-HB_ERR_PEER_FAILED and may exit before hbrun has reaped it; the rank the
-rendezvous store saw leave first is the root cause whatever order hbrun
-reaped them in ("hbrun: rank R ... first: exiting with its status"), and
-workers that hbrun itself stopped never are. All workers exiting 0: exit 0. A rank the store declares lost (its connection dropped, or its
+When a worker (with --ps: a ps task) exits non-zero or is killed by a
+signal, the others get SIGTERM (then SIGKILL after --grace-ms) and hbrun
+exits with the status of the worker that failed first (the root cause):
+its exit code, or 128+signal. When a rank dies, the ranks talking to it
+fail with HB_ERR_PEER_FAILED and may exit before hbrun has reaped it; the
+rank the rendezvous store saw leave first is the root cause whatever order
+hbrun reaped them in ("hbrun: rank R ... first: the root cause"), and
+workers that hbrun itself stopped never are. All workers exiting 0: exit
+0. A rank the store declares lost (its connection dropped, or its
 heartbeats stopped for HB_PEER_TIMEOUT_MS) is reported as "hbrun: rank R
 lost (rendezvous): why" by the hbrun that serves the store; the other ranks'
 calls then fail with HB_ERR_PEER_FAILED, and their exit stops the job as

@@ -21,7 +21,8 @@ struct LaunchOptions {
   // --bind-to: "auto" (CPU workers get disjoint CPU slices when there are
   // enough CPUs), "core" (always bind, GPU workers too), "none".
   std::string bind_to = "auto";
-  // --max-restarts: how often a failed job is started again (0: never).
+  // --max-restarts: how often a failed job is started again (0: never); in
+  // ps mode (--ps) also how often single failed workers are, all together.
   int max_restarts = 0;
   // --min-nproc: the fewest workers a restart may go on with when some
   // cannot be started again (0: all -n of them, no shrinking).
@@ -29,6 +30,9 @@ struct LaunchOptions {
   // --evaluator: one more process, in TF_CONFIG's evaluator role, beside the
   // workers (docs/evaluator.md).
   bool evaluator = false;
+  // --ps N: parameter-server mode on this machine, N ps tasks beside the
+  // workers (docs/parameter-servers.md).
+  int num_ps = 0;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

@@ -29,7 +29,7 @@ Supervisor::Supervisor(const SupervisorConfig &cfg)
     : cfg_(cfg), signal_fd_(install_signal_pipe()), start_(Clock::now()) {}
 
 void Supervisor::add(const std::string &label, int rank,
-                     const SpawnedProcess &p) {
+                     const SpawnedProcess &p, Restarter restart) {
   Worker w;
   w.label = label;
   w.rank = rank;
@@ -37,11 +37,31 @@ void Supervisor::add(const std::string &label, int rank,
   std::string prefix = "[" + label + "] ";
   if (p.stdout_fd >= 0) w.out.reset(new LineRelay(p.stdout_fd, 1, prefix));
   if (p.stderr_fd >= 0) w.err.reset(new LineRelay(p.stderr_fd, 2, prefix));
+  w.restart = std::move(restart);
   workers_.push_back(std::move(w));
+}
+
+bool Supervisor::start_again(Worker &w) {
+  try {
+    SpawnedProcess p = w.restart();
+    w.pid = p.pid;
+    w.running = true;
+    w.signals_sent = 0;
+    std::string prefix = "[" + w.label + "] ";
+    w.out.reset(p.stdout_fd >= 0 ? new LineRelay(p.stdout_fd, 1, prefix)
+                                 : nullptr);
+    w.err.reset(p.stderr_fd >= 0 ? new LineRelay(p.stderr_fd, 2, prefix)
+                                 : nullptr);
+    return true;
+  } catch (const Error &e) {
+    say("rank %s: cannot restart: %s", w.label.c_str(), e.what());
+    return false;
+  }
 }
 
 void Supervisor::launch_failed(int code) {
   launch_failed_ = true;
+  stopped_by_failure_ = true;
   record_failure(code);
   begin_stop();
 }
@@ -94,22 +114,34 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   if (w.err) w.err->drain_and_close();
   int code = exit_code_of(wait_status);
   if (code == 0) return;
+  if (ps_stopped_ && !w.restart) return;  // a ps task hbrun stopped
   // Children the failed worker left behind go with it.
   signal_group(w.pid, SIGKILL);
+  const std::string how = describe_wait_status(wait_status);
+  if (cfg_.ps_mode && w.restart && !stopping_) {
+    // A lost worker is not a lost job: the ps tasks and the other workers
+    // go on; it starts again (and rejoins) while restarts are left.
+    const bool again = take_restart();
+    say("rank %s %s; %s", w.label.c_str(), how.c_str(),
+        again ? format("restarting it (restart %d of %d)", restarts_,
+                       cfg_.max_restarts)
+                    .c_str()
+              : "the others go on without it");
+    if (again && start_again(w)) return;
+  }
   // A worker that died of a signal hbrun sent it was stopped, not failed:
   // it cannot be the root cause, however early the store saw it leave.
   bool stopped = WIFSIGNALED(wait_status) &&
                  ((w.signals_sent >> (WTERMSIG(wait_status) & 63)) & 1);
-  if (!stopped)
-    failures_.push_back(WorkerFailure{w.label, w.rank, code,
-                                      describe_wait_status(wait_status)});
+  if (!stopped) failures_.push_back(WorkerFailure{w.label, w.rank, code, how});
   // The first failure decides the exit code, even one caused by a signal
   // hbrun forwarded; the workers hbrun stops afterwards do not.
   record_failure(code);
-  if (stopping_) return;
+  if (stopping_ || (cfg_.ps_mode && w.restart)) return;
+  if (!stopped) stop_cause_ = failures_.size() - 1;
+  stopped_by_failure_ = true;
   int others = running_count();
-  say("rank %s %s%s", w.label.c_str(),
-      describe_wait_status(wait_status).c_str(),
+  say("rank %s %s%s", w.label.c_str(), how.c_str(),
       others ? format("; stopping the other %d worker(s)", others).c_str()
              : "");
   begin_stop();
@@ -122,6 +154,17 @@ void Supervisor::reap() {
     pid_t r = ::waitpid(w.pid, &status, WNOHANG);
     if (r == w.pid) on_exit(w, status);
   }
+  schedule_ps_stop();
+}
+
+void Supervisor::schedule_ps_stop() {
+  if (!cfg_.ps_mode || stopping_ || ps_stop_pending_) return;
+  for (const auto &w : workers_)
+    if (w.restart && w.running) return;
+  // Every worker is done: the ps tasks end by themselves once they saw the
+  // goodbyes; a lost worker would keep them waiting for its restart.
+  ps_stop_pending_ = true;
+  ps_stop_at_ = Clock::now() + std::chrono::milliseconds(2000);
 }
 
 void Supervisor::handle_signals() {
@@ -156,6 +199,12 @@ void Supervisor::check_timers() {
     signal_all(SIGTERM);
   }
   if (kill_pending_ && Clock::now() >= kill_at_) kill_all();
+  if (ps_stop_pending_ && !stopping_ && Clock::now() >= ps_stop_at_ &&
+      running_count() > 0) {
+    say("no worker left: stopping %d ps task(s)", running_count());
+    ps_stopped_ = true;
+    begin_stop();
+  }
 }
 
 int64_t Supervisor::poll_timeout_ms() const {
@@ -164,6 +213,7 @@ int64_t Supervisor::poll_timeout_ms() const {
     t = std::min(t,
                  ms_until(start_ + std::chrono::milliseconds(cfg_.timeout_ms)));
   if (kill_pending_) t = std::min(t, ms_until(kill_at_));
+  if (ps_stop_pending_) t = std::min(t, ms_until(ps_stop_at_));
   return t;
 }
 
@@ -186,6 +236,7 @@ void Supervisor::wait() {
       say("poll: %s", std::strerror(errno));
       record_failure(1);
       stopping_ = true;
+      stopped_by_failure_ = true;
       kill_all();
     }
     if (n > 0) {
@@ -201,11 +252,15 @@ void Supervisor::wait() {
 int Supervisor::exit_code() {
   if (timed_out_) return kTimeoutExitCode;
   if (launch_failed_ || failures_.empty()) return first_failure_;
-  root_ = static_cast<int>(root_cause(failures_, cfg_.departures
-                                                     ? cfg_.departures->order()
-                                                     : std::vector<int>{}));
-  if (root_ != 0) {
-    const WorkerFailure &f = failures_[root_], &first = failures_[0];
+  // From the failure that stopped the job on: in ps mode a failed ps task
+  // decides, not the workers lost before it (nor those it failed).
+  const std::vector<WorkerFailure> since(failures_.begin() + stop_cause_,
+                                         failures_.end());
+  root_ = static_cast<int>(
+      stop_cause_ + root_cause(since, cfg_.departures ? cfg_.departures->order()
+                                                      : std::vector<int>{}));
+  if (root_ != static_cast<int>(stop_cause_)) {
+    const WorkerFailure &f = failures_[root_], &first = failures_[stop_cause_];
     say("rank %s %s first: the root cause (status %d), not rank %s "
         "(status %d), which followed it (the rendezvous store saw rank %s "
         "leave first)",
@@ -222,11 +277,21 @@ const WorkerFailure *Supervisor::root_failure() const {
 void Supervisor::reset() {
   workers_.clear();
   failures_.clear();
+  stop_cause_ = 0;
   root_ = -1;
   first_failure_ = 0;
   stopping_ = false;
   launch_failed_ = false;
+  stopped_by_failure_ = false;
   kill_pending_ = false;
+  ps_stop_pending_ = false;
+  ps_stopped_ = false;
+}
+
+bool Supervisor::take_restart() {
+  if (restarts_ >= cfg_.max_restarts) return false;
+  ++restarts_;
+  return true;
 }
 
 }  // namespace launcher

@@ -242,6 +242,12 @@ void hb::recovery::add_table(hb_checkpoint &c, hb_embedding *emb,
   HB_CHECK_ARG(emb->ctx == c.ctx, "%s: table '%s' belongs to another context",
                fn, emb->table->spec().name.c_str());
   hb::recovery::check_name(fn, emb->table->spec().name.c_str());
+  if (emb->ps)  // its rows live on the ps tasks, not in this rank's shard
+    hb::fail(HB_ERR_UNSUPPORTED,
+             "%s: table '%s' is placed on the ps tasks: job checkpoints do "
+             "not hold ps tables yet; save it with hb_embedding_save on the "
+             "chief (docs/parameter-servers.md)",
+             fn, emb->table->spec().name.c_str());
   if (!registered_table(c, emb)) c.tables.push_back(emb);
 }
 

@@ -28,6 +28,12 @@ hb_status hb_embedding_export_version(hb_embedding *emb, const char *path,
                                       int64_t version, int64_t base_version) {
   return hb::guard([&] {
     hb::emb::Table &t = hb::emb::sharded(emb, "hb_embedding_export_version");
+    if (emb->ps)  // the ps tasks keep no change stamps
+      hb::fail(HB_ERR_UNSUPPORTED,
+               "hb_embedding_export_version('%s'): versioned exports of a "
+               "table on the ps tasks are not supported; use "
+               "hb_embedding_export",
+               t.spec().name.c_str());
     if (emb->gpu && base_version > 0)  // the device path keeps no stamps
       hb::fail(HB_ERR_UNSUPPORTED,
                "hb_embedding_export_version('%s'): deltas of a GPU table are "

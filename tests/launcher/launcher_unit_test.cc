@@ -440,6 +440,16 @@ TEST(LaunchOptions, RestartOptions) {
   EXPECT_EQ(parse_status({"-n", "2", "--max-restarts", "1", "--min-nproc", "3",
                           "--", "p"}),
             HB_ERR_INVALID_ARGUMENT);
+  // With --ps: one budget of (worker or whole-job) restarts; a worker that
+  // cannot start again is left out anyway, and no evaluator yet.
+  LaunchOptions ps = parse({"--ps", "2", "--max-restarts", "3", "--", "p"});
+  EXPECT_EQ(ps.num_ps, 2);
+  EXPECT_EQ(ps.max_restarts, 3);
+  EXPECT_EQ(parse_status({"-n", "2", "--ps", "1", "--max-restarts", "1",
+                          "--min-nproc", "1", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(parse_status({"-n", "2", "--ps", "1", "--evaluator", "--", "p"}),
+            HB_ERR_INVALID_ARGUMENT);
 }
 
 TEST(Topology, ShrinkRenumbersTheRemainingWorkersAndKeepsTheirGpus) {

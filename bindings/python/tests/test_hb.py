@@ -227,6 +227,15 @@ def test_collective_argument_errors(ctx):
     assert info.value.status == hb.ERR_INVALID_ARGUMENT and "77" in info.value.message
 
 
+def test_embedding_on_ps_needs_ps_tasks(ctx):
+    """placement (hb_embedding_config) reaches the library: a table on the
+    ps tasks of a job that has none is refused, saying why."""
+    with pytest.raises(hb.HbError) as info:
+        hb.Embedding(ctx, "on_ps", 4, num_rows=10, placement=1)
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT
+    assert "no ps tasks" in info.value.message
+
+
 def test_embedding_world_of_one(ctx, tmp_path):
     with hb.Embedding(ctx, "t", 3, optimizer=hb.OPT_SGD, learning_rate=0.5) as emb:
         assert emb.dim == 3

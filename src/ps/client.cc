@@ -1,0 +1,121 @@
+#include "ps/client.h"
+
+#include <algorithm>
+
+#include "context/context.h"
+#include "ps/ps_table.h"
+
+namespace hb {
+namespace ps {
+
+Client::Client(hb_context &ctx) : rank_(ctx.cluster.rank) {
+  const Options &o = ctx.options;
+  const std::vector<std::string> &hosts = ctx.cluster.ps_hosts;
+  for (size_t i = 0; i < hosts.size(); ++i) {
+    ConnConfig cc;
+    split_host_port(hosts[i], "ps_hosts entry", &cc.host, &cc.port);
+    cc.ps_index = static_cast<int>(i);
+    cc.rank = ctx.cluster.rank;
+    cc.world = ctx.cluster.world_size;
+    cc.connect_timeout_ms = o.get_int("connect_timeout_ms");
+    cc.peer_timeout_ms = o.get_int("peer_timeout_ms");
+    cc.timeout_ms = o.get_int("timeout_ms");
+    cc.max_frame_bytes = static_cast<size_t>(o.get_int("max_frame_bytes"));
+    conns_.emplace_back(new Conn(cc, &health_));
+  }
+  heartbeat_ = std::thread(&Client::heartbeats, this,
+                           o.get_int("heartbeat_interval_ms"));
+}
+
+Client::~Client() {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    stop_ = true;
+  }
+  cv_.notify_all();
+  if (heartbeat_.joinable()) heartbeat_.join();
+  for (auto &c : conns_) c->bye();
+}
+
+void Client::heartbeats(int64_t interval_ms) {
+  std::unique_lock<std::mutex> lock(mu_);
+  while (!stop_) {
+    cv_.wait_for(lock, std::chrono::milliseconds(interval_ms));
+    if (stop_) break;
+    lock.unlock();
+    for (auto &c : conns_) c->ping();
+    lock.lock();
+  }
+}
+
+void Client::add_table(PsTable *t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.push_back(t);
+}
+
+void Client::remove_table(PsTable *t) {
+  std::lock_guard<std::mutex> lock(mu_);
+  tables_.erase(std::remove(tables_.begin(), tables_.end(), t), tables_.end());
+}
+
+std::string Client::committed(int64_t *step) {
+  int64_t best = -1;
+  std::string pos;
+  for (int i = 0; i < num_ps(); ++i) {
+    Frame r = conn(i).call(request(kPosition), "position");
+    if (r.ints.size() != 3 * r.strs.size())
+      fail(HB_ERR_CORRUPT, "ps position: %zu fields for %zu tables",
+           r.ints.size(), r.strs.size());
+    for (size_t k = 0; k < r.strs.size(); ++k) {
+      int64_t s = r.ints[3 * k + 1];
+      if (best < 0 || s < best) {
+        best = s;
+        pos = r.strs[k];
+      }
+    }
+  }
+  if (best < 0) best = 0, pos.clear();  // nothing pushed yet
+  *step = best;
+  step_ = best;
+  position_ = pos;
+  std::lock_guard<std::mutex> lock(mu_);
+  for (PsTable *t : tables_) t->rewind();
+  return pos;
+}
+
+Stats Client::stats() {
+  Stats sum;
+  for (int i = 0; i < num_ps(); ++i) {
+    Frame r = conn(i).call(request(kStats), "stats");
+    if (r.ints.size() < Stats::kFields)
+      fail(HB_ERR_CORRUPT, "ps stats: %zu fields", r.ints.size());
+    const int64_t *v = r.ints.data();
+    sum.pulls += v[0], sum.pushes += v[1], sum.rows_pulled += v[2];
+    sum.rows_pushed += v[3], sum.rounds += v[4];
+    sum.max_staleness = std::max(sum.max_staleness, v[5]);
+    sum.bound_violations += v[6], sum.duplicate_pushes += v[7];
+    sum.workers_lost += v[8], sum.workers_rejoined += v[9];
+    sum.busy_us += v[10];
+    // Ranks gone from every ps task.
+    sum.workers_left = i == 0 ? v[11] : std::min(sum.workers_left, v[11]);
+    sum.cpu_us += v[12];
+  }
+  return sum;
+}
+
+std::shared_ptr<Client> client_of(hb_context &ctx, const char *what) {
+  if (ctx.cluster.ps_hosts.empty())
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "%s: this job has no ps tasks (TF_CONFIG \"ps\", hbrun --ps or "
+         "HB_PS_HOSTS)",
+         what);
+  if (!ctx.cluster.in_world)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "%s: this is a ps task (it serves with hb_context_serve)", what);
+  std::lock_guard<std::mutex> lock(ctx.ps_mu);
+  if (!ctx.ps) ctx.ps = std::make_shared<Client>(ctx);
+  return ctx.ps;
+}
+
+}  // namespace ps
+}  // namespace hb

@@ -1,0 +1,85 @@
+// The worker side of parameter-server mode: one connection per ps task,
+// a heartbeat thread that pings them all, the reader position that rides
+// with every push, and the tables placed on the ps tasks (ps_table.h).
+#pragma once
+
+#include <algorithm>
+#include <condition_variable>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "context/health.h"
+#include "ps/conn.h"
+#include "ps/wire.h"
+
+struct hb_context;
+
+namespace hb {
+namespace ps {
+
+class PsTable;
+
+class Client {
+ public:
+  // Connects to every ps task of ctx (cluster.ps_hosts).
+  explicit Client(hb_context &ctx);
+  // Says BYE to every ps task (a worker that leaves is not lost).
+  ~Client();
+
+  int num_ps() const { return static_cast<int>(conns_.size()); }
+  int rank() const { return rank_; }
+  Conn &conn(int i) { return *conns_[i]; }
+  int owner(int64_t id) const {
+    return static_cast<int>(static_cast<uint64_t>(id) %
+                            static_cast<uint64_t>(conns_.size()));
+  }
+
+  // A step boundary: the pushes that follow belong to the next step and
+  // carry p. A worker's step counts these calls (from where it resumed).
+  void set_position(std::string p) {
+    position_ = std::move(p);
+    ++step_;
+  }
+  const std::string &position() const { return position_; }
+  int64_t step() const { return step_; }
+  // A table found this worker's pushes up to `step` on a ps task (it
+  // restarted without resuming): later pushes count from there.
+  void raise_step(int64_t step) { step_ = std::max(step_, step); }
+  // Where this worker resumes: the smallest step any of its tables has
+  // committed on any ps task, and the position pushed with it ("" when
+  // none). The worker's step goes back there, so pushes of steps a ps task
+  // already has are dropped there (every sample applied exactly once).
+  std::string committed(int64_t *step);
+  // Every ps task's counters: sums, max_staleness the largest.
+  Stats stats();
+
+  void add_table(PsTable *t);
+  void remove_table(PsTable *t);
+
+ private:
+  void heartbeats(int64_t interval_ms);
+
+  int rank_ = 0;
+  // The connections' own: a client (kept by its tables) may outlive its
+  // context. A dead ps fails it, and with it every later call.
+  Health health_;
+  std::vector<std::unique_ptr<Conn>> conns_;
+  std::string position_;
+  int64_t step_ = 0;
+  std::vector<PsTable *> tables_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool stop_ = false;
+  std::thread heartbeat_;
+};
+
+// The context's client, created on first use. Throws HB_ERR_INVALID_ARGUMENT
+// when ctx has no ps tasks (collective mode) or is a ps task itself. Tables
+// share it, so one destroyed after its context still has it.
+std::shared_ptr<Client> client_of(hb_context &ctx, const char *what);
+
+}  // namespace ps
+}  // namespace hb

@@ -1,0 +1,70 @@
+// The staleness clock of one ps table (stale-synchronous parallel).
+//
+// Every worker rank of the job has a clock: the pushes of the table it made
+// in this job (a rank that rejoins after being lost starts at the slowest
+// active clock, or at the open round with staleness 0). A rank is active
+// while it is expected (not yet attached, within the connect window) or
+// attached and alive; lost and detached ranks hold nobody back. A pull or
+// push of rank r may go ahead when clock[r] - slowest <= k, slowest being
+// the smallest active clock: no worker runs more than k steps ahead of the
+// slowest live one. With k = 0 that makes rounds: round n is complete once
+// every active rank pushed n + 1 times.
+#pragma once
+
+#include <cstdint>
+#include <limits>
+#include <vector>
+
+namespace hb {
+namespace ps {
+
+class StalenessClock {
+ public:
+  enum State : uint8_t { kExpected, kLive, kLost, kLeft };
+  static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
+
+  StalenessClock(int world, int64_t k)
+      : k_(k), state_(world, kExpected), clock_(world, 0) {}
+
+  int world() const { return static_cast<int>(state_.size()); }
+  int64_t bound() const { return k_; }
+  State state(int r) const { return state_[r]; }
+  int64_t clock(int r) const { return clock_[r]; }
+
+  // The smallest clock of the active ranks; kNone when none is active.
+  int64_t slowest() const;
+  // clock[r] - slowest(), counting r itself as active.
+  int64_t lead(int r) const;
+  bool may_go(int r) const { return lead(r) <= k_; }
+
+  // r attached (first time, or again after it was lost or left). A rank
+  // that was lost or left resumes at the slowest active clock (at least
+  // its own): it cannot hold the others back for the steps it missed.
+  void attach(int r);
+  void lost(int r) { set_inactive(r, kLost); }
+  void left(int r) { set_inactive(r, kLeft); }
+  // r pushed once more.
+  void tick(int r) {
+    ++clock_[r];
+    settle();
+  }
+
+ private:
+  void set_inactive(int r, State s) {
+    if (state_[r] == kExpected || state_[r] == kLive) state_[r] = s;
+    settle();
+  }
+  // floor_: the largest slowest clock so far (where a rank that rejoins an
+  // idle table resumes).
+  void settle() {
+    int64_t s = slowest();
+    if (s != kNone && s > floor_) floor_ = s;
+  }
+  int64_t k_;
+  int64_t floor_ = 0;
+  std::vector<State> state_;
+  std::vector<int64_t> clock_;
+};
+
+}  // namespace ps
+}  // namespace hb

@@ -1,0 +1,182 @@
+#include "ps/owned_table.h"
+
+#include <algorithm>
+#include <cstring>
+
+#include "embedding/plan.h"
+#include "embedding/wire.h"
+
+namespace hb {
+namespace ps {
+namespace {
+
+emb::Spec ps_layout(emb::Spec s) {
+  s.partition = HB_PARTITION_MOD;  // id mod num_ps
+  s.device = -1;
+  return s;
+}
+
+}  // namespace
+
+OwnedTable::OwnedTable(const emb::Spec &spec, int ps_index, int num_ps,
+                       int world, int64_t staleness)
+    : spec_(ps_layout(spec)),
+      fingerprint_(emb::spec_fingerprint(spec)),
+      ps_index_(ps_index),
+      num_ps_(num_ps),
+      shard_(new emb::Shard(spec_, ps_index, num_ps)),
+      clock_(world, staleness),
+      pend_ids_(world),
+      pend_grads_(world),
+      has_pend_(world, 0),
+      committed_(world, {-1, -1}),
+      position_(world),
+      attached_(world, 0) {}
+
+void OwnedTable::check_ids(const std::vector<int64_t> &ids) const {
+  for (int64_t id : ids) {
+    bool mine = static_cast<int>(static_cast<uint64_t>(id) %
+                                 static_cast<uint64_t>(num_ps_)) == ps_index_;
+    bool in_range = spec_.dynamic() || (id >= 0 && id < spec_.num_rows);
+    if (!mine || !in_range)
+      fail(HB_ERR_INVALID_ARGUMENT, "table '%s': id %lld %s (ps task %d of %d)",
+           spec_.name.c_str(), static_cast<long long>(id),
+           !in_range ? "out of range" : "is not owned here", ps_index_,
+           num_ps_);
+  }
+}
+
+void OwnedTable::set_rows(const std::vector<int64_t> &ids,
+                          const std::vector<float> &w) {
+  if (w.size() != ids.size() * static_cast<size_t>(spec_.dim))
+    fail(HB_ERR_CORRUPT, "table '%s': %zu init values for %zu rows",
+         spec_.name.c_str(), w.size(), ids.size());
+  check_ids(ids);
+  for (size_t i = 0; i < ids.size(); ++i)
+    std::memcpy(shard_->get(ids[i]), &w[i * spec_.dim], 4 * spec_.dim);
+}
+
+void OwnedTable::attach(int rank) {
+  attached_[rank] = 1;
+  clock_.attach(rank);
+}
+
+void OwnedTable::left(int rank, Stats &st) {
+  clock_.left(rank);
+  apply_rounds(st);
+}
+
+void OwnedTable::lost(int rank, Stats &st) {
+  clock_.lost(rank);
+  apply_rounds(st);
+}
+
+std::string OwnedTable::pull(const std::vector<int64_t> &ids, Stats &st) {
+  check_ids(ids);
+  const size_t rb = emb::wire_size(spec_.wire_dtype) * spec_.dim;
+  std::string rows(ids.size() * rb, '\0');
+  for (size_t j = 0; j < ids.size(); ++j)
+    emb::wire_encode(shard_->get(ids[j]), spec_.dim, spec_.wire_dtype,
+                     &rows[j * rb]);
+  ++st.pulls;
+  st.rows_pulled += static_cast<int64_t>(ids.size());
+  return rows;
+}
+
+void OwnedTable::step_rows(const int64_t *ids, size_t n, const float *g) {
+  const emb::Optimizer &opt = shard_->optimizer();
+  for (size_t j = 0; j < n; ++j)
+    opt.step(shard_->get(ids[j]), g + j * spec_.dim);
+}
+
+void OwnedTable::push(int rank, std::pair<int64_t, int64_t> step,
+                      std::vector<int64_t> ids, std::vector<float> grads,
+                      const std::string &pos, Stats &st) {
+  const bool rounds = clock_.bound() == 0;
+  if (rounds && has_pend_[rank])
+    fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
+         spec_.name.c_str(), rank, static_cast<long long>(round_));
+  const int64_t lead = clock_.lead(rank);
+  st.max_staleness = std::max(st.max_staleness, lead);
+  if (lead > clock_.bound()) ++st.bound_violations;
+  committed_[rank] = step;
+  position_[rank] = pos;
+  ++st.pushes;
+  st.rows_pushed += static_cast<int64_t>(ids.size());
+  if (rounds) {
+    has_pend_[rank] = 1;
+    pend_ids_[rank] = std::move(ids);
+    pend_grads_[rank] = std::move(grads);
+    clock_.tick(rank);
+    apply_rounds(st);
+  } else {
+    step_rows(ids.data(), ids.size(), grads.data());
+    clock_.tick(rank);
+  }
+}
+
+void OwnedTable::apply_rounds(Stats &st) {
+  if (clock_.bound() != 0) return;
+  for (;;) {
+    const int64_t slowest = clock_.slowest();
+    const bool any =
+        std::find(has_pend_.begin(), has_pend_.end(), 1) != has_pend_.end();
+    const bool idle = slowest == StalenessClock::kNone;
+    if (!(idle ? any : slowest > round_)) return;
+    // The round's partial sums in rank order, summed per id (the first
+    // copied, the later ones added: the collective owner's order).
+    const int64_t dim = spec_.dim;
+    ids_.clear();
+    grads_.clear();
+    for (size_t r = 0; r < has_pend_.size(); ++r) {
+      if (!has_pend_[r]) continue;
+      ids_.insert(ids_.end(), pend_ids_[r].begin(), pend_ids_[r].end());
+      grads_.insert(grads_.end(), pend_grads_[r].begin(), pend_grads_[r].end());
+      has_pend_[r] = 0;
+      pend_ids_[r].clear();
+      pend_grads_[r].clear();
+    }
+    dedup_.run(ids_.data(), ids_.size());
+    const std::vector<int64_t> &u = dedup_.unique();
+    sum_.resize(u.size() * dim);
+    emb::sum_rows(grads_.data(), ids_.size(), dedup_.inverse().data(), nullptr,
+                  dim, sum_.data());
+    step_rows(u.data(), u.size(), sum_.data());
+    ++round_;
+    ++st.rounds;
+    if (idle) return;
+  }
+}
+
+emb::ShardFile OwnedTable::save(const std::string &dir, uint64_t nonce) {
+  emb::make_dirs("ps save of '" + spec_.name + "'", dir);
+  const emb::Shard &s = *shard_;
+  return emb::write_shard_file(
+      spec_, s.record_words(), s.rows(),
+      [&](const emb::RecordVisitor &f) { s.for_each(f); },
+      /*life_state=*/nullptr, dir, nonce, ps_index_, num_ps_);
+}
+
+void OwnedTable::stage(const std::string &dir) {
+  staged_ = emb::read_checkpoint(spec_, shard_->record_words(), dir.c_str(),
+                                 ps_index_, num_ps_, nullptr);
+}
+
+void OwnedTable::commit_staged(bool commit) {
+  if (!commit) return staged_.reset();
+  if (!staged_)
+    fail(HB_ERR_INVALID_ARGUMENT, "table '%s': nothing staged to load",
+         spec_.name.c_str());
+  shard_ = std::move(staged_);
+}
+
+void OwnedTable::dump(std::vector<int64_t> *ids, std::string *rows) const {
+  const int64_t dim = spec_.dim;
+  shard_->for_each([&](int64_t id, const float *rec) {
+    ids->push_back(id);
+    rows->append(reinterpret_cast<const char *>(rec), 4 * dim);
+  });
+}
+
+}  // namespace ps
+}  // namespace hb

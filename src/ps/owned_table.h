@@ -1,0 +1,100 @@
+// One table a ps task owns a shard of: its rows (an ordinary embedding
+// Shard: shard ps_index of num_ps, ids owned by id mod num_ps, the table's
+// initializer and optimizer), its staleness clock (clock.h), the rounds of
+// staleness 0, and what each worker rank committed. The server (server.h)
+// decodes the messages and decides when a request may go; this applies it.
+#pragma once
+
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "embedding/checkpoint.h"
+#include "embedding/id_map.h"
+#include "embedding/shard.h"
+#include "ps/clock.h"
+#include "ps/wire.h"
+
+namespace hb {
+namespace ps {
+
+class OwnedTable {
+ public:
+  // spec: as the workers pass it (its fingerprint identifies the table);
+  // the rows are laid out by id mod num_ps whatever its partition.
+  OwnedTable(const emb::Spec &spec, int ps_index, int num_ps, int world,
+             int64_t staleness);
+
+  const emb::Spec &spec() const { return spec_; }
+  uint64_t fingerprint() const { return fingerprint_; }
+  StalenessClock &clock() { return clock_; }
+  const StalenessClock &clock() const { return clock_; }
+
+  // Throws HB_ERR_INVALID_ARGUMENT naming the first id that is out of
+  // range or not owned by this ps task.
+  void check_ids(const std::vector<int64_t> &ids) const;
+  // Initial weights (dim floats per id) of a table just created.
+  void set_rows(const std::vector<int64_t> &ids, const std::vector<float> &w);
+
+  void attach(int rank);
+  bool attached(int rank) const { return attached_[rank] != 0; }
+  // rank left the table or was lost: a round that waited only for it
+  // completes.
+  void left(int rank, Stats &st);
+  void lost(int rank, Stats &st);
+
+  // The last push applied from rank ({-1, -1}: none) and its position.
+  std::pair<int64_t, int64_t> committed(int rank) const {
+    return committed_[rank];
+  }
+  const std::string &position(int rank) const { return position_[rank]; }
+  // A push at or below what rank committed: a replay.
+  bool replay(int rank, std::pair<int64_t, int64_t> step) const {
+    return step <= committed_[rank];
+  }
+
+  // The rows of ids (checked) in the wire dtype.
+  std::string pull(const std::vector<int64_t> &ids, Stats &st);
+  // A checked push: committed with pos at once, applied now (staleness >
+  // 0) or with its round (0). Not a replay.
+  void push(int rank, std::pair<int64_t, int64_t> step,
+            std::vector<int64_t> ids, std::vector<float> grads,
+            const std::string &pos, Stats &st);
+
+  emb::ShardFile save(const std::string &dir, uint64_t nonce);
+  // A load in two steps: stage (validates, changes nothing), then commit or
+  // drop what was staged.
+  void stage(const std::string &dir);
+  void commit_staged(bool commit);
+  // Every row's id and weights (dim floats).
+  void dump(std::vector<int64_t> *ids, std::string *rows) const;
+
+ private:
+  void step_rows(const int64_t *ids, size_t n, const float *g);
+  // Staleness 0: applies every complete round.
+  void apply_rounds(Stats &st);
+
+  emb::Spec spec_;  // partition MOD over the ps tasks
+  uint64_t fingerprint_;
+  int ps_index_, num_ps_;
+  std::unique_ptr<emb::Shard> shard_, staged_;
+  StalenessClock clock_;
+  int64_t round_ = 0;  // staleness 0: the round being collected
+  std::vector<std::vector<int64_t>> pend_ids_;
+  std::vector<std::vector<float>> pend_grads_;
+  std::vector<char> has_pend_;
+  // Per rank: {step, k} of the last push applied (the worker's step and
+  // the push's number within it) and the position that came with it.
+  std::vector<std::pair<int64_t, int64_t>> committed_;
+  std::vector<std::string> position_;
+  std::vector<char> attached_;
+  // Scratch of a round.
+  emb::Dedup dedup_;
+  std::vector<int64_t> ids_;
+  std::vector<float> grads_, sum_;
+};
+
+}  // namespace ps
+}  // namespace hb

@@ -1,0 +1,635 @@
+#include "ps/server.h"
+
+#include <arpa/inet.h>
+#include <netdb.h>
+#include <netinet/in.h>
+#include <poll.h>
+#include <sys/resource.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cerrno>
+#include <cstring>
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "common/clock.h"
+#include "common/log.h"
+#include "context/health.h"
+#include "embedding/checkpoint.h"
+#include "embedding/plan.h"
+#include "embedding/shard.h"
+#include "embedding/wire.h"
+#include "ps/owned_table.h"
+#include "ps/wire.h"
+
+namespace hb {
+namespace ps {
+namespace {
+
+constexpr int kSliceMs = 20;
+
+struct Peer {
+  explicit Peer(int fd_, size_t max_frame) : fd(fd_), dec(max_frame) {}
+  int fd;
+  rdv::FrameDecoder dec;
+  std::string out;  // reply bytes not yet written
+  int rank = -1;    // after hello
+  int64_t last_heard = now_ms();
+  bool has_parked = false;
+  Frame parked;
+  bool closed = false;
+};
+
+enum WorkerState { kExpected, kLive, kLost, kLeft };
+
+struct Worker {
+  WorkerState state = kExpected;
+  Peer *peer = nullptr;
+};
+
+class Server {
+ public:
+  Server(const ServerConfig &cfg, Health &health)
+      : cfg_(cfg), health_(health), start_ms_(now_ms()) {}
+  ~Server() {
+    for (auto &p : peers_) ::close(p->fd);
+    if (listen_fd_ >= 0) ::close(listen_fd_);
+  }
+  void listen();
+  void run();
+
+ private:
+  void accept_all();
+  void read_peer(Peer &p);
+  void write_peer(Peer &p);
+  void reply(Peer &p, const Frame &f);
+  void handle(Peer &p, Frame &f);
+  // Serves f; false when it must wait (the staleness gate).
+  bool serve_request(Peer &p, Frame &f);
+  void hello(Peer &p, const Frame &f);
+  Frame attach(int rank, const Frame &f);
+  // Every table: rank left or was lost.
+  void all_tables(int rank, bool lost);
+  // Whether every table of a pull or push lets rank go (staleness bound).
+  bool gate(int rank, const Frame &f) const;
+  Frame pull(const Frame &f);
+  Frame push(int rank, const Frame &f);
+  Frame save(const Frame &f);
+  Frame load(const Frame &f, bool commit_step);
+  Frame dump(const Frame &f);
+  Frame position(int rank);
+  OwnedTable &table(int64_t id);
+  void drop_peer(Peer &p, const std::string &why);
+  void worker_lost(int rank, const std::string &why);
+  void worker_revived(int rank);
+  void retry_parked();
+  void check_liveness();
+  // Returns true (and sets the outcome) when serving is over.
+  bool finished();
+
+  ServerConfig cfg_;
+  Health &health_;
+  int listen_fd_ = -1;
+  int64_t start_ms_;
+  int world_ = 0;  // from the first hello
+  std::vector<Worker> workers_;
+  int64_t last_lost_ms_ = 0;
+  std::vector<std::unique_ptr<Peer>> peers_;
+  std::vector<std::unique_ptr<OwnedTable>> tables_;
+  std::map<std::string, int64_t> table_ids_;
+  Stats stats_;
+  bool dirty_ = false;  // clocks changed: parked requests may go
+  hb_status end_status_ = HB_OK;
+  std::string end_message_;
+};
+
+void Server::listen() {
+  addrinfo hints{};
+  hints.ai_family = AF_UNSPEC;
+  hints.ai_socktype = SOCK_STREAM;
+  hints.ai_flags = AI_PASSIVE;
+  addrinfo *res = nullptr;
+  int rc = getaddrinfo(cfg_.host.c_str(), std::to_string(cfg_.port).c_str(),
+                       &hints, &res);
+  if (rc != 0)
+    fail(HB_ERR_CONFIG, "ps task %d: cannot resolve %s: %s", cfg_.ps_index,
+         cfg_.host.c_str(), gai_strerror(rc));
+  std::string err = "no address";
+  for (addrinfo *ai = res; ai && listen_fd_ < 0; ai = ai->ai_next) {
+    int fd =
+        socket(ai->ai_family, ai->ai_socktype | SOCK_NONBLOCK | SOCK_CLOEXEC,
+               ai->ai_protocol);
+    if (fd < 0) continue;
+    int one = 1;
+    setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+    if (::bind(fd, ai->ai_addr, ai->ai_addrlen) == 0 &&
+        ::listen(fd, 128) == 0) {
+      listen_fd_ = fd;
+    } else {
+      err = strerror(errno);
+      ::close(fd);
+    }
+  }
+  freeaddrinfo(res);
+  if (listen_fd_ < 0)
+    fail(HB_ERR_IO, "ps task %d: cannot listen on %s:%d: %s", cfg_.ps_index,
+         cfg_.host.c_str(), cfg_.port, err.c_str());
+}
+
+void Server::accept_all() {
+  for (;;) {
+    int fd =
+        ::accept4(listen_fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
+    if (fd < 0) return;
+    int one = 1;
+    setsockopt(fd, IPPROTO_TCP, 1 /* TCP_NODELAY */, &one, sizeof one);
+    peers_.emplace_back(new Peer(fd, cfg_.max_frame_bytes));
+  }
+}
+
+void Server::reply(Peer &p, const Frame &f) {
+  if (p.closed) return;
+  // Replies may be larger than requests (rows back): no cap of their own.
+  rdv::encode_frame(f, SIZE_MAX, &p.out);
+  write_peer(p);
+}
+
+void Server::write_peer(Peer &p) {
+  while (!p.out.empty() && !p.closed) {
+    ssize_t w = ::send(p.fd, p.out.data(), p.out.size(), MSG_NOSIGNAL);
+    if (w > 0) {
+      p.out.erase(0, static_cast<size_t>(w));
+      continue;
+    }
+    if (w < 0 && errno == EINTR) continue;
+    if (w < 0 && (errno == EAGAIN || errno == EWOULDBLOCK)) return;
+    drop_peer(p, format("send failed: %s", strerror(errno)));
+  }
+}
+
+void Server::read_peer(Peer &p) {
+  char buf[1 << 16];
+  for (;;) {
+    ssize_t r = ::recv(p.fd, buf, sizeof buf, 0);
+    if (r == 0) return drop_peer(p, "closed the connection");
+    if (r < 0) {
+      if (errno == EINTR) continue;
+      if (errno == EAGAIN || errno == EWOULDBLOCK) break;
+      return drop_peer(p, format("receive failed: %s", strerror(errno)));
+    }
+    p.last_heard = now_ms();
+    try {
+      p.dec.feed(buf, static_cast<size_t>(r));
+      Frame f;
+      while (!p.closed && p.dec.next(&f)) handle(p, f);
+    } catch (const Error &e) {
+      // A malformed frame closes that connection only.
+      return drop_peer(p, e.what());
+    }
+    if (static_cast<size_t>(r) < sizeof buf) break;
+  }
+}
+
+void Server::drop_peer(Peer &p, const std::string &why) {
+  if (p.closed) return;
+  p.closed = true;
+  p.has_parked = false;
+  if (p.rank >= 0 && workers_[p.rank].peer == &p) {
+    workers_[p.rank].peer = nullptr;
+    if (workers_[p.rank].state == kLive) worker_lost(p.rank, why);
+  }
+}
+
+void Server::worker_lost(int rank, const std::string &why) {
+  workers_[rank].state = kLost;
+  last_lost_ms_ = now_ms();
+  ++stats_.workers_lost;
+  HB_LOG_WARN("ps task %d: worker rank %d lost: %s", cfg_.ps_index, rank,
+              why.c_str());
+  all_tables(rank, /*lost=*/true);
+}
+
+void Server::all_tables(int rank, bool lost) {
+  for (auto &t : tables_) {
+    if (lost)
+      t->lost(rank, stats_);
+    else
+      t->left(rank, stats_);
+  }
+  dirty_ = true;
+}
+
+void Server::worker_revived(int rank) {
+  workers_[rank].state = kLive;
+  ++stats_.workers_rejoined;
+  HB_LOG_WARN("ps task %d: worker rank %d is back", cfg_.ps_index, rank);
+  for (auto &t : tables_)
+    if (t->attached(rank) && t->clock().state(rank) == StalenessClock::kLost)
+      t->attach(rank);
+  dirty_ = true;
+}
+
+void Server::handle(Peer &p, Frame &f) {
+  if (f.type == kPing) {
+    Frame pong;
+    pong.type = kPong;
+    return reply(p, pong);
+  }
+  if (p.rank >= 0 && workers_[p.rank].peer == &p &&
+      workers_[p.rank].state == kLost)
+    worker_revived(p.rank);
+  if (p.has_parked) {
+    return drop_peer(p, "a second request while one waits (a broken client)");
+  }
+  if (!serve_request(p, f)) {
+    p.has_parked = true;
+    p.parked = std::move(f);
+  }
+}
+
+bool Server::serve_request(Peer &p, Frame &f) {
+  Clock::time_point t0 = Clock::now();
+  try {
+    if (f.type == kHello) {
+      hello(p, f);
+      reply(p, ok_reply(f.id));
+      return true;
+    }
+    if (p.rank < 0)
+      fail(HB_ERR_INVALID_ARGUMENT, "message type %d before hello", f.type);
+    const int rank = p.rank;
+    Frame r;
+    switch (f.type) {
+      case kAttach:
+        r = attach(rank, f);
+        break;
+      case kDetach:
+        // Out of data (or done): it holds nobody back from now on, and a
+        // round that waited only for it completes.
+        table(f.ints.at(0)).left(rank, stats_);
+        dirty_ = true;
+        r = ok_reply(f.id);
+        break;
+      case kPull:
+      case kPush:
+        if (!gate(rank, f)) return false;
+        r = f.type == kPull ? pull(f) : push(rank, f);
+        break;
+      case kSave:
+        r = save(f);
+        break;
+      case kLoad:
+        r = load(f, false);
+        break;
+      case kLoadCommit:
+        r = load(f, true);
+        break;
+      case kDump:
+        r = dump(f);
+        break;
+      case kPosition:
+        r = position(rank);
+        break;
+      case kStats: {
+        std::vector<int64_t> v;
+        stats_.workers_left =
+            std::count_if(workers_.begin(), workers_.end(),
+                          [](const Worker &w) { return w.state == kLeft; });
+        rusage ru;
+        getrusage(RUSAGE_SELF, &ru);
+        stats_.cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +
+                        ru.ru_utime.tv_usec + ru.ru_stime.tv_usec;
+        stats_.to_ints(&v);
+        r = ok_reply(0, v);
+        break;
+      }
+      case kBye:
+        workers_[rank].state = kLeft;
+        all_tables(rank, /*lost=*/false);
+        r = ok_reply(0);
+        break;
+      default:
+        fail(HB_ERR_CORRUPT, "unknown message type %d", f.type);
+    }
+    r.id = f.id;
+    reply(p, r);
+  } catch (const std::out_of_range &) {
+    reply(p, error_reply(f.id, HB_ERR_CORRUPT,
+                         format("message type %d: missing fields", f.type)));
+  } catch (const Error &e) {
+    reply(p, error_reply(f.id, e.status(), e.what()));
+  } catch (const std::bad_alloc &) {
+    reply(p, error_reply(f.id, HB_ERR_OUT_OF_MEMORY, "out of memory"));
+  }
+  stats_.busy_us +=
+      std::chrono::duration_cast<std::chrono::microseconds>(Clock::now() - t0)
+          .count();
+  return true;
+}
+
+void Server::hello(Peer &p, const Frame &f) {
+  int64_t rank = f.ints.at(0), world = f.ints.at(1), index = f.ints.at(2);
+  if (index != cfg_.ps_index)
+    fail(HB_ERR_CONFIG,
+         "this is ps task %d but the worker's ps_hosts list puts ps task %lld "
+         "here",
+         cfg_.ps_index, static_cast<long long>(index));
+  if (world < 1 || world > 65536 || rank < 0 || rank >= world)
+    fail(HB_ERR_INVALID_ARGUMENT, "hello from rank %lld of %lld",
+         static_cast<long long>(rank), static_cast<long long>(world));
+  if (world_ == 0) {
+    world_ = static_cast<int>(world);
+    workers_.assign(world_, Worker());
+  } else if (world != world_) {
+    fail(HB_ERR_CONFIG, "rank %lld says the world has %lld workers, others %d",
+         static_cast<long long>(rank), static_cast<long long>(world), world_);
+  }
+  Worker &w = workers_[rank];
+  if (w.peer && w.peer != &p) {
+    // A restarted worker: its old connection is gone (or about to be).
+    Peer *old = w.peer;
+    w.peer = nullptr;
+    old->closed = true;
+    old->has_parked = false;
+  }
+  w.peer = &p;
+  p.rank = static_cast<int>(rank);
+  if (w.state == kLost || w.state == kLeft) {
+    ++stats_.workers_rejoined;
+    HB_LOG_WARN("ps task %d: worker rank %lld rejoins", cfg_.ps_index,
+                static_cast<long long>(rank));
+  }
+  // Its tables rejoin when it attaches them again.
+  w.state = kLive;
+}
+
+OwnedTable &Server::table(int64_t id) {
+  if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
+    fail(HB_ERR_INVALID_ARGUMENT, "no table %lld on ps task %d",
+         static_cast<long long>(id), cfg_.ps_index);
+  return *tables_[id];
+}
+
+Frame Server::attach(int rank, const Frame &f) {
+  emb::Spec spec = decode_spec(f.strs.at(0));
+  auto it = table_ids_.find(spec.name);
+  const bool fresh = it == table_ids_.end();
+  int64_t id;
+  if (fresh) {
+    std::unique_ptr<OwnedTable> t(new OwnedTable(
+        spec, cfg_.ps_index, cfg_.num_ps, world_, cfg_.staleness));
+    // Initial weights (dense buffers): the first worker's.
+    if (f.strs.size() >= 3)
+      t->set_rows(unpack<int64_t>(f.strs[1], "init ids"),
+                  unpack<float>(f.strs[2], "init rows"));
+    id = static_cast<int64_t>(tables_.size());
+    tables_.push_back(std::move(t));
+    table_ids_[spec.name] = id;
+  } else {
+    id = it->second;
+    if (tables_[id]->fingerprint() != emb::spec_fingerprint(spec))
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "table '%s': rank %d attaches with another config (name, dim, "
+           "num_rows, partition, initializer, optimizer or wire dtype differ)",
+           spec.name.c_str(), rank);
+  }
+  OwnedTable &t = *tables_[id];
+  t.attach(rank);
+  dirty_ = true;
+  return ok_reply(0, {id, t.committed(rank).first, t.committed(rank).second});
+}
+
+bool Server::gate(int rank, const Frame &f) const {
+  // Pull: ints are table ids; push: {table, step, k} triples.
+  const bool is_push = f.type == kPush;
+  const size_t n = is_push ? f.ints.size() / 3 : f.ints.size();
+  for (size_t i = 0; i < n; ++i) {
+    int64_t id = f.ints[is_push ? 3 * i : i];
+    if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
+      continue;  // the request fails when served
+    const OwnedTable &t = *tables_[id];
+    if (is_push && t.replay(rank, {f.ints[3 * i + 1], f.ints[3 * i + 2]}))
+      continue;  // dropped at once
+    if (!t.clock().may_go(rank)) return false;
+  }
+  return true;
+}
+
+Frame Server::pull(const Frame &f) {
+  std::vector<std::string> rows(f.ints.size());
+  for (size_t i = 0; i < f.ints.size(); ++i)
+    rows[i] =
+        table(f.ints[i]).pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
+  return ok_reply(0, {}, std::move(rows));
+}
+
+Frame Server::push(int rank, const Frame &f) {
+  const size_t n = f.ints.size() / 3;
+  if (f.ints.size() != 3 * n || f.strs.size() != 2 * n + 1)
+    fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
+         f.strs.size());
+  // Decode and check everything before anything changes.
+  struct Item {
+    OwnedTable *t;
+    std::pair<int64_t, int64_t> step;
+    std::vector<int64_t> ids;
+    std::vector<float> grads;
+  };
+  std::vector<Item> items(n);
+  for (size_t i = 0; i < n; ++i) {
+    Item &it = items[i];
+    it.t = &table(f.ints[3 * i]);
+    it.step = {f.ints[3 * i + 1], f.ints[3 * i + 2]};
+    it.ids = unpack<int64_t>(f.strs[2 * i], "ids");
+    it.t->check_ids(it.ids);
+    const emb::Spec &s = it.t->spec();
+    const size_t m = it.ids.size() * static_cast<size_t>(s.dim);
+    if (f.strs[2 * i + 1].size() != m * emb::wire_size(s.wire_dtype))
+      fail(HB_ERR_CORRUPT, "push to '%s': %zu gradient bytes for %zu ids",
+           s.name.c_str(), f.strs[2 * i + 1].size(), it.ids.size());
+    it.grads.resize(m);
+    emb::wire_decode(f.strs[2 * i + 1].data(), m, s.wire_dtype,
+                     it.grads.data());
+  }
+  int64_t dups = 0;
+  for (Item &it : items) {
+    if (it.t->replay(rank, it.step)) {
+      // A step this ps already has (a restarted worker resuming from an
+      // older position): applied once, so dropped.
+      ++dups;
+      ++stats_.duplicate_pushes;
+      continue;
+    }
+    it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
+               f.strs.back(), stats_);
+  }
+  dirty_ = true;
+  return ok_reply(0, {dups});
+}
+
+Frame Server::save(const Frame &f) {
+  emb::ShardFile s =
+      table(f.ints.at(0))
+          .save(f.strs.at(0), static_cast<uint64_t>(f.ints.at(1)));
+  return ok_reply(0,
+                  {static_cast<int64_t>(s.bytes), static_cast<int64_t>(s.rows),
+                   static_cast<int64_t>(s.checksum)});
+}
+
+Frame Server::load(const Frame &f, bool commit_step) {
+  OwnedTable &t = table(f.ints.at(0));
+  if (!commit_step)
+    t.stage(f.strs.at(0));
+  else
+    t.commit_staged(f.ints.at(1) != 0);
+  return ok_reply(0);
+}
+
+// The weights of every row (an export needs no optimizer slots).
+Frame Server::dump(const Frame &f) {
+  std::vector<int64_t> ids;
+  std::string rows;
+  table(f.ints.at(0)).dump(&ids, &rows);
+  return ok_reply(0, {}, {pack(ids.data(), ids.size()), std::move(rows)});
+}
+
+Frame Server::position(int rank) {
+  // Per table this rank pushed: {table, step, k} and the position.
+  std::vector<int64_t> ints;
+  std::vector<std::string> strs;
+  for (size_t i = 0; i < tables_.size(); ++i) {
+    const OwnedTable &t = *tables_[i];
+    if (t.committed(rank).first < 0) continue;
+    ints.insert(ints.end(), {static_cast<int64_t>(i), t.committed(rank).first,
+                             t.committed(rank).second});
+    strs.push_back(t.position(rank));
+  }
+  return ok_reply(0, std::move(ints), std::move(strs));
+}
+
+void Server::retry_parked() {
+  while (dirty_) {
+    dirty_ = false;
+    for (auto &p : peers_) {
+      if (!p->has_parked || p->closed) continue;
+      Frame f = std::move(p->parked);
+      p->has_parked = false;
+      if (!serve_request(*p, f)) {
+        p->has_parked = true;
+        p->parked = std::move(f);
+      }
+    }
+  }
+}
+
+void Server::check_liveness() {
+  const int64_t now = now_ms();
+  for (int r = 0; r < world_; ++r) {
+    Worker &w = workers_[r];
+    if (w.state == kLive && w.peer &&
+        now - w.peer->last_heard > cfg_.peer_timeout_ms)
+      worker_lost(r, format("silent for %lld ms (peer_timeout_ms)",
+                            static_cast<long long>(now - w.peer->last_heard)));
+    if (w.state == kExpected && now - start_ms_ > cfg_.connect_timeout_ms)
+      worker_lost(r, "never connected within connect_timeout_ms");
+  }
+}
+
+bool Server::finished() {
+  const int64_t now = now_ms();
+  if (!health_.ok()) {
+    end_status_ = health_.status();
+    end_message_ = health_.message();
+    return true;
+  }
+  if (world_ == 0) {
+    if (now - start_ms_ <= cfg_.connect_timeout_ms) return false;
+    end_status_ = HB_ERR_TIMEOUT;
+    end_message_ = format(
+        "ps task %d: no worker came within "
+        "connect_timeout_ms=%lld",
+        cfg_.ps_index, static_cast<long long>(cfg_.connect_timeout_ms));
+    return true;
+  }
+  int left = 0, lost = 0;
+  for (const Worker &w : workers_) {
+    if (w.state == kLeft) ++left;
+    if (w.state == kLost) ++lost;
+  }
+  if (left == world_) return true;
+  // No worker alive: a lost one may still be restarting (it gets the time
+  // a worker has to connect).
+  if (left + lost == world_ && now - last_lost_ms_ > cfg_.connect_timeout_ms) {
+    end_status_ = HB_ERR_PEER_FAILED;
+    end_message_ = format(
+        "ps task %d: %d worker(s) lost and none came back within "
+        "connect_timeout_ms=%lld",
+        cfg_.ps_index, lost, static_cast<long long>(cfg_.connect_timeout_ms));
+    return true;
+  }
+  return false;
+}
+
+void Server::run() {
+  std::vector<pollfd> fds;
+  for (;;) {
+    fds.assign(1, pollfd{listen_fd_, POLLIN, 0});
+    for (auto &p : peers_)
+      fds.push_back(pollfd{
+          p->fd, static_cast<short>(POLLIN | (p->out.empty() ? 0 : POLLOUT)),
+          0});
+    int n = ::poll(fds.data(), fds.size(), kSliceMs);
+    if (n < 0 && errno != EINTR)
+      fail(HB_ERR_IO, "ps task %d: poll: %s", cfg_.ps_index, strerror(errno));
+    if (n > 0) {
+      const size_t npeers = fds.size() - 1;
+      for (size_t i = 0; i < npeers; ++i) {
+        Peer &p = *peers_[i];
+        short ev = fds[i + 1].revents;
+        if (ev & POLLOUT) write_peer(p);
+        if (ev & (POLLIN | POLLHUP | POLLERR)) read_peer(p);
+      }
+      if (fds[0].revents & POLLIN) accept_all();
+    }
+    check_liveness();
+    retry_parked();
+    // Closed connections go once nothing points at them.
+    for (size_t i = 0; i < peers_.size();) {
+      if (!peers_[i]->closed) {
+        ++i;
+        continue;
+      }
+      ::close(peers_[i]->fd);
+      peers_.erase(peers_.begin() + static_cast<long>(i));
+    }
+    if (finished()) break;
+  }
+  // Last replies (the BYEs' acknowledgements) out, bounded.
+  Deadline flush(1000);
+  for (auto &p : peers_)
+    while (!p->closed && !p->out.empty() && !flush.expired()) {
+      write_peer(*p);
+      if (!p->out.empty()) {
+        pollfd pf{p->fd, POLLOUT, 0};
+        ::poll(&pf, 1, 10);
+      }
+    }
+  if (end_status_ != HB_OK) fail(end_status_, "%s", end_message_.c_str());
+}
+
+}  // namespace
+
+void serve(const ServerConfig &cfg, Health &health) {
+  Server s(cfg, health);
+  s.listen();
+  HB_LOG_INFO("ps task %d of %d serving on %s:%d (staleness %lld)",
+              cfg.ps_index, cfg.num_ps, cfg.host.c_str(), cfg.port,
+              static_cast<long long>(cfg.staleness));
+  s.run();
+}
+
+}  // namespace ps
+}  // namespace hb

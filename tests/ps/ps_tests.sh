@@ -1,0 +1,193 @@
+#!/bin/bash
+# Parameter-server mode with real processes (ps_train under hbrun --ps).
+#
+#   ps_tests.sh HBRUN PS_TRAIN WORKDIR equal W P
+#       Collective mode and ps mode (staleness 0) on the same batches: the
+#       tables are bit-equal (rows, and one more step through the slots),
+#       their exports are the same files, and the collective checkpoint
+#       loaded into ps tables and saved again is the same table.
+#   ps_tests.sh ... stale W P K
+#       Staleness K with a slow worker: the ps tasks never let a push run
+#       more than K steps ahead of the slowest live worker, and the others
+#       do run K ahead.
+#   ps_tests.sh ... dense W P
+#       A dense buffer on the ps tasks equals SGD on the rank-order sums.
+#   ps_tests.sh ... kill W P K
+#       Worker 1, then worker 2 (if any) are SIGKILLed at random moments and
+#       restarted (--max-restarts): the others never stall past the peer
+#       timeout, the job finishes, every sample is applied exactly once.
+#   ps_tests.sh ... stop W P K
+#       Worker 1 is SIGSTOPped for longer than the peer timeout, then
+#       resumed: the others go on meanwhile, every sample exactly once.
+#   ps_tests.sh ... lost
+#       A worker SIGKILLed without restarts: the other finishes, hbrun
+#       stops the ps task and exits with the lost worker's status.
+#   ps_tests.sh ... pskill W
+#       The ps task is SIGKILLed mid-training: every worker fails with
+#       HB_ERR_PEER_FAILED naming it.
+set -u
+HBRUN=$1 PS_TRAIN=$2 WORK=$3 MODE=$4
+shift 4
+rm -rf "$WORK"
+mkdir -p "$WORK"
+cd "$WORK" || exit 1
+LOG=$WORK/log.txt
+
+fail() {
+  echo "FAILED: $*"
+  echo "---- log"
+  cat "$LOG"
+  exit 1
+}
+
+# Random delay in ms, in [lo, hi).
+rand_ms() { echo $(($1 + RANDOM % ($2 - $1))); }
+sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
+
+# Waits until the worker's pid file exists (its context is up); prints it.
+worker_pid() {
+  for _ in $(seq 200); do
+    if [ -s "pids/worker$1.pid" ]; then
+      cat "pids/worker$1.pid"
+      return
+    fi
+    sleep 0.05
+  done
+}
+
+case $MODE in
+  equal)
+    W=$1 P=$2
+    HB_STALENESS=0 "$HBRUN" -n "$W" --timeout 60 -- "$PS_TRAIN" train coll \
+      --steps 30 >"$LOG" 2>&1 || fail "collective run"
+    HB_STALENESS=0 "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+      train ps --steps 30 --max-lead 0 >>"$LOG" 2>&1 || fail "ps run"
+    "$PS_TRAIN" compare coll ps >>"$LOG" 2>&1 || fail "compare"
+    grep -q "max lead 0 (bound 0)" "$LOG" || fail "no staleness line"
+    # The serving exports are the same files.
+    for t in s8 d4; do
+      cmp "coll/$t.hbe" "ps/$t.hbe" >>"$LOG" 2>&1 || fail "exports of $t differ"
+    done
+    # The collective checkpoint into ps tables and back out: the same rows.
+    "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" reload coll back \
+      >>"$LOG" 2>&1 || fail "reload into ps tables"
+    "$PS_TRAIN" compare coll back >>"$LOG" 2>&1 || fail "compare after reload"
+    ;;
+  stale)
+    W=$1 P=$2 K=$3
+    HB_STALENESS=$K "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+      train ps --steps 40 --slow-rank 1 --slow-ms 25 --max-lead "$K" \
+      --expect-lead >"$LOG" 2>&1 || fail "staleness $K"
+    ;;
+  dense)
+    W=$1 P=$2
+    HB_STALENESS=0 "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+      dense --steps 25 >"$LOG" 2>&1 || fail "dense"
+    [ "$(grep -c 'equal to the reference' "$LOG")" = "$W" ] || fail "dense"
+    ;;
+  kill | stop)
+    W=$1 P=$2 K=$3
+    mkdir pids
+    # Lost within 1 s; a step of the others may wait that long, plus load.
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100
+    STALL=4000
+    RESTARTS=()
+    [ "$MODE" = kill ] && RESTARTS=(--max-restarts 2)
+    HB_STALENESS=$K "$HBRUN" -n "$W" --ps "$P" "${RESTARTS[@]}" --timeout 80 \
+      -- "$PS_TRAIN" count count_ok --samples 4000 --batch 20 --step-ms 5 \
+      --pid-dir pids --max-stall-ms $STALL --victim 1 >"$LOG" 2>&1 &
+    JOB=$!
+    if [ "$MODE" = kill ]; then
+      for victim in 1 2; do
+        [ "$victim" -lt "$W" ] || break
+        pid=$(worker_pid "$victim")
+        [ -n "$pid" ] || fail "worker $victim never started"
+        sleep_ms "$(rand_ms 200 900)"
+        kill -KILL "$pid" 2>/dev/null
+        echo "test: SIGKILL worker $victim (pid $pid)" >>"$LOG"
+      done
+    else
+      pid=$(worker_pid 1)
+      [ -n "$pid" ] || fail "worker 1 never started"
+      sleep_ms "$(rand_ms 200 600)"
+      kill -STOP "$pid"
+      echo "test: SIGSTOP worker 1 (pid $pid) for 2.5 s" >>"$LOG"
+      sleep 2.5
+      kill -CONT "$pid"
+    fi
+    wait $JOB
+    rc=$?
+    [ $rc = 0 ] || fail "the job exited with $rc"
+    [ -f count_ok ] || fail "no exactly-once verdict"
+    grep -q "0 not applied exactly once" "$LOG" || fail "counts"
+    if [ "$MODE" = kill ]; then
+      grep -q "restarting it" "$LOG" || fail "no worker was restarted"
+    else
+      grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
+    fi
+    ;;
+  lost)
+    # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it
+    # (its rounds complete once rank 1 is lost), and hbrun then stops the
+    # ps task (which would wait connect_timeout_ms for a restart) and exits
+    # with the lost worker's status.
+    "$HBRUN" -n 2 --ps 1 --timeout 60 -- "$PS_TRAIN" train out --steps 400 \
+      --slow-rank 1 --slow-ms 5 >"$LOG" 2>&1 &
+    JOB=$!
+    for _ in $(seq 100); do
+      pid=$(pgrep -P "$JOB" -f "ps_train train" | while read -r c; do
+        tr '\0' '\n' <"/proc/$c/environ" 2>/dev/null | grep -qx HB_RANK=1 && echo "$c"
+      done | head -n1)
+      [ -n "$pid" ] && break
+      sleep 0.05
+    done
+    [ -n "$pid" ] || fail "worker 1 never started"
+    sleep 0.5
+    kill -KILL "$pid"
+    t0=$SECONDS
+    wait $JOB
+    rc=$?
+    [ $rc = 137 ] || fail "hbrun exited with $rc, expected 137 (the lost worker's)"
+    [ $((SECONDS - t0)) -le 15 ] || fail "the job took $((SECONDS - t0)) s to end"
+    grep -q "the others go on without it" "$LOG" || fail "no 'go on' line"
+    grep -q "no worker left: stopping 1 ps task" "$LOG" || fail "the ps task was not stopped"
+    [ -f out/s8.manifest ] || fail "worker 0 did not finish (no checkpoint)"
+    ;;
+  pskill)
+    # A ps task that dies stops the job: every worker fails with
+    # HB_ERR_PEER_FAILED naming it, within two heartbeats or so. The tasks
+    # are started by hand (the HB_* variables hbrun would set), so nothing
+    # but hb stops the workers.
+    W=$1
+    PORT=$((20000 + RANDOM % 20000))
+    export HB_PS_HOSTS=127.0.0.1:$PORT HB_HEARTBEAT_INTERVAL_MS=100
+    HB_TASK_TYPE=ps HB_TASK_ID=0 "$PS_TRAIN" train ps >ps.log 2>&1 &
+    PS=$!
+    PIDS=()
+    for r in $(seq 0 $((W - 1))); do
+      HB_RANK=$r HB_WORLD_SIZE=$W HB_STALENESS=1 "$PS_TRAIN" train out \
+        --steps 100000 >"worker$r.log" 2>&1 &
+      PIDS+=($!)
+    done
+    sleep 1
+    kill -KILL $PS
+    echo "test: SIGKILL ps task 0" >>"$LOG"
+    t0=$SECONDS
+    for r in $(seq 0 $((W - 1))); do
+      wait "${PIDS[$r]}"
+      rc=$?
+      cat "worker$r.log" >>"$LOG"
+      [ $rc = 1 ] || fail "worker $r exited with $rc, expected 1"
+      grep -q "HB_ERR_PEER_FAILED.*ps task 0" "worker$r.log" ||
+        fail "worker $r did not report HB_ERR_PEER_FAILED naming ps task 0"
+    done
+    [ $((SECONDS - t0)) -le 10 ] || fail "workers took $((SECONDS - t0)) s to fail"
+    ;;
+  *)
+    echo "unknown mode $MODE"
+    exit 2
+    ;;
+esac
+echo "---- log"
+cat "$LOG"
+echo "PASSED: $MODE $*"

@@ -1,0 +1,466 @@
+// One program for every task of the parameter-server tests (ps_tests.sh):
+// a ps task serves (hb_context_serve), a worker trains. The same program
+// runs in collective mode (no ps tasks: tables sharded over the ranks).
+//
+//   ps_train train OUT [--steps N] [--slow-rank R --slow-ms MS]
+//                      [--max-lead K] [--expect-lead]
+//       Two tables (static Adagrad, dynamic Adam), per step a lookup and a
+//       gradient that depends on the rows looked up, on batches that depend
+//       only on (rank, step). The chief saves both tables into OUT at the
+//       end (collective mode: every rank saves). --max-lead K: the chief
+//       checks the ps tasks' staleness counters (bound K never exceeded;
+//       --expect-lead: K was reached).
+//   ps_train reload IN OUT
+//       The chief loads checkpoint IN into the tables and saves them to OUT
+//       (in a ps job: a checkpoint of sharded tables into ps tables).
+//   ps_train compare A B
+//       World of one: loads both checkpoints of each table and checks that
+//       the rows, and one more step with the same gradient, are bit-equal.
+//   ps_train count OUT [--samples N] [--batch B] [--step-ms MS]
+//                      [--pid-dir DIR] [--max-stall-ms MS --victim R]
+//       Exactly once: worker r pushes a gradient of -1 (SGD, lr 1) for each
+//       of its samples (ids r * 10^6 + j) with its position; a restarted
+//       worker resumes at hb_ps_position. When every other worker has left
+//       the chief checks that every sample's row is exactly 1 and writes
+//       "count ok" to OUT.
+//   ps_train dense [--steps N]
+//       A dense buffer on the ps: after N synchronous steps of known
+//       gradients, its value equals SGD on the rank-order sums.
+#include <signal.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <string>
+#include <vector>
+
+#define HB_EXPERIMENTAL 1
+#include "hb.h"
+
+namespace {
+
+[[noreturn]] void die(const char *what, hb_status st) {
+  std::fprintf(stderr, "ps_train: %s: %s: %s\n", what, hb_status_name(st),
+               hb_last_error());
+  std::exit(1);
+}
+#define CHECK_HB(call)                 \
+  do {                                 \
+    hb_status st_ = (call);            \
+    if (st_ != HB_OK) die(#call, st_); \
+  } while (0)
+#define CHECK(cond, ...)                          \
+  do {                                            \
+    if (!(cond)) {                                \
+      std::fprintf(stderr, "ps_train: FAILED: "); \
+      std::fprintf(stderr, __VA_ARGS__);          \
+      std::fprintf(stderr, "\n");                 \
+      std::exit(1);                               \
+    }                                             \
+  } while (0)
+
+uint64_t mix(uint64_t x) {
+  x += 0x9E3779B97F4A7C15ull;
+  x = (x ^ (x >> 30)) * 0xBF58476D1CE4E5B9ull;
+  x = (x ^ (x >> 27)) * 0x94D049BB133111EBull;
+  return x ^ (x >> 31);
+}
+
+int64_t now_ms() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return int64_t(ts.tv_sec) * 1000 + ts.tv_nsec / 1000000;
+}
+
+void sleep_ms(int64_t ms) {
+  timespec ts{static_cast<time_t>(ms / 1000),
+              static_cast<long>(ms % 1000) * 1000000};
+  nanosleep(&ts, nullptr);
+}
+
+struct Args {
+  std::vector<std::string> pos;
+  int64_t steps = 20, slow_rank = -1, slow_ms = 0, max_lead = -1;
+  bool expect_lead = false;
+  int64_t samples = 2000, batch = 20, step_ms = 0;
+  std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
+  int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
+  int64_t victim = -1;       // count: the rank the test stops (not checked)
+};
+
+Args parse(int argc, char **argv) {
+  Args a;
+  for (int i = 2; i < argc; ++i) {
+    std::string s = argv[i];
+    auto num = [&] { return std::atoll(argv[++i]); };
+    if (s == "--steps")
+      a.steps = num();
+    else if (s == "--slow-rank")
+      a.slow_rank = num();
+    else if (s == "--slow-ms")
+      a.slow_ms = num();
+    else if (s == "--max-lead")
+      a.max_lead = num();
+    else if (s == "--expect-lead")
+      a.expect_lead = true;
+    else if (s == "--samples")
+      a.samples = num();
+    else if (s == "--batch")
+      a.batch = num();
+    else if (s == "--step-ms")
+      a.step_ms = num();
+    else if (s == "--pid-dir")
+      a.pid_dir = argv[++i];
+    else if (s == "--max-stall-ms")
+      a.max_stall_ms = num();
+    else if (s == "--victim")
+      a.victim = num();
+    else
+      a.pos.push_back(s);
+  }
+  return a;
+}
+
+hb_embedding *make_table(hb_context *ctx, const char *name, bool on_ps) {
+  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
+  c.name = name;
+  c.seed = 7;
+  if (std::strcmp(name, "s8") == 0) {
+    c.dim = 8, c.num_rows = 1000, c.optimizer = HB_OPT_ADAGRAD;
+    c.initializer = HB_INIT_NORMAL, c.init_a = 0.0, c.init_b = 0.1;
+    c.learning_rate = 0.05;
+  } else if (std::strcmp(name, "d4") == 0) {
+    c.dim = 4, c.num_rows = 0, c.optimizer = HB_OPT_ADAM;
+    c.initializer = HB_INIT_UNIFORM, c.init_a = -0.1, c.init_b = 0.1;
+    c.learning_rate = 0.01;
+  } else {  // "count": one float per sample, +1 per gradient of -1
+    c.dim = 1, c.num_rows = 0, c.optimizer = HB_OPT_SGD;
+    c.learning_rate = 1.0;
+  }
+  c.placement = on_ps ? HB_PLACEMENT_PS : HB_PLACEMENT_WORKERS;
+  hb_embedding *e = nullptr;
+  CHECK_HB(hb_embedding_create(ctx, &c, &e));
+  return e;
+}
+
+// The ids of (rank, step) for a table: different counts per rank, with
+// duplicates, negative ids in the dynamic table.
+std::vector<int64_t> batch_ids(int rank, int64_t step, bool dynamic) {
+  size_t n = 40 + static_cast<size_t>((rank * 7 + step * 3) % 29);
+  std::vector<int64_t> ids(n);
+  for (size_t i = 0; i < n; ++i) {
+    uint64_t h = mix((uint64_t(rank) << 40) ^ (uint64_t(step) << 20) ^ i ^
+                     (dynamic ? 0x5555 : 0));
+    ids[i] = dynamic ? static_cast<int64_t>(h % 3000) - 1500
+                     : static_cast<int64_t>(h % 300);
+  }
+  return ids;
+}
+
+// A gradient that depends on the rows looked up (so staleness shows).
+void make_grads(const std::vector<float> &rows, int rank, int64_t step,
+                std::vector<float> *g) {
+  g->resize(rows.size());
+  for (size_t i = 0; i < rows.size(); ++i)
+    (*g)[i] =
+        0.5f * rows[i] +
+        static_cast<float>(static_cast<int64_t>(
+                               mix(rank * 1000003ull + step * 17 + i) % 2001) -
+                           1000) *
+            1e-3f;
+}
+
+int serve(hb_context *ctx) {
+  hb_status st = hb_context_serve(ctx);
+  if (st != HB_OK)
+    std::fprintf(stderr, "ps_train: ps task %d: %s: %s\n",
+                 hb_context_task_id(ctx), hb_status_name(st), hb_last_error());
+  hb_context_destroy(ctx);
+  return st == HB_OK ? 0 : 1;
+}
+
+void check_staleness(hb_context *ctx, const Args &a) {
+  if (a.max_lead < 0 || hb_context_num_ps(ctx) == 0) return;
+  hb_ps_stats s = HB_PS_STATS_INIT;
+  CHECK_HB(hb_ps_get_stats(ctx, &s));
+  std::printf(
+      "ps stats: pushes %lld, max lead %lld (bound %lld), "
+      "violations %lld, rounds %lld\n",
+      (long long)s.pushes, (long long)s.max_staleness, (long long)a.max_lead,
+      (long long)s.bound_violations, (long long)s.rounds);
+  CHECK(s.bound_violations == 0 && s.max_staleness <= a.max_lead,
+        "staleness bound %lld exceeded: max lead %lld, %lld violations",
+        (long long)a.max_lead, (long long)s.max_staleness,
+        (long long)s.bound_violations);
+  if (a.expect_lead)
+    CHECK(s.max_staleness == a.max_lead,
+          "a straggler should let the others reach the bound %lld, max lead "
+          "was %lld",
+          (long long)a.max_lead, (long long)s.max_staleness);
+}
+
+int train(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1, "train OUT");
+  const bool on_ps = hb_context_num_ps(ctx) > 0;
+  const int rank = hb_context_rank(ctx);
+  hb_embedding *t[2] = {make_table(ctx, "s8", on_ps),
+                        make_table(ctx, "d4", on_ps)};
+  std::vector<float> rows, grads;
+  for (int64_t s = 0; s < a.steps; ++s) {
+    if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
+    for (int k = 0; k < 2; ++k) {
+      std::vector<int64_t> ids = batch_ids(rank, s, k == 1);
+      int64_t dim = hb_embedding_dim(t[k]);
+      rows.assign(ids.size() * dim, 0.0f);
+      CHECK_HB(hb_embedding_lookup(t[k], ids.data(), ids.size(), rows.data()));
+      make_grads(rows, rank, s, &grads);
+      CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
+                                            grads.data()));
+    }
+  }
+  if (!on_ps || rank == 0) {
+    if (on_ps) {
+      // Staleness 0: a pull at step N waits for every worker's step N - 1,
+      // so the chief saves the table after the last round (an empty
+      // lookup still waits, and creates no row).
+      for (hb_embedding *e : t) {
+        float row[8];
+        CHECK_HB(hb_embedding_lookup(e, nullptr, 0, row));
+      }
+      check_staleness(ctx, a);
+    }
+    CHECK_HB(hb_embedding_save(t[0], a.pos[0].c_str()));
+    CHECK_HB(hb_embedding_save(t[1], a.pos[0].c_str()));
+    // Serving files too (ids ascending: bit-equal tables, equal files).
+    CHECK_HB(hb_embedding_export(t[0], (a.pos[0] + "/s8.hbe").c_str()));
+    CHECK_HB(hb_embedding_export(t[1], (a.pos[0] + "/d4.hbe").c_str()));
+  }
+  hb_embedding_destroy(t[0]);
+  hb_embedding_destroy(t[1]);
+  return 0;
+}
+
+// The chief loads checkpoint IN into its tables (on the ps tasks in a ps
+// job) and saves them into OUT: checkpoints move between placements.
+int reload(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 2, "reload IN OUT");
+  const bool on_ps = hb_context_num_ps(ctx) > 0;
+  hb_embedding *t[2] = {make_table(ctx, "s8", on_ps),
+                        make_table(ctx, "d4", on_ps)};
+  if (!on_ps || hb_context_rank(ctx) == 0)
+    for (hb_embedding *e : t) {
+      CHECK_HB(hb_embedding_load(e, a.pos[0].c_str()));
+      CHECK_HB(hb_embedding_save(e, a.pos[1].c_str()));
+    }
+  hb_embedding_destroy(t[0]);
+  hb_embedding_destroy(t[1]);
+  return 0;
+}
+
+int compare(const Args &a) {
+  CHECK(a.pos.size() == 2, "compare A B");
+  for (const char *name : {"s8", "d4"}) {
+    std::vector<float> out[2];
+    int64_t rows[2];
+    for (int k = 0; k < 2; ++k) {
+      hb_context *ctx = nullptr;
+      CHECK_HB(hb_context_create(nullptr, &ctx));
+      hb_embedding *e = make_table(ctx, name, false);
+      CHECK_HB(hb_embedding_load(e, a.pos[k].c_str()));
+      rows[k] = hb_embedding_local_rows(e);
+      std::vector<int64_t> ids;
+      bool dyn = std::strcmp(name, "d4") == 0;
+      for (int64_t i = dyn ? -1500 : 0; i < (dyn ? 1500 : 1000); ++i)
+        ids.push_back(i);
+      int64_t dim = hb_embedding_dim(e);
+      std::vector<float> o(ids.size() * dim), g(ids.size() * dim);
+      CHECK_HB(hb_embedding_lookup(e, ids.data(), ids.size(), o.data()));
+      // One more step shows the optimizer slots too.
+      for (size_t i = 0; i < g.size(); ++i) g[i] = 0.25f - 0.001f * (i % 500);
+      CHECK_HB(
+          hb_embedding_apply_gradients(e, ids.data(), ids.size(), g.data()));
+      std::vector<float> o2(o.size());
+      CHECK_HB(hb_embedding_lookup(e, ids.data(), ids.size(), o2.data()));
+      o.insert(o.end(), o2.begin(), o2.end());
+      out[k] = o;
+      hb_embedding_destroy(e);
+      hb_context_destroy(ctx);
+    }
+    CHECK(rows[0] == rows[1], "table %s: %lld rows vs %lld", name,
+          (long long)rows[0], (long long)rows[1]);
+    size_t diff = 0;
+    for (size_t i = 0; i < out[0].size(); ++i)
+      if (std::memcmp(&out[0][i], &out[1][i], 4) != 0) ++diff;
+    CHECK(diff == 0, "table %s: %zu of %zu values differ", name, diff,
+          out[0].size());
+    std::printf("table %s: %lld rows, %zu values bit-equal\n", name,
+                (long long)rows[0], out[0].size());
+  }
+  return 0;
+}
+
+int count(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1, "count OUT");
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  if (!a.pid_dir.empty()) {
+    // For the test that kills this worker (a new start rewrites it).
+    std::string path = a.pid_dir + "/worker" + std::to_string(rank) + ".pid";
+    std::string tmp = path + ".tmp";
+    FILE *f = std::fopen(tmp.c_str(), "w");
+    CHECK(f, "cannot write %s", tmp.c_str());
+    std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+    std::fclose(f);
+    CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename %s",
+          path.c_str());
+  }
+  hb_embedding *t = make_table(ctx, "count", true);
+  // Where this worker left off (0 on its first start).
+  int64_t next = 0, step = 0;
+  size_t len = 0;
+  CHECK_HB(hb_ps_position(ctx, &next, sizeof next, &len, &step));
+  if (len != sizeof next) next = 0;
+  const char *restarts = std::getenv("HB_RESTART_COUNT");
+  std::printf("rank %d starts at sample %lld (step %lld, restart %s)\n", rank,
+              (long long)next, (long long)step, restarts ? restarts : "0");
+  std::fflush(stdout);
+  std::vector<int64_t> ids;
+  std::vector<float> rows, grads;
+  int64_t worst_ms = 0;
+  while (next < a.samples) {
+    const int64_t t0 = now_ms();
+    int64_t end = std::min(a.samples, next + a.batch);
+    ids.clear();
+    for (int64_t j = next; j < end; ++j) ids.push_back(rank * 1000000 + j);
+    rows.resize(ids.size());
+    CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+    grads.assign(ids.size(), -1.0f);
+    // The position after this batch rides with its gradients.
+    CHECK_HB(hb_ps_set_position(ctx, &end, sizeof end));
+    CHECK_HB(
+        hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+    next = end;
+    worst_ms = std::max(worst_ms, now_ms() - t0);
+    if (a.step_ms > 0) sleep_ms(a.step_ms);
+  }
+  // A lost or stopped peer holds this worker back for peer_timeout_ms at
+  // most (plus load), never for as long as the peer is gone.
+  if (a.max_stall_ms > 0 && rank != a.victim)
+    CHECK(worst_ms <= a.max_stall_ms,
+          "rank %d: a step took %lld ms (at most %lld expected)", rank,
+          (long long)worst_ms, (long long)a.max_stall_ms);
+  std::printf("rank %d: done, longest step %lld ms\n", rank,
+              (long long)worst_ms);
+  // Out of data: leave the table, so that no one waits for this worker's
+  // next step (staleness 0). The others then leave the job.
+  hb_embedding_destroy(t);
+  t = nullptr;
+  if (rank == 0) {
+    // Wait until every other worker has left (a restarted one may still be
+    // catching up), then check every sample's row.
+    for (int tries = 0;; ++tries) {
+      hb_ps_stats s = HB_PS_STATS_INIT;
+      CHECK_HB(hb_ps_get_stats(ctx, &s));
+      if (s.workers_left >= world - 1) break;
+      CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
+            (long long)s.workers_left, world - 1);
+      sleep_ms(50);
+    }
+    t = make_table(ctx, "count", true);
+    std::vector<int64_t> all;
+    for (int r = 0; r < world; ++r)
+      for (int64_t j = 0; j < a.samples; ++j) all.push_back(r * 1000000 + j);
+    std::vector<float> c(all.size());
+    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
+    size_t bad = 0;
+    for (size_t i = 0; i < c.size(); ++i)
+      if (c[i] != 1.0f) {
+        if (bad < 5)
+          std::fprintf(stderr, "sample %lld applied %g times\n",
+                       (long long)all[i], c[i]);
+        ++bad;
+      }
+    hb_ps_stats s = HB_PS_STATS_INIT;
+    CHECK_HB(hb_ps_get_stats(ctx, &s));
+    std::printf(
+        "count: %zu samples, %zu not applied exactly once; %lld "
+        "duplicate pushes dropped, %lld workers lost, %lld rejoined\n",
+        c.size(), bad, (long long)s.duplicate_pushes, (long long)s.workers_lost,
+        (long long)s.workers_rejoined);
+    CHECK(bad == 0, "%zu samples not applied exactly once", bad);
+    FILE *f = std::fopen(a.pos[0].c_str(), "w");
+    CHECK(f, "cannot write %s", a.pos[0].c_str());
+    std::fprintf(f, "count ok\n");
+    std::fclose(f);
+  }
+  hb_embedding_destroy(t);
+  return 0;
+}
+
+int dense(hb_context *ctx, const Args &a) {
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  const int64_t n = 600;  // three rows of 256, the last padded
+  std::vector<float> init(n), w(n), g(n);
+  for (int64_t i = 0; i < n; ++i) init[i] = 0.001f * static_cast<float>(i);
+  hb_ps_dense_config c = HB_PS_DENSE_CONFIG_INIT;
+  c.name = "dense";
+  c.count = n;
+  c.init = init.data();
+  c.optimizer = HB_OPT_SGD;
+  c.learning_rate = 0.5;
+  hb_ps_dense *d = nullptr;
+  CHECK_HB(hb_ps_dense_create(ctx, &c, &d));
+  auto grad = [](int r, int64_t s, int64_t i) {
+    return static_cast<float>(
+               static_cast<int64_t>(mix(r * 7919ull + s * 31 + i) % 1001) -
+               500) *
+           1e-4f;
+  };
+  std::vector<float> ref = init;
+  const float lr = 0.5f;
+  for (int64_t s = 0; s < a.steps; ++s) {
+    CHECK_HB(hb_ps_dense_pull(d, w.data()));
+    // Staleness 0: the value after s rounds, exactly.
+    for (int64_t i = 0; i < n; ++i)
+      CHECK(std::memcmp(&w[i], &ref[i], 4) == 0,
+            "rank %d step %lld: element %lld is %.9g, expected %.9g", rank,
+            (long long)s, (long long)i, w[i], ref[i]);
+    for (int64_t i = 0; i < n; ++i) g[i] = grad(rank, s, i);
+    CHECK_HB(hb_ps_dense_push(d, g.data()));
+    for (int64_t i = 0; i < n; ++i) {
+      float sum = grad(0, s, i);
+      for (int r = 1; r < world; ++r) sum += grad(r, s, i);
+      ref[i] = ref[i] - lr * sum;
+    }
+  }
+  std::printf("rank %d: dense buffer equal to the reference for %lld steps\n",
+              rank, (long long)a.steps);
+  hb_ps_dense_destroy(d);
+  return 0;
+}
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr, "usage: ps_train train|compare|count|dense ...\n");
+    return 2;
+  }
+  std::string mode = argv[1];
+  Args a = parse(argc, argv);
+  if (mode == "compare") return compare(a);
+  hb_context *ctx = nullptr;
+  CHECK_HB(hb_context_create(nullptr, &ctx));
+  if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx);
+  int rc = mode == "train"    ? train(ctx, a)
+           : mode == "reload" ? reload(ctx, a)
+           : mode == "count"  ? count(ctx, a)
+           : mode == "dense"  ? dense(ctx, a)
+                              : 2;
+  hb_context_destroy(ctx);
+  return rc;
+}

@@ -1,0 +1,414 @@
+// The ps module's pieces in one process: the staleness clock, and a ps
+// server (ps::serve on a thread) spoken to through ps::Conn and raw
+// sockets: rounds, the bound, lost workers, bad input, the end of a job.
+#include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <chrono>
+#include <cstring>
+#include <future>
+#include <memory>
+#include <thread>
+
+#define HB_EXPERIMENTAL 1
+#include "context/health.h"
+#include "embedding/spec.h"
+#include "ps/clock.h"
+#include "ps/conn.h"
+#include "ps/server.h"
+#include "ps/wire.h"
+#include "rendezvous/tcp.h"
+
+namespace hb {
+namespace ps {
+namespace {
+
+TEST(StalenessClock, BoundAgainstTheSlowestActiveRank) {
+  StalenessClock c(3, 1);
+  EXPECT_EQ(c.slowest(), 0);
+  EXPECT_TRUE(c.may_go(0));
+  c.attach(0);
+  c.tick(0);
+  EXPECT_EQ(c.lead(0), 1);
+  EXPECT_TRUE(c.may_go(0));
+  c.tick(0);
+  EXPECT_FALSE(c.may_go(0));  // 2 ahead of ranks 1 and 2 (expected, at 0)
+  c.lost(1);
+  EXPECT_FALSE(c.may_go(0));  // rank 2 is still expected
+  c.left(2);
+  EXPECT_TRUE(c.may_go(0));  // nobody active but rank 0
+  EXPECT_EQ(c.slowest(), 2);
+  // A lost rank resumes at the slowest active clock: it cannot hold the
+  // others back for the steps it missed.
+  c.attach(1);
+  EXPECT_EQ(c.clock(1), 2);
+  EXPECT_EQ(c.lead(0), 0);
+}
+
+TEST(StalenessClock, RejoiningAnIdleTableResumesAtItsFloor) {
+  StalenessClock c(2, 0);
+  c.attach(0), c.attach(1);
+  for (int i = 0; i < 5; ++i) c.tick(0), c.tick(1);
+  c.left(0), c.lost(1);
+  EXPECT_EQ(c.slowest(), StalenessClock::kNone);
+  c.attach(1);
+  EXPECT_EQ(c.clock(1), 5);
+  c.attach(0);
+  EXPECT_EQ(c.clock(0), 5);
+}
+
+// A ps server on a thread, on a free loopback port.
+class Ps {
+ public:
+  explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000) {
+    cfg_.host = "127.0.0.1";
+    cfg_.port = free_port();
+    cfg_.staleness = staleness;
+    cfg_.peer_timeout_ms = 1000;
+    cfg_.connect_timeout_ms = connect_timeout_ms;
+    done_ = std::async(std::launch::async, [this] {
+      try {
+        serve(cfg_, health_);
+        return std::make_pair(hb_status{HB_OK}, std::string());
+      } catch (const Error &e) {
+        return std::make_pair(hb_status{e.status()}, std::string(e.what()));
+      }
+    });
+  }
+  ~Ps() {
+    health_.fail(HB_ERR_ABORTED, "test over");
+    if (done_.valid()) done_.wait();
+  }
+  int port() const { return cfg_.port; }
+  // Waits for serve() to return (at most ms).
+  std::pair<hb_status, std::string> result(int64_t ms) {
+    if (done_.wait_for(std::chrono::milliseconds(ms)) !=
+        std::future_status::ready)
+      return {-1, "still serving"};
+    return done_.get();
+  }
+  std::unique_ptr<Conn> connect(int rank, int world, Health *h) {
+    ConnConfig cc;
+    cc.host = "127.0.0.1";
+    cc.port = cfg_.port;
+    cc.rank = rank;
+    cc.world = world;
+    cc.connect_timeout_ms = 5000;
+    cc.peer_timeout_ms = 3000;
+    cc.timeout_ms = 10000;
+    return std::unique_ptr<Conn>(new Conn(cc, h));
+  }
+
+ private:
+  static int free_port() {
+    int fd = socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
+    socklen_t len = sizeof a;
+    getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
+    int port = ntohs(a.sin_port);
+    close(fd);
+    return port;
+  }
+  ServerConfig cfg_;
+  Health health_;
+  std::future<std::pair<hb_status, std::string>> done_;
+};
+
+emb::Spec sgd_spec(const char *name, int64_t rows) {
+  emb::Spec s;
+  s.name = name;
+  s.dim = 2;
+  s.num_rows = rows;
+  s.optimizer = HB_OPT_SGD;
+  s.learning_rate = 1.0;
+  return s;
+}
+
+int64_t attach(Conn &c, const emb::Spec &s) {
+  return c.call(request(kAttach, {}, {encode_spec(s)}), "attach").ints.at(0);
+}
+
+std::vector<float> pull(Conn &c, int64_t table, std::vector<int64_t> ids) {
+  Frame r =
+      c.call(request(kPull, {table}, {pack(ids.data(), ids.size())}), "pull");
+  return unpack<float>(r.strs.at(0), "rows");
+}
+
+void push(Conn &c, int64_t table, int64_t step, std::vector<int64_t> ids,
+          std::vector<float> g) {
+  c.call(request(kPush, {table, step, 0},
+                 {pack(ids.data(), ids.size()), pack(g.data(), g.size()), ""}),
+         "push");
+}
+
+// Two workers of a ps with table "t" (SGD, lr 1, 10 rows of 2) attached.
+struct TwoWorkers {
+  explicit TwoWorkers(Ps &ps)
+      : c0(ps.connect(0, 2, &h0)), c1(ps.connect(1, 2, &h1)) {
+    t = attach(*c0, sgd_spec("t", 10));
+    EXPECT_EQ(attach(*c1, sgd_spec("t", 10)), t);
+  }
+  Health h0, h1;
+  std::unique_ptr<Conn> c0, c1;
+  int64_t t = -1;
+};
+
+TEST(PsServer, StalenessZeroSumsARoundInRankOrderThenSteps) {
+  Ps ps(0);
+  TwoWorkers w(ps);
+  auto &c0 = w.c0, &c1 = w.c1;
+  const int64_t t = w.t;
+  push(*c0, t, 0, {3}, {1.0f, 2.0f});
+  // Rank 0's next pull waits for rank 1's push of the round.
+  auto next = std::async(std::launch::async, [&] { return pull(*c0, t, {3}); });
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(200)),
+            std::future_status::timeout);
+  push(*c1, t, 0, {3, 4}, {0.5f, 0.25f, 1.0f, 1.0f});
+  std::vector<float> row = next.get();
+  EXPECT_EQ(row, (std::vector<float>{-1.5f, -2.25f}));  // 0 - (g0 + g1)
+  EXPECT_EQ(pull(*c1, t, {4}), (std::vector<float>{-1.0f, -1.0f}));
+}
+
+TEST(PsServer, ALostWorkerHoldsNobodyBack) {
+  Ps ps(0);
+  TwoWorkers w(ps);
+  auto &c0 = w.c0, &c1 = w.c1;
+  const int64_t t = w.t;
+  push(*c0, t, 0, {1}, {1.0f, 1.0f});
+  auto next = std::async(std::launch::async, [&] { return pull(*c0, t, {1}); });
+  c1.reset();  // rank 1 dies: its connection closes
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(3000)),
+            std::future_status::ready);
+  EXPECT_EQ(next.get(), (std::vector<float>{-1.0f, -1.0f}));
+}
+
+TEST(PsServer, ASilentWorkerIsLostAfterThePeerTimeout) {
+  Ps ps(1);
+  TwoWorkers w(ps);
+  auto &c0 = w.c0;
+  const int64_t t = w.t;
+  push(*c0, t, 0, {1}, {1.0f, 1.0f});
+  push(*c0, t, 1, {1}, {1.0f, 1.0f});  // 2 ahead now: the next must wait
+  auto start = std::chrono::steady_clock::now();
+  pull(*c0, t, {1});  // rank 1 says nothing: lost after 1 s, then this goes
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_GE(s, 0.8);
+  EXPECT_LT(s, 3.0);
+}
+
+TEST(PsServer, BadInputIsAnErrorAndLosesNothing) {
+  Ps ps(2);
+  Health h0;
+  auto c0 = ps.connect(0, 1, &h0);
+  int64_t t = attach(*c0, sgd_spec("t", 10));
+  // Another config under the same name.
+  emb::Spec other = sgd_spec("t", 10);
+  other.dim = 3;
+  try {
+    attach(*c0, other);
+    FAIL() << "a second config was accepted";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("another config"), std::string::npos);
+  }
+  // An id out of range: named, and the table unchanged.
+  try {
+    push(*c0, t, 0, {1, 12}, {1, 1, 1, 1});
+    FAIL() << "id 12 was accepted";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(std::string(e.what()).find("id 12"), std::string::npos);
+  }
+  EXPECT_EQ(pull(*c0, t, {1}), (std::vector<float>{0.0f, 0.0f}));
+  // Gradients that do not match the ids.
+  try {
+    push(*c0, t, 0, {1}, {1});
+    FAIL();
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_CORRUPT);
+  }
+  // A malformed frame closes that connection only.
+  std::string err;
+  int fd = rdv::tcp_connect("127.0.0.1", ps.port(), 2000, &err);
+  ASSERT_GE(fd, 0) << err;
+  const char junk[] = "this is not a frame at all.......";
+  ASSERT_GT(::send(fd, junk, sizeof junk, MSG_NOSIGNAL), 0);
+  char b[16];
+  ssize_t n = -1;
+  for (int i = 0; i < 100 && n != 0; ++i) {
+    n = ::recv(fd, b, sizeof b, 0);
+    if (n < 0) std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  EXPECT_EQ(n, 0);  // closed by the ps
+  ::close(fd);
+  EXPECT_EQ(pull(*c0, t, {1}), (std::vector<float>{0.0f, 0.0f}));
+  // A replayed step is dropped, once.
+  push(*c0, t, 0, {2}, {1, 1});
+  push(*c0, t, 0, {2}, {1, 1});
+  EXPECT_EQ(pull(*c0, t, {2}), (std::vector<float>{-1.0f, -1.0f}));
+}
+
+TEST(PsServer, ServingEndsWhenEveryWorkerLeaves) {
+  Ps ps(0);
+  Health h0, h1;
+  auto c0 = ps.connect(0, 2, &h0), c1 = ps.connect(1, 2, &h1);
+  c0->bye();
+  EXPECT_EQ(ps.result(300).first, -1);  // rank 1 is still there
+  c1->bye();
+  auto r = ps.result(3000);
+  EXPECT_EQ(r.first, HB_OK) << r.second;
+}
+
+TEST(PsServer, NoWorkerWithinTheConnectTimeoutIsATimeout) {
+  Ps ps(0, /*connect_timeout_ms=*/300);
+  auto r = ps.result(3000);
+  EXPECT_EQ(r.first, HB_ERR_TIMEOUT) << r.second;
+}
+
+// The public calls, through a world of one with a ps task (options
+// "ps_hosts=...": no environment needed).
+hb_context *ps_context(int port) {
+  std::string o = "ps_hosts=127.0.0.1:" + std::to_string(port) +
+                  ",peer_timeout_ms=2000,connect_timeout_ms=5000";
+  hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
+  opts.options = o.c_str();
+  hb_context *ctx = nullptr;
+  EXPECT_EQ(hb_context_create(&opts, &ctx), HB_OK) << hb_last_error();
+  return ctx;
+}
+
+hb_embedding_config table_config(const char *name, int32_t placement) {
+  hb_embedding_config c = HB_EMBEDDING_CONFIG_INIT;
+  c.name = name;
+  c.dim = 4;
+  c.num_rows = 100;
+  c.initializer = HB_INIT_UNIFORM;
+  c.init_a = -1, c.init_b = 1;
+  c.placement = placement;
+  return c;
+}
+
+TEST(PsApi, RefusalsNameWhatIsWrong) {
+  hb_context *plain = nullptr;
+  ASSERT_EQ(hb_context_create(nullptr, &plain), HB_OK);
+  EXPECT_EQ(hb_context_num_ps(plain), 0);
+  hb_embedding *e = nullptr;
+  hb_embedding_config c = table_config("t", HB_PLACEMENT_PS);
+  EXPECT_EQ(hb_embedding_create(plain, &c, &e), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hb_last_error()).find("no ps tasks"), std::string::npos)
+      << hb_last_error();
+  c.placement = 2;
+  EXPECT_EQ(hb_embedding_create(plain, &c, &e), HB_ERR_INVALID_ARGUMENT);
+  c.placement = HB_PLACEMENT_PS;
+  c.device = 0;
+  EXPECT_EQ(hb_embedding_create(plain, &c, &e), HB_ERR_UNSUPPORTED);
+  EXPECT_EQ(hb_context_serve(plain), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_NE(std::string(hb_last_error()).find("not a ps task"),
+            std::string::npos);
+  hb_context_destroy(plain);
+
+  hb_context_options bad = HB_CONTEXT_OPTIONS_INIT;
+  bad.options = "ps_hosts=nonsense";
+  hb_context *ctx = nullptr;
+  EXPECT_EQ(hb_context_create(&bad, &ctx), HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("ps_hosts"), std::string::npos)
+      << hb_last_error();
+
+  // A worker of a ps job forms its collective world on first use: without
+  // a rendezvous address that first use says what is missing (creating
+  // the context needed none).
+  hb_context_options w = HB_CONTEXT_OPTIONS_INIT;
+  w.rank = 0, w.world_size = 2, w.local_rank = 0, w.local_world_size = 2;
+  w.options = "ps_hosts=127.0.0.1:1";
+  ASSERT_EQ(hb_context_create(&w, &ctx), HB_OK) << hb_last_error();
+  float x = 1;
+  EXPECT_EQ(hb_allreduce(ctx, &x, &x, 1, HB_FLOAT32, HB_SUM), HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("rendezvous"), std::string::npos)
+      << hb_last_error();
+  EXPECT_EQ(hb_context_barrier(ctx, 1000), HB_ERR_CONFIG);
+  hb_context_destroy(ctx);
+}
+
+TEST(PsApi, TablesCollectionsPositionsOnAPsTask) {
+  Ps ps(0);
+  hb_context *ctx = ps_context(ps.port());
+  EXPECT_EQ(hb_context_num_ps(ctx), 1);
+  hb_embedding *on_ps = nullptr, *local = nullptr;
+  hb_embedding_config c = table_config("a", HB_PLACEMENT_PS);
+  ASSERT_EQ(hb_embedding_create(ctx, &c, &on_ps), HB_OK) << hb_last_error();
+  c = table_config("b", HB_PLACEMENT_WORKERS);
+  ASSERT_EQ(hb_embedding_create(ctx, &c, &local), HB_OK) << hb_last_error();
+  EXPECT_EQ(hb_embedding_local_rows(on_ps), 0);
+  // A row's initial value does not depend on where it lives.
+  c = table_config("a", HB_PLACEMENT_WORKERS);
+  hb_context *alone = nullptr;
+  ASSERT_EQ(hb_context_create(nullptr, &alone), HB_OK);
+  hb_embedding *ref = nullptr;
+  ASSERT_EQ(hb_embedding_create(alone, &c, &ref), HB_OK);
+  int64_t ids[3] = {7, 3, 7};
+  float got[12], want[12];
+  ASSERT_EQ(hb_embedding_lookup(on_ps, ids, 3, got), HB_OK) << hb_last_error();
+  ASSERT_EQ(hb_embedding_lookup(ref, ids, 3, want), HB_OK);
+  EXPECT_EQ(std::memcmp(got, want, sizeof got), 0);
+  // One step each, the same bits (duplicates summed in batch order).
+  float g[12];
+  for (int i = 0; i < 12; ++i) g[i] = 0.1f * static_cast<float>(i + 1);
+  ASSERT_EQ(hb_ps_set_position(ctx, "p1", 2), HB_OK);
+  ASSERT_EQ(hb_embedding_apply_gradients(on_ps, ids, 3, g), HB_OK)
+      << hb_last_error();
+  ASSERT_EQ(hb_embedding_apply_gradients(ref, ids, 3, g), HB_OK);
+  ASSERT_EQ(hb_embedding_lookup(on_ps, ids, 3, got), HB_OK);
+  ASSERT_EQ(hb_embedding_lookup(ref, ids, 3, want), HB_OK);
+  EXPECT_EQ(std::memcmp(got, want, sizeof got), 0);
+  // The committed position.
+  char pos[8];
+  size_t needed = 0;
+  int64_t step = -1;
+  EXPECT_EQ(hb_ps_position(ctx, pos, 1, &needed, &step),
+            HB_ERR_INVALID_ARGUMENT);
+  ASSERT_EQ(hb_ps_position(ctx, pos, sizeof pos, &needed, &step), HB_OK);
+  EXPECT_EQ(needed, 2u);
+  EXPECT_EQ(std::string(pos, 2), "p1");
+  EXPECT_EQ(step, 1);
+  // A collection: all its tables on the ps tasks, or none.
+  hb_collection_feature f[2] = {HB_COLLECTION_FEATURE_INIT,
+                                HB_COLLECTION_FEATURE_INIT};
+  f[0].table = on_ps, f[1].table = local;
+  hb_collection *coll = nullptr;
+  EXPECT_EQ(hb_collection_create(ctx, f, 2, &coll), HB_ERR_UNSUPPORTED);
+  ASSERT_EQ(hb_collection_create(ctx, f, 1, &coll), HB_OK) << hb_last_error();
+  int64_t offs[3] = {0, 2, 3};
+  const int64_t *fid[1] = {ids}, *foff[1] = {offs};
+  hb_jagged_batch b = HB_JAGGED_BATCH_INIT;
+  b.batch_size = 2, b.ids = fid, b.offsets = foff;
+  float pooled[8];
+  ASSERT_EQ(hb_collection_lookup(coll, &b, pooled, nullptr), HB_OK)
+      << hb_last_error();
+  for (int d = 0; d < 4; ++d) {
+    EXPECT_EQ(pooled[d], got[d] + got[4 + d]);
+    EXPECT_EQ(pooled[4 + d], got[8 + d]);
+  }
+  hb_collection_destroy(coll);
+  hb_embedding_destroy(ref);
+  hb_context_destroy(alone);
+  // Tables may outlive their context: the worker leaves the ps with its
+  // last ps table.
+  hb_context_destroy(ctx);
+  EXPECT_EQ(ps.result(300).first, -1);
+  hb_embedding_destroy(on_ps);
+  hb_embedding_destroy(local);
+  auto r = ps.result(3000);
+  EXPECT_EQ(r.first, HB_OK) << r.second;
+}
+
+}  // namespace
+}  // namespace ps
+}  // namespace hb
