@@ -158,6 +158,7 @@ void CollectionBase::read_batch(const JaggedBatch &in, const char *what,
                                 const void *pooled, const void *const *rows,
                                 const char *pooled_name,
                                 const char *rows_name) {
+  HB_CHECK_ARG(in.error.empty(), "%s", in.error.c_str());
   const int64_t B = in.batch;
   HB_CHECK_ARG(B >= 0, "%s: batch_size %lld < 0", what, (long long)B);
   HB_CHECK_ARG(B == 0 || in.offsets || in.lengths,
@@ -230,18 +231,22 @@ void CollectionBase::count_round() {
 
 void CollectionBase::verdict(const Outcome &o, bool ok, int64_t *h) const {
   h[0] = o.status, h[1] = ok, h[2] = static_cast<int64_t>(id_);
-  h[3] = kUpdate, h[4] = static_cast<int64_t>(seq_);
+  h[3] = kUpdate, h[4] = static_cast<int64_t>(call_seq_);
 }
 
-bool CollectionBase::verdicts(const int64_t *h, const char *what) const {
+bool CollectionBase::verdicts(const int64_t *h, const Outcome &o,
+                              const char *what) {
   const CallId me{static_cast<int64_t>(id_), kUpdate,
-                  static_cast<int64_t>(seq_)};
+                  static_cast<int64_t>(call_seq_)};
+  for (int p = 0; p < world_; ++p)
+    check_call(me, h + p * kVerdictWords + 2, p, what);
+  matched();
+  if (o.status != HB_OK) throw Error(o.status, o.message);
   bool all_ok = true;
   for (int p = 0; p < world_; ++p) {
     const int64_t *v = h + p * kVerdictWords;
     int64_t st[3] = {v[0], 0, 0};
     check_peer_status(st, p, what);
-    check_call(me, v + 2, p, what);
     all_ok = all_ok && v[1];
   }
   return all_ok;
@@ -266,7 +271,8 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
   }
   // One header per peer: {status, has_detail, detail, call id, counts}.
   phase.emplace("emb.header", "embedding");
-  const CallId me{static_cast<int64_t>(id_), op, static_cast<int64_t>(seq_)};
+  const CallId me{static_cast<int64_t>(id_), op,
+                  static_cast<int64_t>(call_seq_)};
   const size_t k = 6 + T;
   std::vector<int64_t> send(k * world_, 0), recv(k * world_);
   for (int p = 0; p < world_; ++p) {
@@ -280,9 +286,12 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
   stats_.wire_bytes_sent += k * 8 * (world_ - 1);
   stats_.wire_bytes_recv += k * 8 * (world_ - 1);
   x_->alltoall(send.data(), recv.data(), k);
+  // Calls first: ranks that made different calls all report the mismatch
+  // (and none counts the call); then this rank's failure, then the peers'.
+  for (int p = 0; p < world_; ++p) check_call(me, &recv[p * k + 3], p, what);
+  matched();
   if (o.status != HB_OK) throw Error(o.status, o.message);
   for (int p = 0; p < world_; ++p) check_peer_status(&recv[p * k], p, what);
-  for (int p = 0; p < world_; ++p) check_call(me, &recv[p * k + 3], p, what);
   for (size_t t = 0; t < T; ++t) {
     std::vector<int64_t> rc(world_);
     for (int p = 0; p < world_; ++p) rc[p] = recv[p * k + 6 + t];
@@ -297,7 +306,7 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
 void CollectionBase::lookup(const JaggedBatch &in, float *out,
                             float *const *unpooled) {
   const char *what = "hb_collection_lookup";
-  ++seq_;
+  call_seq_ = seq_;
   ++stats_.lookups;
   plan_valid_ = false;
   Outcome o;
@@ -316,7 +325,7 @@ void CollectionBase::apply_gradients(const JaggedBatch &in,
                                      const float *grad_out,
                                      const float *const *grad_unpooled) {
   const char *what = "hb_collection_apply_gradients";
-  ++seq_;
+  call_seq_ = seq_;
   ++stats_.updates;
   const bool speculate = plan_valid_;  // the same on every rank
   plan_valid_ = false;
@@ -620,11 +629,10 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
     }
   exchange();
-  if (o.status != HB_OK) throw Error(o.status, o.message);
   std::vector<int64_t> hv(world_ * kVerdictWords);
   for (int p = 0; p < world_; ++p)
     std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
-  if (!verdicts(hv.data(), what)) return false;
+  if (!verdicts(hv.data(), o, what)) return false;
   // Owners: one optimizer step per unique id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {

@@ -52,6 +52,10 @@ struct JaggedBatch {
   const int64_t *const *offsets = nullptr;
   const int64_t *const *lengths = nullptr;
   const float *const *weights = nullptr;
+  // Non-empty: the caller's hb_jagged_batch itself was bad (NULL, a
+  // struct_size too small). The call still runs its header round so that
+  // every rank fails with HB_ERR_INVALID_ARGUMENT naming this one.
+  std::string error;
 };
 
 struct CollectionStats {
@@ -131,15 +135,24 @@ class CollectionBase {
   void count_round();  // the stats of one exchange of sb_ / rb_
   static constexpr size_t kVerdictWords = 5;
   void verdict(const Outcome &o, bool ok, int64_t *h) const;
-  // Checks every peer's verdict header (world x kVerdictWords); throws on
-  // a failed peer or another call, returns whether all could reuse.
-  bool verdicts(const int64_t *h, const char *what) const;
+  // Checks every peer's verdict header (world x kVerdictWords): the calls
+  // first (a matched call counts, see seq_), then this rank's own outcome
+  // o, then the peers'; throws on a failure or another call, returns
+  // whether all could reuse.
+  bool verdicts(const int64_t *h, const Outcome &o, const char *what);
+  // Every rank made this call (the headers' call ids agree): it counts.
+  void matched() { seq_ = call_seq_ + 1; }
 
   std::vector<Feature> features_;
   std::unique_ptr<Exchange> x_;
   int rank_, world_;
   uint64_t id_ = 0;
-  uint64_t seq_ = 0;  // calls so far: part of every fingerprint
+  // Matched calls so far: part of every header. Like a table's call
+  // counter it advances only when every rank made the same call (whether
+  // or not some rank then failed it), so a mismatched call leaves the
+  // ranks' counters equal and the next matched call works.
+  uint64_t seq_ = 0;
+  uint64_t call_seq_ = 0;  // seq_ when the running call started
   std::vector<int64_t> column_;
   int64_t pooled_width_ = 0;
   // The distinct tables ("slots"), each with its plan.

@@ -316,13 +316,12 @@ bool DeviceCollection::send_partials(Outcome &o, bool reuse, const char *what) {
     for (size_t t = 0; t < T; ++t)
       pack(t, slots_[t].partial.get<float>(), plans_[t].send_counts());
   exchange();
-  if (o.status != HB_OK) throw Error(o.status, o.message);
   const unsigned char *rbuf = rbuf_.get<unsigned char>();
   std::vector<int64_t> hv(world_ * kVerdictWords);
   for (int p = 0; p < world_; ++p)
     ops_.copy(&hv[p * kVerdictWords], rbuf + rat_[p * (T + 1)], H);
   ops_.sync();
-  if (!verdicts(hv.data(), what)) return false;
+  if (!verdicts(hv.data(), o, what)) return false;
   // Owners: the received sums as float32, one optimizer step per id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {
