@@ -83,6 +83,15 @@ class CollectionBase {
   void lookup(const JaggedBatch &in, float *out, float *const *unpooled);
   void apply_gradients(const JaggedBatch &in, const float *grad_out,
                        const float *const *grad_unpooled);
+  // The pipelined lookup (hb_collection_lookup_start / _wait): start plans
+  // the batch and sends its ids to their owners (header and ids rounds)
+  // into a second set of per-call state, so the plan of the lookup before
+  // it stays in place for that lookup's apply_gradients; wait swaps the
+  // started state in and runs the rows round, so the owners read the rows
+  // after every update made before the wait.
+  void lookup_start(const JaggedBatch &in, float *out, float *const *unpooled);
+  void lookup_wait();
+  bool pending() const { return pending_; }
 
  protected:
   // Collective: checks that every rank passed the same features. device:
@@ -108,6 +117,9 @@ class CollectionBase {
                              float *const *unpooled) = 0;
   // Whether this rank's ids equal its last lookup's, exactly.
   virtual bool same_ids() = 0;
+  // Exchanges the per-call state (plans, bags, buffers) with the spare set
+  // that holds a started lookup (override: call the base's too).
+  virtual void swap_state();
   // Every table's partial sums per unique id, in send order.
   virtual void expand_grads(const float *grad_out,
                             const float *const *grad_unpooled) = 0;
@@ -165,6 +177,15 @@ class CollectionBase {
   std::vector<size_t> n_;          // feature -> id count in this call
   std::vector<int64_t> base_;      // feature -> index of its first id
   bool plan_valid_ = false;        // the last call was a successful lookup
+  // A started lookup waits in the spare state (swap_state) with its
+  // batch and outputs.
+  bool pending_ = false;
+  JaggedBatch pending_in_;
+  float *pending_out_ = nullptr;
+  float *const *pending_unpooled_ = nullptr;
+  std::vector<StepPlan> spare_plans_;
+  std::vector<size_t> spare_start_, spare_n_;
+  std::vector<int64_t> spare_base_;
   CollectionStats stats_;
   std::vector<int64_t> sb_, rb_, sat_, rat_;  // payload layouts
   int64_t stotal_ = 0, rtotal_ = 0;
@@ -196,7 +217,6 @@ class Collection : public CollectionBase {
     std::vector<int64_t> ids;         // concatenated ids of its features
     std::vector<int64_t> recv_ids;    // packed by source rank
     int64_t owner_nu = -1;            // StepPlan::owner_dedup's result
-    std::vector<float> rows;          // per-id grads
     std::vector<float> partial;       // rows / partial sums in send order
     std::vector<unsigned char> wire;  // owner side, received order
   };
@@ -211,10 +231,11 @@ class Collection : public CollectionBase {
   void expand_grads(const float *grad_out,
                     const float *const *grad_unpooled) override;
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
+  void swap_state() override;
   void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
 
-  std::vector<Slot> slots_;
-  std::vector<Bags> bags_;
+  std::vector<Slot> slots_, spare_slots_;
+  std::vector<Bags> bags_, spare_bags_;
   std::vector<unsigned char> sbuf_, rbuf_;
 };
 

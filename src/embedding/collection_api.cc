@@ -138,6 +138,21 @@ hb_status hb_collection_apply_gradients(hb_collection *coll,
   });
 }
 
+hb_status hb_collection_lookup_start(hb_collection *coll,
+                                     const hb_jagged_batch *batch, float *out,
+                                     float *const *unpooled) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_lookup_start";
+    hb::emb::CollectionBase &c = coll_ref(coll, fn);
+    c.lookup_start(jagged(batch, fn), out, unpooled);
+  });
+}
+
+hb_status hb_collection_lookup_wait(hb_collection *coll) {
+  return hb::guard(
+      [&] { coll_ref(coll, "hb_collection_lookup_wait").lookup_wait(); });
+}
+
 hb_status hb_collection_get_stats(const hb_collection *coll,
                                   hb_collection_stats *out) {
   return hb::guard([&] {

@@ -81,17 +81,30 @@ void Table::count_step(size_t n) {
   stats_.unique_ids += plan_.local().unique().size();
 }
 
+namespace {
+// How many ids ahead the owner's loops prefetch their rows.
+constexpr size_t kPrefetchAhead = 8;
+}  // namespace
+
 void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
   const int64_t dim = spec_.dim;
   const hb_dtype wd = spec_.wire_dtype;
   if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
+    for (size_t j = 0; j < nrecv; ++j) {
+      if (j + kPrefetchAhead < nrecv)
+        shard_->prefetch(recv[j + kPrefetchAhead]);
       wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
+    }
     return;
   }
   rows_.resize(nu);
-  for (int64_t k = 0; k < nu; ++k) rows_[k] = shard_->get(owner.unique()[k]);
+  const int64_t *u = owner.unique().data();
+  for (int64_t k = 0; k < nu; ++k) {
+    if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
+      shard_->prefetch(u[k + kPrefetchAhead]);
+    rows_[k] = shard_->get(u[k]);
+  }
   const std::vector<uint32_t> &inv = owner.inverse();
   for (size_t j = 0; j < nrecv; ++j)
     wire_encode(rows_[inv[j]], dim, wd, dst + j * wire_row_bytes_);
@@ -104,8 +117,11 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   wire_decode(partials, nrecv * dim, spec_.wire_dtype, fbuf2_.data());
   const Optimizer &opt = shard_->optimizer();
   if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
+    for (size_t j = 0; j < nrecv; ++j) {
+      if (j + kPrefetchAhead < nrecv)
+        shard_->prefetch(recv[j + kPrefetchAhead]);
       opt.step(shard_->get(recv[j]), fbuf2_.data() + j * dim);
+    }
     return;
   }
   // Sum the ranks' partial sums of each id in rank order: received data is
@@ -114,8 +130,11 @@ void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   sum_rows(fbuf2_.data(), nrecv, owner.inverse().data(), nullptr, dim,
            fbuf_.data());
   const std::vector<int64_t> &u = owner.unique();
-  for (int64_t k = 0; k < nu; ++k)
+  for (int64_t k = 0; k < nu; ++k) {
+    if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
+      shard_->prefetch(u[k + kPrefetchAhead]);
     opt.step(shard_->get(u[k]), fbuf_.data() + k * dim);
+  }
 }
 
 void Table::lookup(const int64_t *ids, size_t n, float *out) {
