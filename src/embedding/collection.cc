@@ -444,18 +444,23 @@ void CollectionBase::lookup(const JaggedBatch &in, float *out,
   if (!pending_) plan_valid_ = false;
   Outcome o;
   try {
-    HB_CHECK_ARG(!pending_,
-                 "%s: a lookup started by hb_collection_lookup_start is "
-                 "pending: call hb_collection_lookup_wait first",
-                 what);
-    read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
-               "out", "unpooled");
+    read_lookup(in, what, out, unpooled);
   } catch (...) {
     o.capture();
   }
   plan_and_route(o, kLookup, what);
   rows_and_pool(in, out, unpooled);
   plan_valid_ = true;
+}
+
+void CollectionBase::read_lookup(const JaggedBatch &in, const char *what,
+                                 float *out, float *const *unpooled) {
+  HB_CHECK_ARG(!pending_,
+               "%s: a lookup started by hb_collection_lookup_start is "
+               "pending: call hb_collection_lookup_wait first",
+               what);
+  read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
+             "out", "unpooled");
 }
 
 void CollectionBase::swap_state() {
@@ -472,12 +477,7 @@ void CollectionBase::lookup_start(const JaggedBatch &in, float *out,
   Outcome o;
   if (!pending_) swap_state();  // plan into the spare state
   try {
-    HB_CHECK_ARG(!pending_,
-                 "%s: a lookup started before is pending: call "
-                 "hb_collection_lookup_wait first",
-                 what);
-    read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
-               "out", "unpooled");
+    read_lookup(in, what, out, unpooled);
   } catch (...) {
     o.capture();
   }

@@ -194,6 +194,9 @@ class CollectionBase {
   void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
                   const void *const *rows, const char *pooled_name,
                   const char *rows_name);
+  // read_batch for a lookup or a start: refused while a lookup is pending.
+  void read_lookup(const JaggedBatch &in, const char *what, float *out,
+                   float *const *unpooled);
   // Plans every table and exchanges the header (one round: status, call id,
   // counts of every table) and the ids; op: lookup or update.
   void plan_and_route(Outcome &o, int op, const char *what);
