@@ -307,6 +307,66 @@ TEST(DeviceCollection, ReplansWhenUpdateIdsDiffer) {
   EXPECT_EQ(err.first, "");
 }
 
+// The device collection's pipelined lookup (start, the previous batch's
+// update, wait) against the host collection's unpipelined steps: the same
+// outputs, rows and slots, bit for bit, in as many rounds.
+TEST(DeviceCollection, PipelinedLookupIsBitEqualToTheHostCollection) {
+  const int world = 3, steps = 4;
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(11);
+  std::vector<std::vector<JBatch>> plan;
+  for (int s = 0; s < steps; ++s)
+    plan.push_back(hbtest::make_step(g, c, world));
+  const size_t F = c.features.size();
+  Errors err;
+  Worlds w(world);
+  ThreadWorld::run(world, [&](int r) {
+    Rig rig(w, r, c);
+    const std::string rank = " rank " + std::to_string(r);
+    std::vector<std::unique_ptr<DevBatch>> dev;
+    for (int s = 0; s < steps; ++s)
+      dev.emplace_back(new DevBatch(*rig.ops, plan[s][r], c));
+    auto start = [&](int s) {
+      rig.dc->lookup_start(dev[s]->view(plan[s][r]), dev[s]->out,
+                           dev[s]->unpooled.data());
+    };
+    start(0);
+    for (int s = 0; s < steps; ++s) {
+      JBatch &b = plan[s][r];
+      const std::string where = "step " + std::to_string(s) + rank;
+      std::vector<float> out(b.B * hbtest::coll_width(c), -7.0f);
+      std::vector<std::vector<float>> unp(F);
+      std::vector<float *> up(F, nullptr);
+      for (size_t f = 0; f < F; ++f)
+        if (c.features[f].pooling == HB_POOLING_NONE) {
+          unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
+          up[f] = unp[f].data();
+        }
+      rig.hc->lookup(internal_view(b), out.data(), up.data());
+      rig.dc->lookup_wait();
+      DevBatch &d = *dev[s];
+      if (!same_bits(out, d.get(d.out, out.size())))
+        err.report(where + ": pooled output differs");
+      for (size_t f = 0; f < F; ++f)
+        if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
+          err.report(where + ": unpooled output of feature " +
+                     std::to_string(f) + " differs");
+      if (s + 1 < steps) start(s + 1);
+      std::vector<const float *> gup(F);
+      for (size_t f = 0; f < F; ++f) gup[f] = b.grad_unpooled[f].data();
+      rig.hc->apply_gradients(internal_view(b), b.grad_out.data(), gup.data());
+      rig.dc->apply_gradients(d.view(b), d.grad_out, d.grad_unpooled.data());
+    }
+    compare_tables(rig, "after training" + rank, err);
+    compare_stats(rig, "after training" + rank, err);
+    if (rig.dc->stats().rounds != 4u * steps ||
+        rig.dc->stats().reused_plans != static_cast<uint64_t>(steps))
+      err.report("rank " + std::to_string(r) + ": " +
+                 std::to_string(rig.dc->stats().rounds) + " rounds");
+  });
+  EXPECT_EQ(err.first, "");
+}
+
 Outcomes run_failing(int world, const CollCase &c,
                      const std::function<void(int, Rig &)> &fn) {
   Worlds w(world);
