@@ -162,30 +162,43 @@ bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
          (a.empty() || !std::memcmp(a.data(), b.data(), a.size() * 4));
 }
 
+// The host collection's lookup of b, and the check of the device
+// collection's outputs against it, bit for bit.
+struct HostLookup {
+  std::vector<float> out;
+  std::vector<std::vector<float>> unp;
+  std::vector<float *> up;
+  HostLookup(Rig &g, const CollCase &c, JBatch &b)
+      : out(b.B * hbtest::coll_width(c), -7.0f),
+        unp(c.features.size()),
+        up(c.features.size(), nullptr) {
+    for (size_t f = 0; f < c.features.size(); ++f)
+      if (c.features[f].pooling == HB_POOLING_NONE) {
+        unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
+        up[f] = unp[f].data();
+      }
+    g.hc->lookup(internal_view(b), out.data(), up.data());
+  }
+  void check(DevBatch &d, const std::string &where, Errors &err) {
+    if (!same_bits(out, d.get(d.out, out.size())))
+      err.report(where + ": pooled output differs");
+    for (size_t f = 0; f < up.size(); ++f)
+      if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
+        err.report(where + ": unpooled output of feature " + std::to_string(f) +
+                   " differs");
+  }
+};
+
 // One lookup (unless `look` is NULL) and one update on both collections;
 // outputs compared bit for bit.
 void step_both(Rig &g, const CollCase &c, JBatch *look, JBatch &upd,
                const std::string &where, Errors &err) {
   const size_t F = c.features.size();
   if (look) {
-    JBatch &b = *look;
-    std::vector<float> out(b.B * hbtest::coll_width(c), -7.0f);
-    std::vector<std::vector<float>> unp(F);
-    std::vector<float *> up(F, nullptr);
-    for (size_t f = 0; f < F; ++f)
-      if (c.features[f].pooling == HB_POOLING_NONE) {
-        unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
-        up[f] = unp[f].data();
-      }
-    g.hc->lookup(internal_view(b), out.data(), up.data());
-    DevBatch d(*g.ops, b, c);
-    g.dc->lookup(d.view(b), d.out, d.unpooled.data());
-    if (!same_bits(out, d.get(d.out, out.size())))
-      err.report(where + ": pooled output differs");
-    for (size_t f = 0; f < F; ++f)
-      if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
-        err.report(where + ": unpooled output of feature " + std::to_string(f) +
-                   " differs");
+    HostLookup host(g, c, *look);
+    DevBatch d(*g.ops, *look, c);
+    g.dc->lookup(d.view(*look), d.out, d.unpooled.data());
+    host.check(d, where, err);
   }
   std::vector<const float *> gup(F);
   for (size_t f = 0; f < F; ++f) gup[f] = upd.grad_unpooled[f].data();
@@ -333,24 +346,10 @@ TEST(DeviceCollection, PipelinedLookupIsBitEqualToTheHostCollection) {
     start(0);
     for (int s = 0; s < steps; ++s) {
       JBatch &b = plan[s][r];
-      const std::string where = "step " + std::to_string(s) + rank;
-      std::vector<float> out(b.B * hbtest::coll_width(c), -7.0f);
-      std::vector<std::vector<float>> unp(F);
-      std::vector<float *> up(F, nullptr);
-      for (size_t f = 0; f < F; ++f)
-        if (c.features[f].pooling == HB_POOLING_NONE) {
-          unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
-          up[f] = unp[f].data();
-        }
-      rig.hc->lookup(internal_view(b), out.data(), up.data());
+      HostLookup host(rig, c, b);
       rig.dc->lookup_wait();
       DevBatch &d = *dev[s];
-      if (!same_bits(out, d.get(d.out, out.size())))
-        err.report(where + ": pooled output differs");
-      for (size_t f = 0; f < F; ++f)
-        if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
-          err.report(where + ": unpooled output of feature " +
-                     std::to_string(f) + " differs");
+      host.check(d, "step " + std::to_string(s) + rank, err);
       if (s + 1 < steps) start(s + 1);
       std::vector<const float *> gup(F);
       for (size_t f = 0; f < F; ++f) gup[f] = b.grad_unpooled[f].data();
