@@ -323,6 +323,10 @@ static void hbw_flat_free(hbw_flat *f) {
 %ignore hb_collection_feature_column;
 %ignore hb_collection_feature_dim;
 %ignore hb_collection_lookup;
+/* The pipelined lookup keeps the caller's arrays until its wait: C and
+   C++ only for now. */
+%ignore hb_collection_lookup_start;
+%ignore hb_collection_lookup_wait;
 %ignore hb_collection_apply_gradients;
 %ignore hb_collection_get_stats;
 %ignore hb_collection_feature;

@@ -896,6 +896,56 @@ HB_API hb_status hb_embedding_lookup_version(hb_embedding *emb,
  *  sharded table). */
 HB_API int64_t hb_embedding_version(const hb_embedding *emb);
 
+/* ---- Pipelined collection lookup ---------------------------------------- */
+/*
+ * TorchRec's pipelined step: the next batch's lookup is started early (its
+ * ids are checked, deduplicated and sent to their owners) and finished
+ * later (the rows come back and are pooled), with the current batch's
+ * dense work and its hb_collection_apply_gradients in between:
+ *
+ *   hb_collection_lookup_start(coll, &batch[0], out[0], NULL);
+ *   for k = 0, 1, ...:
+ *     hb_collection_lookup_wait(coll);             out[k] is ready
+ *     hb_collection_lookup_start(coll, &batch[k + 1], out[k + 1], NULL);
+ *     forward and backward of batch k, dense allreduce ...
+ *     hb_collection_apply_gradients(coll, &batch[k], grad[k], NULL);
+ *
+ * Results are bit-identical to the unpipelined step (hb_collection_lookup
+ * of batch k + 1 after the update of batch k): the owners read the rows in
+ * the wait, so a lookup sees every update made before its wait, including
+ * the apply_gradients called between its start and its wait.
+ */
+
+/**
+ * Collective: the first half of hb_collection_lookup (its header and ids
+ * rounds; the arguments as there). Until the matching wait returns, the
+ * caller must not modify or free the batch's arrays (the wait reads the
+ * bags and weights), out or unpooled (the wait writes them). Between start
+ * and wait, on this collection, only hb_collection_apply_gradients may be
+ * called: it updates the batch of the lookup before the start (and reuses
+ * that lookup's plan when its ids equal it); another lookup or start is
+ * HB_ERR_INVALID_ARGUMENT on every rank (the started lookup stays pending).
+ * Any other collective on the context may run in between. A start that
+ * fails (on any rank: a bad batch, a bad id, a mismatched call, a lost
+ * peer) fails on every rank, as hb_collection_lookup does, and leaves
+ * nothing pending; the lookup before it can still be updated.
+ */
+HB_API hb_status hb_collection_lookup_start(hb_collection *coll,
+                                            const hb_jagged_batch *batch,
+                                            float *out,
+                                            float *const *unpooled);
+/**
+ * Collective: finishes the started lookup (the rows round and the
+ * pooling) into the out and unpooled given to the start. Afterwards
+ * hb_collection_apply_gradients of the same ids reuses its plan, as after
+ * hb_collection_lookup. Without a started lookup, HB_ERR_INVALID_ARGUMENT
+ * (with no exchange: every rank that made the same calls gets it). A
+ * failure (e.g. HB_ERR_PEER_FAILED) leaves nothing pending. Destroying the
+ * collection drops a started lookup.
+ */
+HB_API hb_status hb_collection_lookup_wait(hb_collection *coll);
+
+
 /* ---- Reader: sharded, parallel Criteo-format files ------------------------ */
 /*
  * Reads text files of samples, one per line (Criteo layout by default: a

@@ -14,13 +14,19 @@
 //                                 and dense parameters on the ps tasks;
 //                                 any job with ps tasks, e.g. TF_CONFIG's)
 //
-// Per step, on every rank: hb_data_sync (ranks hold uneven shards), one
+// Per step, on every rank: hb_data_sync (with --files N the ranks hold
+// uneven shards; by default the samples are split evenly), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
 // and the wide table's 26 ids per sample, sum-pooled: at most three
 // exchanges whatever the number of tables), a forward/backward pass of the
 // MLP (three SGEMMs: CBLAS when found at configure time, else loops), dense
 // gradients through hb_allreduce_many, sparse gradients through one
 // hb_collection_apply_gradients (it reuses the lookup's plan: one exchange).
+// The step is pipelined as TorchRec's (--no-pipeline: one lookup per step):
+// the next batch's lookup is started (hb_collection_lookup_start: its ids go
+// to their owners) before this batch's update and finished
+// (hb_collection_lookup_wait: the rows, read after that update) at the top
+// of the next step; the results are bit-identical.
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -75,7 +81,10 @@ double now_s() {
 struct Flags {
   int64_t train_samples = 480000;
   int64_t eval_samples = 40000;
-  int64_t files = 24;  // the train split comes as files of uneven size
+  // > 0: the train split comes as this many files of uneven size (ranks
+  // hold uneven shards: hb_data_sync feeds the ones out of data empty
+  // batches); 0: the samples are split evenly over the ranks.
+  int64_t files = 0;
   int64_t batch = 512;
   int64_t vocab = 2048;  // per table; a power of two
   int64_t dim = 8;
@@ -95,6 +104,7 @@ struct Flags {
   bool checkpoint_async = false;  // written by a background thread
   bool digest = false;            // --digest: print the final state's digest
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
+  bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -112,6 +122,8 @@ Flags parse_flags(int argc, char **argv) {
       f.train_samples = std::atoll(next());
     else if (a == "--eval-samples")
       f.eval_samples = std::atoll(next());
+    else if (a == "--files")
+      f.files = std::atoll(next());
     else if (a == "--batch")
       f.batch = std::atoll(next());
     else if (a == "--vocab")
@@ -148,23 +160,27 @@ Flags parse_flags(int argc, char **argv) {
       f.checkpoint_async = true;
     else if (a == "--digest")
       f.digest = true;
+    else if (a == "--no-pipeline")
+      f.pipeline = false;
     else {
       std::fprintf(
           stderr,
-          "usage: ctr_train [--train-samples N] [--eval-samples N] [--batch B] "
+          "usage: ctr_train [--train-samples N] [--eval-samples N] [--files N] "
+          "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--checkpoint-dir D [--checkpoint-every N] "
-          "[--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
+          "[--profile] [--no-pipeline] [--checkpoint-dir D [--checkpoint-every "
+          "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
           "[--digest]\n");
       std::exit(2);
     }
   }
   if (f.batch <= 0 || f.vocab <= 0 || (f.vocab & (f.vocab - 1)) || f.dim <= 0 ||
-      f.hidden <= 0 || f.checkpoint_every < 0 || f.checkpoint_keep < 1) {
+      f.hidden <= 0 || f.files < 0 || f.checkpoint_every < 0 ||
+      f.checkpoint_keep < 1) {
     std::fprintf(stderr,
-                 "ctr_train: batch, dim, hidden > 0, vocab a power of two, "
-                 "checkpoint-every >= 0 and checkpoint-keep >= 1\n");
+                 "ctr_train: batch, dim, hidden > 0, files >= 0, vocab a power "
+                 "of two, checkpoint-every >= 0 and checkpoint-keep >= 1\n");
     std::exit(2);
   }
   return f;
@@ -177,6 +193,7 @@ class StepProfile {
   enum Phase {
     kData,
     kLookup,
+    kLookupStart,
     kMlpForward,
     kGlobalBatch,
     kMlpBackward,
@@ -200,9 +217,9 @@ class StepProfile {
   void print(int rank, int64_t steps) const {
     if (!on_ || steps == 0) return;
     static const char *names[kPhases] = {
-        "data",      "lookup",          "mlp_fwd",     "global_batch",
-        "mlp_bwd",   "dense_allreduce", "dense_optim", "sparse_update",
-        "data_sync", "metric"};
+        "data",          "lookup",    "lookup_start",    "mlp_fwd",
+        "global_batch",  "mlp_bwd",   "dense_allreduce", "dense_optim",
+        "sparse_update", "data_sync", "metric"};
     double sum = 0;
     for (double t : total_) sum += t;
     std::string line;
@@ -307,7 +324,8 @@ class Trainer {
     rank_ = hb_context_rank(ctx), world_ = hb_context_world_size(ctx);
     ps_ = hb_context_num_ps(ctx) > 0;
     create_model();
-    b_.ids.resize(synth::kTables);
+    for (Batch *b : {&train_[0], &train_[1], &eval_})
+      b->ids.resize(synth::kTables);
     if (!f.data.empty() && ps_) {
       std::fprintf(stderr,
                    "ctr_train: --data is not supported in "
@@ -550,10 +568,21 @@ class Trainer {
     return e;
   }
 
-  // The train split is f.files files of uneven size; hb_shard_range hands
-  // each rank a contiguous run of files, so ranks hold different amounts of
-  // data and hb_data_sync keeps them in step.
+  // By default hb_shard_range hands each rank a contiguous, even share of
+  // the samples (sizes differ by at most one: no rank idles while the
+  // others train). With --files N the train split is N files of uneven
+  // size and each rank gets a contiguous run of files, so ranks hold
+  // different amounts of data and hb_data_sync keeps them in step.
   void plan_train_shard() {
+    if (f_.files == 0) {
+      for (int r = 0; r < world_; ++r) {
+        int64_t b = 0, e = 0;
+        CHECK_HB(hb_shard_range(f_.train_samples, world_, r, 0, &b, &e));
+        shard_sizes_.push_back(e - b);
+        if (r == rank_) shard_begin_ = b, shard_end_ = e;
+      }
+      return;
+    }
     // File i weighs 1 + i % 5: sizes differ up to 5x.
     std::vector<double> cum(f_.files + 1, 0.0);
     for (int64_t i = 0; i < f_.files; ++i)
@@ -586,25 +615,32 @@ class Trainer {
     return n;
   }
 
-  // Fills b_ with samples [begin, end) of split, looks every table up
-  // (collective: called with n = 0 on ranks without data) and runs the
-  // forward pass.
-  void forward(int split, int64_t begin, int64_t end);
+  // Fills b with samples [begin, end) of split and the collection's
+  // jagged input for them.
+  void prepare(Batch &b, int split, int64_t begin, int64_t end);
+  // The next training batch of this rank into b, after hb_data_sync (a
+  // rank out of data gets an empty batch); false once every rank is out.
+  bool next_batch(Batch &b);
+  // The forward pass of b, whose pooled rows were looked up.
+  void forward(Batch &b);
   // Backward pass and updates; `global_n` is the step's sample count over
-  // all ranks (the loss is a mean over the global batch).
-  void backward(int64_t global_n);
+  // all ranks (the loss is a mean over the global batch). `between` runs
+  // after the dense update, before the sparse one (the pipelined step
+  // starts the next batch's lookup there).
+  template <class F>
+  void backward(Batch &b, int64_t global_n, F &&between);
   double evaluate(double *planted_auc);
   // Scores the held-out split (this rank's share) into the metrics.
   void score_held_out(hb_metric *model, hb_metric *planted);
-  double current_loss_sum() const;
+  static double loss_sum(const Batch &b);
 
-  // Samples [begin, end) of split into b_.samples: from the generator, or
+  // Samples [begin, end) of split into b.samples: from the generator, or
   // the batch fetched from the files (train split with --data).
-  void fill_samples(int split, int64_t begin, int64_t end) {
-    if (split == 0 && files_) return files_->samples(&b_.samples);
-    b_.samples.resize(end - begin);
+  void fill_samples(Batch &b, int split, int64_t begin, int64_t end) {
+    if (split == 0 && files_) return files_->samples(&b.samples);
+    b.samples.resize(end - begin);
     for (int64_t i = begin; i < end; ++i)
-      gen_.sample(split, i, &b_.samples[i - begin]);
+      gen_.sample(split, i, &b.samples[i - begin]);
   }
 
   hb_context *ctx_;
@@ -622,13 +658,15 @@ class Trainer {
   int rank_ = 0, world_ = 1;
   int64_t shard_begin_ = 0, shard_end_ = 0;
   std::vector<int64_t> shard_sizes_;  // per rank (synthetic data)
-  Batch b_;
+  int64_t pos_ = 0;                   // next train sample of this shard
+  // Two train batches (the pipelined step looks the next one up while the
+  // current one is updated) and the evaluation's.
+  Batch train_[2], eval_;
   std::vector<float> dz1_;  // n x hidden: the loss gradient at z1
   StepProfile prof_{f_.profile};
   hb_metric *running_auc_ = nullptr;
   hb_checkpoint *ckpt_ = nullptr;
   std::string job_id_;
-  int64_t pos_ = 0;          // next sample of this rank's synthetic shard
   ckpt::Tally tally_;        // samples trained by every rank, to the last merge
   ckpt::Tally local_tally_;  // this rank's since then
   int64_t saved_step_ = -1, committed_step_ = -1;
@@ -685,59 +723,76 @@ void Trainer::print_digest(const std::string &table_dir, double auc) {
               tally_.count, tally_.sum, tally_.sum_sq);
 }
 
-void Trainer::forward(int split, int64_t begin, int64_t end) {
-  const int64_t n = end - begin, D = f_.dim, T = synth::kTables, in = dense_.in,
-                H = dense_.hidden;
-  prof_.mark(StepProfile::kData);
-  fill_samples(split, begin, end);
-  b_.wide_ids.resize(n * T);
+void Trainer::prepare(Batch &b, int split, int64_t begin, int64_t end) {
+  const int64_t n = end - begin, D = f_.dim, T = synth::kTables;
+  fill_samples(b, split, begin, end);
+  b.wide_ids.resize(n * T);
   for (int t = 0; t < T; ++t) {
-    b_.ids[t].resize(n);
+    b.ids[t].resize(n);
     for (int64_t i = 0; i < n; ++i) {
-      b_.ids[t][i] = b_.samples[i].ids[t];
-      b_.wide_ids[i * T + t] = t * f_.vocab + b_.samples[i].ids[t];
+      b.ids[t][i] = b.samples[i].ids[t];
+      b.wide_ids[i * T + t] = t * f_.vocab + b.samples[i].ids[t];
     }
   }
-  b_.one_hot.resize(n + 1), b_.wide_bags.resize(n + 1);
-  for (int64_t i = 0; i <= n; ++i) b_.one_hot[i] = i, b_.wide_bags[i] = i * T;
-  b_.feat_ids.resize(T + 1), b_.feat_offsets.resize(T + 1);
+  b.one_hot.resize(n + 1), b.wide_bags.resize(n + 1);
+  for (int64_t i = 0; i <= n; ++i) b.one_hot[i] = i, b.wide_bags[i] = i * T;
+  b.feat_ids.resize(T + 1), b.feat_offsets.resize(T + 1);
   for (int t = 0; t < T; ++t)
-    b_.feat_ids[t] = b_.ids[t].data(), b_.feat_offsets[t] = b_.one_hot.data();
-  b_.feat_ids[T] = b_.wide_ids.data(), b_.feat_offsets[T] = b_.wide_bags.data();
-  b_.jagged.batch_size = n;
-  b_.jagged.ids = b_.feat_ids.data();
-  b_.jagged.offsets = b_.feat_offsets.data();
-  const int64_t P = T * D + 1;  // pooled width
-  b_.pooled.resize(n * P);
-  prof_.mark(StepProfile::kLookup);
-  CHECK_HB(hb_collection_lookup(coll_, &b_.jagged, b_.pooled.data(), nullptr));
+    b.feat_ids[t] = b.ids[t].data(), b.feat_offsets[t] = b.one_hot.data();
+  b.feat_ids[T] = b.wide_ids.data(), b.feat_offsets[T] = b.wide_bags.data();
+  b.jagged.batch_size = n;
+  b.jagged.ids = b.feat_ids.data();
+  b.jagged.offsets = b.feat_offsets.data();
+  b.pooled.resize(n * (T * D + 1));  // pooled width
+}
 
+bool Trainer::next_batch(Batch &b) {
+  prof_.mark(StepProfile::kData);
+  bool has_data = files_ ? files_->fetch() : pos_ < shard_end_;
+  prof_.mark(StepProfile::kSync);
+  int32_t cont = 0, empty = 0;
+  CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
+  if (!cont) return false;
+  int64_t lo = pos_, hi = empty    ? pos_
+                          : files_ ? pos_ + files_->size()
+                                   : std::min(shard_end_, pos_ + f_.batch);
+  prof_.mark(StepProfile::kData);
+  prepare(b, /*split=*/0, lo, hi);
+  pos_ = hi;
+  return true;
+}
+
+void Trainer::forward(Batch &b) {
+  const int64_t n = static_cast<int64_t>(b.samples.size()), D = f_.dim,
+                T = synth::kTables, in = dense_.in, H = dense_.hidden;
+  const int64_t P = T * D + 1;  // pooled width
   prof_.mark(StepProfile::kMlpForward);
-  b_.x.resize(n * in), b_.z1.resize(n * H), b_.logit.resize(n),
-      b_.prob.resize(n), b_.label.resize(n);
+  b.x.resize(n * in), b.z1.resize(n * H), b.logit.resize(n), b.prob.resize(n),
+      b.label.resize(n);
   // x = [pooled embeddings | dense features]; z1 = x W1^T + b1 (one GEMM).
   for (int64_t i = 0; i < n; ++i) {
-    float *x = &b_.x[i * in];
-    std::memcpy(x, &b_.pooled[i * P], T * D * sizeof(float));
-    std::memcpy(x + T * D, b_.samples[i].dense, synth::kDense * sizeof(float));
-    std::memcpy(&b_.z1[i * H], dense_.b1.data(), H * sizeof(float));
+    float *x = &b.x[i * in];
+    std::memcpy(x, &b.pooled[i * P], T * D * sizeof(float));
+    std::memcpy(x + T * D, b.samples[i].dense, synth::kDense * sizeof(float));
+    std::memcpy(&b.z1[i * H], dense_.b1.data(), H * sizeof(float));
   }
-  dense_math::gemm(false, true, n, H, in, 1.0f, b_.x.data(), in,
-                   dense_.w1.data(), in, 1.0f, b_.z1.data(), H);
+  dense_math::gemm(false, true, n, H, in, 1.0f, b.x.data(), in,
+                   dense_.w1.data(), in, 1.0f, b.z1.data(), H);
   for (int64_t i = 0; i < n; ++i) {
-    const float *z = &b_.z1[i * H];
+    const float *z = &b.z1[i * H];
     double logit = dense_.b2[0];
     for (int64_t h = 0; h < H; ++h)
       if (z[h] > 0) logit += dense_.w2[h] * z[h];
-    logit += b_.pooled[i * P + T * D];  // the wide part: its pooled sum
-    b_.logit[i] = static_cast<float>(logit);
-    b_.prob[i] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
-    b_.label[i] = b_.samples[i].label;
+    logit += b.pooled[i * P + T * D];  // the wide part: its pooled sum
+    b.logit[i] = static_cast<float>(logit);
+    b.prob[i] = static_cast<float>(1.0 / (1.0 + std::exp(-logit)));
+    b.label[i] = b.samples[i].label;
   }
 }
 
-void Trainer::backward(int64_t global_n) {
-  const int64_t n = static_cast<int64_t>(b_.samples.size()), D = f_.dim,
+template <class F>
+void Trainer::backward(Batch &b, int64_t global_n, F &&between) {
+  const int64_t n = static_cast<int64_t>(b.samples.size()), D = f_.dim,
                 T = synth::kTables;
   const int64_t in = dense_.in, H = dense_.hidden;
   const float inv = 1.0f / static_cast<float>(global_n);
@@ -745,11 +800,11 @@ void Trainer::backward(int64_t global_n) {
   dense_.zero_grads();
   dz1_.resize(n * H);
   const int64_t P = T * D + 1;
-  b_.grad_pooled.resize(n * P);
+  b.grad_pooled.resize(n * P);
   for (int64_t i = 0; i < n; ++i) {
     // d(mean logistic loss)/d(logit) = (p - y) / N
-    float dl = (b_.prob[i] - b_.label[i]) * inv;
-    const float *z = &b_.z1[i * H];
+    float dl = (b.prob[i] - b.label[i]) * inv;
+    const float *z = &b.z1[i * H];
     float *dz = &dz1_[i * H];
     dense_.gb2[0] += dl;
     for (int64_t h = 0; h < H; ++h) {
@@ -758,14 +813,14 @@ void Trainer::backward(int64_t global_n) {
       dz[h] = on ? dl * dense_.w2[h] : 0.0f;
       dense_.gb1[h] += dz[h];
     }
-    b_.grad_pooled[i * P + T * D] = dl;  // each wide id gets dl
+    b.grad_pooled[i * P + T * D] = dl;  // each wide id gets dl
   }
   // gW1 = dz1^T x; the pooled embeddings' gradient is dz1 W1 restricted to
   // their T * D columns, written straight into grad_pooled (row stride P).
-  dense_math::gemm(true, false, H, in, n, 1.0f, dz1_.data(), H, b_.x.data(), in,
+  dense_math::gemm(true, false, H, in, n, 1.0f, dz1_.data(), H, b.x.data(), in,
                    0.0f, dense_.gw1.data(), in);
   dense_math::gemm(false, false, n, T * D, H, 1.0f, dz1_.data(), H,
-                   dense_.w1.data(), in, 0.0f, b_.grad_pooled.data(), P);
+                   dense_.w1.data(), in, 0.0f, b.grad_pooled.data(), P);
   // Dense gradients: one fused allreduce over the four tensors.
   void *bufs[4] = {dense_.gw1.data(), dense_.gb1.data(), dense_.gw2.data(),
                    dense_.gb2.data()};
@@ -781,19 +836,20 @@ void Trainer::backward(int64_t global_n) {
     prof_.mark(StepProfile::kDenseOptimizer);
     dense_.step(static_cast<float>(f_.lr));
   }
+  between();
   prof_.mark(StepProfile::kSparseUpdate);
   // Sparse gradients go to the ranks that own the rows: one call, which
   // reuses the plan of this batch's lookup.
-  CHECK_HB(hb_collection_apply_gradients(coll_, &b_.jagged,
-                                         b_.grad_pooled.data(), nullptr));
+  CHECK_HB(hb_collection_apply_gradients(coll_, &b.jagged, b.grad_pooled.data(),
+                                         nullptr));
 }
 
-double Trainer::current_loss_sum() const {
+double Trainer::loss_sum(const Batch &b) {
   double s = 0;
-  for (size_t i = 0; i < b_.prob.size(); ++i) {
+  for (size_t i = 0; i < b.prob.size(); ++i) {
     double p =
-        std::min(std::max(static_cast<double>(b_.prob[i]), 1e-7), 1 - 1e-7);
-    s -= b_.label[i] > 0.5f ? std::log(p) : std::log(1 - p);
+        std::min(std::max(static_cast<double>(b.prob[i]), 1e-7), 1 - 1e-7);
+    s -= b.label[i] > 0.5f ? std::log(p) : std::log(1 - p);
   }
   return s;
 }
@@ -828,16 +884,19 @@ void Trainer::score_held_out(hb_metric *model, hb_metric *planted) {
   pull_dense();
   std::vector<float> pp;
   prof_.pause(true);
+  Batch &b = eval_;
   for (int64_t k = 0; k < batches; ++k) {
     int64_t lo = std::min(end, begin + k * f_.batch),
             hi = std::min(end, lo + f_.batch);
-    forward(/*split=*/1, lo, hi);
+    prepare(b, /*split=*/1, lo, hi);
+    CHECK_HB(hb_collection_lookup(coll_, &b.jagged, b.pooled.data(), nullptr));
+    forward(b);
     pp.resize(hi - lo);
-    for (int64_t i = 0; i < hi - lo; ++i) pp[i] = b_.samples[i].planted_prob;
-    CHECK_HB(hb_metric_update(model, b_.label.data(), b_.prob.data(), nullptr,
+    for (int64_t i = 0; i < hi - lo; ++i) pp[i] = b.samples[i].planted_prob;
+    CHECK_HB(hb_metric_update(model, b.label.data(), b.prob.data(), nullptr,
                               hi - lo));
-    CHECK_HB(hb_metric_update(planted, b_.label.data(), pp.data(), nullptr,
-                              hi - lo));
+    CHECK_HB(
+        hb_metric_update(planted, b.label.data(), pp.data(), nullptr, hi - lo));
   }
   prof_.pause(false);
 }
@@ -952,9 +1011,13 @@ int Trainer::run_ps() {
     const int64_t lo = (step * world_ + rank_) * f_.batch, hi = lo + f_.batch;
     prof_.mark(StepProfile::kDenseAllreduce);
     pull_dense();
-    forward(/*split=*/0, lo, hi);
+    Batch &b = train_[0];
+    prepare(b, /*split=*/0, lo, hi);
+    prof_.mark(StepProfile::kLookup);
+    CHECK_HB(hb_collection_lookup(coll_, &b.jagged, b.pooled.data(), nullptr));
+    forward(b);
     // The gradient of the mean loss over a global batch of W local ones.
-    backward(f_.batch * world_);
+    backward(b, f_.batch * world_, [] {});
     prof_.mark(StepProfile::kSync);
     const float minus_n = -static_cast<float>(hi - lo);
     CHECK_HB(hb_embedding_apply_gradients(samples_, &zero, 1, &minus_n));
@@ -1031,14 +1094,17 @@ int Trainer::train() {
         world_, f_.data.c_str(), f_.batch, synth::kTables, f_.dim, dense_.in,
         dense_.hidden, dense_math::gemm_name());
   else if (chief)
-    std::printf("ctr_train: world %d, %" PRId64 " train samples in %" PRId64
-                " files (this rank: %" PRId64 "), batch %" PRId64
+    std::printf("ctr_train: world %d, %" PRId64
+                " train samples %s (this "
+                "rank: %" PRId64 "), batch %" PRId64
                 "/rank, %d tables x dim %" PRId64 " + wide, MLP %d-%d-1 (%s)\n",
-                world_, f_.train_samples, f_.files, shard_end_ - shard_begin_,
-                f_.batch, synth::kTables, f_.dim, dense_.in, dense_.hidden,
-                dense_math::gemm_name());
+                world_, f_.train_samples,
+                f_.files ? ("in " + std::to_string(f_.files) + " files").c_str()
+                         : "split evenly",
+                shard_end_ - shard_begin_, f_.batch, synth::kTables, f_.dim,
+                dense_.in, dense_.hidden, dense_math::gemm_name());
   hb_metric *running_auc = running_auc_;
-  int64_t step = resume(), interval_samples = 0;
+  int64_t step = resume(), interval_samples = 0;  // resume() sets pos_
   const int64_t first_step = step;
   const bool tally = ckpt_ || f_.digest;
   // This rank's loss sum of each step since the last log line; summed over
@@ -1046,32 +1112,58 @@ int Trainer::train() {
   std::vector<double> interval_losses;
   double t0 = now_s(), t_interval = t0, auc = 0, planted = 0;
   double step_s = 0;
+  // started: the lookup of train_[cur] was started (pipelined step) by the
+  // previous step; done: every rank is out of data.
+  int cur = 0;
+  bool started = false, done = false;
   for (;;) {
     double t_step = now_s();
-    int32_t cont = 0, empty = 0;
-    prof_.mark(StepProfile::kData);
-    bool has_data = files_ ? files_->fetch() : pos_ < shard_end_;
-    prof_.mark(StepProfile::kSync);
-    CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
-    if (!cont) {
-      prof_.stop();
-      break;
+    Batch &b = train_[cur];
+    if (!started) {
+      if (!next_batch(b)) {
+        prof_.stop();
+        break;
+      }
+      prof_.mark(StepProfile::kLookup);
+      CHECK_HB(
+          hb_collection_lookup(coll_, &b.jagged, b.pooled.data(), nullptr));
+    } else {
+      // The rows of this batch, read after the last step's update.
+      prof_.mark(StepProfile::kLookup);
+      CHECK_HB(hb_collection_lookup_wait(coll_));
     }
-    int64_t lo = pos_, hi = empty    ? pos_
-                            : files_ ? pos_ + files_->size()
-                                     : std::min(shard_end_, pos_ + f_.batch);
-    forward(/*split=*/0, lo, hi);
-    pos_ = hi;
+    started = false;
+    forward(b);
+    const int64_t n = static_cast<int64_t>(b.samples.size());
+    interval_losses.push_back(loss_sum(b));
     if (tally)
-      for (const auto &smp : b_.samples)
-        local_tally_.add(ckpt::fingerprint(smp));
-    interval_losses.push_back(current_loss_sum());
+      for (const auto &smp : b.samples) local_tally_.add(ckpt::fingerprint(smp));
     prof_.mark(StepProfile::kGlobalBatch);
-    int64_t global_n = global_batch(step, hi - lo);
-    backward(global_n);
+    int64_t global_n = global_batch(step, n);
+    // The evaluation after this step looks up on its own: no lookup may be
+    // pending then.
+    const bool eval_next = (step + 1) % f_.eval_every == 0;
+    // Nor at a checkpoint: it saves the position after this batch, and the
+    // reader must not have handed out the next one yet.
+    const bool save_next = ckpt_ && f_.checkpoint_every > 0 &&
+                           (step + 1) % f_.checkpoint_every == 0;
+    backward(b, global_n, [&] {
+      if (!f_.pipeline || eval_next || save_next) return;
+      // Pipelined: the next batch's ids go to their owners now; its rows
+      // come back at the top of the next step, after this batch's update.
+      Batch &nb = train_[1 - cur];
+      if (!next_batch(nb)) {
+        done = true;
+        return;
+      }
+      prof_.mark(StepProfile::kLookupStart);
+      CHECK_HB(hb_collection_lookup_start(coll_, &nb.jagged, nb.pooled.data(),
+                                          nullptr));
+      started = true;
+    });
     prof_.mark(StepProfile::kMetric);
-    CHECK_HB(hb_metric_update(running_auc, b_.label.data(), b_.prob.data(),
-                              nullptr, hi - lo));
+    CHECK_HB(hb_metric_update(running_auc, b.label.data(), b.prob.data(),
+                              nullptr, n));
     interval_samples += global_n;
     ++step;
     if (step % f_.log_every == 0) {
@@ -1112,6 +1204,8 @@ int Trainer::train() {
       save(step);
     else
       report_commits();
+    if (done) break;
+    if (started) cur = 1 - cur;
   }
   double train_s = now_s() - t0;
   // The end of training is a checkpoint too: a job started again after it

@@ -6,7 +6,7 @@ in numpy over the `hb` binding.
 The same model and data as the C++ demo: criteo-synth samples (synth_data.py,
 the same samples as synth_data.h) with a planted logistic model, 26 sharded
 embedding tables plus a wide table, and an MLP whose backward pass is
-written by hand. Per step: hb data_sync (ranks hold uneven shards), one
+written by hand. Per step: hb data_sync (with --files N ranks hold uneven shards), one
 collection lookup for all 27 features (hb.Collection: the 26 one-hot
 categorical features and the wide feature's 26 ids per sample, sum-pooled),
 dense gradients through allreduce_many, sparse gradients through one
@@ -44,7 +44,9 @@ def parse_flags(argv):
     p = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     p.add_argument("--train-samples", type=int, default=480000)
     p.add_argument("--eval-samples", type=int, default=40000)
-    p.add_argument("--files", type=int, default=24, help="the train split comes as files of uneven size")
+    p.add_argument("--files", type=int, default=0,
+                   help="> 0: the train split comes as this many files of uneven size; "
+                        "0: the samples are split evenly over the ranks")
     p.add_argument("--batch", type=int, default=512, help="samples per rank and step")
     p.add_argument("--vocab", type=int, default=2048, help="ids per table; a power of two")
     p.add_argument("--dim", type=int, default=8)
@@ -70,18 +72,21 @@ def parse_flags(argv):
                    help="print the final dense state's digest and the AUC in full")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
-            or f.files <= 0 or f.eval_every <= 0 or f.log_every <= 0
+            or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
             or f.checkpoint_every < 0 or f.checkpoint_keep < 1):
-        p.error("batch, dim, hidden, files, eval-every, log-every > 0, vocab a power of two, "
-                "checkpoint-every >= 0 and checkpoint-keep >= 1")
+        p.error("batch, dim, hidden, eval-every, log-every > 0, files >= 0, vocab a power of "
+                "two, checkpoint-every >= 0 and checkpoint-keep >= 1")
     return f
 
 
 def plan_train_shard(f, world, rank):
-    """The train split is f.files files of uneven size (file i weighs
-    1 + i % 5); shard_range hands each rank a contiguous run of files, so
-    ranks hold different amounts of data and data_sync keeps them in step.
-    Returns this rank's samples [begin, end)."""
+    """As the C++ demo: by default an even, contiguous share of the samples;
+    with --files N, N files of uneven size (file i weighs 1 + i % 5) and
+    shard_range hands each rank a contiguous run of files, so ranks hold
+    different amounts of data and data_sync keeps them in step. Returns
+    this rank's samples [begin, end)."""
+    if f.files == 0:
+        return hb.shard_range(f.train_samples, world, rank)
     cum = np.concatenate([[0.0], np.cumsum(1.0 + np.arange(f.files) % 5)])
     # llround of the C++ demo: half away from zero (values are >= 0).
     file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
@@ -388,9 +393,10 @@ class Trainer:
                     "%d tables x dim %d + wide, MLP %d-%d-1 (BLAS: %s)"
                     % (os.path.basename(sys.argv[0]), self.world, f.data, f.batch, T, f.dim,
                        T * f.dim + DENSE, f.hidden, blas_library()))
-        return ("%s: world %d, %d train samples in %d files (this rank: %d), batch %d/rank, "
+        return ("%s: world %d, %d train samples %s (this rank: %d), batch %d/rank, "
                 "%d tables x dim %d + wide, MLP %d-%d-1 (BLAS: %s)"
-                % (os.path.basename(sys.argv[0]), self.world, f.train_samples, f.files,
+                % (os.path.basename(sys.argv[0]), self.world, f.train_samples,
+                   "in %d files" % f.files if f.files else "split evenly",
                    self.shard_end - self.shard_begin, f.batch, T, f.dim, T * f.dim + DENSE, f.hidden,
                    blas_library()))
 

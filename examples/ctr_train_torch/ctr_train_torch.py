@@ -11,8 +11,9 @@ hb.torch.DistributedDataParallel. autograd does the backward pass; the
 tables' Adagrad runs at the rank that owns each row, inside
 loss.backward(); the MLP's gradients are summed over the ranks with hb's
 bucketed allreduce and stepped by torch.optim.Adagrad. The loop is the
-numpy demo's (its Trainer.run): ranks hold uneven shards and hb's
-data_sync keeps them in step (a rank out of data runs empty batches);
+numpy demo's (its Trainer.run): with --files N ranks hold uneven shards
+and hb's data_sync keeps them in step (a rank out of data runs empty
+batches; by default the samples are split evenly);
 every --eval-every steps the held-out split is scored with the exact AUC
 (merged across ranks). One intra-op torch thread per rank. At the end: a checkpoint
 (hb.torch.save: the MLP plus the tables), a serving export per table, and

@@ -12,12 +12,13 @@ namespace hb {
 namespace emb {
 namespace {
 
-enum Op : int64_t { kLookup = 1, kUpdate = 2 };
+enum Op : int64_t { kLookup = 1, kUpdate = 2, kLookupStart = 3 };
 
 const char *op_name(int64_t op) {
-  return op == kLookup   ? "hb_collection_lookup"
-         : op == kUpdate ? "hb_collection_apply_gradients"
-                         : "an unknown call";
+  return op == kLookup        ? "hb_collection_lookup"
+         : op == kUpdate      ? "hb_collection_apply_gradients"
+         : op == kLookupStart ? "hb_collection_lookup_start"
+                              : "an unknown call";
 }
 
 // The words every header starts with after {status, ...}: which collection,
@@ -46,6 +47,134 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
     fail(st, "%s: rank %d failed with %s (id %lld)", what, p,
          hb_status_name(st), (long long)h[2]);
   fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
+}
+
+// The per-id loops of the host collection, for a row width known at
+// compile time (kDim > 0: the common dims, unrolled and vectorised without
+// a remainder) or at run time (kDim == 0). Both make the same float
+// operations in the same order.
+template <int kDim>
+struct RowOps {
+  // Feature f's pooled output (or unpooled rows) from the rows in send
+  // order: row(k) = rows + pos[inv[k]] * dim.
+  static void pool(int64_t dim_rt, const float *rows, const uint32_t *inv,
+                   const uint32_t *pos, const float *w, const int64_t *bag,
+                   int64_t B, size_t n, int32_t pooling, float *out,
+                   int64_t stride) {
+    const int64_t dim = kDim > 0 ? kDim : dim_rt;
+    auto row = [&](int64_t k) { return rows + pos[inv[k]] * dim; };
+    if (pooling == HB_POOLING_NONE) {
+      for (size_t k = 0; k < n; ++k) {
+        const float *r = row(k);
+        float *o = out + k * dim;
+        if (w)
+          for (int64_t c = 0; c < dim; ++c) o[c] = w[k] * r[c];
+        else
+          for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
+      }
+      return;
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      float *o = out + b * stride;
+      const int64_t lo = bag[b], hi = bag[b + 1];
+      if (lo == hi) {
+        for (int64_t c = 0; c < dim; ++c) o[c] = 0.0f;
+        continue;
+      }
+      const float *r = row(lo);
+      if (w)
+        for (int64_t c = 0; c < dim; ++c) o[c] = w[lo] * r[c];
+      else
+        for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
+      for (int64_t k = lo + 1; k < hi; ++k) {
+        r = row(k);
+        if (w)
+          for (int64_t c = 0; c < dim; ++c) o[c] += w[k] * r[c];
+        else
+          for (int64_t c = 0; c < dim; ++c) o[c] += r[c];
+      }
+      if (pooling == HB_POOLING_SUM) continue;
+      const float d = pooling == HB_POOLING_MEAN
+                          ? static_cast<float>(hi - lo)
+                          : std::sqrt(static_cast<float>(hi - lo));
+      for (int64_t c = 0; c < dim; ++c) o[c] /= d;
+    }
+  }
+
+  // Feature f's per-id gradients, summed straight into the partial sums
+  // of its table's unique ids (partial + pos[inv[i]] * dim, i = first + k):
+  // the first occurrence of an id (inv numbers ids in first-occurrence
+  // order: *next is the next new one) is assigned, later ones are added,
+  // in batch order -- sum_rows' order, without the per-id rows in between.
+  static void expand(int64_t dim_rt, const float *grad, int64_t stride,
+                     const float *w, const int64_t *bag, int64_t B, size_t n,
+                     int32_t pooling, const uint32_t *inv, const uint32_t *pos,
+                     uint32_t *next, float *partial) {
+    const int64_t dim = kDim > 0 ? kDim : dim_rt;
+    auto put = [&](size_t k, const float *src, bool scaled, float sc) {
+      const uint32_t u = inv[k];
+      float *d = partial + pos[u] * dim;
+      if (u == *next) {
+        ++*next;
+        if (scaled)
+          for (int64_t c = 0; c < dim; ++c) d[c] = src[c] * sc;
+        else
+          for (int64_t c = 0; c < dim; ++c) d[c] = src[c];
+      } else if (scaled) {
+        for (int64_t c = 0; c < dim; ++c) {
+          const float g = src[c] * sc;  // rounded before the add (no FMA)
+          d[c] += g;
+        }
+      } else {
+        for (int64_t c = 0; c < dim; ++c) d[c] += src[c];
+      }
+    };
+    if (pooling == HB_POOLING_NONE) {
+      for (size_t k = 0; k < n; ++k)
+        put(k, grad + k * dim, w != nullptr, w ? w[k] : 1.0f);
+      return;
+    }
+    for (int64_t b = 0; b < B; ++b) {
+      const int64_t lo = bag[b], hi = bag[b + 1];
+      if (lo == hi) continue;
+      const float *src = grad + b * stride;
+      const float d = pooling == HB_POOLING_MEAN
+                          ? static_cast<float>(hi - lo)
+                          : std::sqrt(static_cast<float>(hi - lo));
+      for (int64_t k = lo; k < hi; ++k) {
+        if (pooling == HB_POOLING_SUM && !w) {
+          put(k, src, false, 1.0f);
+          continue;
+        }
+        float sc = w ? w[k] : 1.0f;
+        if (pooling != HB_POOLING_SUM) sc = sc / d;
+        put(k, src, true, sc);
+      }
+    }
+  }
+};
+
+// Calls fn(RowOps<dim>()) for a common dim, else fn(RowOps<0>()).
+template <class F>
+void with_row_ops(int64_t dim, F &&fn) {
+  switch (dim) {
+    case 1:
+      return fn(RowOps<1>());
+    case 2:
+      return fn(RowOps<2>());
+    case 4:
+      return fn(RowOps<4>());
+    case 8:
+      return fn(RowOps<8>());
+    case 16:
+      return fn(RowOps<16>());
+    case 32:
+      return fn(RowOps<32>());
+    case 64:
+      return fn(RowOps<64>());
+    default:
+      return fn(RowOps<0>());
+  }
 }
 
 }  // namespace
@@ -120,6 +249,8 @@ CollectionBase::CollectionBase(std::vector<Feature> features,
     start_.resize(features_.size());
     n_.resize(features_.size());
     base_.resize(features_.size());
+    spare_plans_ = plans_;
+    spare_start_ = start_, spare_n_ = n_, spare_base_ = base_;
   } catch (...) {
     o.capture();
   }
@@ -168,6 +299,7 @@ void CollectionBase::read_batch(const JaggedBatch &in, const char *what,
                                 const void *pooled, const void *const *rows,
                                 const char *pooled_name,
                                 const char *rows_name) {
+  HB_CHECK_ARG(in.error.empty(), "%s", in.error.c_str());
   const int64_t B = in.batch;
   HB_CHECK_ARG(B >= 0, "%s: batch_size %lld < 0", what, (long long)B);
   HB_CHECK_ARG(B == 0 || in.offsets || in.lengths,
@@ -240,18 +372,22 @@ void CollectionBase::count_round() {
 
 void CollectionBase::verdict(const Outcome &o, bool ok, int64_t *h) const {
   h[0] = o.status, h[1] = ok, h[2] = static_cast<int64_t>(id_);
-  h[3] = kUpdate, h[4] = static_cast<int64_t>(seq_);
+  h[3] = kUpdate, h[4] = static_cast<int64_t>(call_seq_);
 }
 
-bool CollectionBase::verdicts(const int64_t *h, const char *what) const {
+bool CollectionBase::verdicts(const int64_t *h, const Outcome &o,
+                              const char *what) {
   const CallId me{static_cast<int64_t>(id_), kUpdate,
-                  static_cast<int64_t>(seq_)};
+                  static_cast<int64_t>(call_seq_)};
+  for (int p = 0; p < world_; ++p)
+    check_call(me, h + p * kVerdictWords + 2, p, what);
+  matched();
+  if (o.status != HB_OK) throw Error(o.status, o.message);
   bool all_ok = true;
   for (int p = 0; p < world_; ++p) {
     const int64_t *v = h + p * kVerdictWords;
     int64_t st[3] = {v[0], 0, 0};
     check_peer_status(st, p, what);
-    check_call(me, v + 2, p, what);
     all_ok = all_ok && v[1];
   }
   return all_ok;
@@ -276,7 +412,8 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
   }
   // One header per peer: {status, has_detail, detail, call id, counts}.
   phase.emplace("emb.header", "embedding");
-  const CallId me{static_cast<int64_t>(id_), op, static_cast<int64_t>(seq_)};
+  const CallId me{static_cast<int64_t>(id_), op,
+                  static_cast<int64_t>(call_seq_)};
   const size_t k = 6 + T;
   std::vector<int64_t> send(k * world_, 0), recv(k * world_);
   for (int p = 0; p < world_; ++p) {
@@ -290,9 +427,12 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
   stats_.wire_bytes_sent += k * 8 * (world_ - 1);
   stats_.wire_bytes_recv += k * 8 * (world_ - 1);
   x_->alltoall(send.data(), recv.data(), k);
+  // Calls first: ranks that made different calls all report the mismatch
+  // (and none counts the call); then this rank's failure, then the peers'.
+  for (int p = 0; p < world_; ++p) check_call(me, &recv[p * k + 3], p, what);
+  matched();
   if (o.status != HB_OK) throw Error(o.status, o.message);
   for (int p = 0; p < world_; ++p) check_peer_status(&recv[p * k], p, what);
-  for (int p = 0; p < world_; ++p) check_call(me, &recv[p * k + 3], p, what);
   for (size_t t = 0; t < T; ++t) {
     std::vector<int64_t> rc(world_);
     for (int p = 0; p < world_; ++p) rc[p] = recv[p * k + 6 + t];
@@ -307,13 +447,14 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
 void CollectionBase::lookup(const JaggedBatch &in, float *out,
                             float *const *unpooled) {
   const char *what = "hb_collection_lookup";
-  ++seq_;
+  call_seq_ = seq_;
   ++stats_.lookups;
-  plan_valid_ = false;
+  // Refused while a started lookup is pending: then the plan of the lookup
+  // before it stays usable (nothing below touches it).
+  if (!pending_) plan_valid_ = false;
   Outcome o;
   try {
-    read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
-               "out", "unpooled");
+    read_lookup(in, what, out, unpooled);
   } catch (...) {
     o.capture();
   }
@@ -322,11 +463,67 @@ void CollectionBase::lookup(const JaggedBatch &in, float *out,
   plan_valid_ = true;
 }
 
+void CollectionBase::read_lookup(const JaggedBatch &in, const char *what,
+                                 float *out, float *const *unpooled) {
+  HB_CHECK_ARG(!pending_,
+               "%s: a lookup started by hb_collection_lookup_start is "
+               "pending: call hb_collection_lookup_wait first",
+               what);
+  read_batch(in, what, out, reinterpret_cast<const void *const *>(unpooled),
+             "out", "unpooled");
+}
+
+void CollectionBase::swap_state() {
+  plans_.swap(spare_plans_);
+  start_.swap(spare_start_);
+  n_.swap(spare_n_);
+  base_.swap(spare_base_);
+}
+
+void CollectionBase::lookup_start(const JaggedBatch &in, float *out,
+                                  float *const *unpooled) {
+  const char *what = "hb_collection_lookup_start";
+  call_seq_ = seq_;
+  Outcome o;
+  if (!pending_) swap_state();  // plan into the spare state
+  try {
+    read_lookup(in, what, out, unpooled);
+  } catch (...) {
+    o.capture();
+  }
+  const bool was_pending = pending_;
+  try {
+    plan_and_route(o, kLookupStart, what);
+  } catch (...) {
+    // Nothing is pending after a failed start; the last lookup's plan is
+    // where it was (its apply_gradients may still reuse it).
+    if (!was_pending) swap_state();
+    throw;
+  }
+  ++stats_.lookups;
+  swap_state();
+  pending_ = true;
+  pending_in_ = in;
+  pending_out_ = out;
+  pending_unpooled_ = unpooled;
+}
+
+void CollectionBase::lookup_wait() {
+  HB_CHECK_ARG(pending_,
+               "hb_collection_lookup_wait: no lookup was started on this "
+               "collection (hb_collection_lookup_start)");
+  swap_state();
+  pending_ = false;
+  plan_valid_ = false;
+  rows_and_pool(pending_in_, pending_out_, pending_unpooled_);
+  plan_valid_ = true;
+}
+
 void CollectionBase::apply_gradients(const JaggedBatch &in,
                                      const float *grad_out,
                                      const float *const *grad_unpooled) {
   const char *what = "hb_collection_apply_gradients";
-  ++seq_;
+  call_seq_ = seq_;
   ++stats_.updates;
   const bool speculate = plan_valid_;  // the same on every rank
   plan_valid_ = false;
@@ -363,7 +560,15 @@ Collection::Collection(std::vector<Feature> features,
                        std::unique_ptr<Exchange> x)
     : CollectionBase(std::move(features), std::move(x), /*device=*/false),
       slots_(tables_.size()),
-      bags_(features_.size()) {}
+      spare_slots_(tables_.size()),
+      bags_(features_.size()),
+      spare_bags_(features_.size()) {}
+
+void Collection::swap_state() {
+  CollectionBase::swap_state();
+  slots_.swap(spare_slots_);
+  bags_.swap(spare_bags_);
+}
 
 void Collection::read_bags(const JaggedBatch &in, const char *what,
                            const void *, const void *const *) {
@@ -488,51 +693,19 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
       from += c;
     }
   }
-  const int64_t B = in.batch;
   for (size_t f = 0; f < features_.size(); ++f) {
     const size_t t = slot_of_[f];
-    const Slot &s = slots_[t];
     const Bags &g = bags_[f];
     const int64_t dim = tables_[t]->spec().dim;
-    const uint32_t *inv = plans_[t].local().inverse().data() + start_[f];
-    const uint32_t *pos = plans_[t].pos().data();
-    auto row = [&](size_t k) { return &s.partial[pos[inv[k]] * dim]; };
     const int32_t pooling = features_[f].pooling;
-    if (pooling == HB_POOLING_NONE) {
-      for (size_t k = 0; k < n_[f]; ++k) {
-        const float *r = row(k);
-        float *o = unpooled[f] + k * dim;
-        if (g.w)
-          for (int64_t c = 0; c < dim; ++c) o[c] = g.w[k] * r[c];
-        else
-          for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
-      }
-      continue;
-    }
-    for (int64_t b = 0; b < B; ++b) {
-      float *o = out + b * pooled_width_ + column_[f];
-      const int64_t lo = g.bag[b], hi = g.bag[b + 1];
-      if (lo == hi) {
-        std::memset(o, 0, dim * 4);
-        continue;
-      }
-      for (int64_t k = lo; k < hi; ++k) {
-        const float *r = row(k);
-        if (k == lo && g.w)
-          for (int64_t c = 0; c < dim; ++c) o[c] = g.w[k] * r[c];
-        else if (k == lo)
-          for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
-        else if (g.w)
-          for (int64_t c = 0; c < dim; ++c) o[c] += g.w[k] * r[c];
-        else
-          for (int64_t c = 0; c < dim; ++c) o[c] += r[c];
-      }
-      if (pooling == HB_POOLING_SUM) continue;
-      const float d = pooling == HB_POOLING_MEAN
-                          ? static_cast<float>(hi - lo)
-                          : std::sqrt(static_cast<float>(hi - lo));
-      for (int64_t c = 0; c < dim; ++c) o[c] /= d;
-    }
+    const bool none = pooling == HB_POOLING_NONE;
+    if (none ? n_[f] == 0 : in.batch == 0) continue;  // out may be NULL
+    with_row_ops(dim, [&](auto ops) {
+      ops.pool(dim, slots_[t].partial.data(),
+               plans_[t].local().inverse().data() + start_[f],
+               plans_[t].pos().data(), g.w, g.bag.data(), in.batch, n_[f],
+               pooling, none ? unpooled[f] : out + column_[f], pooled_width_);
+    });
   }
 }
 
@@ -553,51 +726,27 @@ bool Collection::same_ids() {
 
 void Collection::expand_grads(const float *grad_out,
                               const float *const *grad_unpooled) {
+  // Partial sums per unique id, in send order (the table's contract: first
+  // occurrence, then += in batch order), straight from the gradients.
   for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
     const int64_t dim = tables_[t]->spec().dim;
-    s.rows.resize(s.ids.size() * dim);
-    for (size_t f : slot_features_[t]) {
-      const Bags &g = bags_[f];
-      float *G = s.rows.data() + start_[f] * dim;
-      const int32_t pooling = features_[f].pooling;
-      if (pooling == HB_POOLING_NONE) {
-        const float *src = grad_unpooled[f];
-        if (!g.w) {
-          if (n_[f]) std::memcpy(G, src, n_[f] * dim * 4);
-          continue;
-        }
-        for (size_t k = 0; k < n_[f]; ++k)
-          for (int64_t c = 0; c < dim; ++c)
-            G[k * dim + c] = src[k * dim + c] * g.w[k];
-        continue;
-      }
-      const int64_t B = static_cast<int64_t>(g.bag.size()) - 1;
-      for (int64_t b = 0; b < B; ++b) {
-        const int64_t lo = g.bag[b], hi = g.bag[b + 1];
-        if (lo == hi) continue;
-        const float *src = grad_out + b * pooled_width_ + column_[f];
-        const float d = pooling == HB_POOLING_MEAN
-                            ? static_cast<float>(hi - lo)
-                            : std::sqrt(static_cast<float>(hi - lo));
-        for (int64_t k = lo; k < hi; ++k) {
-          float *o = G + k * dim;
-          if (pooling == HB_POOLING_SUM && !g.w) {
-            for (int64_t c = 0; c < dim; ++c) o[c] = src[c];
-            continue;
-          }
-          float sc = g.w ? g.w[k] : 1.0f;
-          if (pooling != HB_POOLING_SUM) sc = sc / d;
-          for (int64_t c = 0; c < dim; ++c) o[c] = src[c] * sc;
-        }
-      }
-    }
-    // Partial sums per unique id, in send order (the table's contract:
-    // first occurrence, then += in batch order).
     const StepPlan &pl = plans_[t];
     s.partial.resize(pl.send_ids().size() * dim);
-    sum_rows(s.rows.data(), s.ids.size(), pl.local().inverse().data(),
-             pl.pos().data(), dim, s.partial.data());
+    uint32_t next = 0;
+    for (size_t f : slot_features_[t]) {
+      const Bags &g = bags_[f];
+      const int32_t pooling = features_[f].pooling;
+      const bool none = pooling == HB_POOLING_NONE;
+      if (none ? n_[f] == 0 : g.bag.size() == 1) continue;  // may be NULL
+      with_row_ops(dim, [&](auto ops) {
+        ops.expand(dim, none ? grad_unpooled[f] : grad_out + column_[f],
+                   pooled_width_, g.w, g.bag.data(),
+                   static_cast<int64_t>(g.bag.size()) - 1, n_[f], pooling,
+                   pl.local().inverse().data() + start_[f], pl.pos().data(),
+                   &next, s.partial.data());
+      });
+    }
   }
 }
 
@@ -630,11 +779,10 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
     }
   exchange();
-  if (o.status != HB_OK) throw Error(o.status, o.message);
   std::vector<int64_t> hv(world_ * kVerdictWords);
   for (int p = 0; p < world_; ++p)
     std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
-  if (!verdicts(hv.data(), what)) return false;
+  if (!verdicts(hv.data(), o, what)) return false;
   // Owners: one optimizer step per unique id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {

@@ -52,6 +52,10 @@ struct JaggedBatch {
   const int64_t *const *offsets = nullptr;
   const int64_t *const *lengths = nullptr;
   const float *const *weights = nullptr;
+  // Non-empty: the caller's hb_jagged_batch itself was bad (NULL, a
+  // struct_size too small). The call still runs its header round so that
+  // every rank fails with HB_ERR_INVALID_ARGUMENT naming this one.
+  std::string error;
 };
 
 struct CollectionStats {
@@ -79,6 +83,15 @@ class CollectionBase {
   void lookup(const JaggedBatch &in, float *out, float *const *unpooled);
   void apply_gradients(const JaggedBatch &in, const float *grad_out,
                        const float *const *grad_unpooled);
+  // The pipelined lookup (hb_collection_lookup_start / _wait): start plans
+  // the batch and sends its ids to their owners (header and ids rounds)
+  // into a second set of per-call state, so the plan of the lookup before
+  // it stays in place for that lookup's apply_gradients; wait swaps the
+  // started state in and runs the rows round, so the owners read the rows
+  // after every update made before the wait.
+  void lookup_start(const JaggedBatch &in, float *out, float *const *unpooled);
+  void lookup_wait();
+  bool pending() const { return pending_; }
 
  protected:
   // Collective: checks that every rank passed the same features. device:
@@ -104,6 +117,9 @@ class CollectionBase {
                              float *const *unpooled) = 0;
   // Whether this rank's ids equal its last lookup's, exactly.
   virtual bool same_ids() = 0;
+  // Exchanges the per-call state (plans, bags, buffers) with the spare set
+  // that holds a started lookup (override: call the base's too).
+  virtual void swap_state();
   // Every table's partial sums per unique id, in send order.
   virtual void expand_grads(const float *grad_out,
                             const float *const *grad_unpooled) = 0;
@@ -134,15 +150,24 @@ class CollectionBase {
   void count_round();  // the stats of one exchange of sb_ / rb_
   static constexpr size_t kVerdictWords = 5;
   void verdict(const Outcome &o, bool ok, int64_t *h) const;
-  // Checks every peer's verdict header (world x kVerdictWords); throws on
-  // a failed peer or another call, returns whether all could reuse.
-  bool verdicts(const int64_t *h, const char *what) const;
+  // Checks every peer's verdict header (world x kVerdictWords): the calls
+  // first (a matched call counts, see seq_), then this rank's own outcome
+  // o, then the peers'; throws on a failure or another call, returns
+  // whether all could reuse.
+  bool verdicts(const int64_t *h, const Outcome &o, const char *what);
+  // Every rank made this call (the headers' call ids agree): it counts.
+  void matched() { seq_ = call_seq_ + 1; }
 
   std::vector<Feature> features_;
   std::unique_ptr<Exchange> x_;
   int rank_, world_;
   uint64_t id_ = 0;
-  uint64_t seq_ = 0;  // calls so far: part of every fingerprint
+  // Matched calls so far: part of every header. Like a table's call
+  // counter it advances only when every rank made the same call (whether
+  // or not some rank then failed it), so a mismatched call leaves the
+  // ranks' counters equal and the next matched call works.
+  uint64_t seq_ = 0;
+  uint64_t call_seq_ = 0;  // seq_ when the running call started
   std::vector<int64_t> column_;
   int64_t pooled_width_ = 0;
   // The distinct tables ("slots"), each with its plan.
@@ -155,6 +180,15 @@ class CollectionBase {
   std::vector<size_t> n_;          // feature -> id count in this call
   std::vector<int64_t> base_;      // feature -> index of its first id
   bool plan_valid_ = false;        // the last call was a successful lookup
+  // A started lookup waits in the spare state (swap_state) with its
+  // batch and outputs.
+  bool pending_ = false;
+  JaggedBatch pending_in_;
+  float *pending_out_ = nullptr;
+  float *const *pending_unpooled_ = nullptr;
+  std::vector<StepPlan> spare_plans_;
+  std::vector<size_t> spare_start_, spare_n_;
+  std::vector<int64_t> spare_base_;
   CollectionStats stats_;
   std::vector<int64_t> sb_, rb_, sat_, rat_;  // payload layouts
   int64_t stotal_ = 0, rtotal_ = 0;
@@ -163,6 +197,9 @@ class CollectionBase {
   void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
                   const void *const *rows, const char *pooled_name,
                   const char *rows_name);
+  // read_batch for a lookup or a start: refused while a lookup is pending.
+  void read_lookup(const JaggedBatch &in, const char *what, float *out,
+                   float *const *unpooled);
   // Plans every table and exchanges the header (one round: status, call id,
   // counts of every table) and the ids; op: lookup or update.
   void plan_and_route(Outcome &o, int op, const char *what);
@@ -186,7 +223,6 @@ class Collection : public CollectionBase {
     std::vector<int64_t> ids;         // concatenated ids of its features
     std::vector<int64_t> recv_ids;    // packed by source rank
     int64_t owner_nu = -1;            // StepPlan::owner_dedup's result
-    std::vector<float> rows;          // per-id grads
     std::vector<float> partial;       // rows / partial sums in send order
     std::vector<unsigned char> wire;  // owner side, received order
   };
@@ -201,10 +237,11 @@ class Collection : public CollectionBase {
   void expand_grads(const float *grad_out,
                     const float *const *grad_unpooled) override;
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
+  void swap_state() override;
   void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
 
-  std::vector<Slot> slots_;
-  std::vector<Bags> bags_;
+  std::vector<Slot> slots_, spare_slots_;
+  std::vector<Bags> bags_, spare_bags_;
   std::vector<unsigned char> sbuf_, rbuf_;
 };
 

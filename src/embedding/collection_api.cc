@@ -19,13 +19,22 @@ hb::emb::CollectionBase &coll_ref(hb_collection *c, const char *fn) {
   return *c->coll;
 }
 
+// A bad hb_jagged_batch is not thrown here: the collection reports it in
+// the call's header round, so every rank fails at once naming this rank
+// instead of waiting for it until timeout_ms.
 hb::emb::JaggedBatch jagged(const hb_jagged_batch *in, const char *fn) {
-  HB_CHECK_ARG(in, "%s: batch is NULL", fn);
-  hb_jagged_batch b = HB_JAGGED_BATCH_INIT;
-  HB_CHECK_ARG(in->struct_size >= offsetof(hb_jagged_batch, weights),
-               "%s: batch->struct_size %zu is too small", fn, in->struct_size);
-  std::memcpy(&b, in, std::min(in->struct_size, sizeof b));
   hb::emb::JaggedBatch j;
+  if (!in) {
+    j.error = hb::format("%s: batch is NULL", fn);
+    return j;
+  }
+  if (in->struct_size < offsetof(hb_jagged_batch, weights)) {
+    j.error = hb::format("%s: batch->struct_size %zu is too small", fn,
+                         in->struct_size);
+    return j;
+  }
+  hb_jagged_batch b = HB_JAGGED_BATCH_INIT;
+  std::memcpy(&b, in, std::min(in->struct_size, sizeof b));
   j.batch = b.batch_size;
   j.ids = b.ids;
   j.offsets = b.offsets;
@@ -137,6 +146,21 @@ hb_status hb_collection_apply_gradients(hb_collection *coll,
     hb::emb::CollectionBase &c = coll_ref(coll, fn);
     c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled);
   });
+}
+
+hb_status hb_collection_lookup_start(hb_collection *coll,
+                                     const hb_jagged_batch *batch, float *out,
+                                     float *const *unpooled) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_lookup_start";
+    hb::emb::CollectionBase &c = coll_ref(coll, fn);
+    c.lookup_start(jagged(batch, fn), out, unpooled);
+  });
+}
+
+hb_status hb_collection_lookup_wait(hb_collection *coll) {
+  return hb::guard(
+      [&] { coll_ref(coll, "hb_collection_lookup_wait").lookup_wait(); });
 }
 
 hb_status hb_collection_get_stats(const hb_collection *coll,

@@ -25,15 +25,27 @@ DeviceCollection::DeviceCollection(std::vector<Feature> features,
                                    std::unique_ptr<Exchange> x)
     : CollectionBase(std::move(features), std::move(x), /*device=*/true),
       ops_(first_ops(features_)) {
-  slots_.reserve(tables_.size());
-  for (size_t t = 0; t < tables_.size(); ++t)
-    slots_.emplace_back(features_[slot_features_[t][0]].device, world_);
   const size_t F = features_.size();
-  bags_.resize(F);
-  ids_.assign(F, nullptr);
-  w_.assign(F, nullptr);
-  planned_n_.assign(F, 0);
+  for (std::vector<Slot> *ss : {&slots_, &spare_slots_}) {
+    ss->reserve(tables_.size());
+    for (size_t t = 0; t < tables_.size(); ++t)
+      ss->emplace_back(features_[slot_features_[t][0]].device, world_);
+  }
+  bags_.resize(F), spare_bags_.resize(F);
+  ids_.assign(F, nullptr), spare_ids_.assign(F, nullptr);
+  w_.assign(F, nullptr), spare_w_.assign(F, nullptr);
+  planned_n_.assign(F, 0), spare_planned_n_.assign(F, 0);
   h_info_.assign(5 * F, 0);
+}
+
+void DeviceCollection::swap_state() {
+  CollectionBase::swap_state();
+  slots_.swap(spare_slots_);
+  bags_.swap(spare_bags_);
+  ids_.swap(spare_ids_);
+  w_.swap(spare_w_);
+  planned_n_.swap(spare_planned_n_);
+  std::swap(batch_, spare_batch_);
 }
 
 DeviceCollection::~DeviceCollection() { release(); }
@@ -48,12 +60,14 @@ void DeviceCollection::release() {
     HB_LOG_WARN("embedding collection: freeing device memory after: %s",
                 e.what());
   }
-  for (Slot &s : slots_) {
-    s.plan.release(ops_);
-    for (DeviceBuf *b : {&s.ids, &s.recv_ids, &s.rows, &s.partial, &s.owner})
-      b->release(ops_);
-  }
-  for (DeviceBuf &b : bags_) b.release(ops_);
+  for (std::vector<Slot> *ss : {&slots_, &spare_slots_})
+    for (Slot &s : *ss) {
+      s.plan.release(ops_);
+      for (DeviceBuf *b : {&s.ids, &s.recv_ids, &s.rows, &s.partial, &s.owner})
+        b->release(ops_);
+    }
+  for (std::vector<DeviceBuf> *bs : {&bags_, &spare_bags_})
+    for (DeviceBuf &b : *bs) b.release(ops_);
   for (DeviceBuf *b : {&info_, &flag_, &sbuf_, &rbuf_}) b->release(ops_);
 }
 
@@ -316,13 +330,12 @@ bool DeviceCollection::send_partials(Outcome &o, bool reuse, const char *what) {
     for (size_t t = 0; t < T; ++t)
       pack(t, slots_[t].partial.get<float>(), plans_[t].send_counts());
   exchange();
-  if (o.status != HB_OK) throw Error(o.status, o.message);
   const unsigned char *rbuf = rbuf_.get<unsigned char>();
   std::vector<int64_t> hv(world_ * kVerdictWords);
   for (int p = 0; p < world_; ++p)
     ops_.copy(&hv[p * kVerdictWords], rbuf + rat_[p * (T + 1)], H);
   ops_.sync();
-  if (!verdicts(hv.data(), what)) return false;
+  if (!verdicts(hv.data(), o, what)) return false;
   // Owners: the received sums as float32, one optimizer step per id.
   phase.emplace("emb.optimizer", "embedding");
   for (size_t t = 0; t < T; ++t) {

@@ -69,6 +69,7 @@ class DeviceCollection : public CollectionBase {
   void expand_grads(const float *grad_out,
                     const float *const *grad_unpooled) override;
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
+  void swap_state() override;
 
   void check_device(const void *p, const char *what, const char *name,
                     size_t f);
@@ -87,12 +88,13 @@ class DeviceCollection : public CollectionBase {
   void release();
 
   DeviceOps &ops_;  // the first table's: the tables share one device/stream
-  std::vector<Slot> slots_;
-  std::vector<DeviceBuf> bags_;       // feature -> bag bounds (batch + 1)
-  std::vector<const int64_t *> ids_;  // feature -> its ids in this call
-  std::vector<const float *> w_;      // feature -> its weights or NULL
-  std::vector<size_t> planned_n_;     // feature -> ids at the last plan
-  int64_t batch_ = 0;
+  // Per-call state, and its spare set for a started lookup (swap_state).
+  std::vector<Slot> slots_, spare_slots_;
+  std::vector<DeviceBuf> bags_, spare_bags_;  // feature -> bag bounds (B + 1)
+  std::vector<const int64_t *> ids_, spare_ids_;  // feature -> ids this call
+  std::vector<const float *> w_, spare_w_;  // feature -> its weights or NULL
+  std::vector<size_t> planned_n_, spare_planned_n_;  // ids at the last plan
+  int64_t batch_ = 0, spare_batch_ = 0;
   DeviceBuf info_, flag_, sbuf_, rbuf_;
   std::vector<int64_t> h_info_;
 };

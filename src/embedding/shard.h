@@ -66,6 +66,16 @@ class Shard {
     if (idx == IdMap::kEmpty) return create(id);
     return record(idx);
   }
+  // Starts loading the record of an owned id of a static shard into the
+  // cache, for a loop that reads it a few ids later (random rows of a large
+  // table are memory-bound); a dynamic shard does nothing.
+  void prefetch(int64_t id) const {
+    if (spec_.dynamic()) return;
+    const float *r = dense_.data() + part_.local_index(id) * words_;
+    __builtin_prefetch(r, 1);
+    // A record may straddle a cache line (or span several).
+    __builtin_prefetch(r + words_ - 1, 1);
+  }
   // Dynamic: nullptr when absent.
   const float *find(int64_t id) const {
     if (!spec_.dynamic()) return dense_.data() + part_.local_index(id) * words_;

@@ -103,6 +103,11 @@ void Table::count_step(size_t n) {
   stats_.unique_ids += plan_.local().unique().size();
 }
 
+namespace {
+// How many ids ahead the owner's loops prefetch their rows.
+constexpr size_t kPrefetchAhead = 8;
+}  // namespace
+
 void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
   const int64_t dim = spec_.dim;
@@ -121,12 +126,20 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
     return;
   }
   if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j)
+    for (size_t j = 0; j < nrecv; ++j) {
+      if (j + kPrefetchAhead < nrecv)
+        shard_->prefetch(recv[j + kPrefetchAhead]);
       wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
+    }
     return;
   }
   rows_.resize(nu);
-  for (int64_t k = 0; k < nu; ++k) rows_[k] = shard_->get(owner.unique()[k]);
+  const int64_t *u = owner.unique().data();
+  for (int64_t k = 0; k < nu; ++k) {
+    if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
+      shard_->prefetch(u[k + kPrefetchAhead]);
+    rows_[k] = shard_->get(u[k]);
+  }
   const std::vector<uint32_t> &inv = owner.inverse();
   for (size_t j = 0; j < nrecv; ++j)
     wire_encode(rows_[inv[j]], dim, wd, dst + j * wire_row_bytes_);
@@ -157,7 +170,10 @@ void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
     return;
   }
   if (!meta_) {  // the common case: no per-row state to keep
-    for (size_t k = 0; k < n; ++k) opt.step(shard_->get(ids[k]), g + k * dim);
+    for (size_t k = 0; k < n; ++k) {
+      if (k + kPrefetchAhead < n) shard_->prefetch(ids[k + kPrefetchAhead]);
+      opt.step(shard_->get(ids[k]), g + k * dim);
+    }
     return;
   }
   for (size_t k = 0; k < n; ++k) {

@@ -162,30 +162,43 @@ bool same_bits(const std::vector<float> &a, const std::vector<float> &b) {
          (a.empty() || !std::memcmp(a.data(), b.data(), a.size() * 4));
 }
 
+// The host collection's lookup of b, and the check of the device
+// collection's outputs against it, bit for bit.
+struct HostLookup {
+  std::vector<float> out;
+  std::vector<std::vector<float>> unp;
+  std::vector<float *> up;
+  HostLookup(Rig &g, const CollCase &c, JBatch &b)
+      : out(b.B * hbtest::coll_width(c), -7.0f),
+        unp(c.features.size()),
+        up(c.features.size(), nullptr) {
+    for (size_t f = 0; f < c.features.size(); ++f)
+      if (c.features[f].pooling == HB_POOLING_NONE) {
+        unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
+        up[f] = unp[f].data();
+      }
+    g.hc->lookup(internal_view(b), out.data(), up.data());
+  }
+  void check(DevBatch &d, const std::string &where, Errors &err) {
+    if (!same_bits(out, d.get(d.out, out.size())))
+      err.report(where + ": pooled output differs");
+    for (size_t f = 0; f < up.size(); ++f)
+      if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
+        err.report(where + ": unpooled output of feature " + std::to_string(f) +
+                   " differs");
+  }
+};
+
 // One lookup (unless `look` is NULL) and one update on both collections;
 // outputs compared bit for bit.
 void step_both(Rig &g, const CollCase &c, JBatch *look, JBatch &upd,
                const std::string &where, Errors &err) {
   const size_t F = c.features.size();
   if (look) {
-    JBatch &b = *look;
-    std::vector<float> out(b.B * hbtest::coll_width(c), -7.0f);
-    std::vector<std::vector<float>> unp(F);
-    std::vector<float *> up(F, nullptr);
-    for (size_t f = 0; f < F; ++f)
-      if (c.features[f].pooling == HB_POOLING_NONE) {
-        unp[f].assign(b.n(f) * c.tables[c.features[f].table].dim, -7.0f);
-        up[f] = unp[f].data();
-      }
-    g.hc->lookup(internal_view(b), out.data(), up.data());
-    DevBatch d(*g.ops, b, c);
-    g.dc->lookup(d.view(b), d.out, d.unpooled.data());
-    if (!same_bits(out, d.get(d.out, out.size())))
-      err.report(where + ": pooled output differs");
-    for (size_t f = 0; f < F; ++f)
-      if (up[f] && !same_bits(unp[f], d.get(d.unpooled[f], unp[f].size())))
-        err.report(where + ": unpooled output of feature " + std::to_string(f) +
-                   " differs");
+    HostLookup host(g, c, *look);
+    DevBatch d(*g.ops, *look, c);
+    g.dc->lookup(d.view(*look), d.out, d.unpooled.data());
+    host.check(d, where, err);
   }
   std::vector<const float *> gup(F);
   for (size_t f = 0; f < F; ++f) gup[f] = upd.grad_unpooled[f].data();
@@ -303,6 +316,52 @@ TEST(DeviceCollection, ReplansWhenUpdateIdsDiffer) {
                  std::to_string(rig.dc->stats().rounds) + " rounds");
     compare_tables(rig, "end" + rank, err);
     compare_stats(rig, "end" + rank, err);
+  });
+  EXPECT_EQ(err.first, "");
+}
+
+// The device collection's pipelined lookup (start, the previous batch's
+// update, wait) against the host collection's unpipelined steps: the same
+// outputs, rows and slots, bit for bit, in as many rounds.
+TEST(DeviceCollection, PipelinedLookupIsBitEqualToTheHostCollection) {
+  const int world = 3, steps = 4;
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(11);
+  std::vector<std::vector<JBatch>> plan;
+  for (int s = 0; s < steps; ++s)
+    plan.push_back(hbtest::make_step(g, c, world));
+  const size_t F = c.features.size();
+  Errors err;
+  Worlds w(world);
+  ThreadWorld::run(world, [&](int r) {
+    Rig rig(w, r, c);
+    const std::string rank = " rank " + std::to_string(r);
+    std::vector<std::unique_ptr<DevBatch>> dev;
+    for (int s = 0; s < steps; ++s)
+      dev.emplace_back(new DevBatch(*rig.ops, plan[s][r], c));
+    auto start = [&](int s) {
+      rig.dc->lookup_start(dev[s]->view(plan[s][r]), dev[s]->out,
+                           dev[s]->unpooled.data());
+    };
+    start(0);
+    for (int s = 0; s < steps; ++s) {
+      JBatch &b = plan[s][r];
+      HostLookup host(rig, c, b);
+      rig.dc->lookup_wait();
+      DevBatch &d = *dev[s];
+      host.check(d, "step " + std::to_string(s) + rank, err);
+      if (s + 1 < steps) start(s + 1);
+      std::vector<const float *> gup(F);
+      for (size_t f = 0; f < F; ++f) gup[f] = b.grad_unpooled[f].data();
+      rig.hc->apply_gradients(internal_view(b), b.grad_out.data(), gup.data());
+      rig.dc->apply_gradients(d.view(b), d.grad_out, d.grad_unpooled.data());
+    }
+    compare_tables(rig, "after training" + rank, err);
+    compare_stats(rig, "after training" + rank, err);
+    if (rig.dc->stats().rounds != 4u * steps ||
+        rig.dc->stats().reused_plans != static_cast<uint64_t>(steps))
+      err.report("rank " + std::to_string(r) + ": " +
+                 std::to_string(rig.dc->stats().rounds) + " rounds");
   });
   EXPECT_EQ(err.first, "");
 }

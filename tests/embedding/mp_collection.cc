@@ -7,12 +7,23 @@
 //                            features: every rank fails, naming them; ranks
 //                            call different collections: every rank gets
 //                            HB_ERR_MISMATCH
+//   mp_collection badbatch   one rank passes a bad batch (NULL, too small a
+//                            struct_size) to lookup or apply: every rank
+//                            fails at once naming it, nothing changes, and
+//                            the next matched step is bit-equal
+//   mp_collection pipeline   the pipelined step (lookup_start / _wait with
+//                            the previous batch's update in between) is
+//                            bit-equal to the reference's unpipelined one,
+//                            in as many rounds; misuse and a bad batch on
+//                            one rank fail every rank at once
 // Every rank computes the whole reference itself from the shared seeds.
 #define HB_EXPERIMENTAL 1
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
+#include <ctime>
+#include <memory>
 #include <string>
 
 #include "collection_ref.h"
@@ -206,20 +217,261 @@ void mode_mismatch(hb_context *ctx) {
         hb_last_error());
   CHECK(std::strstr(hb_last_error(), "made a different call"), "message: %s",
         hb_last_error());
+  // A mismatched call counts on no rank: matched calls on either
+  // collection work next.
+  std::vector<float> out(batch.B * hbtest::coll_width(c));
+  std::vector<std::vector<float>> unp(c.features.size());
+  for (size_t f = 0; f < c.features.size(); ++f) {
+    unp[f].resize(batch.n(f) * hb_collection_feature_dim(a.coll, f));
+    up[f] = unp[f].data();
+  }
+  CHECK_OK(hb_collection_lookup(a.coll, &v, out.data(), up.data()));
+  CHECK_OK(hb_collection_lookup(b.coll, &v, out.data(), up.data()));
+  // Rank 0 updates (planning: its header has a lookup's size) while the
+  // others look up: HB_ERR_MISMATCH everywhere, then matched calls work.
+  std::vector<const float *> gup(c.features.size());
+  for (size_t f = 0; f < c.features.size(); ++f)
+    gup[f] = batch.grad_unpooled[f].data();
+  CHECK_OK(hb_collection_apply_gradients(a.coll, &v, batch.grad_out.data(),
+                                         gup.data()));
+  st = g_rank == 0 ? hb_collection_apply_gradients(
+                         a.coll, &v, batch.grad_out.data(), gup.data())
+                   : hb_collection_lookup(a.coll, &v, out.data(), up.data());
+  CHECK(st == HB_ERR_MISMATCH, "update vs lookup: got %s: %s",
+        hb_status_name(st), hb_last_error());
+  CHECK_OK(hb_collection_lookup(a.coll, &v, out.data(), up.data()));
+  CHECK_OK(hb_collection_apply_gradients(a.coll, &v, batch.grad_out.data(),
+                                         gup.data()));
+}
+
+double now_s() {
+  timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec + ts.tv_nsec * 1e-9;
+}
+
+// The context runs with timeout_ms = kBadTimeoutMs here: a rank left
+// waiting for the bad one would fail with HB_ERR_TIMEOUT after it; an
+// error that travels in the header comes back far sooner.
+constexpr int64_t kBadTimeoutMs = 20000;
+
+// Checks the status of a call in which rank `bad` passed a bad batch.
+void expect_bad(hb_status st, double seconds, int bad, const char *call,
+                const char *own) {
+  CHECK(st == HB_ERR_INVALID_ARGUMENT, "%s (rank %d bad): got %s: %s", call,
+        bad, hb_status_name(st), hb_last_error());
+  CHECK(seconds < kBadTimeoutMs / 4000.0, "%s: the error took %.1f s", call,
+        seconds);
+  const char *msg = hb_last_error();
+  CHECK(std::strstr(msg, call), "%s: message '%s'", call, msg);
+  if (g_rank == bad) {
+    CHECK(std::strstr(msg, own), "%s: message '%s' lacks '%s'", call, msg, own);
+    return;
+  }
+  char who[64];
+  std::snprintf(who, sizeof who, "rank %d failed with HB_ERR_INVALID_ARGUMENT",
+                bad);
+  CHECK(std::strstr(msg, who), "%s: message '%s' lacks '%s'", call, msg, who);
+}
+
+void mode_bad_batch(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  std::mt19937_64 g(91);
+  int s = 0;
+  std::vector<JBatch> first = hbtest::make_step(g, c, g_world);
+  step(m, ref, first, s++);
+  const int64_t W = hbtest::coll_width(c);
+  // kind 0: lookup; 1: apply after a lookup of the same ids (the good
+  // ranks send their partial sums at once, reusing the lookup's plan); 2:
+  // apply after an apply (no lookup to reuse: it plans first).
+  for (int kind = 0; kind < 3; ++kind)
+    for (int null_batch = 0; null_batch < 2; ++null_batch) {
+      const int bad = (2 * kind + null_batch + 1) % g_world;
+      std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+      JBatch &b = all[g_rank];
+      hb_jagged_batch v = b.view();
+      std::vector<float> out(b.B * W);
+      std::vector<std::vector<float>> unp(c.features.size());
+      std::vector<float *> up(c.features.size());
+      std::vector<const float *> gup(c.features.size());
+      for (size_t f = 0; f < c.features.size(); ++f) {
+        unp[f].resize(b.n(f) * hb_collection_feature_dim(m.coll, f));
+        up[f] = unp[f].data();
+        gup[f] = b.grad_unpooled[f].data();
+      }
+      if (kind == 1)
+        CHECK_OK(hb_collection_lookup(m.coll, &v, out.data(), up.data()));
+      hb_jagged_batch small = v;
+      small.struct_size = sizeof(size_t);
+      const hb_jagged_batch *arg = g_rank != bad ? &v
+                                   : null_batch  ? nullptr
+                                                 : &small;
+      const char *own = null_batch ? "batch is NULL" : "is too small";
+      double t0 = now_s();
+      hb_status st;
+      const char *call;
+      if (kind == 0) {
+        call = "hb_collection_lookup";
+        st = hb_collection_lookup(m.coll, arg, out.data(), up.data());
+      } else {
+        call = "hb_collection_apply_gradients";
+        st = hb_collection_apply_gradients(m.coll, arg, b.grad_out.data(),
+                                           gup.data());
+      }
+      expect_bad(st, now_s() - t0, bad, call, own);
+      // The next matched step works, bit-equal to the reference that
+      // never saw the failed call (so the failed call changed nothing).
+      step(m, ref, all, s++);
+    }
+  hb_collection_stats st = HB_COLLECTION_STATS_INIT;
+  CHECK_OK(hb_collection_get_stats(m.coll, &st));
+  CHECK(st.updates == static_cast<uint64_t>(s) + 4, "%llu updates counted",
+        (unsigned long long)st.updates);
+}
+
+// One batch's outputs as the C API takes them.
+struct Outputs {
+  std::vector<float> out;
+  std::vector<std::vector<float>> unp;
+  std::vector<float *> up;
+  std::vector<const float *> gup;
+  Outputs(hb_collection *coll, const CollCase &c, JBatch &b) {
+    out.assign(b.B * hbtest::coll_width(c), -7.0f);
+    unp.resize(c.features.size());
+    for (size_t f = 0; f < c.features.size(); ++f) {
+      unp[f].assign(b.n(f) * hb_collection_feature_dim(coll, f), -7.0f);
+      up.push_back(unp[f].data());
+      gup.push_back(b.grad_unpooled[f].data());
+    }
+  }
+  // Bit-equal to the reference's lookup of b now.
+  void check(CollRef &ref, const JBatch &b, int s) const {
+    std::vector<float> want;
+    std::vector<std::vector<float>> want_unp;
+    ref.lookup(b, &want, &want_unp);
+    CHECK(out.empty() || !std::memcmp(out.data(), want.data(), out.size() * 4),
+          "step %d: pooled output differs", s);
+    for (size_t f = 0; f < unp.size(); ++f)
+      CHECK(ref.c.features[f].pooling != HB_POOLING_NONE || unp[f].empty() ||
+                !std::memcmp(unp[f].data(), want_unp[f].data(),
+                             unp[f].size() * 4),
+            "step %d: unpooled output of feature %zu differs", s, f);
+  }
+};
+
+// A call in which every rank is expected to fail with `want` at once.
+void expect_all_fail(hb_status st, hb_status want, const char *what,
+                     const char *text) {
+  CHECK(st == want, "%s: got %s: %s", what, hb_status_name(st),
+        hb_last_error());
+  CHECK(std::strstr(hb_last_error(), text), "%s: message '%s' lacks '%s'", what,
+        hb_last_error(), text);
+}
+
+void mode_pipeline(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  std::mt19937_64 g(123);
+  const int kSteps = 8;
+  // Every rank's batches of every step (the reference needs them all).
+  std::vector<std::vector<JBatch>> all;
+  for (int s = 0; s <= kSteps; ++s)
+    all.push_back(hbtest::make_step(g, c, g_world));
+  // Step 3 updates other ids than it looked up (it plans again, with the
+  // next lookup pending); the reference updates the same ones.
+  std::vector<JBatch> shifted = all[3];
+  for (JBatch &b : shifted) hbtest::shift_ids(b, c);
+  std::vector<std::unique_ptr<Outputs>> outs;
+  for (int s = 0; s <= kSteps; ++s)
+    outs.emplace_back(new Outputs(m.coll, c, all[s][g_rank]));
+  std::vector<hb_jagged_batch> views;
+  for (int s = 0; s <= kSteps; ++s) views.push_back(all[s][g_rank].view());
+  hb_jagged_batch shifted_view = shifted[g_rank].view();
+  auto start = [&](int s) {
+    return hb_collection_lookup_start(m.coll, &views[s], outs[s]->out.data(),
+                                      outs[s]->up.data());
+  };
+  auto apply = [&](int s) {
+    const hb_jagged_batch *v = s == 3 ? &shifted_view : &views[s];
+    return hb_collection_apply_gradients(
+        m.coll, v, all[s][g_rank].grad_out.data(), outs[s]->gup.data());
+  };
+  // Misuse: a wait with nothing started (no exchange: every rank fails).
+  expect_all_fail(hb_collection_lookup_wait(m.coll), HB_ERR_INVALID_ARGUMENT,
+                  "wait before start", "no lookup was started");
+  CHECK_OK(start(0));
+  for (int s = 0; s < kSteps; ++s) {
+    CHECK_OK(hb_collection_lookup_wait(m.coll));
+    outs[s]->check(ref, all[s][g_rank], s);
+    if (s == 2) {
+      // One rank's bad batch fails the start on every rank at once;
+      // nothing is pending after it.
+      const int bad = 1 % g_world;
+      hb_jagged_batch small = views[s + 1];
+      small.struct_size = 4;
+      hb_status st = hb_collection_lookup_start(
+          m.coll, g_rank == bad ? &small : &views[s + 1],
+          outs[s + 1]->out.data(), outs[s + 1]->up.data());
+      expect_all_fail(st, HB_ERR_INVALID_ARGUMENT, "bad start",
+                      g_rank == bad ? "is too small" : "failed with");
+      expect_all_fail(hb_collection_lookup_wait(m.coll),
+                      HB_ERR_INVALID_ARGUMENT, "wait after a failed start",
+                      "no lookup was started");
+    }
+    CHECK_OK(start(s + 1));
+    if (s == 4) {
+      // With a lookup pending: another start or a lookup fails on every
+      // rank (the started lookup stays pending and finishes below).
+      expect_all_fail(start(s + 1), HB_ERR_INVALID_ARGUMENT, "second start",
+                      "is pending");
+      expect_all_fail(
+          hb_collection_lookup(m.coll, &views[s], outs[s]->out.data(),
+                               outs[s]->up.data()),
+          HB_ERR_INVALID_ARGUMENT, "lookup while pending", "is pending");
+    }
+    // The update of step s between the start of step s + 1 and its wait:
+    // the wait must see it.
+    CHECK_OK(apply(s));
+    ref.apply(s == 3 ? shifted : all[s]);
+  }
+  CHECK_OK(hb_collection_lookup_wait(m.coll));
+  outs[kSteps]->check(ref, all[kSteps][g_rank], kSteps);
+  hb_collection_stats st = HB_COLLECTION_STATS_INIT;
+  CHECK_OK(hb_collection_get_stats(m.coll, &st));
+  // Rounds: 3 per lookup (header, ids, rows), 1 per update that reuses its
+  // plan, 4 for the shifted one and 1 header per failed start or lookup
+  // (step 2's, step 4's two); the misused waits exchange nothing.
+  const uint64_t lookups = kSteps + 1, updates = kSteps;
+  CHECK(st.reused_plans == updates - 1, "%llu plans reused",
+        (unsigned long long)st.reused_plans);
+  CHECK(st.rounds == 3 * lookups + (updates - 1) + 4 + 3,
+        "%llu rounds for %llu lookups and %llu updates",
+        (unsigned long long)st.rounds, (unsigned long long)lookups,
+        (unsigned long long)updates);
 }
 
 }  // namespace
 
 int main(int argc, char **argv) {
+  std::string mode = argc > 1 ? argv[1] : "";
   hb_context *ctx = nullptr;
-  CHECK_OK(hb_context_create(nullptr, &ctx));
+  hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
+  std::string options = "timeout_ms=" + std::to_string(kBadTimeoutMs);
+  if (mode == "badbatch" || mode == "pipeline") opts.options = options.c_str();
+  CHECK_OK(hb_context_create(&opts, &ctx));
   g_rank = g_mp_rank = hb_context_rank(ctx);
   g_world = hb_context_world_size(ctx);
-  std::string mode = argc > 1 ? argv[1] : "";
   if (mode == "train")
     mode_train(ctx, argc > 2 ? argv[2] : "mp_coll_ckpt");
   else if (mode == "mismatch")
     mode_mismatch(ctx);
+  else if (mode == "badbatch")
+    mode_bad_batch(ctx);
+  else if (mode == "pipeline")
+    mode_pipeline(ctx);
   else
     CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);
