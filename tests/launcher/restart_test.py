@@ -49,9 +49,10 @@ sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import hbrun_job  # noqa: E402
 
 # Small enough for ~20 s on a loaded 2-core machine, long enough to be
-# killed several times mid-training.
-TRAIN = ["--train-samples", "24000", "--eval-samples", "4000", "--batch",
-         "128", "--vocab", "1024", "--eval-every", "100000", "--log-every",
+# killed several times mid-training (small batches: many steps; the
+# samples are split evenly over the ranks).
+TRAIN = ["--train-samples", "48000", "--eval-samples", "4000", "--batch",
+         "64", "--vocab", "1024", "--eval-every", "100000", "--log-every",
          "5", "--max-gap", "1", "--digest"]
 EVERY = "8"  # steps between checkpoints
 
@@ -315,7 +316,7 @@ def torchrun(args, rng):
 
 
 PY_TRAIN = ["--train-samples", "6000", "--eval-samples", "2000", "--batch",
-            "256", "--vocab", "1024", "--lr", "0.2", "--eval-every", "1000",
+            "128", "--vocab", "1024", "--lr", "0.2", "--eval-every", "1000",
             "--log-every", "5", "--max-gap", "1", "--digest"]
 
 
