@@ -1072,7 +1072,8 @@ int Trainer::run_ps() {
       "ps: %lld pulls, %lld pushes, %lld rows pulled, %lld rows "
       "pushed, max lead %lld, ps busy %.3f s\n",
       (long long)st.pulls, (long long)st.pushes, (long long)st.rows_pulled,
-      (long long)st.rows_pushed, (long long)st.max_staleness, st.busy_us * 1e-6);
+      (long long)st.rows_pushed, (long long)st.max_staleness,
+      st.busy_us * 1e-6);
   std::printf(
       "final: %.0f samples in %.2f s (%.0f samples/s, all workers); "
       "held-out exact AUC %.4f vs planted model %.4f (gap %.4f, "
@@ -1137,7 +1138,8 @@ int Trainer::train() {
     const int64_t n = static_cast<int64_t>(b.samples.size());
     interval_losses.push_back(loss_sum(b));
     if (tally)
-      for (const auto &smp : b.samples) local_tally_.add(ckpt::fingerprint(smp));
+      for (const auto &smp : b.samples)
+        local_tally_.add(ckpt::fingerprint(smp));
     prof_.mark(StepProfile::kGlobalBatch);
     int64_t global_n = global_batch(step, n);
     // The evaluation after this step looks up on its own: no lookup may be

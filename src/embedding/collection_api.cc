@@ -60,7 +60,7 @@ hb_status hb_collection_create(hb_context *ctx,
     std::vector<hb::emb::Feature> fs(num_features);
     bool device = false;  // GPU tables: a device collection
     std::vector<hb_embedding *> tables;
-    size_t on_ps = 0;     // tables placed on the ps tasks
+    size_t on_ps = 0;  // tables placed on the ps tasks
     for (size_t f = 0; f < num_features; ++f) {
       hb_collection_feature in = HB_COLLECTION_FEATURE_INIT;
       HB_CHECK_ARG(

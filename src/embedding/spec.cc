@@ -195,9 +195,9 @@ ConfigFields spec_fields(const Spec &s) {
                       : s.wire_dtype == HB_BFLOAT16 ? "HB_BFLOAT16"
                                                     : "HB_FLOAT32");
   if (s.life.enabled)
-    f.add("lifecycle", format("%016llx", static_cast<unsigned long long>(
-                                             lifecycle::policy_fingerprint(
-                                                 s.life))));
+    f.add("lifecycle",
+          format("%016llx", static_cast<unsigned long long>(
+                                lifecycle::policy_fingerprint(s.life))));
   return f;
 }
 

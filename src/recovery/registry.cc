@@ -32,10 +32,10 @@ std::vector<std::string> registry_items(const hb_checkpoint &c) {
   for (size_t i = 0; i < c.readers.size(); ++i)
     items.push_back(format("reader %zu", i));
   for (const MetricEntry &m : c.metrics)
-    items.push_back(format("metric %s kind %d config %016llx", m.name.c_str(),
-                           m.metric->cfg.kind,
-                           static_cast<unsigned long long>(
-                               metrics::config_fields(m.metric->cfg).fingerprint())));
+    items.push_back(format(
+        "metric %s kind %d config %016llx", m.name.c_str(), m.metric->cfg.kind,
+        static_cast<unsigned long long>(
+            metrics::config_fields(m.metric->cfg).fingerprint())));
   return items;
 }
 
