@@ -2,10 +2,12 @@
 //
 //   serving_bench make PATH [ROWS DIM]      a full export (version 1) of a
 //                                           static table, ROWS x DIM
-//   serving_bench lookup PATH BATCH SECONDS one thread's lookups for
+//   serving_bench lookup PATH BATCH SECONDS [dependent]
+//                                           one thread's lookups for
 //                                           SECONDS of its CPU time: prints
 //                                           "calls/s <x> ids/s <y>" per CPU
-//                                           second
+//                                           second; "dependent": each call's
+//                                           ids wait for the last call's rows
 //   serving_bench delta [ROWS DIM]          the table of export/apply
 //                                           times, train-to-served latency
 //                                           and lookup latency during swaps
@@ -90,7 +92,7 @@ int cmd_make(const char *path, int64_t rows, int64_t dim) {
   return 0;
 }
 
-int cmd_lookup(const char *path, int64_t batch, double secs) {
+int cmd_lookup(const char *path, int64_t batch, double secs, bool dependent) {
   hb_embedding *s = nullptr;
   check(hb_embedding_open(path, &s), "hb_embedding_open");
   const int64_t dim = hb_embedding_dim(s);
@@ -104,6 +106,11 @@ int cmd_lookup(const char *path, int64_t batch, double secs) {
   for (;;) {
     for (int k = 0; k < 1024; ++k) {  // check the clock every 1024 calls
       for (int64_t i = 0; i < batch; ++i) ids[i] = stream[at++ & 65535];
+      // A batch-1 loop from C overlaps one call's cache misses with the
+      // next call's; a caller whose call into C is longer than the CPU's
+      // reorder window (cgo, JNI) cannot. "dependent" shows that floor: the
+      // ids take a zero that the CPU knows only once the last rows arrived.
+      if (dependent && batch > 0) ids[0] |= out[0] != out[0];
       int64_t v;
       check(hb_embedding_lookup_version(s, ids.data(), batch, out.data(), &v),
             "lookup");
@@ -333,14 +340,16 @@ int main(int argc, char **argv) {
   if (cmd == "make" && argc >= 3)
     return cmd_make(argv[2], argc > 3 ? std::atoll(argv[3]) : 1000000,
                     argc > 4 ? std::atoll(argv[4]) : 16);
-  if (cmd == "lookup" && argc == 5)
-    return cmd_lookup(argv[2], std::atoll(argv[3]), std::atof(argv[4]));
+  if (cmd == "lookup" &&
+      (argc == 5 || (argc == 6 && !std::strcmp(argv[5], "dependent"))))
+    return cmd_lookup(argv[2], std::atoll(argv[3]), std::atof(argv[4]),
+                      argc == 6);
   if (cmd == "delta")
     return cmd_delta(argc > 2 ? std::atoll(argv[2]) : 1000000,
                      argc > 3 ? std::atoll(argv[3]) : 16);
   std::fprintf(stderr,
                "usage: serving_bench make PATH [ROWS DIM]\n"
-               "       serving_bench lookup PATH BATCH SECONDS\n"
+               "       serving_bench lookup PATH BATCH SECONDS [dependent]\n"
                "       serving_bench delta [ROWS DIM]\n");
   return 2;
 }
