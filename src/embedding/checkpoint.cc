@@ -43,11 +43,6 @@ std::string join(const std::string &dir, const std::string &file) {
   return dir.back() == '/' ? dir + file : dir + "/" + file;
 }
 
-std::string shard_file(const std::string &name, uint64_t nonce, int r, int w) {
-  return name + "." + hex16(nonce) + ".shard-" + std::to_string(r) + "-of-" +
-         std::to_string(w);
-}
-
 struct ShardEntry {
   int rank;
   std::string file;
@@ -311,7 +306,7 @@ ShardFile write_shard_file(const Spec &spec, int64_t record_words, int64_t rows,
                            const std::string &dir, uint64_t nonce, int rank,
                            int world) {
   ShardFile out;
-  out.file = shard_file(spec.name, nonce, rank, world);
+  out.file = shard_file_name(spec.name, nonce, rank, world);
   out.rows = static_cast<uint64_t>(rows);
   write_records(spec.dim, record_words, rows, each, life_state,
                 join(dir, out.file), rank, world, &out.bytes, &out.checksum);
@@ -351,7 +346,8 @@ void remove_stale_shards(const Spec &spec, const std::string &dir,
 
 std::string shard_file_name(const std::string &table, uint64_t nonce, int rank,
                             int world) {
-  return shard_file(table, nonce, rank, world);
+  return table + "." + hex16(nonce) + ".shard-" + std::to_string(rank) +
+         "-of-" + std::to_string(world);
 }
 
 void save_checkpoint(Table &t, const char *dir_c) {
@@ -381,7 +377,8 @@ void save_checkpoint(Table &t, const char *dir_c) {
 
   // 2. Every rank commits its shard file.
   Outcome o2;
-  ShardEntry mine{rank, shard_file(spec.name, nonce, rank, world), 0, 0, 0};
+  ShardEntry mine{rank, shard_file_name(spec.name, nonce, rank, world), 0, 0,
+                  0};
   try {
     write_shard(t, join(dir, mine.file), rank, world, &mine);
   } catch (...) {
@@ -404,7 +401,7 @@ void save_checkpoint(Table &t, const char *dir_c) {
     try {
       std::vector<ShardFile> files;
       for (int p = 0; p < world; ++p)
-        files.push_back({shard_file(spec.name, nonce, p, world),
+        files.push_back({shard_file_name(spec.name, nonce, p, world),
                          static_cast<uint64_t>(recv[3 * p]),
                          static_cast<uint64_t>(recv[3 * p + 1]),
                          static_cast<uint64_t>(recv[3 * p + 2])});
