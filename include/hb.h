@@ -1531,6 +1531,11 @@ HB_API hb_status hb_ps_dense_pull(hb_ps_dense *d, float *out);
 /** grads: count floats; one optimizer step (summed over the workers of a
  *  round with staleness 0). */
 HB_API hb_status hb_ps_dense_push(hb_ps_dense *d, const float *grads);
+/** Registers the buffer in a job checkpoint (hb_checkpoint_add_table for a
+ *  dense buffer): saves and restores its values and optimizer slots on the
+ *  ps tasks. It is saved as a table of the buffer's name, rows of
+ *  min(count, 256) floats (an evaluator reads it with such a table). */
+HB_API hb_status hb_checkpoint_add_ps_dense(hb_checkpoint *c, hb_ps_dense *d);
 #endif
 
 #ifdef __cplusplus

@@ -6,22 +6,21 @@
 
 #include "abi/error.h"
 #include "context/context.h"
+#include "embedding/handle.h"
 #include "ps/client.h"
 #include "ps/ps_table.h"
 #include "ps/server.h"
+#include "recovery/registry.h"
 
 struct hb_ps_dense {
-  ~hb_ps_dense() {
-    table.reset();
-    if (names) names->release(name);
-  }
-  hb_context *ctx = nullptr;
-  std::shared_ptr<hb::TableNames> names;
-  std::string name;
   int64_t count = 0;
   std::vector<int64_t> ids;  // 0 .. rows - 1
   std::vector<float> buf;    // rows x dim (the last row padded)
-  std::unique_ptr<hb::ps::PsTable> table;
+  // Its table on the ps tasks (emb->ps), a table handle so that job
+  // checkpoints hold it as they hold the tables (hb_checkpoint_add_ps_dense).
+  std::unique_ptr<hb_embedding> emb;
+  hb::ps::PsTable &table() { return *emb->ps; }
+  const std::string &name() const { return emb->name; }
 };
 
 namespace {
@@ -31,7 +30,7 @@ constexpr size_t kMaxPositionBytes = 65536;  // hb_ps_set_position
 
 hb_ps_dense &dense_ref(hb_ps_dense *d, const char *fn) {
   if (!d) hb::fail(HB_ERR_INVALID_ARGUMENT, "%s: buffer is NULL", fn);
-  d->ctx->check();
+  d->emb->ctx->check();
   return *d;
 }
 
@@ -150,13 +149,15 @@ hb_status hb_ps_dense_create(hb_context *ctx, const hb_ps_dense_config *cfg,
     ec.placement = HB_PLACEMENT_PS;
     hb::emb::Spec spec = hb::emb::spec_from_config(&ec);
     std::unique_ptr<hb_ps_dense> h(new hb_ps_dense);
-    h->ctx = ctx;
+    h->emb.reset(new hb_embedding);
+    hb_embedding &e = *h->emb;
+    e.ctx = ctx;
     h->count = d.count;
     h->ids.resize(spec.num_rows);
     for (int64_t i = 0; i < spec.num_rows; ++i) h->ids[i] = i;
     h->buf.assign(spec.num_rows * spec.dim, 0.0f);
     if (d.init) std::memcpy(h->buf.data(), d.init, 4 * d.count);
-    h->table.reset(new hb::ps::PsTable(
+    auto *t = new hb::ps::PsTable(
         hb::ps::client_of(c, fn), spec,
         [&] {
           if (!c.table_names->reserve(spec.name))
@@ -164,10 +165,12 @@ hb_status hb_ps_dense_create(hb_context *ctx, const hb_ps_dense_config *cfg,
                      "%s('%s'): this context already has a table or buffer "
                      "named '%s'",
                      fn, spec.name.c_str(), spec.name.c_str());
-          h->names = c.table_names;
-          h->name = spec.name;
+          e.names = c.table_names;
+          e.name = spec.name;
         },
-        &h->ids, h->buf.data()));
+        &h->ids, h->buf.data());
+    e.table.reset(t);
+    e.ps = t;
     *out = h.release();
   });
 }
@@ -177,8 +180,8 @@ void hb_ps_dense_destroy(hb_ps_dense *d) { delete d; }
 hb_status hb_ps_dense_pull(hb_ps_dense *d, float *out) {
   return hb::guard([&] {
     hb_ps_dense &b = dense_ref(d, "hb_ps_dense_pull");
-    HB_CHECK_ARG(out, "hb_ps_dense_pull('%s'): out is NULL", b.name.c_str());
-    b.table->lookup(b.ids.data(), b.ids.size(), b.buf.data());
+    HB_CHECK_ARG(out, "hb_ps_dense_pull('%s'): out is NULL", b.name().c_str());
+    b.table().lookup(b.ids.data(), b.ids.size(), b.buf.data());
     std::memcpy(out, b.buf.data(), 4 * b.count);
   });
 }
@@ -187,10 +190,18 @@ hb_status hb_ps_dense_push(hb_ps_dense *d, const float *grads) {
   return hb::guard([&] {
     hb_ps_dense &b = dense_ref(d, "hb_ps_dense_push");
     HB_CHECK_ARG(grads, "hb_ps_dense_push('%s'): grads is NULL",
-                 b.name.c_str());
+                 b.name().c_str());
     std::memcpy(b.buf.data(), grads, 4 * b.count);
     std::fill(b.buf.begin() + b.count, b.buf.end(), 0.0f);
-    b.table->apply_gradients(b.ids.data(), b.ids.size(), b.buf.data());
+    b.table().apply_gradients(b.ids.data(), b.ids.size(), b.buf.data());
+  });
+}
+
+hb_status hb_checkpoint_add_ps_dense(hb_checkpoint *c, hb_ps_dense *d) {
+  return hb::guard([&] {
+    const char *fn = "hb_checkpoint_add_ps_dense";
+    HB_CHECK_ARG(c, "%s: checkpoint is NULL", fn);
+    hb::recovery::add_table(*c, dense_ref(d, fn).emb.get(), fn);
   });
 }
 

@@ -83,6 +83,30 @@ std::string Client::committed(int64_t *step) {
   return pos;
 }
 
+void Client::resync() {
+  std::vector<Frame> replies;
+  for (int i = 0; i < num_ps(); ++i) {
+    replies.push_back(conn(i).call(request(kPosition), "position"));
+    if (replies.back().ints.size() % 3)
+      fail(HB_ERR_CORRUPT, "ps position: %zu fields",
+           replies.back().ints.size());
+  }
+  std::lock_guard<std::mutex> lock(mu_);
+  int64_t newest = 0;
+  for (PsTable *t : tables_) {
+    std::pair<int64_t, int64_t> last{-1, -1};
+    for (int i = 0; i < num_ps(); ++i) {
+      const std::vector<int64_t> &v = replies[i].ints;
+      for (size_t k = 0; k + 2 < v.size(); k += 3)
+        if (v[k] == t->remote_id(i))
+          last = std::max(last, std::make_pair(v[k + 1], v[k + 2]));
+    }
+    t->resume_after(last);
+    newest = std::max(newest, last.first);
+  }
+  step_ = newest;
+}
+
 Stats Client::stats() {
   Stats sum;
   for (int i = 0; i < num_ps(); ++i) {

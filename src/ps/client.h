@@ -53,6 +53,10 @@ class Client {
   // none). The worker's step goes back there, so pushes of steps a ps task
   // already has are dropped there (every sample applied exactly once).
   std::string committed(int64_t *step);
+  // After a job checkpoint was restored into the ps tasks (by any worker):
+  // each table goes on after what the ps tasks now hold for this rank, and
+  // the worker's step is the newest of them.
+  void resync();
   // Every ps task's counters: sums, max_staleness the largest.
   Stats stats();
 

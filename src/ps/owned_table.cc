@@ -157,17 +157,37 @@ emb::ShardFile OwnedTable::save(const std::string &dir, uint64_t nonce) {
       /*life_state=*/nullptr, dir, nonce, ps_index_, num_ps_);
 }
 
-void OwnedTable::stage(const std::string &dir) {
+emb::ShardFile OwnedTable::save_positions(const std::string &dir,
+                                          uint64_t nonce) {
+  Committed c;
+  c.step = committed_;
+  c.position = position_;
+  return write_positions(dir, nonce, spec_.name, ps_index_, num_ps_, c);
+}
+
+void OwnedTable::stage(const std::string &dir, uint64_t nonce, int old_num_ps) {
+  staged_committed_.reset();
   staged_ = emb::read_checkpoint(spec_, shard_->record_words(), dir.c_str(),
                                  ps_index_, num_ps_, nullptr);
+  if (old_num_ps > 0)
+    staged_committed_.reset(new Committed(
+        read_positions(dir, nonce, spec_.name, ps_index_, num_ps_, old_num_ps,
+                       static_cast<int>(committed_.size()))));
 }
 
 void OwnedTable::commit_staged(bool commit) {
-  if (!commit) return staged_.reset();
+  if (!commit) return staged_.reset(), staged_committed_.reset();
   if (!staged_)
     fail(HB_ERR_INVALID_ARGUMENT, "table '%s': nothing staged to load",
          spec_.name.c_str());
   shard_ = std::move(staged_);
+  if (!staged_committed_) return;
+  committed_ = std::move(staged_committed_->step);
+  position_ = std::move(staged_committed_->position);
+  staged_committed_.reset();
+  std::fill(has_pend_.begin(), has_pend_.end(), 0);
+  for (auto &v : pend_ids_) v.clear();
+  for (auto &v : pend_grads_) v.clear();
 }
 
 void OwnedTable::dump(std::vector<int64_t> *ids, std::string *rows) const {

@@ -15,6 +15,7 @@
 #include "embedding/id_map.h"
 #include "embedding/shard.h"
 #include "ps/clock.h"
+#include "ps/positions.h"
 #include "ps/wire.h"
 
 namespace hb {
@@ -64,9 +65,14 @@ class OwnedTable {
             const std::string &pos, Stats &st);
 
   emb::ShardFile save(const std::string &dir, uint64_t nonce);
+  // What every rank committed, beside the shard (job checkpoints).
+  emb::ShardFile save_positions(const std::string &dir, uint64_t nonce);
   // A load in two steps: stage (validates, changes nothing), then commit or
-  // drop what was staged.
-  void stage(const std::string &dir);
+  // drop what was staged. old_num_ps > 0: the checkpoint's positions too
+  // (written by that many ps tasks under nonce), which replace what the
+  // ranks committed here; pushes waiting for a round are dropped (they come
+  // after the checkpoint, and are pushed again).
+  void stage(const std::string &dir, uint64_t nonce = 0, int old_num_ps = 0);
   void commit_staged(bool commit);
   // Every row's id and weights (dim floats).
   void dump(std::vector<int64_t> *ids, std::string *rows) const;
@@ -80,6 +86,7 @@ class OwnedTable {
   uint64_t fingerprint_;
   int ps_index_, num_ps_;
   std::unique_ptr<emb::Shard> shard_, staged_;
+  std::unique_ptr<Committed> staged_committed_;
   StalenessClock clock_;
   int64_t round_ = 0;  // staleness 0: the round being collected
   std::vector<std::vector<int64_t>> pend_ids_;

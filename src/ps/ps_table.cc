@@ -4,6 +4,7 @@
 
 #include "embedding/checkpoint.h"
 #include "embedding/optimizer.h"
+#include "ps/positions.h"
 #include "serving/export_format.h"
 
 namespace hb {
@@ -132,36 +133,50 @@ void PsTable::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
   for (int p = 0; p < P; ++p) c_.conn(p).finish(req[p], "push");
 }
 
+PsTable::JobFiles PsTable::save_shards(const std::string &dir, uint64_t nonce,
+                                       bool positions) {
+  const int P = c_.num_ps();
+  std::vector<uint64_t> req(P);
+  for (int p = 0; p < P; ++p)
+    req[p] = c_.conn(p).start(request(
+        kSave, {remote_[p], static_cast<int64_t>(nonce), positions ? 1 : 0},
+        {dir}));
+  JobFiles out;
+  for (int p = 0; p < P; ++p) {
+    Frame r = c_.conn(p).finish(req[p], "save");
+    auto u = [&](size_t i) { return static_cast<uint64_t>(r.ints.at(i)); };
+    out.shards.push_back(
+        {emb::shard_file_name(ps_spec_.name, nonce, p, P), u(0), u(1), u(2)});
+    if (positions)
+      out.positions.push_back(
+          {positions_file_name(ps_spec_.name, nonce, p, P), u(3), 0, u(4)});
+  }
+  return out;
+}
+
 void PsTable::save(const char *dir) {
   const std::string what = "hb_embedding_save('" + spec().name + "')";
   HB_CHECK_ARG(dir && dir[0], "%s: dir is NULL or empty", what.c_str());
   emb::make_dirs(what, dir);
   const uint64_t nonce = emb::fresh_nonce();
-  const int P = c_.num_ps();
-  std::vector<uint64_t> req(P);
-  for (int p = 0; p < P; ++p)
-    req[p] = c_.conn(p).start(
-        request(kSave, {remote_[p], static_cast<int64_t>(nonce)}, {dir}));
-  std::vector<emb::ShardFile> shards(P);
-  for (int p = 0; p < P; ++p) {
-    Frame r = c_.conn(p).finish(req[p], "save");
-    shards[p] = {emb::shard_file_name(ps_spec_.name, nonce, p, P),
-                 static_cast<uint64_t>(r.ints.at(0)),
-                 static_cast<uint64_t>(r.ints.at(1)),
-                 static_cast<uint64_t>(r.ints.at(2))};
-  }
+  JobFiles f = save_shards(dir, nonce, /*positions=*/false);
   emb::Optimizer opt(ps_spec_);
-  emb::write_manifest(ps_spec_, opt.record_words(), nonce, shards, dir);
+  emb::write_manifest(ps_spec_, opt.record_words(), nonce, f.shards, dir);
   emb::remove_stale_shards(ps_spec_, dir, nonce, what);
 }
 
-void PsTable::load(const char *dir) {
-  const std::string what = "hb_embedding_load('" + spec().name + "')";
-  HB_CHECK_ARG(dir && dir[0], "%s: dir is NULL or empty", what.c_str());
+PsTable::JobFiles PsTable::save_job(const std::string &dir, uint64_t nonce) {
+  return save_shards(dir, nonce, /*positions=*/true);
+}
+
+void PsTable::load_from(const std::string &dir, std::vector<int64_t> extra) {
   const int P = c_.num_ps();
   std::vector<uint64_t> req(P);
-  for (int p = 0; p < P; ++p)
-    req[p] = c_.conn(p).start(request(kLoad, {remote_[p]}, {dir}));
+  for (int p = 0; p < P; ++p) {
+    std::vector<int64_t> ints = {remote_[p]};
+    ints.insert(ints.end(), extra.begin(), extra.end());
+    req[p] = c_.conn(p).start(request(kLoad, std::move(ints), {dir}));
+  }
   // Every ps task stages the rows it owns; only when all could does any
   // swap them in: a bad checkpoint changes nothing.
   hb_status first = HB_OK;
@@ -179,6 +194,17 @@ void PsTable::load(const char *dir) {
     req[p] = c_.conn(p).start(request(kLoadCommit, {remote_[p], commit}));
   for (int p = 0; p < P; ++p) c_.conn(p).finish(req[p], "load");
   if (first != HB_OK) throw Error(first, message);
+}
+
+void PsTable::load(const char *dir) {
+  const std::string what = "hb_embedding_load('" + spec().name + "')";
+  HB_CHECK_ARG(dir && dir[0], "%s: dir is NULL or empty", what.c_str());
+  load_from(dir, {});
+}
+
+void PsTable::load_job(const std::string &dir, uint64_t nonce, int old_num_ps) {
+  if (old_num_ps <= 0) return load_from(dir, {});
+  load_from(dir, {static_cast<int64_t>(nonce), old_num_ps});
 }
 
 void PsTable::export_to(const char *path) {

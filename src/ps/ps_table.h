@@ -16,6 +16,7 @@
 #include <utility>
 #include <vector>
 
+#include "embedding/checkpoint.h"
 #include "embedding/table.h"
 #include "ps/client.h"
 
@@ -43,15 +44,38 @@ class PsTable : public emb::Table {
   void load(const char *dir);
   void export_to(const char *path);
 
+  // Job checkpoints (src/recovery), made by one worker while the others
+  // wait at the step boundary: every ps task writes its shard and what each
+  // rank committed (positions.h) into dir; the files, for the manifests.
+  struct JobFiles {
+    std::vector<emb::ShardFile> shards, positions;  // one per ps task
+  };
+  JobFiles save_job(const std::string &dir, uint64_t nonce);
+  // All or nothing, as load; old_num_ps: how many ps tasks wrote it (0: a
+  // checkpoint without positions, e.g. of a worker-sharded table).
+  void load_job(const std::string &dir, uint64_t nonce, int old_num_ps);
+
   int64_t remote_id(int ps) const { return remote_[ps]; }
+  Client &client() { return c_; }
+  // The table as the ps tasks hold it (partition MOD over them): the spec
+  // of its checkpoint manifests.
+  const emb::Spec &ps_spec() const { return ps_spec_; }
   // The worker's step went back (Client::committed): the pushes that
   // follow are replays until they pass what the ps tasks have.
   void rewind() { last_ = {-1, -1}, k_step_ = -1; }
+  // The ps tasks hold `last` for this worker (a restored job checkpoint,
+  // Client::resync): its next pushes follow it.
+  void resume_after(std::pair<int64_t, int64_t> last) {
+    last_ = last, k_step_ = -1;
+  }
 
  private:
   // ids split by owner: per ps, the ids and their positions. nu: the
   // owner dedup's result, which a world of one never has (-1).
   void bucket(const int64_t *ids, size_t n, int64_t nu);
+  JobFiles save_shards(const std::string &dir, uint64_t nonce, bool positions);
+  // extra: kLoad's ints after the table id.
+  void load_from(const std::string &dir, std::vector<int64_t> extra);
 
   std::shared_ptr<Client> client_;  // the context's (kept alive)
   Client &c_;

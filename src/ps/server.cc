@@ -471,17 +471,26 @@ Frame Server::push(int rank, const Frame &f) {
 }
 
 Frame Server::save(const Frame &f) {
-  emb::ShardFile s =
-      table(f.ints.at(0))
-          .save(f.strs.at(0), static_cast<uint64_t>(f.ints.at(1)));
-  return ok_reply(0,
-                  {static_cast<int64_t>(s.bytes), static_cast<int64_t>(s.rows),
-                   static_cast<int64_t>(s.checksum)});
+  OwnedTable &t = table(f.ints.at(0));
+  const uint64_t nonce = static_cast<uint64_t>(f.ints.at(1));
+  emb::ShardFile s = t.save(f.strs.at(0), nonce);
+  std::vector<int64_t> r = {static_cast<int64_t>(s.bytes),
+                            static_cast<int64_t>(s.rows),
+                            static_cast<int64_t>(s.checksum)};
+  if (f.ints.size() > 2 && f.ints[2]) {  // a job checkpoint: the positions
+    emb::ShardFile p = t.save_positions(f.strs.at(0), nonce);
+    r.insert(r.end(),
+             {static_cast<int64_t>(p.bytes), static_cast<int64_t>(p.checksum)});
+  }
+  return ok_reply(0, std::move(r));
 }
 
 Frame Server::load(const Frame &f, bool commit_step) {
   OwnedTable &t = table(f.ints.at(0));
-  if (!commit_step)
+  if (!commit_step && f.ints.size() > 2)  // a job checkpoint's positions too
+    t.stage(f.strs.at(0), static_cast<uint64_t>(f.ints[1]),
+            static_cast<int>(f.ints[2]));
+  else if (!commit_step)
     t.stage(f.strs.at(0));
   else
     t.commit_staged(f.ints.at(1) != 0);

@@ -31,9 +31,10 @@ enum MsgType : uint8_t {
   kPush = 13,    // ints {table, step, k...}, strs {ids, grads...,
                  //                                     position}
                  //                                     -> ints {duplicates}
-  kSave = 20,    // ints {table}, strs {dir, file}      -> ints {bytes, rows,
-                 //                                          checksum}
-  kLoad = 21,    // ints {table}, strs {dir}: stage a checkpoint's rows
+  kSave = 20,    // ints {table, nonce[, positions?]}, strs {dir}
+                 //     -> ints {bytes, rows, checksum[, pos bytes, pos sum]}
+  kLoad = 21,    // ints {table[, nonce, old num_ps]}, strs {dir}: stage a
+                 // checkpoint's rows (and the positions it holds)
   kLoadCommit = 22,  // ints {table, commit?}: swap the staged rows in / drop
   kDump = 23,        // ints {table} -> strs {ids, records}
   kPosition = 30,    // -> ints {table, step, k}..., strs {position}...

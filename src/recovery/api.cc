@@ -135,6 +135,9 @@ void save(hb_checkpoint &c, int64_t step) {
   try {
     ctx.fire(HB_EVENT_BEFORE_SAVE, ckpt.c_str());
     s = hb::recovery::take_snapshot(c, c.async_write);
+    s.ckpt = ckpt;
+    s.nonce = nonce;
+    if (rank == 0) hb::recovery::save_ps_tables(s);
   } catch (...) {
     hb_status st = hb::status_from_current_exception();
     std::string message = hb_last_error();
@@ -142,10 +145,8 @@ void save(hb_checkpoint &c, int64_t step) {
     throw hb::Error(st, message);
   }
   s.root = c.root;
-  s.ckpt = ckpt;
   s.job = c.job;
   s.step = step;
-  s.nonce = nonce;
   s.keep = c.keep;
   s.items = std::move(items);
   s.meta = c.meta;
@@ -242,12 +243,6 @@ void hb::recovery::add_table(hb_checkpoint &c, hb_embedding *emb,
   HB_CHECK_ARG(emb->ctx == c.ctx, "%s: table '%s' belongs to another context",
                fn, emb->table->spec().name.c_str());
   hb::recovery::check_name(fn, emb->table->spec().name.c_str());
-  if (emb->ps)  // its rows live on the ps tasks, not in this rank's shard
-    hb::fail(HB_ERR_UNSUPPORTED,
-             "%s: table '%s' is placed on the ps tasks: job checkpoints do "
-             "not hold ps tables yet; save it with hb_embedding_save on the "
-             "chief (docs/parameter-servers.md)",
-             fn, emb->table->spec().name.c_str());
   if (!registered_table(c, emb)) c.tables.push_back(emb);
 }
 

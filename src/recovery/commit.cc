@@ -1,5 +1,6 @@
 #include "recovery/commit.h"
 
+#include <algorithm>
 #include <chrono>
 
 #include "abi/error.h"
@@ -36,12 +37,22 @@ void write_manifests(const Snapshot &s, const std::vector<RankFiles> &all) {
   m.items = s.items;
   m.meta = s.meta;
   const std::string tables = table_dir(s.ckpt);
+  size_t own = 0;  // the tables whose shards the ranks wrote
   for (size_t t = 0; t < s.tables.size(); ++t) {
     std::vector<emb::ShardFile> shards;
-    for (int r = 0; r < s.world; ++r) {
-      shards.push_back(all[r].shards[t]);
-      m.files.push_back({r, "tables/" + all[r].shards[t].file,
-                         all[r].shards[t].bytes, all[r].shards[t].checksum});
+    if (s.tables[t].ps) {  // written by the ps tasks, for rank 0
+      shards = s.tables[t].ps_shards;
+      for (const auto *v : {&s.tables[t].ps_shards, &s.tables[t].ps_positions})
+        for (const emb::ShardFile &f : *v)
+          m.files.push_back({0, "tables/" + f.file, f.bytes, f.checksum});
+    } else {
+      for (int r = 0; r < s.world; ++r) {
+        shards.push_back(all[r].shards[own]);
+        m.files.push_back({r, "tables/" + all[r].shards[own].file,
+                           all[r].shards[own].bytes,
+                           all[r].shards[own].checksum});
+      }
+      ++own;
     }
     emb::write_manifest(s.tables[t].spec, s.tables[t].words, s.nonce, shards,
                         tables);
@@ -94,9 +105,12 @@ CommitResult write_and_commit(const Snapshot &s, rdv::KV *kv,
     try {
       if (res.status != HB_OK) throw Error(res.status, res.message);
       all[0] = mine;
+      const size_t own =
+          std::count_if(s.tables.begin(), s.tables.end(),
+                        [](const TableSnap &t) { return t.ps == nullptr; });
       for (int r = 1; r < s.world; ++r)
-        all[r] = decode_rank_files(kv->get(rank_key(prefix, r), timeout_ms), r,
-                                   s.tables.size());
+        all[r] =
+            decode_rank_files(kv->get(rank_key(prefix, r), timeout_ms), r, own);
       test_point("manifest");
       write_manifests(s, all);
     } catch (const Error &e) {

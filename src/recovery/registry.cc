@@ -5,6 +5,7 @@
 #include "abi/error.h"
 #include "common/fnv.h"
 #include "embedding/handle.h"
+#include "embedding/optimizer.h"
 #include "metrics/handle.h"
 #include "recovery/handle.h"
 
@@ -15,12 +16,15 @@ std::vector<std::string> registry_items(const hb_checkpoint &c) {
   std::vector<std::string> items;
   for (hb_embedding *e : c.tables) {
     const emb::Spec &s = e->table->spec();
+    // A ps table keeps no shard here; its records are the optimizer's.
+    const int64_t words = e->ps ? emb::Optimizer(s).record_words()
+                                : e->table->shard().record_words();
     items.push_back(
         format("table %s dim %lld num_rows %lld optimizer %d "
                "record_words %lld",
                s.name.c_str(), static_cast<long long>(s.dim),
                static_cast<long long>(s.num_rows), s.optimizer,
-               static_cast<long long>(e->table->shard().record_words())));
+               static_cast<long long>(words)));
   }
   for (const Buffer &b : c.buffers) {
     if (b.flags & HB_BUFFER_PER_RANK)

@@ -11,6 +11,8 @@
 #include "embedding/exchange.h"
 #include "embedding/handle.h"
 #include "metrics/handle.h"
+#include "ps/client.h"
+#include "ps/ps_table.h"
 #include "reader/handle.h"
 #include "reader/resume.h"
 #include "recovery/handle.h"
@@ -194,10 +196,29 @@ void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
   }
   emb::agree(*c.x, o, what);
   test_point("restore_staged");
+  ps::Client *ps_client = nullptr;
   for (hb_embedding *e : c.tables) {
+    if (e->ps) {
+      // Rank 0 has the ps tasks load the rows and the positions (all or
+      // nothing); the others wait for its outcome.
+      emb::Outcome po;
+      if (c.ctx->cluster.rank == 0) {
+        try {
+          e->ps->load_job(table_dir(path), m.nonce,
+                          ps_writers(m, e->table->spec().name));
+        } catch (...) {
+          po.capture();
+        }
+      }
+      emb::agree(*c.x, po, what);
+      ps_client = &e->ps->client();
+      continue;
+    }
     emb::load_checkpoint(*e->table, table_dir(path).c_str());
     if (e->gpu) e->gpu->upload();
   }
+  // Every worker goes on after what the ps tasks now hold for it.
+  if (ps_client) ps_client->resync();
   test_point("restore_tables");
   for (size_t i = 0; i < c.buffers.size(); ++i) {
     const Buffer &b = c.buffers[i];

@@ -4,15 +4,18 @@
 
 #include "context/context.h"
 #include "embedding/handle.h"
+#include "embedding/optimizer.h"
 #include "gpu/context_state.h"
 #include "gpu/plugin_call.h"
 #include "lifecycle/checkpoint_state.h"
 #include "lifecycle/lifecycle.h"
 #include "metrics/handle.h"
+#include "ps/ps_table.h"
 #include "reader/handle.h"
 #include "reader/resume.h"
 #include "recovery/handle.h"
 #include "recovery/layout.h"
+#include "recovery/manifest.h"
 
 namespace hb {
 namespace recovery {
@@ -30,6 +33,14 @@ Snapshot take_snapshot(hb_checkpoint &c, bool copy) {
   s.rank = c.ctx->cluster.rank;
   s.world = c.ctx->cluster.world_size;
   for (hb_embedding *e : c.tables) {
+    if (e->ps) {  // rows on the ps tasks: save_ps_tables
+      TableSnap t;
+      t.spec = e->ps->ps_spec();
+      t.words = emb::Optimizer(t.spec).record_words();
+      t.ps = e->ps;
+      s.tables.push_back(std::move(t));
+      continue;
+    }
     if (e->gpu) e->gpu->download();  // the host shard is the snapshot
     const emb::Shard &shard = e->table->shard();
     TableSnap t;
@@ -87,6 +98,26 @@ Snapshot take_snapshot(hb_checkpoint &c, bool copy) {
     s.blobs.push_back(std::move(blob));
   }
   return s;
+}
+
+void save_ps_tables(Snapshot &s) {
+  for (TableSnap &t : s.tables) {
+    if (!t.ps) continue;
+    ps::PsTable::JobFiles f = t.ps->save_job(table_dir(s.ckpt), s.nonce);
+    t.ps_shards = std::move(f.shards);
+    t.ps_positions = std::move(f.positions);
+    for (const emb::ShardFile &sf : t.ps_shards) s.state_bytes += sf.bytes;
+  }
+}
+
+int ps_writers(const Manifest &m, const std::string &name) {
+  const std::string prefix =
+      format("tables/%s.%016llx.positions-", name.c_str(),
+             static_cast<unsigned long long>(m.nonce));
+  int n = 0;
+  for (const FileEntry &e : m.files)
+    if (e.path.compare(0, prefix.size(), prefix) == 0) ++n;
+  return n;
 }
 
 }  // namespace recovery

@@ -10,13 +10,18 @@
 #include <string>
 #include <vector>
 
+#include "embedding/checkpoint.h"
 #include "embedding/spec.h"
+#include "recovery/manifest.h"
 
 struct hb_checkpoint;
 
 namespace hb {
 namespace emb {
 class Shard;
+}
+namespace ps {
+class PsTable;
 }
 namespace recovery {
 
@@ -28,6 +33,11 @@ struct TableSnap {
   std::vector<float> records;        // ... and records
   bool has_life = false;             // a table with a lifecycle ...
   std::string life_state;            // ... its section, copied at the step
+  // A table on the ps tasks: rank 0 has them write their shards and
+  // positions at the step boundary (save_ps_tables); the other ranks write
+  // nothing for it.
+  ps::PsTable *ps = nullptr;
+  std::vector<emb::ShardFile> ps_shards, ps_positions;
 };
 
 // One file of bytes: a copy, or live memory (synchronous host buffers).
@@ -55,6 +65,13 @@ struct Snapshot {
 
 // Called on the training thread at the step boundary.
 Snapshot take_snapshot(hb_checkpoint &c, bool copy);
+// Rank 0, on the training thread once s.ckpt and s.nonce are set: the ps
+// tasks write the shards and positions of s's ps tables (the other workers
+// wait at the same step boundary, so nothing changes them meanwhile).
+void save_ps_tables(Snapshot &s);
+// The number of ps tasks that wrote table `name` into checkpoint m (its
+// positions files; 0 when it was not on ps tasks).
+int ps_writers(const Manifest &m, const std::string &name);
 
 // Device memory <-> host through the context's stream (waits).
 void copy_device(hb_context &ctx, void *dst, const void *src, size_t bytes);

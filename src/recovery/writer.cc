@@ -15,6 +15,7 @@ RankFiles write_rank_files(const Snapshot &s) {
   RankFiles out;
   const std::string tables = table_dir(s.ckpt);
   for (const TableSnap &t : s.tables) {
+    if (t.ps) continue;  // the ps tasks wrote it (save_ps_tables)
     emb::RecordSource each;
     if (t.live) {
       each = [&](const emb::RecordVisitor &f) { t.live->for_each(f); };

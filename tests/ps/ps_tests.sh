@@ -22,6 +22,11 @@
 #   ps_tests.sh ... lost
 #       A worker SIGKILLed without restarts: the other finishes, hbrun
 #       stops the ps task and exits with the lost worker's status.
+#   ps_tests.sh ... ckpt W P
+#       Job checkpoints of ps tables and a dense buffer on the ps: ps task 0
+#       is SIGKILLed after a few checkpoints; hbrun restarts the whole job,
+#       which resumes from the latest checkpoint and ends with the same bits
+#       (tables, slots, dense buffer) as a run that was not interrupted.
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -152,6 +157,31 @@ case $MODE in
     grep -q "the others go on without it" "$LOG" || fail "no 'go on' line"
     grep -q "no worker left: stopping 1 ps task" "$LOG" || fail "the ps task was not stopped"
     [ -f out/s8.manifest ] || fail "worker 0 did not finish (no checkpoint)"
+    ;;
+  ckpt)
+    W=$1 P=$2
+    export HB_STALENESS=0
+    "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" train ref \
+      --steps 40 --ckpt ck-ref --ckpt-every 5 >"$LOG" 2>&1 || fail "reference"
+    mkdir -p pids
+    "$HBRUN" -n "$W" --ps "$P" --max-restarts 1 --timeout 60 -- "$PS_TRAIN" \
+      train out --steps 40 --ckpt ck --ckpt-every 5 --step-ms 40 \
+      --pid-dir pids >>"$LOG" 2>&1 &
+    JOB=$!
+    # Once the checkpoint of step 10 is committed (its MANIFEST: of 40
+    # steps), ps task 0 dies.
+    for _ in $(seq 600); do
+      compgen -G 'ck/ckpt-000000000010-*/MANIFEST' >/dev/null && break
+      sleep 0.05
+    done
+    kill -KILL "$(cat pids/ps0.pid)" || fail "no ps task to kill"
+    wait $JOB || fail "the restarted job failed"
+    grep -q "restarting the job (restart 1 of 1) after rank ps:0" "$LOG" ||
+      fail "hbrun did not restart the job after the ps died"
+    grep -Eq "rank 0 starts at step (1[0-9]|[2-3][0-9]) \(restart 1\)" \
+      "$LOG" || fail "the restarted job did not resume from a checkpoint"
+    "$PS_TRAIN" compare ref out >>"$LOG" 2>&1 || fail "compare"
+    cmp ref/w.bin out/w.bin >>"$LOG" 2>&1 || fail "dense buffers differ"
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with

@@ -10,6 +10,12 @@
 //       end (collective mode: every rank saves). --max-lead K: the chief
 //       checks the ps tasks' staleness counters (bound K never exceeded;
 //       --expect-lead: K was reached).
+//   ps_train train OUT --ckpt DIR --ckpt-every N [--step-ms MS]
+//       The same with a job checkpoint (hb_checkpoint_*) of both tables and
+//       a dense buffer "w" on the ps tasks every N steps, resumed from the
+//       latest one on start; the chief also writes w's values to OUT/w.bin.
+//       A run whose ps task is killed and restarted (hbrun --max-restarts)
+//       ends with the same bits as one that was not.
 //   ps_train reload IN OUT
 //       The chief loads checkpoint IN into the tables and saves them to OUT
 //       (in a ps job: a checkpoint of sharded tables into ps tables).
@@ -91,6 +97,8 @@ struct Args {
   std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
+  std::string ckpt;          // train: job checkpoints in this directory
+  int64_t ckpt_every = 0;
 };
 
 Args parse(int argc, char **argv) {
@@ -120,6 +128,10 @@ Args parse(int argc, char **argv) {
       a.max_stall_ms = num();
     else if (s == "--victim")
       a.victim = num();
+    else if (s == "--ckpt")
+      a.ckpt = argv[++i];
+    else if (s == "--ckpt-every")
+      a.ckpt_every = num();
     else
       a.pos.push_back(s);
   }
@@ -175,7 +187,36 @@ void make_grads(const std::vector<float> &rows, int rank, int64_t step,
             1e-3f;
 }
 
-int serve(hb_context *ctx) {
+void write_pid(const std::string &dir, const std::string &who) {
+  if (dir.empty()) return;
+  // For the test that kills this task (a new start rewrites it).
+  std::string path = dir + "/" + who + ".pid", tmp = path + ".tmp";
+  FILE *f = std::fopen(tmp.c_str(), "w");
+  CHECK(f, "cannot write %s", tmp.c_str());
+  std::fprintf(f, "%d\n", static_cast<int>(getpid()));
+  std::fclose(f);
+  CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename %s", path.c_str());
+}
+
+constexpr int64_t kDenseN = 600;  // three rows of 256 on the ps, one padded
+
+hb_ps_dense *make_dense(hb_context *ctx) {
+  std::vector<float> init(kDenseN);
+  for (int64_t i = 0; i < kDenseN; ++i)
+    init[i] = 0.001f * static_cast<float>(i);
+  hb_ps_dense_config c = HB_PS_DENSE_CONFIG_INIT;
+  c.name = "w";
+  c.count = kDenseN;
+  c.init = init.data();
+  c.optimizer = HB_OPT_ADAGRAD;
+  c.learning_rate = 0.05;
+  hb_ps_dense *d = nullptr;
+  CHECK_HB(hb_ps_dense_create(ctx, &c, &d));
+  return d;
+}
+
+int serve(hb_context *ctx, const Args &a) {
+  write_pid(a.pid_dir, "ps" + std::to_string(hb_context_task_id(ctx)));
   hb_status st = hb_context_serve(ctx);
   if (st != HB_OK)
     std::fprintf(stderr, "ps_train: ps task %d: %s: %s\n",
@@ -210,9 +251,36 @@ int train(hb_context *ctx, const Args &a) {
   const int rank = hb_context_rank(ctx);
   hb_embedding *t[2] = {make_table(ctx, "s8", on_ps),
                         make_table(ctx, "d4", on_ps)};
+  hb_ps_dense *w = nullptr;
+  hb_checkpoint *ck = nullptr;
+  std::vector<float> wv(kDenseN), wg(kDenseN);
+  int64_t start = 0;
+  if (!a.ckpt.empty()) {
+    CHECK(on_ps, "--ckpt: a ps job");
+    w = make_dense(ctx);
+    hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
+    cc.dir = a.ckpt.c_str();
+    CHECK_HB(hb_checkpoint_create(ctx, &cc, &ck));
+    CHECK_HB(hb_checkpoint_add_table(ck, t[0]));
+    CHECK_HB(hb_checkpoint_add_table(ck, t[1]));
+    CHECK_HB(hb_checkpoint_add_ps_dense(ck, w));
+    CHECK_HB(hb_checkpoint_restore_latest(ck, &start));
+    if (start < 0) start = 0;
+    std::printf(
+        "rank %d starts at step %lld (restart %s)\n", rank, (long long)start,
+        std::getenv("HB_RESTART_COUNT") ? std::getenv("HB_RESTART_COUNT")
+                                        : "0");
+    std::fflush(stdout);
+  }
   std::vector<float> rows, grads;
-  for (int64_t s = 0; s < a.steps; ++s) {
+  for (int64_t s = start; s < a.steps; ++s) {
     if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
+    if (a.step_ms > 0) sleep_ms(a.step_ms);
+    if (w) {
+      CHECK_HB(hb_ps_dense_pull(w, wv.data()));
+      make_grads(wv, rank, s, &wg);
+      CHECK_HB(hb_ps_dense_push(w, wg.data()));
+    }
     for (int k = 0; k < 2; ++k) {
       std::vector<int64_t> ids = batch_ids(rank, s, k == 1);
       int64_t dim = hb_embedding_dim(t[k]);
@@ -222,6 +290,8 @@ int train(hb_context *ctx, const Args &a) {
       CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
                                             grads.data()));
     }
+    if (ck && a.ckpt_every > 0 && (s + 1) % a.ckpt_every == 0)
+      CHECK_HB(hb_checkpoint_save(ck, s + 1));
   }
   if (!on_ps || rank == 0) {
     if (on_ps) {
@@ -236,10 +306,20 @@ int train(hb_context *ctx, const Args &a) {
     }
     CHECK_HB(hb_embedding_save(t[0], a.pos[0].c_str()));
     CHECK_HB(hb_embedding_save(t[1], a.pos[0].c_str()));
+    if (w) {  // the dense buffer's values, after the last round
+      CHECK_HB(hb_ps_dense_pull(w, wv.data()));
+      std::string path = a.pos[0] + "/w.bin";
+      FILE *f = std::fopen(path.c_str(), "wb");
+      CHECK(f && std::fwrite(wv.data(), 4, wv.size(), f) == wv.size(),
+            "cannot write %s", path.c_str());
+      std::fclose(f);
+    }
     // Serving files too (ids ascending: bit-equal tables, equal files).
     CHECK_HB(hb_embedding_export(t[0], (a.pos[0] + "/s8.hbe").c_str()));
     CHECK_HB(hb_embedding_export(t[1], (a.pos[0] + "/d4.hbe").c_str()));
   }
+  hb_checkpoint_destroy(ck);
+  hb_ps_dense_destroy(w);
   hb_embedding_destroy(t[0]);
   hb_embedding_destroy(t[1]);
   return 0;
@@ -307,17 +387,7 @@ int compare(const Args &a) {
 int count(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "count OUT");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
-  if (!a.pid_dir.empty()) {
-    // For the test that kills this worker (a new start rewrites it).
-    std::string path = a.pid_dir + "/worker" + std::to_string(rank) + ".pid";
-    std::string tmp = path + ".tmp";
-    FILE *f = std::fopen(tmp.c_str(), "w");
-    CHECK(f, "cannot write %s", tmp.c_str());
-    std::fprintf(f, "%d\n", static_cast<int>(getpid()));
-    std::fclose(f);
-    CHECK(std::rename(tmp.c_str(), path.c_str()) == 0, "rename %s",
-          path.c_str());
-  }
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
   hb_embedding *t = make_table(ctx, "count", true);
   // Where this worker left off (0 on its first start).
   int64_t next = 0, step = 0;
@@ -455,7 +525,7 @@ int main(int argc, char **argv) {
   if (mode == "compare") return compare(a);
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
-  if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx);
+  if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
   int rc = mode == "train"    ? train(ctx, a)
            : mode == "reload" ? reload(ctx, a)
            : mode == "count"  ? count(ctx, a)

@@ -1,0 +1,113 @@
+#include "ps/positions.h"
+
+#include <cstring>
+
+#include "abi/error.h"
+#include "embedding/file_io.h"
+
+namespace hb {
+namespace ps {
+namespace {
+
+constexpr char kMagic[8] = {'H', 'B', 'P', 'S', 'P', 'O', 'S', '1'};
+
+template <class T>
+void put(std::string *s, T v) {
+  s->append(reinterpret_cast<const char *>(&v), sizeof v);
+}
+
+// A strict reader over a file's bytes: HB_ERR_CORRUPT naming it when short.
+struct Cursor {
+  const std::string &bytes, &path;
+  size_t at = 0;
+  template <class T>
+  T get() {
+    T v;
+    take(&v, sizeof v);
+    return v;
+  }
+  void take(void *dst, size_t n) {
+    if (bytes.size() - at < n)
+      fail(HB_ERR_CORRUPT, "ps positions file '%s' is truncated", path.c_str());
+    std::memcpy(dst, bytes.data() + at, n);
+    at += n;
+  }
+};
+
+Committed parse(const std::string &path, int world) {
+  const std::string bytes = emb::read_whole_file(path);
+  Cursor c{bytes, path};
+  char magic[8];
+  c.take(magic, 8);
+  if (std::memcmp(magic, kMagic, 8) != 0)
+    fail(HB_ERR_CORRUPT, "'%s' is not a ps positions file", path.c_str());
+  const uint32_t saved_world = c.get<uint32_t>();
+  if (saved_world > 65536)
+    fail(HB_ERR_CORRUPT, "ps positions file '%s': world %u", path.c_str(),
+         saved_world);
+  Committed out;
+  out.step.assign(world, {-1, -1});
+  out.position.assign(world, std::string());
+  for (uint32_t r = 0; r < saved_world; ++r) {
+    int64_t step = c.get<int64_t>(), k = c.get<int64_t>();
+    uint32_t n = c.get<uint32_t>();
+    std::string pos(n, '\0');
+    if (n) c.take(&pos[0], n);
+    // Ranks beyond this job's world have nothing to resume here.
+    if (static_cast<int>(r) < world)
+      out.step[r] = {step, k}, out.position[r] = pos;
+  }
+  if (c.at != bytes.size())
+    fail(HB_ERR_CORRUPT, "ps positions file '%s': %zu bytes after the end",
+         path.c_str(), bytes.size() - c.at);
+  return out;
+}
+
+}  // namespace
+
+std::string positions_file_name(const std::string &table, uint64_t nonce,
+                                int ps, int num_ps) {
+  return format("%s.%016llx.positions-%d-of-%d", table.c_str(),
+                static_cast<unsigned long long>(nonce), ps, num_ps);
+}
+
+emb::ShardFile write_positions(const std::string &dir, uint64_t nonce,
+                               const std::string &table, int ps, int num_ps,
+                               const Committed &c) {
+  std::string s(kMagic, 8);
+  put<uint32_t>(&s, static_cast<uint32_t>(c.step.size()));
+  for (size_t r = 0; r < c.step.size(); ++r) {
+    put<int64_t>(&s, c.step[r].first);
+    put<int64_t>(&s, c.step[r].second);
+    put<uint32_t>(&s, static_cast<uint32_t>(c.position[r].size()));
+    s += c.position[r];
+  }
+  emb::ShardFile out;
+  out.file = positions_file_name(table, nonce, ps, num_ps);
+  emb::AtomicFile f(dir + "/" + out.file);
+  f.write(s.data(), s.size());
+  f.commit();
+  out.bytes = f.bytes();
+  out.checksum = f.checksum();
+  return out;
+}
+
+Committed read_positions(const std::string &dir, uint64_t nonce,
+                         const std::string &table, int ps, int num_ps,
+                         int old_num_ps, int world) {
+  auto path = [&](int i) {
+    return dir + "/" + positions_file_name(table, nonce, i, old_num_ps);
+  };
+  if (old_num_ps == num_ps) return parse(path(ps), world);
+  Committed out = parse(path(0), world);
+  for (int i = 1; i < old_num_ps; ++i) {
+    Committed c = parse(path(i), world);
+    for (int r = 0; r < world; ++r)
+      if (c.step[r] < out.step[r])
+        out.step[r] = c.step[r], out.position[r] = c.position[r];
+  }
+  return out;
+}
+
+}  // namespace ps
+}  // namespace hb
