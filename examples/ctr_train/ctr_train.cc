@@ -322,7 +322,9 @@ class Trainer {
         dense_(static_cast<int>(synth::kTables * f.dim + synth::kDense),
                static_cast<int>(f.hidden), f.seed) {
     rank_ = hb_context_rank(ctx), world_ = hb_context_world_size(ctx);
-    ps_ = hb_context_num_ps(ctx) > 0;
+    evaluator_ = std::strcmp(hb_context_task_type(ctx), "evaluator") == 0;
+    ps_job_ = hb_context_num_ps(ctx) > 0;
+    ps_ = ps_job_ && !evaluator_;  // the evaluator reads checkpoints only
     create_model();
     for (Batch *b : {&train_[0], &train_[1], &eval_})
       b->ids.resize(synth::kTables);
@@ -336,16 +338,10 @@ class Trainer {
       files_ = std::make_unique<FileSource>(ctx, f.data, f.batch);
     else if (!ps_)
       plan_train_shard();
-    evaluator_ = std::strcmp(hb_context_task_type(ctx), "evaluator") == 0;
-    if (ps_ && !f.checkpoint_dir.empty()) {
-      // Job checkpoints hold worker-sharded tables only (the ps tasks keep
-      // theirs): docs/parameter-servers.md.
-      std::fprintf(stderr,
-                   "ctr_train: --checkpoint-dir is not supported in "
-                   "parameter-server mode\n");
-      std::exit(2);
+    if (ps_) {
+      if (!f.checkpoint_dir.empty()) open_ps_checkpoints();
+      return;
     }
-    if (ps_) return;
     hb_metric_config mc = HB_METRIC_CONFIG_INIT;  // TF's thresholded AUC
     CHECK_HB(hb_metric_create(ctx_, &mc, &running_auc_));
     if (!f.checkpoint_dir.empty() && !evaluator_) open_checkpoints();
@@ -467,6 +463,28 @@ class Trainer {
     else  // the synthetic shard is planned per world size: same size only
       CHECK_HB(hb_checkpoint_add_buffer(ckpt_, "data.pos", &pos_, sizeof pos_,
                                         HB_BUFFER_PER_RANK));
+  }
+
+  // Parameter-server mode: the tables, the dense parameters and the sample
+  // counter live on the ps tasks, which write them (and every worker's
+  // committed position) into the job checkpoint.
+  void open_ps_checkpoints() {
+    hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
+    cc.dir = f_.checkpoint_dir.c_str();
+    cc.keep = static_cast<int32_t>(f_.checkpoint_keep);
+    cc.async_write = f_.checkpoint_async ? 1 : 0;
+    job_id_ = job_id();
+    cc.job_id = job_id_.c_str();
+    CHECK_HB(hb_checkpoint_create(ctx_, &cc, &ckpt_));
+    CHECK_HB(hb_checkpoint_add_collection(ckpt_, coll_));
+    CHECK_HB(hb_checkpoint_add_ps_dense(ckpt_, dense_ps_));
+    CHECK_HB(hb_checkpoint_add_table(ckpt_, samples_));
+  }
+
+  void save_ps_checkpoint(int64_t step) {
+    CHECK_HB(hb_checkpoint_save(ckpt_, step));
+    if (rank_ == 0 && !f_.checkpoint_async)
+      std::printf("checkpoint: step %" PRId64 " committed\n", step);
   }
 
   // The step to start from: 0, or the newest checkpoint's.
@@ -651,7 +669,8 @@ class Trainer {
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
   hb_collection *coll_ = nullptr;
-  bool ps_ = false;  // parameter-server mode (the job has ps tasks)
+  bool ps_ = false;      // parameter-server mode (the job has ps tasks)
+  bool ps_job_ = false;  // the job has ps tasks (this may be its evaluator)
   hb_ps_dense *dense_ps_ = nullptr;
   hb_embedding *samples_ = nullptr;
   std::vector<float> flat_;  // the dense parameters or gradients, packed
@@ -927,9 +946,25 @@ int Trainer::follow() {
                {"dense.b1", &dense_.b1},
                {"dense.w2", &dense_.w2},
                {"dense.b2", &dense_.b2}};
-  for (auto &d : dense)
-    CHECK_HB(hb_evaluator_add_buffer(ev, d.name, d.v->data(),
-                                     d.v->size() * sizeof(float), 0));
+  // A ps job saves its dense parameters as the ps tasks hold them: a table
+  // "dense" of rows of up to 256 floats (hb_checkpoint_add_ps_dense).
+  hb_embedding *dense_rows = nullptr;
+  std::vector<int64_t> dense_ids;
+  if (ps_job_) {
+    dense_.pack_params(&flat_);
+    hb_embedding_config dc = HB_EMBEDDING_CONFIG_INIT;
+    dc.name = "dense";
+    dc.dim = std::min<int64_t>(static_cast<int64_t>(flat_.size()), 256);
+    dc.num_rows = (static_cast<int64_t>(flat_.size()) + dc.dim - 1) / dc.dim;
+    dc.optimizer = HB_OPT_ADAGRAD;
+    CHECK_HB(hb_embedding_create(ctx_, &dc, &dense_rows));
+    CHECK_HB(hb_evaluator_add_table(ev, dense_rows));
+    for (int64_t i = 0; i < dc.num_rows; ++i) dense_ids.push_back(i);
+  } else {
+    for (auto &d : dense)
+      CHECK_HB(hb_evaluator_add_buffer(ev, d.name, d.v->data(),
+                                       d.v->size() * sizeof(float), 0));
+  }
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;
   mc.kind = HB_METRIC_AUC_EXACT;
   hb_metric *auc = nullptr, *planted = nullptr;
@@ -942,6 +977,13 @@ int Trainer::follow() {
   for (;;) {
     CHECK_HB(hb_evaluator_next(ev, &step));
     if (step < 0) break;
+    if (dense_rows) {
+      std::vector<float> rows(dense_ids.size() * hb_embedding_dim(dense_rows));
+      CHECK_HB(hb_embedding_lookup(dense_rows, dense_ids.data(),
+                                   dense_ids.size(), rows.data()));
+      std::copy(rows.begin(), rows.begin() + flat_.size(), flat_.begin());
+      dense_.unpack_params(flat_);
+    }
     score_held_out(auc, planted);
     double v[2] = {0, 0};
     CHECK_HB(hb_evaluator_report(ev, v));
@@ -958,6 +1000,7 @@ int Trainer::follow() {
                 " checkpoint(s) evaluated, %" PRId64 " skipped\n",
                 st.evaluated, st.skipped);
   hb_evaluator_destroy(ev);
+  hb_embedding_destroy(dense_rows);
   hb_metric_destroy(auc);
   hb_metric_destroy(planted);
   return 0;
@@ -1002,12 +1045,25 @@ int Trainer::run_ps() {
   std::fflush(stdout);
   const int64_t zero = 0;
   int64_t step = 0, mine = 0, interval = 0;
+  // With job checkpoints (collective: every worker saves at the same step)
+  // each worker makes the same number of steps; without, workers go on
+  // until the job's sample counter says the data is done.
+  const int64_t steps =
+      ckpt_ ? std::max<int64_t>(1, f_.train_samples / (f_.batch * world_)) : -1;
+  if (ckpt_) {
+    CHECK_HB(hb_checkpoint_restore_latest(ckpt_, &step));
+    if (step < 0) step = 0;
+    if (step > 0 && chief)
+      std::printf("resumed from the checkpoint of step %" PRId64 "\n", step);
+  }
   float seen = 0;
   double t0 = now_s(), t_interval = t0;
   for (;;) {
     prof_.mark(StepProfile::kSync);
     CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &seen));
-    if (seen >= static_cast<float>(f_.train_samples)) break;
+    if (steps >= 0 ? step >= steps
+                   : seen >= static_cast<float>(f_.train_samples))
+      break;
     const int64_t lo = (step * world_ + rank_) * f_.batch, hi = lo + f_.batch;
     prof_.mark(StepProfile::kDenseAllreduce);
     pull_dense();
@@ -1023,6 +1079,9 @@ int Trainer::run_ps() {
     CHECK_HB(hb_embedding_apply_gradients(samples_, &zero, 1, &minus_n));
     prof_.stop();
     ++step, mine += hi - lo, interval += hi - lo;
+    if (ckpt_ && f_.checkpoint_every > 0 && step % f_.checkpoint_every == 0 &&
+        step < steps)
+      save_ps_checkpoint(step);
     if (step % f_.log_every == 0 && chief) {
       double now = now_s();
       std::printf("step %5" PRId64
@@ -1032,6 +1091,10 @@ int Trainer::run_ps() {
       std::fflush(stdout);
       t_interval = now, interval = 0;
     }
+  }
+  if (ckpt_) {  // the last one, then followers know training is done
+    save_ps_checkpoint(step);
+    CHECK_HB(hb_checkpoint_finish(ckpt_));
   }
   double train_s = now_s() - t0;
   prof_.print(rank_, step);

@@ -255,7 +255,7 @@ class Launch {
         started_all = false;
       }
     }
-    if (opts_.evaluator && started_all) start_evaluator(topo, port);
+    if (opts_.evaluator && started_all) start_evaluator(topo, env, port);
     supervisor_.wait();
     server.reset();  // after the workers: they may still be talking to it
     return failed_slot;
@@ -335,11 +335,13 @@ class Launch {
   }
 
   // hbrun --evaluator: the program once more, as a TF_CONFIG evaluator task.
-  void start_evaluator(const Topology &topo, int port) {
+  // env: the workers' (HB_PS_HOSTS with --ps: it is a task of that job).
+  void start_evaluator(const Topology &topo,
+                       const std::vector<std::string> &env, int port) {
     SpawnRequest req;
     req.path = program_;
     req.argv = opts_.command;
-    req.env = evaluator_environment(base_env_, topo, port);
+    req.env = evaluator_environment(env, topo, port);
     req.capture_output = opts_.prefix;
     try {
       supervisor_.add("evaluator", -1, spawn_process(req));

@@ -115,10 +115,6 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
     fail(HB_ERR_INVALID_ARGUMENT,
          "option --min-nproc does not apply with --ps: a failed worker is "
          "started again alone, and one that cannot be is left out anyway");
-  if (o.evaluator && o.num_ps > 0)
-    fail(HB_ERR_INVALID_ARGUMENT,
-         "option --evaluator is not available with --ps yet "
-         "(docs/parameter-servers.md)");
   if (!o.help && o.command.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "no program given (usage: hbrun [options] -- program args...)");
@@ -231,8 +227,9 @@ Evaluator (one machine):
                     training has called hb_checkpoint_finish; hbrun waits
                     for it. It is supervised as a worker: when it fails the
                     job stops (and restarts with --max-restarts, the
-                    evaluator too); when a worker fails it is stopped. Not
-                    with --ps (yet).
+                    evaluator too); when a worker fails it is stopped. With
+                    --ps it also gets HB_PS_HOSTS (the job's ps tasks; it
+                    reads their tables from the checkpoints).
 
 Parameter servers (one machine; docs/parameter-servers.md):
   --ps N            Also start N ps tasks running the same program: each

@@ -83,10 +83,10 @@ def committed_steps(lines):
 
 def final_auc(lines):
     for l in lines:
-        m = re.search(r"^\[0\] final: \d+ steps .* held-out exact AUC ([0-9.]+)",
-                      l)
+        m = re.search(r"^\[0\] final: \d+ (steps|samples) .* held-out exact "
+                      r"AUC ([0-9.]+)", l)
         if m:
-            return float(m.group(1))
+            return float(m.group(2))
     fail("no final AUC in the trainer's output")
 
 
@@ -115,10 +115,10 @@ def run(cmd, env, timeout=120):
     return p.returncode, p.stdout
 
 
-def evaluate_by_hand(ctr, d, log):
+def evaluate_by_hand(ctr, d, log, env=None):
     """A single-process evaluator on the (finished) directory."""
     rc, out = run([ctr] + TRAIN + ["--checkpoint-dir", d, "--eval-log", log],
-                  evaluator_env())
+                  env or evaluator_env())
     if rc != 0:
         fail("the evaluator by hand exited %d:\n%s" % (rc, out))
     return out
@@ -153,6 +153,39 @@ def mode_hbrun(hbrun, ctr, tmp):
     # afterwards by one process: the same checkpoints, the same values.
     log2 = os.path.join(tmp, "again.jsonl")
     evaluate_by_hand(ctr, d, log2)
+    same_values(entries, read_log(log2), "the evaluator by hand")
+
+
+def mode_ps(hbrun, ctr, tmp):
+    """Parameter-server training (tables and dense parameters on a ps task)
+    followed by an evaluator: it reads the ps tables from the checkpoints."""
+    d, log = os.path.join(tmp, "ckpt"), os.path.join(tmp, "eval.jsonl")
+    job = hbrun_job.Job([hbrun, "-n", "2", "--ps", "1", "--evaluator",
+                         "--timeout", "150", "--", ctr] + TRAIN +
+                        ["--checkpoint-dir", d, "--checkpoint-every", EVERY,
+                         "--checkpoint-keep", "100", "--eval-log", log,
+                         "--out", os.path.join(tmp, "out")], env=clean_env())
+    rc = job.wait(170)
+    if rc != 0:
+        fail("hbrun exited %d:\n%s" % (rc, "\n".join(job.lines)))
+    if not any("parameter-server mode" in l for l in job.lines):
+        fail("training did not run in parameter-server mode:\n%s"
+             % "\n".join(job.lines))
+    if not any(l.startswith("[evaluator] evaluator: training finished")
+               for l in job.lines):
+        fail("the evaluator did not say that training finished:\n%s"
+             % "\n".join(job.lines))
+    steps = committed_steps(job.lines)
+    if len(steps) < 10:
+        fail("only %d checkpoints committed" % len(steps))
+    entries = check_log(log, steps, final_auc(job.lines), "hbrun --ps --evaluator")
+    # An evaluator task of a TF_CONFIG cluster with a ps task, by hand.
+    env = clean_env()
+    env["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["127.0.0.1:1"],
+                                               "ps": ["127.0.0.1:2"]},
+                                   "task": {"type": "evaluator", "index": 0}})
+    log2 = os.path.join(tmp, "again.jsonl")
+    evaluate_by_hand(ctr, d, log2, env)
     same_values(entries, read_log(log2), "the evaluator by hand")
 
 
@@ -217,7 +250,7 @@ def main():
     hbrun, ctr, mode = sys.argv[1:4]
     tmp = tempfile.mkdtemp(prefix="hb-evaluator-")
     try:
-        {"hbrun": mode_hbrun, "tf_config": mode_tf_config,
+        {"hbrun": mode_hbrun, "ps": mode_ps, "tf_config": mode_tf_config,
          "errors": mode_errors}[mode](hbrun, ctr, tmp)
     finally:
         shutil.rmtree(tmp, ignore_errors=True)

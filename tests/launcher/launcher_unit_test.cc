@@ -441,15 +441,17 @@ TEST(LaunchOptions, RestartOptions) {
                           "--", "p"}),
             HB_ERR_INVALID_ARGUMENT);
   // With --ps: one budget of (worker or whole-job) restarts; a worker that
-  // cannot start again is left out anyway, and no evaluator yet.
+  // cannot start again is left out anyway; an evaluator follows the job's
+  // checkpoints (ps tables included).
   LaunchOptions ps = parse({"--ps", "2", "--max-restarts", "3", "--", "p"});
   EXPECT_EQ(ps.num_ps, 2);
   EXPECT_EQ(ps.max_restarts, 3);
   EXPECT_EQ(parse_status({"-n", "2", "--ps", "1", "--max-restarts", "1",
                           "--min-nproc", "1", "--", "p"}),
             HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(parse_status({"-n", "2", "--ps", "1", "--evaluator", "--", "p"}),
-            HB_ERR_INVALID_ARGUMENT);
+  LaunchOptions pe = parse({"-n", "2", "--ps", "1", "--evaluator", "--", "p"});
+  EXPECT_TRUE(pe.evaluator);
+  EXPECT_EQ(pe.num_ps, 1);
 }
 
 TEST(Topology, ShrinkRenumbersTheRemainingWorkersAndKeepsTheirGpus) {
