@@ -1186,7 +1186,9 @@ HB_API void hb_checkpoint_destroy(hb_checkpoint *c);
  * next save or restore, HB_ERR_MISMATCH otherwise. Registered objects must
  * outlive the handle (or the next save/restore). Names: 1-64 characters of
  * [A-Za-z0-9._-], unique per kind. A table registered twice (directly and
- * through a collection) is saved once.
+ * through a collection) is saved once. A table on the ps tasks is written
+ * by them (rows, slots and each rank's committed position; rank 0 asks
+ * them) and restored into them (docs/parameter-servers.md).
  */
 HB_API hb_status hb_checkpoint_add_table(hb_checkpoint *c, hb_embedding *emb);
 /** Registers every table of the collection. */
