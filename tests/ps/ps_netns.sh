@@ -11,8 +11,15 @@
 #          timeout, every sample is applied exactly once;
 #   stop:  worker 2 (host B) is SIGSTOPped past the peer timeout at
 #          staleness 2: the others go on, every sample exactly once.
+#   ckpt:  job checkpoints of the ps tables and a dense buffer, an
+#          evaluator task on host B following them; ps task 0 is SIGKILLed
+#          after the checkpoint of step 10, every other task fails by
+#          itself, the script starts the cluster again and it resumes from
+#          the last checkpoint: the same bits as an uninterrupted run, and
+#          the evaluator (across both runs) logs every checkpoint once with
+#          the values a single evaluator process computes afterwards.
 # Needs root (ip netns); skips (exit 77) with the reason otherwise.
-#   ps_netns.sh PS_TRAIN equal|kill|stop
+#   ps_netns.sh PS_TRAIN equal|kill|stop|ckpt
 set -u
 PS_TRAIN=$(realpath "$1") MODE=$2
 skip() {
@@ -153,6 +160,54 @@ case $MODE in
     [ -f count_ok ] || fail "no exactly-once verdict"
     grep -q "0 not applied exactly once" chief.log || fail "counts"
     cat test.log chief.log
+    ;;
+  ckpt)
+    export HB_STALENESS=0 HB_PEER_TIMEOUT_MS=2000 HB_HEARTBEAT_INTERVAL_MS=100
+    run_job 1 -- train ref --steps 40 --ckpt ck-ref --ckpt-every 5
+    [ "$CHIEF_RC" = 0 ] || fail "reference run: chief exited with $CHIEF_RC"
+    rm -f ./*.log
+    # The evaluator task (host B) follows ck through both runs of the job.
+    start B 1 evaluator 0 evaluator.log -- evaluate ck eval.jsonl
+    EV=$LAST
+    ARGS=(train out --steps 40 --ckpt ck --ckpt-every 5 --step-ms 30
+          --pid-dir .)
+    for i in 0 1; do start A 1 ps "$i" "ps$i.log" -- "${ARGS[@]}"; done
+    P0=${PIDS[-2]} P1=${PIDS[-1]}
+    start A 1 chief 0 chief.log -- "${ARGS[@]}"
+    C=$LAST
+    for i in 0 1; do start B 1 worker "$i" "worker$i.log" -- "${ARGS[@]}"; done
+    W0=${PIDS[-2]} W1=${PIDS[-1]}
+    for _ in $(seq 600); do
+      compgen -G 'ck/ckpt-000000000010-*/MANIFEST' >/dev/null && break
+      sleep 0.05
+    done
+    kill -KILL "$P0" || fail "no ps task 0 to kill"
+    echo "test: SIGKILL ps task 0 after the checkpoint of step 10" >>test.log
+    # Every worker fails by itself (HB_ERR_PEER_FAILED), as a scheduler
+    # sees it; the other ps task is stopped by the scheduler (this script).
+    for w in "$C" "$W0" "$W1"; do
+      wait "$w" && fail "a worker ended well without ps task 0"
+    done
+    kill -TERM "$P1" 2>/dev/null
+    wait "$P1"
+    grep -q "HB_ERR_PEER_FAILED" chief.log || fail "the chief did not see the ps fail"
+    mkdir -p first && mv chief.log worker?.log ps?.log first/
+    run_job 1 -- train out --steps 40 --ckpt ck --ckpt-every 5
+    [ "$CHIEF_RC" = 0 ] || fail "restarted run: chief exited with $CHIEF_RC"
+    grep -Eq "rank 0 starts at step (1[0-9]|[2-3][0-9])" chief.log ||
+      fail "the restarted job did not resume from a checkpoint"
+    wait "$EV" || fail "the evaluator exited with $?"
+    "$PS_TRAIN" compare ref out >compare.log 2>&1 || fail "compare"
+    cmp ref/w.bin out/w.bin || fail "the dense buffers differ"
+    grep -q "evaluated steps: 5 10 15 20 25 30 35 40$" evaluator.log ||
+      fail "the evaluator did not log every checkpoint once: $(cat evaluator.log)"
+    # One evaluator process afterwards (no namespaces): the same values.
+    TF_CONFIG='{"cluster":{"worker":["127.0.0.1:1"],"ps":["127.0.0.1:2"]},"task":{"type":"evaluator","index":0}}' \
+      "$PS_TRAIN" evaluate ck again.jsonl >again.log 2>&1 || fail "evaluate again"
+    strip() { sed 's/"time":[0-9.e+-]*,//' "$1"; }
+    [ "$(strip eval.jsonl)" = "$(strip again.jsonl)" ] ||
+      fail "the evaluator's values differ from a single evaluation afterwards"
+    cat test.log compare.log evaluator.log
     ;;
   *)
     echo "unknown mode $MODE"

@@ -16,6 +16,11 @@
 //       latest one on start; the chief also writes w's values to OUT/w.bin.
 //       A run whose ps task is killed and restarted (hbrun --max-restarts)
 //       ends with the same bits as one that was not.
+//   ps_train evaluate DIR LOG
+//       An evaluator task (its context's task type is evaluator): follows
+//       the job checkpoints of `train --ckpt DIR` (ps tables and the dense
+//       buffer read into ordinary tables) and logs per checkpoint the exact
+//       AUC of a score made of the rows of s8 and w; prints the steps.
 //   ps_train reload IN OUT
 //       The chief loads checkpoint IN into the tables and saves them to OUT
 //       (in a ps job: a checkpoint of sharded tables into ps tables).
@@ -260,6 +265,7 @@ int train(hb_context *ctx, const Args &a) {
     w = make_dense(ctx);
     hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
     cc.dir = a.ckpt.c_str();
+    cc.keep = 100;  // an evaluator sees every one
     CHECK_HB(hb_checkpoint_create(ctx, &cc, &ck));
     CHECK_HB(hb_checkpoint_add_table(ck, t[0]));
     CHECK_HB(hb_checkpoint_add_table(ck, t[1]));
@@ -318,6 +324,7 @@ int train(hb_context *ctx, const Args &a) {
     CHECK_HB(hb_embedding_export(t[0], (a.pos[0] + "/s8.hbe").c_str()));
     CHECK_HB(hb_embedding_export(t[1], (a.pos[0] + "/d4.hbe").c_str()));
   }
+  if (ck) CHECK_HB(hb_checkpoint_finish(ck));  // followers: training is done
   hb_checkpoint_destroy(ck);
   hb_ps_dense_destroy(w);
   hb_embedding_destroy(t[0]);
@@ -339,6 +346,60 @@ int reload(hb_context *ctx, const Args &a) {
     }
   hb_embedding_destroy(t[0]);
   hb_embedding_destroy(t[1]);
+  return 0;
+}
+
+int evaluate(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 2, "evaluate DIR LOG");
+  hb_embedding *s8 = make_table(ctx, "s8", false);
+  // The dense buffer as the ps tasks saved it: rows of 256 floats.
+  hb_embedding_config wc = HB_EMBEDDING_CONFIG_INIT;
+  wc.name = "w";
+  wc.dim = 256;
+  wc.num_rows = (kDenseN + 255) / 256;
+  wc.optimizer = HB_OPT_ADAGRAD;
+  hb_embedding *w = nullptr;
+  CHECK_HB(hb_embedding_create(ctx, &wc, &w));
+  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
+  ec.dir = a.pos[0].c_str();
+  ec.log_path = a.pos[1].c_str();
+  ec.poll_ms = 20;
+  ec.timeout_ms = 60000;
+  hb_evaluator *ev = nullptr;
+  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  CHECK_HB(hb_evaluator_add_table(ev, s8));
+  CHECK_HB(hb_evaluator_add_table(ev, w));
+  hb_metric_config mc = HB_METRIC_CONFIG_INIT;
+  mc.kind = HB_METRIC_AUC_EXACT;
+  hb_metric *auc = nullptr;
+  CHECK_HB(hb_metric_create(ctx, &mc, &auc));
+  CHECK_HB(hb_evaluator_add_metric(ev, "auc", auc));
+  std::vector<int64_t> ids(1000), wids = {0, 1, 2};
+  for (int64_t i = 0; i < 1000; ++i) ids[i] = i;
+  std::vector<float> rows(8000), wrows(3 * 256), labels(1000), preds(1000);
+  std::string steps;
+  for (;;) {
+    int64_t step = -1;
+    CHECK_HB(hb_evaluator_next(ev, &step));
+    if (step < 0) break;
+    CHECK_HB(hb_embedding_lookup(s8, ids.data(), ids.size(), rows.data()));
+    CHECK_HB(hb_embedding_lookup(w, wids.data(), wids.size(), wrows.data()));
+    for (int64_t i = 0; i < 1000; ++i) {
+      float p = 0;
+      for (int d = 0; d < 8; ++d)
+        p += rows[i * 8 + d] * wrows[(i * 8 + d) % kDenseN];
+      preds[i] = p;
+      labels[i] = static_cast<float>(mix(static_cast<uint64_t>(i)) & 1);
+    }
+    CHECK_HB(hb_metric_update(auc, labels.data(), preds.data(), nullptr, 1000));
+    CHECK_HB(hb_evaluator_report(ev, nullptr));
+    steps += " " + std::to_string(step);
+  }
+  std::printf("evaluated steps:%s\n", steps.c_str());
+  hb_evaluator_destroy(ev);
+  hb_metric_destroy(auc);
+  hb_embedding_destroy(w);
+  hb_embedding_destroy(s8);
   return 0;
 }
 
@@ -526,11 +587,12 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
-  int rc = mode == "train"    ? train(ctx, a)
-           : mode == "reload" ? reload(ctx, a)
-           : mode == "count"  ? count(ctx, a)
-           : mode == "dense"  ? dense(ctx, a)
-                              : 2;
+  int rc = mode == "train"      ? train(ctx, a)
+           : mode == "reload"   ? reload(ctx, a)
+           : mode == "count"    ? count(ctx, a)
+           : mode == "dense"    ? dense(ctx, a)
+           : mode == "evaluate" ? evaluate(ctx, a)
+                                : 2;
   hb_context_destroy(ctx);
   return rc;
 }
