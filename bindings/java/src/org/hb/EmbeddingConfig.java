@@ -27,6 +27,7 @@ public final class EmbeddingConfig {
   private double lrPower = DEFAULTS.getLr_power();
   private int wireDtype = DEFAULTS.getWire_dtype();
   private int device = DEFAULTS.getDevice();
+  private int placement = DEFAULTS.getPlacement();
   private EmbeddingLifecycle lifecycle;
 
   /** name: unique per context; dim: row width. */
@@ -71,6 +72,12 @@ public final class EmbeddingConfig {
   public EmbeddingConfig wireDtype(int v) { wireDtype = v; return this; }
   /** -1: host memory; N: CUDA device N. */
   public EmbeddingConfig device(int v) { device = v; return this; }
+  /**
+   * Hb.HB_PLACEMENT_WORKERS (sharded over the ranks) or Hb.HB_PLACEMENT_PS
+   * (on the job's ps tasks: lookups and updates are not collective;
+   * docs/parameter-servers.md).
+   */
+  public EmbeddingConfig placement(int v) { placement = v; return this; }
   /** Admission and eviction (EXPERIMENTAL); null: none. */
   public EmbeddingConfig lifecycle(EmbeddingLifecycle v) { lifecycle = v; return this; }
 
@@ -97,6 +104,7 @@ public final class EmbeddingConfig {
     c.setLr_power(lrPower);
     c.setWire_dtype(wireDtype);
     c.setDevice(device);
+    c.setPlacement(placement);
     if (lifecycle != null) c.use_lifecycle(lifecycle.toNative());
     return c;
   }
