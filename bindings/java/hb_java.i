@@ -448,6 +448,10 @@ HBJ_STRING_OUT(char **HB_STRING_OUT, free(s$argnum))
   $1 = hbj_listener_call;
 }
 
+/* The configs with an optimizer share its setters and getters (OptimizerNative,
+ * OptimizerSettings): one list of the optimizer fields in Java. */
+%typemap(javainterfaces) struct hb_embedding_config, struct hb_ps_dense_config "OptimizerNative"
+
 %include "hb.i"
 
 %typemap(in, numinputs=0) JNIEnv *jenv %{ $1 = jenv; %}
