@@ -63,7 +63,8 @@ func psDenseGrad(rank, step, i int) float32 {
 
 func psPosition(rank, step int) []byte { return []byte{byte(rank), 0, byte(step), 'p'} }
 
-// TestPSJob runs under hbrun -n 2 --ps 1 (ctest go_ps): the ps task serves;
+// TestPSJob runs under hbrun -n 3 --ps 2 (ctest go_ps; three workers, so that
+// the rank order of the sums shows): the ps tasks serve;
 // the workers train a ps table (SGD, gradients that depend on the rows
 // pulled) and a dense buffer at staleness 0, marking positions. The rows
 // and every dense pull are bit-equal to a single-process reference of the

@@ -4,7 +4,8 @@ Every task runs this program, as in TensorFlow: the ps task calls
 Context.serve, the workers train.
 
   ps_check.py train
-      Under ``hbrun -n W --ps P`` with staleness 0: a ps table (Adagrad,
+      Under ``hbrun -n W --ps P`` with staleness 0 (W >= 3 for the rank order
+      of the sums to show in the bits): a ps table (Adagrad,
       placement=hb.PLACEMENT_PS) and a dense buffer (SGD) trained for a few
       steps with gradients that depend on the rows pulled; the chief's final
       table and every pull of the dense buffer are bit-equal to a
