@@ -17,7 +17,10 @@
  *   HB_BUFFER_IN / HB_BUFFER_OUT untyped host buffers (void *), zero-copy
  *                                where possible; NULL: None / null / nil.
  *   HB_ARRAY_IN / HB_ARRAY_OUT   the same for typed pointers (const float *,
- *                                const int64_t *, int32_t *).
+ *                                const int64_t *, int32_t *, float *).
+ *   (HB_BYTES_OUT, HB_BYTES_LEN) (void **, size_t *) set to a malloc'd blob
+ *                                of any bytes (freed): bytes / byte[] /
+ *                                []byte.
  *   (HB_BUFS, HB_COUNTS, HB_N)   (void *const *, const size_t *, size_t): a
  *                                list of writable buffers.
  *   (HB_STRINGS, HB_N)           (const char *const *, size_t): strings.
@@ -247,6 +250,100 @@ static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
 }
 %}
 
+/* ---- Parameter servers (EXPERIMENTAL in hb.h) ---------------------------- */
+/* hb_context_serve and hb_context_num_ps are bound as they are. A dense
+ * buffer is a handle; its config as the other configs, its init array
+ * passed to the create call (no pointer member to keep alive); the pull
+ * writes into the caller's float array (the language layers check its
+ * size: C cannot see it). The position comes back malloc'd (it may hold
+ * any bytes, so not as a string) and the stats as 12 int64. */
+%apply void *HB_HANDLE { hb_ps_dense *, const hb_ps_dense * };
+%apply void **HB_HANDLE_OUT { hb_ps_dense **out };
+%apply const void *HB_BUFFER_IN { const void *data };
+%apply const float *HB_ARRAY_IN { const float *init, const float *grads };
+%apply float *HB_ARRAY_OUT { float *out };
+%apply void *HB_BUFFER_OUT { void *stats };
+%apply (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) {
+  (void **out_bytes, size_t *out_len) };
+%apply int64_t *OUTPUT { int64_t *step };
+%ignore hb_ps_dense_config::init;
+%extend hb_ps_dense_config {
+  hb_ps_dense_config() {
+    hb_ps_dense_config init = HB_PS_DENSE_CONFIG_INIT;
+    hb_ps_dense_config *c = (hb_ps_dense_config *)malloc(sizeof *c);
+    if (c) *c = init;
+    return c;
+  }
+  ~hb_ps_dense_config() {
+    free((char *)$self->name);
+    free($self);
+  }
+}
+%ignore hb_ps_stats;
+%ignore hb_ps_get_stats;
+%ignore hb_ps_position;
+%ignore hb_ps_dense_create;
+%rename(hb_ps_get_stats) hbw_ps_get_stats;
+%rename(hb_ps_position) hbw_ps_position;
+%rename(hb_ps_dense_create) hbw_ps_dense_create;
+%inline %{
+/* stats: 12 int64 -- pulls, pushes, rows_pulled, rows_pushed, rounds,
+ * max_staleness, bound_violations, duplicate_pushes, workers_lost,
+ * workers_rejoined, busy_us, workers_left (hb_ps_stats in order). */
+static hb_status hbw_ps_get_stats(hb_context *ctx, void *stats) {
+  hb_ps_stats st = HB_PS_STATS_INIT;
+  hb_status s = hb_ps_get_stats(ctx, &st);
+  if (s == HB_OK) {
+    int64_t v[12] = {st.pulls, st.pushes, st.rows_pulled, st.rows_pushed,
+                     st.rounds, st.max_staleness, st.bound_violations,
+                     st.duplicate_pushes, st.workers_lost,
+                     st.workers_rejoined, st.busy_us, st.workers_left};
+    memcpy(stats, v, sizeof v);
+  }
+  return s;
+}
+/* The committed position into a malloc'd blob (one call to the ps tasks:
+ * the buffer has room for the largest position hb.h allows, 64 KiB; asked
+ * again only should a later library allow more). */
+static hb_status hbw_ps_position(hb_context *ctx, void **out_bytes,
+                                 size_t *out_len, int64_t *step) {
+  size_t cap = 65536, needed = 0;
+  char *buf = (char *)malloc(cap);
+  hb_status s;
+  *out_bytes = NULL;
+  *out_len = 0;
+  if (!buf) return HB_ERR_OUT_OF_MEMORY;
+  s = hb_ps_position(ctx, buf, cap, &needed, step);
+  if (s != HB_OK && needed > cap) {
+    char *more = (char *)realloc(buf, needed);
+    if (!more) {
+      free(buf);
+      return HB_ERR_OUT_OF_MEMORY;
+    }
+    buf = more;
+    cap = needed;
+    s = hb_ps_position(ctx, buf, cap, &needed, step);
+  }
+  if (s != HB_OK) {
+    free(buf);
+    return s;
+  }
+  *out_bytes = buf;
+  *out_len = needed;
+  return HB_OK;
+}
+/* init: cfg->count floats, or NULL (zeros); read during the call only. */
+static hb_status hbw_ps_dense_create(hb_context *ctx,
+                                     const hb_ps_dense_config *cfg,
+                                     const float *init, hb_ps_dense **out) {
+  hb_ps_dense_config c;
+  if (!cfg) return hb_ps_dense_create(ctx, NULL, out);
+  c = *cfg;
+  c.init = init;
+  return hb_ps_dense_create(ctx, &c, out);
+}
+%}
+
 /* ---- Embedding collections (EXPERIMENTAL in hb.h) ------------------------ */
 /* Flat shapes every language can pass without pointer arrays: features by
  * table handle (int64) and pooling; a batch as a flat KeyedJaggedTensor:
@@ -303,19 +400,6 @@ static void hbw_flat_free(hbw_flat *f) {
 /* The flat wrappers below replace the pointer-array C calls and structs
  * (SWIG sees the EXPERIMENTAL section for the reader; hb.h's pooling enum
  * comes through as constants). */
-/* Parameter servers: hb_context_serve and hb_context_num_ps are bound as
- * they are (a ps task's whole job is the one call); the position, stats
- * and dense-buffer calls are C-only for now. */
-%ignore hb_ps_set_position;
-%ignore hb_ps_position;
-%ignore hb_ps_get_stats;
-%ignore hb_ps_stats;
-%ignore hb_ps_dense_create;
-%ignore hb_ps_dense_destroy;
-%ignore hb_ps_dense_pull;
-%ignore hb_ps_dense_push;
-%ignore hb_ps_dense_config;
-%ignore hb_ps_dense;
 %ignore hb_collection_create;
 %ignore hb_collection_destroy;
 %ignore hb_collection_num_features;

@@ -97,6 +97,7 @@ HBGO_POINTER(void *HB_BUFFER_OUT, unsafe.Pointer)
 HBGO_POINTER(const float *HB_ARRAY_IN, unsafe.Pointer)
 HBGO_POINTER(const int64_t *HB_ARRAY_IN, unsafe.Pointer)
 HBGO_POINTER(int32_t *HB_ARRAY_OUT, unsafe.Pointer)
+HBGO_POINTER(float *HB_ARRAY_OUT, unsafe.Pointer)
 
 /* ---- Lists staged in C memory by NewBufferList / NewStringList ----------- */
 %typemap(gotype) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N) "*BufferList"
@@ -140,6 +141,27 @@ HBGO_POINTER(int32_t *HB_ARRAY_OUT, unsafe.Pointer)
 %enddef
 HBGO_STRING_OUT(const char **HB_STATIC_STRING_OUT, (void)0)
 HBGO_STRING_OUT(char **HB_STRING_OUT, free(s$argnum))
+
+/* A blob of any bytes: written into a Go string as C memory, then copied
+ * (the package turns it into a []byte). */
+%typemap(gotype) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "*string"
+%typemap(imtype) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "unsafe.Pointer"
+%typemap(ctype) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "void *"
+%typemap(goin) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) %{ $result = unsafe.Pointer($input) %}
+%typemap(in) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) (void *bytes = NULL, size_t len = 0) %{
+  $1 = &bytes;
+  $2 = &len;
+%}
+%typemap(argout, fragment="AllocateString") (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) %{
+  if (bytes$argnum && len$argnum)
+    *(_gostring_ *)$input = Swig_AllocateString((const char *)bytes$argnum, len$argnum);
+%}
+%typemap(goargout, fragment="CopyString") (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) %{
+  if len(*$1) > 0 {
+    *$1 = swigCopyString(*$1)
+  }
+%}
+%typemap(freearg) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) %{ free(bytes$argnum); %}
 
 /* ---- Listener: a runtime/cgo.Handle of a func(event int32, path string) --- */
 %typemap(gotype) (hb_listener_fn HB_FN, void *HB_USER_DATA) "uintptr"

@@ -307,6 +307,30 @@ HBJ_BUFFER(void *HB_BUFFER_OUT, 0, 1)
 HBJ_BUFFER(const float *HB_ARRAY_IN, 'F', 0)
 HBJ_BUFFER(const int64_t *HB_ARRAY_IN, 'J', 0)
 HBJ_BUFFER(int32_t *HB_ARRAY_OUT, 'I', 1)
+HBJ_BUFFER(float *HB_ARRAY_OUT, 'F', 1)
+
+/* A blob of any bytes: a new byte[] in a byte[][1] holder. */
+%typemap(jni) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "jobjectArray"
+%typemap(jtype) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "byte[][]"
+%typemap(jstype) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "byte[][]"
+%typemap(javain) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) "$javainput"
+%typemap(in) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) (void *bytes = NULL, size_t len = 0) {
+  if (!$input || (*jenv)->GetArrayLength(jenv, $input) < 1) {
+    hbj_illegal(jenv, "$1_name", "expected a byte[1][] holder");
+    return $null;
+  }
+  $1 = &bytes;
+  $2 = &len;
+}
+%typemap(argout) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) {
+  jbyteArray value = (*jenv)->NewByteArray(jenv, (jsize)len$argnum);
+  if (value) {
+    if (len$argnum)
+      (*jenv)->SetByteArrayRegion(jenv, value, 0, (jsize)len$argnum, (const jbyte *)bytes$argnum);
+    (*jenv)->SetObjectArrayElement(jenv, $input, 0, value);
+  }
+}
+%typemap(freearg) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) { free(bytes$argnum); }
 
 /* A list of primitive arrays, reduced in place; counts are their lengths. */
 %typemap(jni) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N) "jobjectArray"
@@ -423,6 +447,10 @@ HBJ_STRING_OUT(char **HB_STRING_OUT, free(s$argnum))
   }
   $1 = hbj_listener_call;
 }
+
+/* The configs with an optimizer share its setters and getters (OptimizerNative,
+ * OptimizerSettings): one list of the optimizer fields in Java. */
+%typemap(javainterfaces) struct hb_embedding_config, struct hb_ps_dense_config "OptimizerNative"
 
 %include "hb.i"
 

@@ -228,6 +228,7 @@ HBPY_BUFFER(void *HB_BUFFER_OUT, 1, 0, 0)
 HBPY_BUFFER(const float *HB_ARRAY_IN, 0, 'f', sizeof(float))
 HBPY_BUFFER(const int64_t *HB_ARRAY_IN, 0, 'i', sizeof(int64_t))
 HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
+HBPY_BUFFER(float *HB_ARRAY_OUT, 1, 'f', sizeof(float))
 
 /* A list of writable arrays; each count is its length in elements. */
 %typemap(in) (void *const *HB_BUFS, const size_t *HB_COUNTS, size_t HB_N)
@@ -324,6 +325,20 @@ HBPY_BUFFER(int32_t *HB_ARRAY_OUT, 1, 'i', sizeof(int32_t))
       s$argnum ? PyUnicode_FromString(s$argnum) : SWIG_Py_Void());
 }
 %typemap(freearg) char **HB_STRING_OUT { free(s$argnum); }
+
+/* A blob of any bytes: a bytes object. */
+%typemap(in, numinputs=0) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN)
+    (void *bytes = NULL, size_t len = 0) {
+  $1 = &bytes;
+  $2 = &len;
+}
+%typemap(argout) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) {
+  PyObject *b = PyBytes_FromStringAndSize(bytes$argnum ? (const char *)bytes$argnum : "",
+                                          (Py_ssize_t)len$argnum);
+  if (!b) SWIG_fail;
+  $result = SWIG_Python_AppendOutput($result, b);
+}
+%typemap(freearg) (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) { free(bytes$argnum); }
 
 /* ---- Listener: any callable(event, path); the caller keeps it alive ------- */
 %typemap(in) (hb_listener_fn HB_FN, void *HB_USER_DATA) {

@@ -21,6 +21,9 @@ type EmbeddingConfig struct {
 	L1, L2, LRPower    float64
 	WireDType          DType
 	Device             int32 // -1: host memory; N: CUDA device N
+	// PlacementWorkers (sharded over the ranks) or PlacementPS (on the
+	// job's ps tasks; lookups and updates are then not collective).
+	Placement int32
 	// Admission and eviction (EXPERIMENTAL); nil: none.
 	Lifecycle *EmbeddingLifecycle
 }
@@ -37,6 +40,7 @@ func DefaultEmbeddingConfig(name string, dim int64) EmbeddingConfig {
 		InitialAccumulator: c.GetInitial_accumulator(), Beta1: c.GetBeta1(),
 		Beta2: c.GetBeta2(), Epsilon: c.GetEpsilon(), L1: c.GetL1(), L2: c.GetL2(),
 		LRPower: c.GetLr_power(), WireDType: c.GetWire_dtype(), Device: c.GetDevice(),
+		Placement: c.GetPlacement(),
 	}
 }
 
@@ -62,6 +66,7 @@ func (e *EmbeddingConfig) native() capi.Embedding_config {
 	c.SetLr_power(e.LRPower)
 	c.SetWire_dtype(e.WireDType)
 	c.SetDevice(e.Device)
+	c.SetPlacement(e.Placement)
 	if e.Lifecycle != nil {
 		e.Lifecycle.useIn(c)
 	}

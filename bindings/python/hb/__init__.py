@@ -30,6 +30,11 @@ module with autograd, data-parallel gradients and checkpoints.
 
 Constants are hb.h's without the ``HB_`` prefix: ``hb.FLOAT32``, ``hb.SUM``,
 ``hb.ERR_TIMEOUT``, ``hb.OPT_ADAGRAD``, ``hb.METRIC_AUC`` ...
+
+Parameter servers (EXPERIMENTAL, docs/parameter-servers.md): a ps task
+calls :meth:`Context.serve`; workers create tables with
+``placement=hb.PLACEMENT_PS`` and dense buffers (:class:`PsDense`) on the ps
+tasks, and mark reader positions with :meth:`Context.ps_set_position`.
 """
 
 import collections
@@ -426,6 +431,49 @@ class Context(_Handle):
     device = property(lambda self: _c.hb_context_device(self._handle),
                       doc='The device this rank uses: "cpu:0" or "cuda:N".')
 
+    num_ps = property(lambda self: _c.hb_context_num_ps(self._handle),
+                      doc="Number of ps tasks of the job (0: collective mode).")
+
+    # ---- Parameter servers (EXPERIMENTAL: docs/parameter-servers.md) ----
+
+    def serve(self):
+        """On a ps task (``task_type == "ps"``): serve the workers' ps tables
+        and dense buffers until every worker has left (hb_context_serve).
+        Raises HbError ERR_PEER_FAILED when workers were lost and none came
+        back, ERR_TIMEOUT when none came, ERR_INVALID_ARGUMENT on a worker."""
+        _c.hb_context_serve(self._handle)
+
+    def ps_set_position(self, position):
+        """The reader position (bytes-like, at most 64 KiB) that this
+        worker's next pushes carry; each ps task commits it with the push's
+        gradients, atomically (hb_ps_set_position). Not copied here."""
+        try:
+            view = memoryview(position)
+        except TypeError:
+            raise HbTypeError("position: expected bytes (or any bytes-like object), got %s"
+                              % type(position).__name__) from None
+        if not view.c_contiguous:
+            raise HbValueError("position: the buffer is not C-contiguous")
+        _c.hb_ps_set_position(self._handle, position, view.nbytes)
+
+    def ps_position(self, step=False):
+        """After a restart (and after creating the ps tables): the position
+        this worker committed with its last step applied everywhere, as
+        bytes, or None when it committed nothing (hb_ps_position). The
+        tables resume at that step. step=True: ``(position, step)``."""
+        blob, n = _c.hb_ps_position(self._handle)
+        blob = blob if n > 0 else None
+        return (blob, n) if step else blob
+
+    def ps_stats(self):
+        """The ps tasks' counters (hb_ps_stats, summed; max_staleness the
+        largest) as a dict: pulls, pushes, rows_pulled, rows_pushed, rounds,
+        max_staleness, bound_violations, duplicate_pushes, workers_lost,
+        workers_rejoined, busy_us, workers_left."""
+        v = np.zeros(len(_PS_STATS), np.int64)
+        _c.hb_ps_get_stats(self._handle, v)
+        return dict(zip(_PS_STATS, v.tolist()))
+
     def get_option(self, name):
         """Current value of an option, as a string."""
         return _c.hb_context_get_option(self._handle, name)
@@ -593,6 +641,11 @@ class Context(_Handle):
         return [_user(a) for a in arrays]
 
 
+# hb_ps_stats, as the binding's flat call returns it.
+_PS_STATS = ("pulls", "pushes", "rows_pulled", "rows_pushed", "rounds", "max_staleness",
+             "bound_violations", "duplicate_pushes", "workers_lost", "workers_rejoined",
+             "busy_us", "workers_left")
+
 # hb_embedding_lifecycle_stats, as the binding's flat call returns it.
 _LIFECYCLE_STATS = ("step", "rows", "pending", "admitted", "dropped", "evicted_ttl",
                     "evicted_l2", "evicted_capacity", "boundaries", "selection_rounds",
@@ -605,6 +658,11 @@ class Embedding(_Handle):
 
     config: any field of hb_embedding_config (num_rows, partition,
     initializer, init_a, init_b, seed, optimizer, learning_rate, ...).
+
+    placement (a config field): ``hb.PLACEMENT_WORKERS`` (default: sharded
+    over the ranks) or ``hb.PLACEMENT_PS``: the rows live on the job's ps
+    tasks (``ctx.num_ps > 0``), and lookups and updates are not collective
+    (each worker at its own pace; docs/parameter-servers.md).
 
     lifecycle: None, or a dict of hb_embedding_lifecycle fields (admission,
     min_count, bloom_bytes, bloom_fpr, default_value, evict_interval,
@@ -728,6 +786,52 @@ class Embedding(_Handle):
 
     version = property(lambda self: _c.hb_embedding_version(self._handle),
                        doc="Serving tables: the version served now (0: unversioned).")
+
+
+class PsDense(_Handle):
+    """A dense float32 buffer of ``count`` elements on the ps tasks
+    (hb_ps_dense, tensorpack's parameter_server layout): :meth:`pull` before
+    the step, :meth:`push` the gradient after; the ps tasks apply the
+    buffer's optimizer element-wise, with the tables' staleness and rounds.
+    Every worker creates it with the same config; ``init`` (count float32,
+    None: zeros) is taken from the worker that creates it first.
+
+    config: any field of hb_ps_dense_config (optimizer, learning_rate,
+    initial_accumulator, beta1, beta2, epsilon, l1, l2, lr_power).
+    """
+
+    _destroy = staticmethod(_c.hb_ps_dense_destroy)
+
+    def __init__(self, ctx, name, count, init=None, convert=False, **config):
+        if init is not None:
+            init = _array(init, "init", np.float32, convert=convert)
+            if init.size != count:
+                raise HbValueError("init: needs %d elements, the array has %d" % (count, init.size))
+        cfg = _fill(_c.hb_ps_dense_config(), dict(config, name=name, count=count), "ps dense config")
+        super().__init__(_c.hb_ps_dense_create(ctx._handle, cfg, init))
+        self._ctx = ctx
+        self.count = int(count)
+        ctx._children.add(self)
+
+    def pull(self, out=None):
+        """The buffer as of this worker's step: a (count,) float32 array
+        (``out``, written in place, when given)."""
+        if out is None:
+            out = np.empty(self.count, dtype=np.float32)
+        else:
+            out = _array(out, "out", np.float32, writable=True)
+            if out.size != self.count:
+                raise HbValueError("out: needs %d elements, the array has %d" % (self.count, out.size))
+        _c.hb_ps_dense_pull(self._handle, out)
+        return out
+
+    def push(self, grads, convert=False):
+        """One optimizer step with this gradient (count float32; summed
+        over the workers of a round at staleness 0)."""
+        grads = _array(grads, "grads", np.float32, convert=convert)
+        if grads.size != self.count:
+            raise HbValueError("grads: needs %d elements, the array has %d" % (self.count, grads.size))
+        _c.hb_ps_dense_push(self._handle, grads)
 
 
 class Collection(_Handle):

@@ -231,6 +231,7 @@ _INITIALIZERS = {"zeros": "INIT_ZEROS", "constant": "INIT_CONSTANT", "uniform": 
                  "normal": "INIT_NORMAL"}
 _OPTIMIZERS = {"sgd": "OPT_SGD", "adagrad": "OPT_ADAGRAD", "adam": "OPT_ADAM", "ftrl": "OPT_FTRL"}
 _PARTITIONS = {"mod": "PARTITION_MOD", "div": "PARTITION_DIV"}
+_PLACEMENTS = {"workers": "PLACEMENT_WORKERS", "ps": "PLACEMENT_PS"}
 _OPTIMIZER_ARGS = ("initial_accumulator", "beta1", "beta2", "epsilon", "l1", "l2", "lr_power")
 
 
@@ -263,11 +264,15 @@ class TableConfig:
     context's CUDA device (hb.Context's ``device`` option picks it, by
     default cuda:<local_rank>), whose inputs and outputs are CUDA tensors.
     The tables of one EmbeddingCollection share one device.
+    placement: "workers" (default: sharded over the ranks) or "ps": the rows
+    live on the job's ps tasks (parameter-server mode, host tables only;
+    docs/parameter-servers.md). The tables of one EmbeddingCollection share
+    one placement.
     """
 
     def __init__(self, name, dim, num_rows=0, features=None, pooling="sum", initializer="zeros",
                  init_a=0.0, init_b=0.0, seed=0, optimizer="sgd", learning_rate=0.01,
-                 partition="mod", wire_dtype=None, device="cpu", **optimizer_args):
+                 partition="mod", wire_dtype=None, device="cpu", placement="workers", **optimizer_args):
         unknown = sorted(set(optimizer_args) - set(_OPTIMIZER_ARGS))
         if unknown:
             raise HbTypeError("TableConfig %r: unknown argument(s) %s (optimizer arguments: %s)"
@@ -284,19 +289,23 @@ class TableConfig:
             raise HbValueError("TableConfig %r: device %r; pass 'cpu', 'cuda' or 'cuda:N'" % (name, device))
         self.name, self.dim, self.num_rows, self.pooling = name, dim, num_rows, pooling
         self.device = device
+        code = _code(placement, _PLACEMENTS, "placement")
+        self.placement = next((k for k, v in _PLACEMENTS.items() if getattr(hb, v) == code), None)
+        if self.placement is None:
+            raise HbValueError("TableConfig %r: placement %r; pass 'workers' or 'ps'" % (name, placement))
         self.features = [name] if features is None else list(features)
         self.hb_config = dict(
             num_rows=num_rows, initializer=_code(initializer, _INITIALIZERS, "initializer"),
             init_a=float(init_a), init_b=float(init_b), seed=int(seed),
             optimizer=_code(optimizer, _OPTIMIZERS, "optimizer"), learning_rate=float(learning_rate),
-            partition=_code(partition, _PARTITIONS, "partition"),
+            partition=_code(partition, _PARTITIONS, "partition"), placement=code,
             **{k: float(v) for k, v in optimizer_args.items()})
         if wire_dtype is not None:
             self.hb_config["wire_dtype"] = int(wire_dtype)
 
     def __repr__(self):
-        return "TableConfig(%r, dim=%d, num_rows=%d, features=%r, pooling=%r, device=%r)" % (
-            self.name, self.dim, self.num_rows, self.features, self.pooling, self.device)
+        return "TableConfig(%r, dim=%d, num_rows=%d, features=%r, pooling=%r, device=%r, placement=%r)" % (
+            self.name, self.dim, self.num_rows, self.features, self.pooling, self.device, self.placement)
 
 
 def _table_fields(i, cfg):
@@ -307,13 +316,14 @@ def _table_fields(i, cfg):
     for k, v in cfg.hb_config.items():
         setattr(eff, k, v)
     names = {f: {getattr(hb, c): n for n, c in t.items()} for f, t in (
-        ("initializer", _INITIALIZERS), ("optimizer", _OPTIMIZERS), ("partition", _PARTITIONS))}
+        ("initializer", _INITIALIZERS), ("optimizer", _OPTIMIZERS), ("partition", _PARTITIONS),
+        ("placement", _PLACEMENTS))}
     wires = {hb.FLOAT32: "FLOAT32", hb.FLOAT16: "FLOAT16", hb.BFLOAT16: "BFLOAT16"}
     fields = [("name", repr(cfg.name)), ("dim", repr(cfg.dim)), ("num_rows", repr(cfg.num_rows)),
               ("features", repr(cfg.features)), ("pooling", repr(cfg.pooling)),
               ("device", repr(cfg.device.split(":")[0]))]
     for f in ("initializer", "init_a", "init_b", "seed", "optimizer", "learning_rate") + _OPTIMIZER_ARGS + (
-            "partition", "wire_dtype"):
+            "partition", "wire_dtype", "placement"):
         v = getattr(eff, f)
         v = names[f].get(v, v) if f in names else wires.get(v, v) if f == "wire_dtype" else v
         fields.append((f, repr(v)))
@@ -476,6 +486,17 @@ class EmbeddingCollection(nn.Module):
     current CUDA stream, bit-equal to host tables. The bag offsets go to
     the device once per forward (a small host-to-device copy).
 
+    Parameter-server mode (TableConfig placement="ps", a job with ps tasks:
+    ``hbrun --ps N`` or TF_CONFIG; the ps tasks run ``ctx.serve()``): the
+    rows live on the ps tasks, forward pulls them and backward pushes the
+    gradients, and neither is collective: each worker runs at its own pace
+    (option ``staleness``; 0 gives the bits of sharded tables). Construction
+    then compares no configs between the ranks, since that would form the
+    workers' collective world, which a job that must survive a lost worker
+    never forms (the ps tasks still refuse a table created with another
+    config; keep pooling and features equal yourself). :func:`save` and
+    :func:`load` write and read ps tables from rank 0 only.
+
     per_table=True: each table is looked up and updated on its own (in
     table order) and pooled by torch (embedding_bag). Slower; kept as an
     independent implementation of the same semantics that the tests compare
@@ -501,6 +522,11 @@ class EmbeddingCollection(nn.Module):
         if len(devices) > 1:
             raise HbValueError("tables: on devices %s; the tables of one EmbeddingCollection share one device"
                                % devices)
+        placements = sorted({cfg.placement for cfg in self._configs})
+        if len(placements) > 1:
+            raise HbValueError("tables: placements %s; the tables of one EmbeddingCollection share one "
+                               "placement (use one EmbeddingCollection per placement)" % placements)
+        self.placement = placements[0] if placements else "workers"
         # hb.torch pools mean (weighted) and sqrtn itself, and scales the
         # gradients: the C collection cannot see these settings, so compare
         # every rank's whole configuration here, once.
@@ -509,7 +535,8 @@ class EmbeddingCollection(nn.Module):
                 ("per_table", "per_table", repr(bool(per_table)))]
         for i, cfg in enumerate(self._configs):
             desc += _table_fields(i, cfg)
-        _check_same_config(ctx, "hb.torch.EmbeddingCollection", "table configs", desc)
+        if self.placement != "ps":  # see the class doc
+            _check_same_config(ctx, "hb.torch.EmbeddingCollection", "table configs", desc)
         self._tables, self._colls = [], {}
         try:
             for cfg in self._configs:
@@ -1086,8 +1113,8 @@ def _collections(module):
 def save(directory, module, ctx, optimizer=None):
     """Checkpoint module (its dense state_dict, plus optimizer's if given)
     and every EmbeddingCollection's tables into directory (collective;
-    rank 0 writes the dense part, every rank its shards). A
-    DistributedDataParallel is saved as its inner module."""
+    rank 0 writes the dense part, every rank its shards; rank 0 the whole of
+    a ps table). A DistributedDataParallel is saved as its inner module."""
     module, colls = _collections(module)
     directory = str(directory)
     if ctx.rank == 0:
@@ -1101,7 +1128,8 @@ def save(directory, module, ctx, optimizer=None):
     ctx.barrier()
     for coll in colls:
         for name, table in coll.tables.items():
-            table.save(os.path.join(directory, "tables", name))
+            if coll.placement != "ps" or ctx.rank == 0:  # one worker saves a ps table
+                table.save(os.path.join(directory, "tables", name))
     ctx.barrier()
 
 
@@ -1122,7 +1150,10 @@ def load(directory, module, ctx, optimizer=None):
         optimizer.load_state_dict(state["optimizer"])
     for coll in colls:
         for name, table in coll.tables.items():
-            table.load(os.path.join(directory, "tables", name))
+            if coll.placement != "ps" or ctx.rank == 0:  # one worker loads a ps table
+                table.load(os.path.join(directory, "tables", name))
+    if any(coll.placement == "ps" for coll in colls):
+        ctx.barrier()  # nobody pulls before rank 0's load is in
 
 
 # ---- Job checkpoints (hb.Checkpoint) -----------------------------------------------------

@@ -236,6 +236,25 @@ def test_embedding_on_ps_needs_ps_tasks(ctx):
     assert "no ps tasks" in info.value.message
 
 
+def test_ps_calls_without_ps_tasks(ctx):
+    """The ps calls reach the library and refuse a job without ps tasks
+    (tests/ps_check.py runs them in a real ps job under hbrun --ps)."""
+    assert ctx.num_ps == 0
+    for call in (ctx.serve, ctx.ps_position, ctx.ps_stats, lambda: ctx.ps_set_position(b"x")):
+        with pytest.raises(hb.HbError) as info:
+            call()
+        assert info.value.status == hb.ERR_INVALID_ARGUMENT, info.value
+    with pytest.raises(hb.HbError) as info:
+        hb.PsDense(ctx, "dense", 4, optimizer=hb.OPT_SGD)
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT and "no ps tasks" in info.value.message
+    with pytest.raises(hb.HbValueError, match="init: needs 4 elements"):
+        hb.PsDense(ctx, "dense", 4, init=np.zeros(3, np.float32))
+    with pytest.raises(hb.HbTypeError, match="unknown ps dense config field 'lr'"):
+        hb.PsDense(ctx, "dense", 4, lr=0.1)
+    with pytest.raises(hb.HbTypeError, match="position: expected bytes"):
+        ctx.ps_set_position(3)
+
+
 def test_embedding_world_of_one(ctx, tmp_path):
     with hb.Embedding(ctx, "t", 3, optimizer=hb.OPT_SGD, learning_rate=0.5) as emb:
         assert emb.dim == 3

@@ -355,6 +355,22 @@ def test_table_device_is_checked(ctx):
         assert info.value.status == hb.ERR_UNSUPPORTED
 
 
+def test_table_placement_is_checked(ctx):
+    """placement reaches the library (a job without ps tasks refuses a ps
+    table); bad values and mixed placements are refused here, saying why.
+    torch_mp_check.py --placement ps trains ps tables under hbrun --ps."""
+    assert ht.TableConfig("t", 2).placement == "workers"
+    assert ht.TableConfig("t", 2, placement=hb.PLACEMENT_PS).placement == "ps"
+    for bad in ("server", 7):
+        with pytest.raises(hb.HbValueError, match="placement"):
+            ht.TableConfig("t", 2, placement=bad)
+    with pytest.raises(hb.HbValueError, match="share one placement"):
+        ht.EmbeddingCollection(ctx, [ht.TableConfig("a", 2), ht.TableConfig("b", 2, placement="ps")])
+    with pytest.raises(hb.HbError) as info:
+        ht.EmbeddingCollection(ctx, [ht.TableConfig("p", 2, num_rows=4, placement="ps")])
+    assert info.value.status == hb.ERR_INVALID_ARGUMENT and "no ps tasks" in info.value.message
+
+
 # ---- CUDA (run where torch and hb see a GPU; skipped with the reason otherwise) --------
 
 def cuda_or_skip(ctx):

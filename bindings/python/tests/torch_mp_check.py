@@ -22,6 +22,11 @@ one; an MLP) trained data-parallel on a global batch split over the ranks.
     --mode cuda                      GPU tables (one device collection per
                                      direction), CUDA batches and MLP (NCCL);
                                      prints "torch_mp_check skipped" without a GPU
+    --placement ps                   the tables on the ps tasks (run under
+                                     hbrun --ps: the ps task serves); the same
+                                     checks against plain PyTorch, and --save
+                                     writes a checkpoint that --load reads
+                                     into sharded tables
 
 After training (collection mode, world >= 2): ranks that build different
 modules (a table's pooling sum vs sqrtn, a parameter (2, 3) vs (3, 2)) all
@@ -42,17 +47,18 @@ F = torch.nn.functional
 G, STEPS, V = 12, 4, 20  # global batch (divisible by 1, 2, 3), steps, static rows
 TAG_IDS = np.array([10 ** 12 + 7 * k for k in range(9)], np.int64)  # the dynamic table's ids
 MODE, DEV = "collection", torch.device("cpu")  # set by main (--mode)
+PLACEMENT = "workers"  # set by main (--placement)
 
 
 def tables():
     dev = "cuda" if MODE == "cuda" else "cpu"
     return [
         ht.TableConfig("cat", 4, num_rows=V, features=["c1", "c2"], pooling="sum", initializer="normal",
-                       init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5, device=dev),
+                       init_b=0.5, seed=3, optimizer="sgd", learning_rate=0.5, device=dev, placement=PLACEMENT),
         ht.TableConfig("tag", 3, pooling="mean", initializer="uniform", init_a=-0.5, init_b=0.5, seed=4,
-                       optimizer="adagrad", learning_rate=0.3, initial_accumulator=0.1, device=dev),
+                       optimizer="adagrad", learning_rate=0.3, initial_accumulator=0.1, device=dev, placement=PLACEMENT),
         ht.TableConfig("seq", 2, num_rows=V, pooling="none", initializer="normal", init_b=1.0,
-                       optimizer="sgd", learning_rate=0.2, device=dev),
+                       optimizer="sgd", learning_rate=0.2, device=dev, placement=PLACEMENT),
     ]
 
 
@@ -170,10 +176,14 @@ def check_trained(ctx, model):
     opt = train_hb(ctx, model)
     # One collection exchange per direction for the three tables: a lookup
     # (3 rounds) and an update reusing its plan (1 round) per step.
-    if MODE in ("collection", "cuda"):
+    if MODE in ("collection", "cuda") and PLACEMENT == "workers":
         st = model.sparse.collection_stats()
         assert (st["lookups"], st["updates"], st["reused_plans"], st["rounds"]) == \
             (STEPS, STEPS, STEPS, 4 * STEPS), st
+    if PLACEMENT == "ps":  # the rows live on the ps tasks, pulled and pushed each step
+        assert all(t.local_rows == 0 for t in model.sparse.tables.values())
+        st = ctx.ps_stats()
+        assert st["pushes"] >= world * STEPS * 3 and st["max_staleness"] == 0, st
     # Bit-equal on every rank: dense parameters, and the rows every rank reads.
     for name, p in dense_state(model).items():
         every = ctx.allgather(np.ascontiguousarray(p.numpy().ravel()))
@@ -191,8 +201,8 @@ def check_trained(ctx, model):
         assert np.allclose(r, ref_rows[name], rtol=1e-5, atol=1e-6), (name, r, ref_rows[name])
         assert not np.array_equal(r, initial[name]), name + ": the table did not train"
     if rank == 0:
-        print("torch_mp_check (%s): world %d matches plain PyTorch; dense and rows bit-equal on every rank"
-              % (MODE, world))
+        print("torch_mp_check (%s, tables on the %s): world %d matches plain PyTorch; dense and rows "
+              "bit-equal on every rank" % (MODE, PLACEMENT, world))
     return opt
 
 
@@ -201,11 +211,15 @@ def main():
     p.add_argument("--save")
     p.add_argument("--load")
     p.add_argument("--mode", choices=("collection", "per_table", "cuda"), default="collection")
+    p.add_argument("--placement", choices=("workers", "ps"), default="workers")
     a = p.parse_args()
     torch.set_num_threads(1)
-    global MODE, DEV
-    MODE = a.mode
+    global MODE, DEV, PLACEMENT
+    MODE, PLACEMENT = a.mode, a.placement
     with hb.Context() as ctx:
+        if ctx.task_type == "ps":
+            ctx.serve()
+            return 0
         if MODE == "cuda":
             if not torch.cuda.is_available() or ctx.num_gpus <= 0 or not ctx.device.startswith("cuda:"):
                 print("torch_mp_check skipped: no CUDA device for torch (%s) or hb (%s)"
@@ -235,6 +249,8 @@ def main():
                          **{"dense." + k: v.numpy() for k, v in dense_state(model).items()},
                          **{"rows." + k: v for k, v in final.items()})
             ctx.barrier()
+        if PLACEMENT == "ps":  # neither check applies: ps collections are not collective
+            return 0
         check_weights_disagree(ctx, model)
         if ctx.world_size >= 2 and MODE == "collection":
             check_construction_mismatch(ctx)

@@ -44,6 +44,50 @@ public final class Context extends NativeHandle {
   /** "cpu:0" or "cuda:N". */
   public String device() { return HbNative.hb_context_device(handle()); }
 
+  /** Number of ps tasks of the job (0: collective mode). */
+  public int numPs() { return HbNative.hb_context_num_ps(handle()); }
+
+  // ---- Parameter servers (EXPERIMENTAL; docs/parameter-servers.md) ----
+
+  /**
+   * On a ps task ({@code taskType()} is "ps"): serve the workers' ps tables
+   * and dense buffers until every worker has left. Throws HB_ERR_PEER_FAILED
+   * when workers were lost and none came back, HB_ERR_TIMEOUT when none
+   * came, HB_ERR_INVALID_ARGUMENT on a worker.
+   */
+  public void serve() throws HbException { HbNative.hb_context_serve(handle()); }
+
+  /**
+   * The reader position (at most 64 KiB) this worker's next pushes carry;
+   * each ps task commits it with the push's gradients, atomically.
+   */
+  public void psSetPosition(byte[] position) throws HbException {
+    if (position == null) throw new IllegalArgumentException("position: null");
+    HbNative.hb_ps_set_position(handle(), position, position.length);
+  }
+
+  /**
+   * After a restart (and after creating the ps tables): the position this
+   * worker committed with its last step applied everywhere, or null when it
+   * committed nothing. The tables resume at that step.
+   */
+  public byte[] psPosition() throws HbException { return psPosition(new long[1]); }
+
+  /** As {@link #psPosition()}; step[0] gets the step count of that position. */
+  public byte[] psPosition(long[] step) throws HbException {
+    if (step == null || step.length < 1) throw new IllegalArgumentException("step: expected a long[1] holder");
+    byte[][] out = new byte[1][];
+    HbNative.hb_ps_position(handle(), out, step);
+    return step[0] > 0 ? out[0] : null;
+  }
+
+  /** The ps tasks' counters (summed; maxStaleness the largest). */
+  public PsStats psStats() throws HbException {
+    long[] v = new long[12];
+    HbNative.hb_ps_get_stats(handle(), v);
+    return new PsStats(v);
+  }
+
   public String getOption(String name) throws HbException {
     String[] out = new String[1];
     HbNative.hb_context_get_option(handle(), name, out);

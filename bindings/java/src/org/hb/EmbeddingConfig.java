@@ -16,17 +16,10 @@ public final class EmbeddingConfig {
   private double initA = DEFAULTS.getInit_a();
   private double initB = DEFAULTS.getInit_b();
   private long seed = DEFAULTS.getSeed();
-  private int optimizer = DEFAULTS.getOptimizer();
-  private double learningRate = DEFAULTS.getLearning_rate();
-  private double initialAccumulator = DEFAULTS.getInitial_accumulator();
-  private double beta1 = DEFAULTS.getBeta1();
-  private double beta2 = DEFAULTS.getBeta2();
-  private double epsilon = DEFAULTS.getEpsilon();
-  private double l1 = DEFAULTS.getL1();
-  private double l2 = DEFAULTS.getL2();
-  private double lrPower = DEFAULTS.getLr_power();
+  private final OptimizerFields opt = new OptimizerFields(DEFAULTS);
   private int wireDtype = DEFAULTS.getWire_dtype();
   private int device = DEFAULTS.getDevice();
+  private int placement = DEFAULTS.getPlacement();
   private EmbeddingLifecycle lifecycle;
 
   /** name: unique per context; dim: row width. */
@@ -49,28 +42,20 @@ public final class EmbeddingConfig {
   }
   public EmbeddingConfig seed(long v) { seed = v; return this; }
   /** Hb.HB_OPT_* and its learning rate. */
-  public EmbeddingConfig optimizer(int v, double lr) {
-    optimizer = v;
-    learningRate = lr;
-    return this;
-  }
-  public EmbeddingConfig initialAccumulator(double v) { initialAccumulator = v; return this; }
-  public EmbeddingConfig adam(double b1, double b2, double eps) {
-    beta1 = b1;
-    beta2 = b2;
-    epsilon = eps;
-    return this;
-  }
-  public EmbeddingConfig epsilon(double v) { epsilon = v; return this; }
-  public EmbeddingConfig ftrl(double l1v, double l2v, double power) {
-    l1 = l1v;
-    l2 = l2v;
-    lrPower = power;
-    return this;
-  }
+  public EmbeddingConfig optimizer(int v, double lr) { opt.optimizer(v, lr); return this; }
+  public EmbeddingConfig initialAccumulator(double v) { opt.initialAccumulator = v; return this; }
+  public EmbeddingConfig adam(double b1, double b2, double eps) { opt.adam(b1, b2, eps); return this; }
+  public EmbeddingConfig epsilon(double v) { opt.epsilon = v; return this; }
+  public EmbeddingConfig ftrl(double l1v, double l2v, double power) { opt.ftrl(l1v, l2v, power); return this; }
   public EmbeddingConfig wireDtype(int v) { wireDtype = v; return this; }
   /** -1: host memory; N: CUDA device N. */
   public EmbeddingConfig device(int v) { device = v; return this; }
+  /**
+   * Hb.HB_PLACEMENT_WORKERS (sharded over the ranks) or Hb.HB_PLACEMENT_PS
+   * (on the job's ps tasks: lookups and updates are not collective;
+   * docs/parameter-servers.md).
+   */
+  public EmbeddingConfig placement(int v) { placement = v; return this; }
   /** Admission and eviction (EXPERIMENTAL); null: none. */
   public EmbeddingConfig lifecycle(EmbeddingLifecycle v) { lifecycle = v; return this; }
 
@@ -86,17 +71,10 @@ public final class EmbeddingConfig {
     c.setInit_a(initA);
     c.setInit_b(initB);
     c.setSeed(seed);
-    c.setOptimizer(optimizer);
-    c.setLearning_rate(learningRate);
-    c.setInitial_accumulator(initialAccumulator);
-    c.setBeta1(beta1);
-    c.setBeta2(beta2);
-    c.setEpsilon(epsilon);
-    c.setL1(l1);
-    c.setL2(l2);
-    c.setLr_power(lrPower);
+    opt.applyTo(c);
     c.setWire_dtype(wireDtype);
     c.setDevice(device);
+    c.setPlacement(placement);
     if (lifecycle != null) c.use_lifecycle(lifecycle.toNative());
     return c;
   }

@@ -102,6 +102,39 @@ public class HbTest {
     }
   }
 
+  /** The ps calls reach the library and refuse a job without ps tasks (PsCheck runs a real ps job). */
+  @Test
+  public void psCallsWithoutPsTasksThrow() throws HbException {
+    try (Context ctx = worldOfOne()) {
+      assertEquals(0, ctx.numPs());
+      try {
+        Embedding.create(ctx, new EmbeddingConfig("on_ps", 4).numRows(10).placement(Hb.HB_PLACEMENT_PS)).close();
+        fail("a ps table without ps tasks");
+      } catch (HbException e) {
+        assertEquals(Hb.HB_ERR_INVALID_ARGUMENT, e.status());
+        assertTrue(e.getMessage(), e.getMessage().contains("no ps tasks"));
+      }
+      try {
+        PsDense.create(ctx, new PsDenseConfig("dense", 4), null).close();
+        fail("a dense buffer without ps tasks");
+      } catch (HbException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("no ps tasks"));
+      }
+      try {
+        ctx.psStats();
+        fail("stats without ps tasks");
+      } catch (HbException e) {
+        assertEquals(Hb.HB_ERR_INVALID_ARGUMENT, e.status());
+      }
+      try {
+        PsDense.create(ctx, new PsDenseConfig("dense", 4), new float[3]);
+        fail("a short init");
+      } catch (IllegalArgumentException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("init: needs 4"));
+      }
+    }
+  }
+
   @Test
   public void badArgumentsThrowWithTheirName() throws HbException {
     try (Metric m = Metric.create(null, new MetricConfig(Hb.HB_METRIC_AUC))) {
