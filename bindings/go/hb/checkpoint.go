@@ -70,6 +70,16 @@ func (k *Checkpoint) Close() error {
 	return nil
 }
 
+// AddPSDense registers a dense buffer on the ps tasks (values and
+// optimizer slots).
+func (k *Checkpoint) AddPSDense(d *PSDense) error {
+	if err := capi.Checkpoint_add_ps_dense(k.raw(), d.raw()); err != nil {
+		return err
+	}
+	k.kept = append(k.kept, d)
+	return nil
+}
+
 // AddTable registers a table (rows and optimizer slots).
 func (k *Checkpoint) AddTable(e *Embedding) error {
 	if err := capi.Checkpoint_add_table(k.raw(), e.raw()); err != nil {

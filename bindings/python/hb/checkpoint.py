@@ -62,6 +62,11 @@ class Checkpoint(_Handle):
         _c.hb_checkpoint_add_table(self._handle, table._handle)
         self._kept.append(table)
 
+    def add_ps_dense(self, dense):
+        """An hb.PsDense: its values and optimizer slots on the ps tasks."""
+        _c.hb_checkpoint_add_ps_dense(self._handle, dense._handle)
+        self._kept.append(dense)
+
     def add_collection(self, coll):
         """Every table of an hb.Collection."""
         _c.hb_checkpoint_add_collection(self._handle, coll._handle)

@@ -12,7 +12,10 @@ Context.serve, the workers train.
       single-process numpy reference of the same rounds (each id's workers'
       sums added in rank order, one optimizer step per round). Positions
       (bytes with a NUL) ride with the pushes: ps_position returns the last
-      one; ps_stats counts the pushes, rounds and no staleness.
+      one; ps_stats counts the pushes, rounds and no staleness. With a
+      directory argument, a job checkpoint (hb.Checkpoint.add_table and
+      add_ps_dense) taken after step 3 and restored at the end brings the
+      table, the dense buffer and the position back to that step's bits.
   ps_check.py restart
       Under ``hbrun -n 2 --ps 1 --max-restarts 1``: worker 1 dies (SIGKILL)
       between hb_ps_set_position and the push of a step on its first start;
@@ -22,6 +25,7 @@ Context.serve, the workers train.
 """
 
 import os
+import shutil
 import signal
 import struct
 import sys
@@ -85,7 +89,10 @@ def reference(world):
     return w, dense_seen, d
 
 
-def train(ctx):
+CKPT_AT = 3
+
+
+def train(ctx, ckpt_dir=None):
     rank, world = ctx.rank, ctx.world_size
     assert ctx.num_ps >= 1 and ctx.task_type in ("chief", "worker"), (ctx.num_ps, ctx.task_type)
     assert ctx.ps_position() is None  # nothing committed yet
@@ -97,7 +104,18 @@ def train(ctx):
     dense = hb.PsDense(ctx, "py_dense", DENSE, init=np.linspace(-1, 1, DENSE).astype(np.float32),
                        optimizer=hb.OPT_SGD, learning_rate=DENSE_LR)
     buf = np.empty(DENSE, np.float32)
+    ck = None
+    if ckpt_dir:
+        if rank == 0:  # nobody else touches it before the collective create
+            shutil.rmtree(ckpt_dir, ignore_errors=True)
+        ck = hb.Checkpoint(ctx, ckpt_dir)
+        ck.add_table(emb)
+        ck.add_ps_dense(dense)
     for s in range(STEPS):
+        if ck is not None and s == CKPT_AT:
+            ck.save(s)
+            saved = (dense.pull().copy(), emb.lookup(np.arange(ROWS, dtype=np.int64)))
+            assert np.array_equal(saved[0].view(np.uint32), want_dense[s].view(np.uint32))
         got = dense.pull(buf)
         assert got is buf  # written in place
         assert np.array_equal(buf.view(np.uint32), want_dense[s].view(np.uint32)), \
@@ -126,6 +144,16 @@ def train(ctx):
         dense.pull(np.empty(5, np.float32))
     print("rank %d: ps table and dense buffer bit-equal to the reference after %d steps; "
           "position %r at step %d; stats %s" % (rank, STEPS, pos, step, st))
+    if ck is not None:
+        # Back to step CKPT_AT on the ps tasks: rows, slots, dense values and
+        # every rank's position (a step boundary of the whole job).
+        assert ck.restore_latest() == CKPT_AT
+        assert np.array_equal(dense.pull().view(np.uint32), saved[0].view(np.uint32))
+        back = emb.lookup(np.arange(ROWS, dtype=np.int64))
+        assert np.array_equal(back.view(np.uint32), saved[1].view(np.uint32))
+        assert ctx.ps_position(step=True) == (position(rank, CKPT_AT), CKPT_AT)
+        print("rank %d: job checkpoint of step %d restored bit for bit" % (rank, CKPT_AT))
+        ck.close()
     dense.close()
     emb.close()
 
@@ -193,7 +221,7 @@ def main():
         if ctx.task_type == "ps":
             ctx.serve()
             return
-        {"train": train, "restart": restart}[mode](ctx)
+        {"train": train, "restart": restart}[mode](ctx, *sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -77,6 +77,12 @@ public final class Checkpoint extends NativeHandle {
     kept.add(table);
   }
 
+  /** A dense buffer on the ps tasks (its values and optimizer slots). */
+  public void addPsDense(PsDense dense) throws HbException {
+    HbNative.hb_checkpoint_add_ps_dense(handle(), dense.handle());
+    kept.add(dense);
+  }
+
   public void addMetric(String name, Metric metric) throws HbException {
     HbNative.hb_checkpoint_add_metric(handle(), name, metric.handle());
     kept.add(metric);
