@@ -562,7 +562,9 @@ Collection::Collection(std::vector<Feature> features,
       slots_(tables_.size()),
       spare_slots_(tables_.size()),
       bags_(features_.size()),
-      spare_bags_(features_.size()) {}
+      spare_bags_(features_.size()) {
+  if (!tables_.empty()) batch_ = tables_[0]->batch_with(tables_);
+}
 
 void Collection::swap_state() {
   CollectionBase::swap_state();
@@ -659,13 +661,23 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
   const size_t T = tables_.size();
   layouts(0, row_bytes_, /*back=*/true);
   sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
+  std::vector<OwnerCall> calls(batch_ ? T : 0);
+  for (size_t t = 0; t < T; ++t) {
+    Slot &s = slots_[t];
+    s.wire.resize(s.recv_ids.size() * row_bytes_[t]);
+    if (batch_)
+      calls[t] = {tables_[t], s.recv_ids.data(),  s.recv_ids.size(),
+                  s.owner_nu, &plans_[t].owner(), s.wire.data(),
+                  nullptr};
+  }
+  if (batch_) batch_->encode_rows(calls);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
-    s.wire.resize(s.recv_ids.size() * rbt);
-    tables_[t]->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                            pl.owner(), s.wire.data());
+    if (!batch_)
+      tables_[t]->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
+                              pl.owner(), s.wire.data());
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
@@ -785,6 +797,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   if (!verdicts(hv.data(), o, what)) return false;
   // Owners: one optimizer step per unique id.
   phase.emplace("emb.optimizer", "embedding");
+  std::vector<OwnerCall> calls(batch_ ? T : 0);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
@@ -798,9 +811,14 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
                     c * rbt);
       to += c;
     }
-    tables_[t]->apply_received(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                               pl.owner(), s.wire.data());
+    if (batch_)
+      calls[t] = {tables_[t],  s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
+                  &pl.owner(), nullptr,           s.wire.data()};
+    else
+      tables_[t]->apply_received(s.recv_ids.data(), s.recv_ids.size(),
+                                 s.owner_nu, pl.owner(), s.wire.data());
   }
+  if (batch_) batch_->apply_received(calls);
   return true;
 }
 

@@ -172,6 +172,9 @@ class CollectionBase {
   int64_t pooled_width_ = 0;
   // The distinct tables ("slots"), each with its plan.
   std::vector<Table *> tables_;
+  // The owner halves of all tables in one go, when they can (Table::
+  // batch_with: tables on the ps tasks); nullptr otherwise.
+  std::unique_ptr<OwnerBatch> batch_;
   std::vector<std::vector<size_t>> slot_features_;  // in feature order
   std::vector<StepPlan> plans_;
   std::vector<size_t> row_bytes_;  // slot -> wire row bytes

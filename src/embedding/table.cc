@@ -108,6 +108,10 @@ namespace {
 constexpr size_t kPrefetchAhead = 8;
 }  // namespace
 
+std::unique_ptr<OwnerBatch> Table::batch_with(const std::vector<Table *> &) {
+  return nullptr;
+}
+
 void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
   const int64_t dim = spec_.dim;

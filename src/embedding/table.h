@@ -46,6 +46,29 @@ struct Stats {
   uint64_t request_bytes = 0;
 };
 
+class Table;
+
+// One table's arguments of encode_rows / apply_received (Table), for a
+// batch of them.
+struct OwnerCall {
+  Table *table = nullptr;
+  const int64_t *recv = nullptr;
+  size_t nrecv = 0;
+  int64_t nu = -1;
+  const Dedup *owner = nullptr;
+  unsigned char *rows = nullptr;            // encode_rows: the output
+  const unsigned char *partials = nullptr;  // apply_received: the input
+};
+
+// What Table::batch_with returns: the same results as each call's table
+// alone, in fewer round trips.
+class OwnerBatch {
+ public:
+  virtual ~OwnerBatch() = default;
+  virtual void encode_rows(const std::vector<OwnerCall> &calls) = 0;
+  virtual void apply_received(const std::vector<OwnerCall> &calls) = 0;
+};
+
 class Table {
  public:
   // Collective: checks that every rank passed the same config (and that
@@ -89,6 +112,12 @@ class Table {
                               const Dedup &owner,
                               const unsigned char *partials);
   size_t wire_row_bytes() const { return wire_row_bytes_; }
+
+  // The owner halves of several tables at once (a collection's), where the
+  // tables can make them together: tables on the ps tasks send one request
+  // per ps task for all of them. nullptr (the default): each table its own.
+  virtual std::unique_ptr<OwnerBatch> batch_with(
+      const std::vector<Table *> &all);
 
   // Per-row write stamps and the evicted-id log (lifecycle/row_meta.h):
   // nullptr until track_writes() and for tables without a lifecycle.

@@ -88,49 +88,110 @@ void PsTable::bucket(const int64_t *ids, size_t n, int64_t nu) {
   }
 }
 
-void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
-                          const emb::Dedup &owner, unsigned char *dst) {
-  (void)owner;
-  bucket(recv, nrecv, nu);
-  const int P = c_.num_ps();
+namespace {
+
+PsTable &ps_table(const emb::OwnerCall &c) {
+  return static_cast<PsTable &>(*c.table);
+}
+
+// A collection's tables on the ps tasks (Table::batch_with): their owner
+// halves in one message per ps task (the server takes several tables per
+// pull and push).
+class PsBatch : public emb::OwnerBatch {
+ public:
+  void encode_rows(const std::vector<emb::OwnerCall> &calls) override {
+    PsTable::pull_rows(calls);
+  }
+  void apply_received(const std::vector<emb::OwnerCall> &calls) override {
+    PsTable::push_partials(calls);
+  }
+};
+
+}  // namespace
+
+std::unique_ptr<emb::OwnerBatch> PsTable::batch_with(
+    const std::vector<emb::Table *> &all) {
+  for (emb::Table *t : all) {
+    auto *p = dynamic_cast<PsTable *>(t);
+    if (!p || &p->c_ != &c_) return nullptr;  // mixed: each table alone
+  }
+  return std::unique_ptr<emb::OwnerBatch>(new PsBatch);
+}
+
+void PsTable::pull_rows(const std::vector<emb::OwnerCall> &calls) {
+  if (calls.empty()) return;
+  Client &c = ps_table(calls[0]).c_;
+  const int P = c.num_ps();
+  for (const emb::OwnerCall &k : calls)
+    ps_table(k).bucket(k.recv, k.nrecv, k.nu);
   // Every ps task, with or without ids: the pull is where the staleness
   // bound holds this worker back, on all of them alike.
   std::vector<uint64_t> req(P, 0);
-  for (int p = 0; p < P; ++p)
-    req[p] = c_.conn(p).start(
-        request(kPull, {remote_[p]}, {pack(ids_[p].data(), ids_[p].size())}));
-  const size_t rb = wire_row_bytes();
   for (int p = 0; p < P; ++p) {
-    Frame r = c_.conn(p).finish(req[p], "pull");
-    const std::string &rows = r.strs.at(0);
-    if (rows.size() != ids_[p].size() * rb)
-      fail(HB_ERR_CORRUPT, "ps task %d: %zu row bytes for %zu ids of '%s'", p,
-           rows.size(), ids_[p].size(), spec().name.c_str());
-    for (size_t k = 0; k < at_[p].size(); ++k)
-      std::memcpy(dst + at_[p][k] * rb, rows.data() + k * rb, rb);
+    std::vector<int64_t> ints;
+    std::vector<std::string> strs;
+    for (const emb::OwnerCall &k : calls) {
+      PsTable &t = ps_table(k);
+      ints.push_back(t.remote_[p]);
+      strs.push_back(pack(t.ids_[p].data(), t.ids_[p].size()));
+    }
+    req[p] = c.conn(p).start(request(kPull, std::move(ints), std::move(strs)));
   }
+  for (int p = 0; p < P; ++p) {
+    Frame r = c.conn(p).finish(req[p], "pull");
+    for (size_t i = 0; i < calls.size(); ++i) {
+      PsTable &t = ps_table(calls[i]);
+      const size_t rb = t.wire_row_bytes();
+      const std::string &rows = r.strs.at(i);
+      if (rows.size() != t.ids_[p].size() * rb)
+        fail(HB_ERR_CORRUPT, "ps task %d: %zu row bytes for %zu ids of '%s'", p,
+             rows.size(), t.ids_[p].size(), t.spec().name.c_str());
+      for (size_t k = 0; k < t.at_[p].size(); ++k)
+        std::memcpy(calls[i].rows + t.at_[p][k] * rb, rows.data() + k * rb, rb);
+    }
+  }
+}
+
+void PsTable::push_partials(const std::vector<emb::OwnerCall> &calls) {
+  if (calls.empty()) return;
+  Client &c = ps_table(calls[0]).c_;
+  const int P = c.num_ps();
+  std::vector<std::pair<int64_t, int64_t>> steps;
+  for (const emb::OwnerCall &k : calls) {
+    ps_table(k).bucket(k.recv, k.nrecv, k.nu);
+    steps.push_back(ps_table(k).next_push());
+  }
+  // Every ps task gets every table's step, with or without ids: its clocks
+  // count it.
+  std::vector<uint64_t> req(P);
+  for (int p = 0; p < P; ++p) {
+    std::vector<int64_t> ints;
+    std::vector<std::string> strs;
+    for (size_t i = 0; i < calls.size(); ++i) {
+      PsTable &t = ps_table(calls[i]);
+      const size_t rb = t.wire_row_bytes();
+      std::string grads(t.ids_[p].size() * rb, '\0');
+      for (size_t k = 0; k < t.at_[p].size(); ++k)
+        std::memcpy(&grads[k * rb], calls[i].partials + t.at_[p][k] * rb, rb);
+      ints.insert(ints.end(), {t.remote_[p], steps[i].first, steps[i].second});
+      strs.push_back(pack(t.ids_[p].data(), t.ids_[p].size()));
+      strs.push_back(std::move(grads));
+    }
+    strs.push_back(c.position());
+    req[p] = c.conn(p).start(request(kPush, std::move(ints), std::move(strs)));
+  }
+  for (int p = 0; p < P; ++p) c.conn(p).finish(req[p], "push");
+}
+
+void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                          const emb::Dedup &owner, unsigned char *dst) {
+  pull_rows({{this, recv, nrecv, nu, &owner, dst, nullptr}});
 }
 
 void PsTable::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                              const emb::Dedup &owner,
                              const unsigned char *partials) {
-  (void)owner;
-  bucket(recv, nrecv, nu);
-  const int P = c_.num_ps();
-  const size_t rb = wire_row_bytes();
-  std::vector<uint64_t> req(P);
-  const std::pair<int64_t, int64_t> step = next_push();
-  // Every ps task gets the step, with or without ids: its clock counts it.
-  for (int p = 0; p < P; ++p) {
-    std::string grads(ids_[p].size() * rb, '\0');
-    for (size_t k = 0; k < at_[p].size(); ++k)
-      std::memcpy(&grads[k * rb], partials + at_[p][k] * rb, rb);
-    req[p] =
-        c_.conn(p).start(request(kPush, {remote_[p], step.first, step.second},
-                                 {pack(ids_[p].data(), ids_[p].size()),
-                                  std::move(grads), c_.position()}));
-  }
-  for (int p = 0; p < P; ++p) c_.conn(p).finish(req[p], "push");
+  push_partials({{this, recv, nrecv, nu, &owner, nullptr, partials}});
 }
 
 PsTable::JobFiles PsTable::save_shards(const std::string &dir, uint64_t nonce,

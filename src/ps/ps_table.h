@@ -39,6 +39,13 @@ class PsTable : public emb::Table {
   void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                       const emb::Dedup &owner,
                       const unsigned char *partials) override;
+  // Tables of one client batch their pulls and pushes (one message per ps
+  // task for all of them).
+  std::unique_ptr<emb::OwnerBatch> batch_with(
+      const std::vector<emb::Table *> &all) override;
+  // The owner halves of calls whose tables are PsTables of one client.
+  static void pull_rows(const std::vector<emb::OwnerCall> &calls);
+  static void push_partials(const std::vector<emb::OwnerCall> &calls);
 
   void save(const char *dir);
   void load(const char *dir);

@@ -4,7 +4,8 @@
 #   ps_tests.sh HBRUN PS_TRAIN WORKDIR equal W P
 #       Collective mode and ps mode (staleness 0) on the same batches: the
 #       tables are bit-equal (rows, and one more step through the slots),
-#       their exports are the same files, and the collective checkpoint
+#       their exports are the same files, a ps run whose steps go through
+#       one collection of both tables gives them too, and the collective checkpoint
 #       loaded into ps tables and saved again is the same table.
 #   ps_tests.sh ... stale W P K
 #       Staleness K with a slow worker: the ps tasks never let a push run
@@ -68,6 +69,11 @@ case $MODE in
     HB_STALENESS=0 "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
       train ps --steps 30 --max-lead 0 >>"$LOG" 2>&1 || fail "ps run"
     "$PS_TRAIN" compare coll ps >>"$LOG" 2>&1 || fail "compare"
+    # Through one collection (one pull and one push per ps task for both
+    # tables): the same bits again.
+    HB_STALENESS=0 "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+      train psc --steps 30 --collection >>"$LOG" 2>&1 || fail "ps run, collection"
+    "$PS_TRAIN" compare coll psc >>"$LOG" 2>&1 || fail "compare collection"
     grep -q "max lead 0 (bound 0)" "$LOG" || fail "no staleness line"
     # The serving exports are the same files.
     for t in s8 d4; do

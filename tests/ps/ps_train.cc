@@ -103,6 +103,7 @@ struct Args {
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
   std::string ckpt;          // train: job checkpoints in this directory
+  bool collection = false;   // train: the steps through one collection
   int64_t ckpt_every = 0;
 };
 
@@ -133,6 +134,8 @@ Args parse(int argc, char **argv) {
       a.max_stall_ms = num();
     else if (s == "--victim")
       a.victim = num();
+    else if (s == "--collection")
+      a.collection = true;
     else if (s == "--ckpt")
       a.ckpt = argv[++i];
     else if (s == "--ckpt-every")
@@ -220,6 +223,33 @@ hb_ps_dense *make_dense(hb_context *ctx) {
   return d;
 }
 
+// The step of train's two tables through one collection (a feature each,
+// unpooled, one bag of the step's ids): the same rows and gradients as the
+// tables' own calls, so the same bits (on the ps tasks: one pull and one
+// push per ps task for both tables).
+void collection_step(hb_collection *coll, hb_embedding *const t[2], int rank,
+                     int64_t s) {
+  std::vector<int64_t> ids[2], off[2];
+  std::vector<float> rows[2], grads[2];
+  for (int k = 0; k < 2; ++k) {
+    ids[k] = batch_ids(rank, s, k == 1);
+    off[k] = {0, static_cast<int64_t>(ids[k].size())};
+    rows[k].assign(ids[k].size() * hb_embedding_dim(t[k]), 0.0f);
+  }
+  const int64_t *idp[2] = {ids[0].data(), ids[1].data()};
+  const int64_t *offp[2] = {off[0].data(), off[1].data()};
+  hb_jagged_batch jb = HB_JAGGED_BATCH_INIT;
+  jb.batch_size = 1;
+  jb.ids = idp;
+  jb.offsets = offp;
+  float pooled = 0;  // no pooled feature
+  float *unpooled[2] = {rows[0].data(), rows[1].data()};
+  CHECK_HB(hb_collection_lookup(coll, &jb, &pooled, unpooled));
+  for (int k = 0; k < 2; ++k) make_grads(rows[k], rank, s, &grads[k]);
+  const float *gp[2] = {grads[0].data(), grads[1].data()};
+  CHECK_HB(hb_collection_apply_gradients(coll, &jb, &pooled, gp));
+}
+
 int serve(hb_context *ctx, const Args &a) {
   write_pid(a.pid_dir, "ps" + std::to_string(hb_context_task_id(ctx)));
   hb_status st = hb_context_serve(ctx);
@@ -278,6 +308,14 @@ int train(hb_context *ctx, const Args &a) {
                                         : "0");
     std::fflush(stdout);
   }
+  hb_collection *coll = nullptr;
+  if (a.collection) {  // both tables through one collection (unpooled)
+    hb_collection_feature f[2] = {HB_COLLECTION_FEATURE_INIT,
+                                  HB_COLLECTION_FEATURE_INIT};
+    for (int k = 0; k < 2; ++k)
+      f[k].table = t[k], f[k].pooling = HB_POOLING_NONE;
+    CHECK_HB(hb_collection_create(ctx, f, 2, &coll));
+  }
   std::vector<float> rows, grads;
   for (int64_t s = start; s < a.steps; ++s) {
     if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
@@ -287,14 +325,19 @@ int train(hb_context *ctx, const Args &a) {
       make_grads(wv, rank, s, &wg);
       CHECK_HB(hb_ps_dense_push(w, wg.data()));
     }
-    for (int k = 0; k < 2; ++k) {
-      std::vector<int64_t> ids = batch_ids(rank, s, k == 1);
-      int64_t dim = hb_embedding_dim(t[k]);
-      rows.assign(ids.size() * dim, 0.0f);
-      CHECK_HB(hb_embedding_lookup(t[k], ids.data(), ids.size(), rows.data()));
-      make_grads(rows, rank, s, &grads);
-      CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
-                                            grads.data()));
+    if (coll) {
+      collection_step(coll, t, rank, s);
+    } else {
+      for (int k = 0; k < 2; ++k) {
+        std::vector<int64_t> ids = batch_ids(rank, s, k == 1);
+        int64_t dim = hb_embedding_dim(t[k]);
+        rows.assign(ids.size() * dim, 0.0f);
+        CHECK_HB(
+            hb_embedding_lookup(t[k], ids.data(), ids.size(), rows.data()));
+        make_grads(rows, rank, s, &grads);
+        CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
+                                              grads.data()));
+      }
     }
     if (ck && a.ckpt_every > 0 && (s + 1) % a.ckpt_every == 0)
       CHECK_HB(hb_checkpoint_save(ck, s + 1));
@@ -324,6 +367,7 @@ int train(hb_context *ctx, const Args &a) {
     CHECK_HB(hb_embedding_export(t[0], (a.pos[0] + "/s8.hbe").c_str()));
     CHECK_HB(hb_embedding_export(t[1], (a.pos[0] + "/d4.hbe").c_str()));
   }
+  hb_collection_destroy(coll);
   if (ck) CHECK_HB(hb_checkpoint_finish(ck));  // followers: training is done
   hb_checkpoint_destroy(ck);
   hb_ps_dense_destroy(w);
