@@ -8,9 +8,10 @@ import org.hb.Embedding;
 /**
  * The Java lines of bench/serving/lookup_compare.sh: one thread's lookups
  * on an exported table through the Java binding, with serving_bench's id
- * stream (xorshift64, 65536 ids, BATCH copied per call), on arrays or on
- * direct buffers, for SECONDS of the thread's CPU time (the rate counts what
- * a call costs, not what other processes on a shared machine take).
+ * stream (xorshift64, 65536 ids, BATCH copied in bulk per call), on arrays
+ * or on direct buffers, for SECONDS of the thread's CPU time (the rate
+ * counts what a call costs, not what other processes on a shared machine
+ * take).
  *
  * <pre>java LookupBench PATH BATCH SECONDS arrays|direct -> calls/s x ids/s y</pre>
  */
@@ -25,14 +26,17 @@ public final class LookupBench {
     boolean direct = args[3].equals("direct");
     try (Embedding s = Embedding.open(args[0])) {
       long rows = s.localRows();
-      long[] stream = new long[65536];
+      // A call's ids are one slice of the stream, copied in bulk: the
+      // stream repeats its start past the end.
+      long[] stream = new long[65536 + batch];
       long x = 88172645463325252L;
-      for (int i = 0; i < stream.length; ++i) {
+      for (int i = 0; i < 65536; ++i) {
         x ^= x << 13;
         x ^= x >>> 7;
         x ^= x << 17;
         stream[i] = Long.remainderUnsigned(x, rows);
       }
+      for (int i = 65536; i < stream.length; ++i) stream[i] = stream[i & 65535];
       int dim = (int) s.dim();
       long[] ids = new long[batch];
       float[] out = new float[batch * dim];
@@ -47,12 +51,13 @@ public final class LookupBench {
       for (;;) {
         for (int k = 0; k < 1024; ++k) {
           if (direct) {
-            for (int i = 0; i < batch; ++i) lids.put(i, stream[at++ & 65535]);
+            lids.put(0, stream, at, batch);
             s.lookup(bids, bout);
           } else {
-            for (int i = 0; i < batch; ++i) ids[i] = stream[at++ & 65535];
+            System.arraycopy(stream, at, ids, 0, batch);
             s.lookup(ids, out);
           }
+          at = (at + batch) & 65535;
         }
         calls += 1024;
         if ((el = (cpu.getCurrentThreadCpuTime() - t0) * 1e-9) >= secs) break;

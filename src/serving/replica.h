@@ -1,14 +1,14 @@
-// One copy of a served table at one version: id -> row slot, rows in one
-// slab with a free list of slots. Mutated only while no reader can see it
-// (serving_table.h keeps two and swaps them).
+// One copy of a served table at one version: its rows by id (row_table.h).
+// Mutated only while no reader can see it (serving_table.h keeps two and
+// swaps them).
 #pragma once
 
 #include <cstdint>
 #include <string>
 #include <vector>
 
-#include "embedding/id_map.h"
 #include "serving/export_format.h"
+#include "serving/row_table.h"
 
 namespace hb {
 namespace serving {
@@ -22,7 +22,7 @@ class Replica {
   int64_t dim() const { return dim_; }
   int64_t version() const { return version_; }
   uint64_t lineage() const { return lineage_; }
-  int64_t rows() const { return static_cast<int64_t>(map_.size()); }
+  int64_t rows() const { return static_cast<int64_t>(table_.size()); }
   const std::string &name() const { return name_; }
 
   // Rows of ids into out; unknown ids read zeros. Returns the misses.
@@ -37,21 +37,15 @@ class Replica {
   // Calls f(id, row) for every row (tests).
   template <class F>
   void for_each(F &&f) const {
-    for (size_t s = 0; s < slot_ids_.size(); ++s)
-      if (map_.find(slot_ids_[s]) == s) f(slot_ids_[s], row(s));
+    table_.for_each(f);
   }
 
  private:
-  const float *row(size_t slot) const { return rows_.data() + slot * dim_; }
-
   std::string name_;
   int64_t dim_;
   int64_t version_;
   uint64_t lineage_;
-  emb::IdMap map_;                 // id -> slot
-  std::vector<float> rows_;        // slot x dim
-  std::vector<int64_t> slot_ids_;  // slot -> id (for_each)
-  std::vector<uint32_t> free_;     // slots of evicted rows
+  RowTable table_;
 };
 
 }  // namespace serving
