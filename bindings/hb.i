@@ -287,17 +287,19 @@ static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
 %rename(hb_ps_position) hbw_ps_position;
 %rename(hb_ps_dense_create) hbw_ps_dense_create;
 %inline %{
-/* stats: 12 int64 -- pulls, pushes, rows_pulled, rows_pushed, rounds,
+/* stats: 13 int64 -- pulls, pushes, rows_pulled, rows_pushed, rounds,
  * max_staleness, bound_violations, duplicate_pushes, workers_lost,
- * workers_rejoined, busy_us, workers_left (hb_ps_stats in order). */
+ * workers_rejoined, busy_us, workers_left, workers_gone (hb_ps_stats in
+ * order). */
 static hb_status hbw_ps_get_stats(hb_context *ctx, void *stats) {
   hb_ps_stats st = HB_PS_STATS_INIT;
   hb_status s = hb_ps_get_stats(ctx, &st);
   if (s == HB_OK) {
-    int64_t v[12] = {st.pulls, st.pushes, st.rows_pulled, st.rows_pushed,
+    int64_t v[13] = {st.pulls, st.pushes, st.rows_pulled, st.rows_pushed,
                      st.rounds, st.max_staleness, st.bound_violations,
                      st.duplicate_pushes, st.workers_lost,
-                     st.workers_rejoined, st.busy_us, st.workers_left};
+                     st.workers_rejoined, st.busy_us, st.workers_left,
+                     st.workers_gone};
     memcpy(stats, v, sizeof v);
   }
   return s;

@@ -1488,10 +1488,14 @@ typedef struct hb_ps_stats {
   int64_t busy_us;                /**< time the ps tasks spent serving */
   /** Workers that have left (destroyed their context) every ps task. */
   int64_t workers_left;
+  /** Workers that have left or are lost (silent past peer_timeout_ms, or
+   *  their connection closed) on every ps task, now: a lost one that is
+   *  started again comes back. */
+  int64_t workers_gone;
 } hb_ps_stats;
 
 #define HB_PS_STATS_INIT \
-  { sizeof(hb_ps_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
+  { sizeof(hb_ps_stats), 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0 }
 
 HB_API hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out);
 

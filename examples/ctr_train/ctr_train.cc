@@ -1106,11 +1106,17 @@ int Trainer::run_ps() {
   // for this worker.
   release_model();
   if (!chief) return 0;
-  // The chief: once every other worker has left, the final model.
+  // The chief: once every other worker has left (or is lost: one that
+  // failed is not waited for), the final model.
   for (int tries = 0;; ++tries) {
     hb_ps_stats st = HB_PS_STATS_INIT;
     CHECK_HB(hb_ps_get_stats(ctx_, &st));
-    if (st.workers_left >= world_ - 1) break;
+    if (st.workers_gone >= world_ - 1) {
+      if (st.workers_left < world_ - 1)
+        std::printf("ctr_train: %" PRId64 " worker(s) lost, not waited for\n",
+                    world_ - 1 - st.workers_left);
+      break;
+    }
     if (tries > 36000) {
       std::fprintf(stderr, "ctr_train: workers still training after 1 h\n");
       return 1;

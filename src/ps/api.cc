@@ -114,6 +114,7 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
     r.duplicate_pushes = s.duplicate_pushes, r.workers_lost = s.workers_lost;
     r.workers_rejoined = s.workers_rejoined, r.busy_us = s.busy_us;
     r.workers_left = s.workers_left;
+    r.workers_gone = s.workers_gone;
     size_t n = std::min(out->struct_size, sizeof r);
     std::memcpy(out, &r, n);
     out->struct_size = n;

@@ -123,6 +123,7 @@ Stats Client::stats() {
     // Ranks gone from every ps task.
     sum.workers_left = i == 0 ? v[11] : std::min(sum.workers_left, v[11]);
     sum.cpu_us += v[12];
+    sum.workers_gone = i == 0 ? v[13] : std::min(sum.workers_gone, v[13]);
   }
   return sum;
 }

@@ -93,7 +93,7 @@ uint64_t Conn::start(Frame req) {
 
 Frame Conn::finish(uint64_t id, const char *what) {
   Deadline deadline(cfg_.timeout_ms);
-  int64_t last_heard = now_ms();
+  int64_t last_heard = now_ms(), last_awake = last_heard;
   char buf[1 << 16];
   for (;;) {
     Frame f;
@@ -118,9 +118,15 @@ Frame Conn::finish(uint64_t id, const char *what) {
       return f;
     }
     health_->check();
-    if (now_ms() - last_heard > cfg_.peer_timeout_ms)
+    const int64_t now = now_ms();
+    // This process did not run for half a peer timeout (SIGSTOPped, or
+    // starved of CPU): the ps's silence meanwhile says nothing of the ps --
+    // our pings did not go out, and its replies wait unread in the socket.
+    if (now - last_awake > cfg_.peer_timeout_ms / 2) last_heard = now;
+    last_awake = now;
+    if (now - last_heard > cfg_.peer_timeout_ms)
       broken(format("silent for %lld ms (peer_timeout_ms) during %s",
-                    static_cast<long long>(now_ms() - last_heard), what));
+                    static_cast<long long>(now - last_heard), what));
     if (deadline.expired())
       fail(HB_ERR_TIMEOUT, "%s: no reply to %s within timeout_ms=%lld",
            who().c_str(), what, static_cast<long long>(cfg_.timeout_ms));

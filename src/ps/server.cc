@@ -298,6 +298,10 @@ bool Server::serve_request(Peer &p, Frame &f) {
         stats_.workers_left =
             std::count_if(workers_.begin(), workers_.end(),
                           [](const Worker &w) { return w.state == kLeft; });
+        stats_.workers_gone = std::count_if(
+            workers_.begin(), workers_.end(), [](const Worker &w) {
+              return w.state == kLeft || w.state == kLost;
+            });
         rusage ru;
         getrusage(RUSAGE_SELF, &ru);
         stats_.cpu_us = (ru.ru_utime.tv_sec + ru.ru_stime.tv_sec) * 1000000LL +

@@ -315,7 +315,7 @@ def torchrun(args, rng):
     compare(ref, digest(world.lines), exact=True)
 
 
-PY_TRAIN = ["--train-samples", "6000", "--eval-samples", "2000", "--batch",
+PY_TRAIN = ["--train-samples", "24000", "--eval-samples", "2000", "--batch",
             "128", "--vocab", "1024", "--lr", "0.2", "--eval-every", "1000",
             "--log-every", "5", "--max-gap", "1", "--digest"]
 
@@ -335,10 +335,12 @@ def python_demo(args, rng):
         if i is None:
             fail("the job ended before the kill")
         since = i + 1
-    time.sleep(rng.uniform(0, 0.5))
+    # A moment within the next few steps (a step takes milliseconds here):
+    # the kill must land before the job ends, or it tests nothing.
+    time.sleep(rng.uniform(0, 0.05))
     pids = job.workers()
-    if not pids:
-        fail("no workers to kill")
+    if not pids or any("] digest: " in l for l in job.lines):
+        fail("the job ended before the kill: make it longer")
     pid = rng.choice(sorted(pids))
     print("SIGKILL worker pid %d" % pid, flush=True)
     os.kill(pid, signal.SIGKILL)

@@ -20,6 +20,12 @@
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
+#   ps_tests.sh ... pause
+#       Staleness 0 with worker 0 taking 4 s per step, so worker 1 waits in
+#       its second pull; it is SIGSTOPped there for 2.5 s (peer timeout 1 s)
+#       and resumed before its pull is answered: the ps loses it meanwhile,
+#       and once resumed it is back and finishes (its own wait does not
+#       count the time it was stopped as the ps's silence).
 #   ps_tests.sh ... lost
 #       A worker SIGKILLed without restarts: the other finishes, hbrun
 #       stops the ps task and exits with the lost worker's status.
@@ -163,6 +169,23 @@ case $MODE in
     grep -q "the others go on without it" "$LOG" || fail "no 'go on' line"
     grep -q "no worker left: stopping 1 ps task" "$LOG" || fail "the ps task was not stopped"
     [ -f out/s8.manifest ] || fail "worker 0 did not finish (no checkpoint)"
+    ;;
+  pause)
+    mkdir pids
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 HB_STALENESS=0
+    "$HBRUN" -n 2 --ps 1 --timeout 60 -- "$PS_TRAIN" train out --steps 2 \
+      --slow-rank 0 --slow-ms 4000 --pid-dir pids >"$LOG" 2>&1 &
+    JOB=$!
+    pid=$(worker_pid 1)
+    [ -n "$pid" ] || fail "worker 1 never started"
+    sleep 0.5
+    kill -STOP "$pid"
+    echo "test: SIGSTOP worker 1 (pid $pid) for 2.5 s" >>"$LOG"
+    sleep 2.5
+    kill -CONT "$pid"
+    wait $JOB || fail "the job exited with $?"
+    grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
+    grep -q "rank 1 is back" "$LOG" || fail "the stopped worker did not come back"
     ;;
   ckpt)
     W=$1 P=$2

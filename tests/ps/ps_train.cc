@@ -284,6 +284,7 @@ int train(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "train OUT");
   const bool on_ps = hb_context_num_ps(ctx) > 0;
   const int rank = hb_context_rank(ctx);
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
   hb_embedding *t[2] = {make_table(ctx, "s8", on_ps),
                         make_table(ctx, "d4", on_ps)};
   hb_ps_dense *w = nullptr;

@@ -58,15 +58,16 @@ type PSStats struct {
 	WorkersRejoined        int64
 	BusyMicros             int64 // time the ps tasks spent serving
 	WorkersLeft            int64 // workers that have left every ps task
+	WorkersGone            int64 // workers that have left or are lost on every ps task, now
 }
 
 // PSStats returns the ps tasks' counters.
 func (c *Context) PSStats() (PSStats, error) {
-	s := make([]int64, 12)
+	s := make([]int64, 13)
 	if err := capi.Hb_ps_get_stats(c.raw(), ptr(s)); err != nil {
 		return PSStats{}, err
 	}
-	return PSStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11]}, nil
+	return PSStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12]}, nil
 }
 
 // PSDenseConfig mirrors hb_ps_dense_config. Start from DefaultPSDenseConfig,

@@ -469,7 +469,7 @@ class Context(_Handle):
         """The ps tasks' counters (hb_ps_stats, summed; max_staleness the
         largest) as a dict: pulls, pushes, rows_pulled, rows_pushed, rounds,
         max_staleness, bound_violations, duplicate_pushes, workers_lost,
-        workers_rejoined, busy_us, workers_left."""
+        workers_rejoined, busy_us, workers_left, workers_gone."""
         v = np.zeros(len(_PS_STATS), np.int64)
         _c.hb_ps_get_stats(self._handle, v)
         return dict(zip(_PS_STATS, v.tolist()))
@@ -644,7 +644,7 @@ class Context(_Handle):
 # hb_ps_stats, as the binding's flat call returns it.
 _PS_STATS = ("pulls", "pushes", "rows_pulled", "rows_pushed", "rounds", "max_staleness",
              "bound_violations", "duplicate_pushes", "workers_lost", "workers_rejoined",
-             "busy_us", "workers_left")
+             "busy_us", "workers_left", "workers_gone")
 
 # hb_embedding_lifecycle_stats, as the binding's flat call returns it.
 _LIFECYCLE_STATS = ("step", "rows", "pending", "admitted", "dropped", "evicted_ttl",

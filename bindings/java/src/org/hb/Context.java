@@ -83,7 +83,7 @@ public final class Context extends NativeHandle {
 
   /** The ps tasks' counters (summed; maxStaleness the largest). */
   public PsStats psStats() throws HbException {
-    long[] v = new long[12];
+    long[] v = new long[13];
     HbNative.hb_ps_get_stats(handle(), v);
     return new PsStats(v);
   }

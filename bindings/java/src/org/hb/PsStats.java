@@ -18,6 +18,8 @@ public final class PsStats {
   public final long busyUs;
   /** Workers that have left (destroyed their context) every ps task. */
   public final long workersLeft;
+  /** Workers that have left or are lost on every ps task, now. */
+  public final long workersGone;
 
   PsStats(long[] v) {
     pulls = v[0];
@@ -32,6 +34,7 @@ public final class PsStats {
     workersRejoined = v[9];
     busyUs = v[10];
     workersLeft = v[11];
+    workersGone = v[12];
   }
 
   @Override
@@ -40,6 +43,6 @@ public final class PsStats {
         + ", rowsPushed=" + rowsPushed + ", rounds=" + rounds + ", maxStaleness=" + maxStaleness
         + ", boundViolations=" + boundViolations + ", duplicatePushes=" + duplicatePushes
         + ", workersLost=" + workersLost + ", workersRejoined=" + workersRejoined + ", busyUs=" + busyUs
-        + ", workersLeft=" + workersLeft + "}";
+        + ", workersLeft=" + workersLeft + ", workersGone=" + workersGone + "}";
   }
 }
