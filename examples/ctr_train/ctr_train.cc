@@ -433,9 +433,9 @@ class Trainer {
                                    "/" + std::to_string(f_.files));
   }
 
-  // Whole-job checkpoints: registers everything a resumed job needs to go
-  // on exactly as if it had not stopped.
-  void open_checkpoints() {
+  // The job's checkpoint handle (--checkpoint-dir) with the tables of the
+  // collection registered: both modes start so.
+  void create_checkpoints() {
     hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
     cc.dir = f_.checkpoint_dir.c_str();
     cc.keep = static_cast<int32_t>(f_.checkpoint_keep);
@@ -444,6 +444,12 @@ class Trainer {
     cc.job_id = job_id_.c_str();
     CHECK_HB(hb_checkpoint_create(ctx_, &cc, &ckpt_));
     CHECK_HB(hb_checkpoint_add_collection(ckpt_, coll_));
+  }
+
+  // Whole-job checkpoints: registers everything a resumed job needs to go
+  // on exactly as if it had not stopped.
+  void open_checkpoints() {
+    create_checkpoints();
     struct {
       const char *name;
       std::vector<float> *v;
@@ -469,14 +475,7 @@ class Trainer {
   // counter live on the ps tasks, which write them (and every worker's
   // committed position) into the job checkpoint.
   void open_ps_checkpoints() {
-    hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
-    cc.dir = f_.checkpoint_dir.c_str();
-    cc.keep = static_cast<int32_t>(f_.checkpoint_keep);
-    cc.async_write = f_.checkpoint_async ? 1 : 0;
-    job_id_ = job_id();
-    cc.job_id = job_id_.c_str();
-    CHECK_HB(hb_checkpoint_create(ctx_, &cc, &ckpt_));
-    CHECK_HB(hb_checkpoint_add_collection(ckpt_, coll_));
+    create_checkpoints();
     CHECK_HB(hb_checkpoint_add_ps_dense(ckpt_, dense_ps_));
     CHECK_HB(hb_checkpoint_add_table(ckpt_, samples_));
   }

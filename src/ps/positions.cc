@@ -3,6 +3,7 @@
 #include <cstring>
 
 #include "abi/error.h"
+#include "embedding/bytes.h"
 #include "embedding/file_io.h"
 
 namespace hb {
@@ -16,32 +17,12 @@ void put(std::string *s, T v) {
   s->append(reinterpret_cast<const char *>(&v), sizeof v);
 }
 
-// A strict reader over a file's bytes: HB_ERR_CORRUPT naming it when short.
-struct Cursor {
-  const std::string &bytes, &path;
-  size_t at = 0;
-  template <class T>
-  T get() {
-    T v;
-    take(&v, sizeof v);
-    return v;
-  }
-  void take(void *dst, size_t n) {
-    if (bytes.size() - at < n)
-      fail(HB_ERR_CORRUPT, "ps positions file '%s' is truncated", path.c_str());
-    std::memcpy(dst, bytes.data() + at, n);
-    at += n;
-  }
-};
-
 Committed parse(const std::string &path, int world) {
   const std::string bytes = emb::read_whole_file(path);
-  Cursor c{bytes, path};
-  char magic[8];
-  c.take(magic, 8);
-  if (std::memcmp(magic, kMagic, 8) != 0)
+  emb::ByteReader c(bytes, "ps positions file '" + path + "'");
+  if (std::memcmp(c.take(8, "magic"), kMagic, 8) != 0)
     fail(HB_ERR_CORRUPT, "'%s' is not a ps positions file", path.c_str());
-  const uint32_t saved_world = c.get<uint32_t>();
+  const uint32_t saved_world = c.get<uint32_t>("world");
   if (saved_world > 65536)
     fail(HB_ERR_CORRUPT, "ps positions file '%s': world %u", path.c_str(),
          saved_world);
@@ -49,17 +30,16 @@ Committed parse(const std::string &path, int world) {
   out.step.assign(world, {-1, -1});
   out.position.assign(world, std::string());
   for (uint32_t r = 0; r < saved_world; ++r) {
-    int64_t step = c.get<int64_t>(), k = c.get<int64_t>();
-    uint32_t n = c.get<uint32_t>();
-    std::string pos(n, '\0');
-    if (n) c.take(&pos[0], n);
+    const int64_t step = c.get<int64_t>("step"), k = c.get<int64_t>("k");
+    const uint32_t n = c.get<uint32_t>("position size");
+    std::string pos(c.take(n, "position"), n);
     // Ranks beyond this job's world have nothing to resume here.
     if (static_cast<int>(r) < world)
       out.step[r] = {step, k}, out.position[r] = pos;
   }
-  if (c.at != bytes.size())
+  if (c.left() != 0)
     fail(HB_ERR_CORRUPT, "ps positions file '%s': %zu bytes after the end",
-         path.c_str(), bytes.size() - c.at);
+         path.c_str(), c.left());
   return out;
 }
 

@@ -61,11 +61,10 @@ struct Stats {
   int64_t workers_gone = 0;  // ranks that left or are lost (now)
   static constexpr size_t kFields = 14;
   void to_ints(std::vector<int64_t> *out) const {
-    out->insert(out->end(),
-                {pulls, pushes, rows_pulled, rows_pushed, rounds, max_staleness,
-                 bound_violations, duplicate_pushes, workers_lost,
-                 workers_rejoined, busy_us, workers_left, cpu_us,
-                 workers_gone});
+    out->insert(out->end(), {pulls, pushes, rows_pulled, rows_pushed, rounds,
+                             max_staleness, bound_violations, duplicate_pushes,
+                             workers_lost, workers_rejoined, busy_us,
+                             workers_left, cpu_us, workers_gone});
   }
 };
 

@@ -131,10 +131,13 @@ def same_values(a, b, who):
         fail("%s: %s\n  != %s" % (who, strip, other))
 
 
-def mode_hbrun(hbrun, ctr, tmp):
+def hbrun_with_evaluator(hbrun, ctr, tmp, extra, who, by_hand_env):
+    """Training and its evaluator under one hbrun (extra: more hbrun
+    options); then one evaluator process by hand on the finished
+    directory: the same checkpoints, the same values."""
     d, log = os.path.join(tmp, "ckpt"), os.path.join(tmp, "eval.jsonl")
-    job = hbrun_job.Job([hbrun, "-n", "2", "--evaluator", "--timeout", "150",
-                         "--", ctr] + TRAIN +
+    job = hbrun_job.Job([hbrun, "-n", "2"] + extra +
+                        ["--evaluator", "--timeout", "150", "--", ctr] + TRAIN +
                         ["--checkpoint-dir", d, "--checkpoint-every", EVERY,
                          "--checkpoint-keep", "100", "--eval-log", log,
                          "--out", os.path.join(tmp, "out")], env=clean_env())
@@ -148,45 +151,30 @@ def mode_hbrun(hbrun, ctr, tmp):
     steps = committed_steps(job.lines)
     if len(steps) < 10:
         fail("only %d checkpoints committed" % len(steps))
-    entries = check_log(log, steps, final_auc(job.lines), "hbrun --evaluator")
-    # Evaluated while training wrote the directory, and evaluated again
-    # afterwards by one process: the same checkpoints, the same values.
+    entries = check_log(log, steps, final_auc(job.lines), who)
     log2 = os.path.join(tmp, "again.jsonl")
-    evaluate_by_hand(ctr, d, log2)
+    evaluate_by_hand(ctr, d, log2, by_hand_env)
     same_values(entries, read_log(log2), "the evaluator by hand")
+    return job
+
+
+def mode_hbrun(hbrun, ctr, tmp):
+    hbrun_with_evaluator(hbrun, ctr, tmp, [], "hbrun --evaluator", None)
 
 
 def mode_ps(hbrun, ctr, tmp):
     """Parameter-server training (tables and dense parameters on a ps task)
-    followed by an evaluator: it reads the ps tables from the checkpoints."""
-    d, log = os.path.join(tmp, "ckpt"), os.path.join(tmp, "eval.jsonl")
-    job = hbrun_job.Job([hbrun, "-n", "2", "--ps", "1", "--evaluator",
-                         "--timeout", "150", "--", ctr] + TRAIN +
-                        ["--checkpoint-dir", d, "--checkpoint-every", EVERY,
-                         "--checkpoint-keep", "100", "--eval-log", log,
-                         "--out", os.path.join(tmp, "out")], env=clean_env())
-    rc = job.wait(170)
-    if rc != 0:
-        fail("hbrun exited %d:\n%s" % (rc, "\n".join(job.lines)))
-    if not any("parameter-server mode" in l for l in job.lines):
-        fail("training did not run in parameter-server mode:\n%s"
-             % "\n".join(job.lines))
-    if not any(l.startswith("[evaluator] evaluator: training finished")
-               for l in job.lines):
-        fail("the evaluator did not say that training finished:\n%s"
-             % "\n".join(job.lines))
-    steps = committed_steps(job.lines)
-    if len(steps) < 10:
-        fail("only %d checkpoints committed" % len(steps))
-    entries = check_log(log, steps, final_auc(job.lines), "hbrun --ps --evaluator")
-    # An evaluator task of a TF_CONFIG cluster with a ps task, by hand.
+    followed by an evaluator: it reads the ps tables from the checkpoints;
+    by hand, an evaluator task of a TF_CONFIG cluster with a ps task."""
     env = clean_env()
     env["TF_CONFIG"] = json.dumps({"cluster": {"worker": ["127.0.0.1:1"],
                                                "ps": ["127.0.0.1:2"]},
                                    "task": {"type": "evaluator", "index": 0}})
-    log2 = os.path.join(tmp, "again.jsonl")
-    evaluate_by_hand(ctr, d, log2, env)
-    same_values(entries, read_log(log2), "the evaluator by hand")
+    job = hbrun_with_evaluator(hbrun, ctr, tmp, ["--ps", "1"],
+                               "hbrun --ps --evaluator", env)
+    if not any("parameter-server mode" in l for l in job.lines):
+        fail("training did not run in parameter-server mode:\n%s"
+             % "\n".join(job.lines))
 
 
 def mode_tf_config(hbrun, ctr, tmp):

@@ -8,7 +8,10 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstdio>
+#include <cstdlib>
 #include <cstring>
+#include <fstream>
 #include <future>
 #include <memory>
 #include <thread>
@@ -18,6 +21,7 @@
 #include "embedding/spec.h"
 #include "ps/clock.h"
 #include "ps/conn.h"
+#include "ps/positions.h"
 #include "ps/server.h"
 #include "ps/wire.h"
 #include "rendezvous/tcp.h"
@@ -25,6 +29,48 @@
 namespace hb {
 namespace ps {
 namespace {
+
+// What a job checkpoint keeps of each rank's committed pushes, per ps task.
+TEST(Positions, RoundTripReshardAndDamage) {
+  char tmpl[] = "/tmp/hb_ps_positions_XXXXXX";
+  ASSERT_NE(mkdtemp(tmpl), nullptr);
+  const std::string dir = tmpl;
+  Committed a, b;
+  a.step = {{5, 2}, {-1, -1}, {7, 0}};
+  a.position = {std::string("p\0a", 3), "", "x"};
+  b.step = {{6, 0}, {3, 1}, {7, 0}};
+  b.position = {"b0", "b1", "b2"};
+  write_positions(dir, 42, "t", 0, 2, a);
+  emb::ShardFile f = write_positions(dir, 42, "t", 1, 2, b);
+  EXPECT_EQ(f.file, positions_file_name("t", 42, 1, 2));
+  // Same number of ps tasks: each its own file, exactly.
+  Committed got = read_positions(dir, 42, "t", 1, 2, 2, 3);
+  EXPECT_EQ(got.step, b.step);
+  EXPECT_EQ(got.position, b.position);
+  // Another number: per rank the oldest of the old files (rank 1 never
+  // pushed to ps task 0: none there is the oldest).
+  got = read_positions(dir, 42, "t", 0, 1, 2, 3);
+  EXPECT_EQ(got.step, (std::vector<std::pair<int64_t, int64_t>>{
+                          {5, 2}, {-1, -1}, {7, 0}}));
+  EXPECT_EQ(got.position[0], std::string("p\0a", 3));
+  // A smaller world keeps its ranks; a missing or truncated file is
+  // HB_ERR_CORRUPT naming it.
+  EXPECT_EQ(read_positions(dir, 42, "t", 0, 2, 2, 1).step.size(), 1u);
+  EXPECT_THROW(read_positions(dir, 43, "t", 0, 2, 2, 3), Error);
+  const std::string path = dir + "/" + positions_file_name("t", 42, 0, 2);
+  { std::ofstream(path, std::ios::binary | std::ios::trunc) << "HBPSPOS1\x03"; }
+  try {
+    read_positions(dir, 42, "t", 0, 2, 2, 3);
+    ADD_FAILURE() << "a truncated file was read";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_CORRUPT);
+    EXPECT_NE(std::string(e.what()).find("positions"), std::string::npos)
+        << e.what();
+  }
+  for (int i = 0; i < 2; ++i)
+    std::remove((dir + "/" + positions_file_name("t", 42, i, 2)).c_str());
+  rmdir(dir.c_str());
+}
 
 TEST(StalenessClock, BoundAgainstTheSlowestActiveRank) {
   StalenessClock c(3, 1);
