@@ -1,5 +1,6 @@
 // Bounds-checked little-endian reads from a file image: every overrun is
-// HB_ERR_CORRUPT naming the file and the byte offset.
+// HB_ERR_CORRUPT naming the file and the byte offset; and put(), the
+// writing side.
 #pragma once
 
 #include <cstdint>
@@ -39,6 +40,12 @@ class ByteReader {
   std::string what_;
   size_t pos_ = 0;
 };
+
+// Appends v's bytes (host order, as ByteReader::get reads them).
+template <class T>
+void put(std::string *out, T v) {
+  out->append(reinterpret_cast<const char *>(&v), sizeof v);
+}
 
 }  // namespace emb
 }  // namespace hb

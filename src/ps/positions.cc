@@ -10,12 +10,9 @@ namespace hb {
 namespace ps {
 namespace {
 
-constexpr char kMagic[8] = {'H', 'B', 'P', 'S', 'P', 'O', 'S', '1'};
+using emb::put;
 
-template <class T>
-void put(std::string *s, T v) {
-  s->append(reinterpret_cast<const char *>(&v), sizeof v);
-}
+constexpr char kMagic[8] = {'H', 'B', 'P', 'S', 'P', 'O', 'S', '1'};
 
 Committed parse(const std::string &path, int world) {
   const std::string bytes = emb::read_whole_file(path);

@@ -16,10 +16,7 @@ namespace {
 
 const char kMagic[8] = {'H', 'B', 'R', 'D', 'P', 'O', 'S', '1'};
 
-template <class T>
-void put(std::string *out, T v) {
-  out->append(reinterpret_cast<const char *>(&v), sizeof v);
-}
+using emb::put;
 
 void put_chunk(std::string *out, const Chunk &c) {
   put<int32_t>(out, c.file);
