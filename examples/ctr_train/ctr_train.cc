@@ -1328,6 +1328,7 @@ int Trainer::train() {
 }  // namespace
 
 int main(int argc, char **argv) {
+  blas_core::rerun_if_misdetected(argv);  // before any output or state
   Flags f = parse_flags(argc, argv);
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));

@@ -9,7 +9,10 @@
 #pragma once
 
 #include <cstdint>
+#include <string>
 #include <vector>
+
+#include "blas_core.h"
 
 #ifdef HB_CTR_CBLAS
 #include <cblas.h>
@@ -65,10 +68,15 @@ inline void gemm(bool trans_a, bool trans_b, int64_t M, int64_t N, int64_t K,
 #endif
 }
 
-// Which implementation gemm() is, for the demo's banner.
+// Which implementation gemm() is, for the demo's banner ("cblas_sgemm,
+// OpenBLAS SkylakeX" names the kernels OpenBLAS chose).
 inline const char *gemm_name() {
 #ifdef HB_CTR_CBLAS
-  return "cblas_sgemm";
+  static const std::string name =
+      blas_core::openblas_core()
+          ? std::string("cblas_sgemm, OpenBLAS ") + blas_core::openblas_core()
+          : std::string("cblas_sgemm");
+  return name.c_str();
 #else
   return "loops";
 #endif

@@ -5,6 +5,8 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdio>
+#include <cstdlib>
+#include <cstring>
 #include <vector>
 
 #include "dense_math.h"
@@ -66,9 +68,27 @@ void check(const char *name, bool ta, bool tb, int64_t M, int64_t N, int64_t K,
   }
 }
 
+// OpenBLAS on pre-AVX kernels where the CPU runs AVX2 is the misdetection
+// blas_core corrects: a failure unless the user chose that core.
+void check_blas_core() {
+  const char *core = blas_core::openblas_core(),
+             *want = blas_core::core_for_features();
+  const char *chosen = std::getenv("OPENBLAS_CORETYPE");
+  if (core && want && blas_core::pre_avx(core) &&
+      (!chosen || std::strcmp(chosen, want) == 0)) {
+    std::printf(
+        "dense_math: OpenBLAS runs %s kernels on a CPU with AVX2 (%s "
+        "kernels would fit)\n",
+        core, want);
+    ++failures;
+  }
+}
+
 }  // namespace
 
-int main() {
+int main(int, char **argv) {
+  blas_core::rerun_if_misdetected(argv);
+  check_blas_core();
   // The demo's products (batch 512, input 221, hidden 64, pooled width 209).
   check("forward z1 = x W1^T + b1", false, true, 512, 64, 221, 1.0f, 1.0f, 0);
   check("gW1 = dz1^T x", true, false, 64, 221, 512, 1.0f, 0.0f, 0);

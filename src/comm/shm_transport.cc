@@ -45,14 +45,19 @@ size_t ring_bytes_for(int world) {
 // than cores), and the sleep stops a long wait from burning a core. The
 // call board waits for peers that are usually a few microseconds away, so
 // it yields longer before it sleeps; a ring wait (a peer copying a large
-// message) sleeps sooner.
+// message) sleeps sooner. Both yield for longer than the jitter between
+// ranks of a training step (hundreds of microseconds on a shared VM): at
+// 20 / 100 us a 2-rank CTR step slept and paid the wake-up on most of its
+// rounds (7 % of the step, the dense allreduce's wait 3x as long;
+// docs/performance.md), while a yielding rank still gives its core to any
+// rank that shares it.
 struct BackoffTimes {
   std::chrono::microseconds spin, yield_until;
 };
 constexpr BackoffTimes kRingBackoff{std::chrono::microseconds(5),
-                                    std::chrono::microseconds(20)};
+                                    std::chrono::microseconds(500)};
 constexpr BackoffTimes kBoardBackoff{std::chrono::microseconds(2),
-                                     std::chrono::microseconds(100)};
+                                     std::chrono::microseconds(2000)};
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {

@@ -26,16 +26,23 @@ struct Partitioner {
   int32_t kind = HB_PARTITION_MOD;
   int64_t num_rows = 0;
   int64_t block = 0;  // DIV: ceil(num_rows / world)
+  // MOD over a world of 2^shift ranks (else -1): a mask and a shift instead
+  // of a 64-bit division, which every id of a step pays several times.
+  int shift = 0;
 
   Partitioner() = default;
   Partitioner(const Spec &s, int world_size);
   int owner(int64_t id) const {
     if (kind == HB_PARTITION_DIV) return static_cast<int>(id / block);
+    if (shift >= 0)
+      return static_cast<int>(static_cast<uint64_t>(id) &
+                              (static_cast<uint64_t>(world) - 1));
     return static_cast<int>(static_cast<uint64_t>(id) %
                             static_cast<uint64_t>(world));
   }
-  int64_t local_index(int64_t id) const {  // static tables only
+  int64_t local_index(int64_t id) const {  // static tables only: id >= 0
     if (kind == HB_PARTITION_DIV) return id % block;
+    if (shift >= 0) return id >> shift;
     return id / world;
   }
   int64_t global_id(int rank, int64_t local) const {

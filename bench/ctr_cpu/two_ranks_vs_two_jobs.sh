@@ -1,0 +1,43 @@
+#!/usr/bin/env bash
+# How close hb's C++ CTR demo at 2 ranks comes to what two cores can give:
+# per repeat, back to back, (a) one 1-rank job, (b) two independent 1-rank
+# jobs at once (no communication: the most two processes get from this
+# machine) and (c) one 2-rank job, each training SAMPLES samples per job.
+# b / a is the machine's own scaling (shared caches, memory, the
+# hypervisor); c / b is what hb's exchange costs on top. The three run
+# within seconds of each other, so the machine's slow drift affects them
+# alike; the medians are over REPEATS.
+#   bench/ctr_cpu/two_ranks_vs_two_jobs.sh BUILD_DIR
+# Environment: SAMPLES=960000, VOCAB=2048, REPEATS=3.
+set -u
+B=$(cd "$1" && pwd)
+S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+job() {  # np out -> train seconds
+  "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" \
+    --train-samples "$S" --vocab "$V" --eval-samples 8000 \
+    --eval-every 1000000 --max-gap 1 --out "$W/$2" 2>&1 |
+    sed -n 's/.*final: [0-9]* steps in \([0-9.]*\) s.*/\1/p'
+}
+echo "| repeat | 1 rank | two 1-rank jobs | 2 ranks | jobs / 1 rank | 2 ranks / 1 rank | 2 ranks / jobs |"
+echo "|---|---|---|---|---|---|---|"
+for r in $(seq 1 "$R"); do
+  a=$(job 1 a)
+  job 1 b > "$W/b1" & job 1 c > "$W/c1"; wait
+  c=$(job 2 d)
+  [ -n "$a" ] && [ -s "$W/b1" ] && [ -s "$W/c1" ] && [ -n "$c" ] ||
+    { echo "a job failed" >&2; exit 1; }
+  awk -v r="$r" -v S="$S" -v a="$a" -v b1="$(cat "$W/b1")" -v b2="$(cat "$W/c1")" -v c="$c" \
+    'BEGIN { A = S / a; Bs = S / b1 + S / b2; C = S / c;
+             printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", r, A, Bs, C, Bs / A, C / A, C / Bs }'
+done | tee "$W/rows"
+# Medians of each column over the repeats.
+awk -F'|' '{ for (i = 3; i <= 8; ++i) v[i, NR] = $i } END {
+  printf "| median |"
+  for (i = 3; i <= 8; ++i) {
+    n = 0; for (k = 1; k <= NR; ++k) x[++n] = v[i, k] + 0
+    for (p = 1; p <= n; ++p) for (q = p + 1; q <= n; ++q) if (x[q] < x[p]) { t = x[p]; x[p] = x[q]; x[q] = t }
+    m = n % 2 ? x[(n + 1) / 2] : (x[n / 2] + x[n / 2 + 1]) / 2
+    printf (i <= 5 ? " %.0f |" : " %.2f |"), m
+  }
+  printf "\n" }' "$W/rows"
