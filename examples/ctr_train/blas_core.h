@@ -69,8 +69,14 @@ inline void rerun_if_misdetected(char **argv) {
   if (!core || std::getenv("OPENBLAS_CORETYPE") || !pre_avx(core)) return;
   const char *want = core_for_features();
   if (!want) return;
+  // The program's path, not "/proc/self/exe" itself: under valgrind that
+  // names the tool, while readlink is answered with the program's.
+  char self[4096];
+  const ssize_t n = readlink("/proc/self/exe", self, sizeof self - 1);
+  if (n <= 0) return;
+  self[n] = '\0';
   setenv("OPENBLAS_CORETYPE", want, 1);
-  execv("/proc/self/exe", argv);
+  execv(self, argv);
   unsetenv("OPENBLAS_CORETYPE");
 #else
   (void)argv;
