@@ -4,12 +4,14 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstdint>
 #include <mutex>
 #include <string>
 #include <tuple>
 
 #include "abi/error.h"
 #include "embedding/init.h"
+#include "embedding/shard.h"
 #include "harness.h"
 
 using hbtest::Batch;
@@ -336,6 +338,41 @@ TEST(Initializer, NormalMoments) {
   double mean = sum / 1e5, var = sq / 1e5 - mean * mean;
   EXPECT_NEAR(mean, 1.0, 0.03);
   EXPECT_NEAR(std::sqrt(var), 2.0, 0.03);
+}
+
+// ---- Partitioner
+// -------------------------------------------------------------
+
+// Power-of-two worlds take a mask and a shift (shard.h); every world must
+// give what the division gives, for any id (owner) and any row id (rows).
+TEST(Partitioner, MaskAndShiftEqualDivision) {
+  hb::emb::Spec s;
+  s.num_rows = int64_t{1} << 40;
+  const int64_t ids[] = {0,
+                         1,
+                         2,
+                         3,
+                         7,
+                         8,
+                         1023,
+                         4097,
+                         (int64_t{1} << 40) - 1,
+                         int64_t{0x7fffffffffffffff}};
+  const int64_t negative[] = {-1, -2, -3, -4096, INT64_MIN};
+  for (int world = 1; world <= 9; ++world) {
+    hb::emb::Partitioner p(s, world);
+    EXPECT_EQ(p.shift >= 0, (world & (world - 1)) == 0) << world;
+    for (int64_t id : ids) {
+      EXPECT_EQ(p.owner(id), static_cast<int>(id % world))
+          << world << " " << id;
+      EXPECT_EQ(p.local_index(id), id / world) << world << " " << id;
+      EXPECT_EQ(p.global_id(p.owner(id), p.local_index(id)), id);
+    }
+    for (int64_t id : negative)  // dynamic tables: owners of any int64
+      EXPECT_EQ(p.owner(id), static_cast<int>(static_cast<uint64_t>(id) %
+                                              static_cast<uint64_t>(world)))
+          << world << " " << id;
+  }
 }
 
 // ---- Errors ----------------------------------------------------------------
