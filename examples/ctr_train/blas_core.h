@@ -61,13 +61,19 @@ inline const char *core_for_features() {
   return nullptr;
 }
 
+// The core OpenBLAS should run when it runs pre-AVX kernels on a CPU with
+// AVX2 and FMA (whoever chose them), else nullptr.
+inline const char *better_core() {
+  const char *core = openblas_core();
+  return core && pre_avx(core) ? core_for_features() : nullptr;
+}
+
 // Call first in main: returns only when no correction is needed (or the
 // re-run failed, which leaves the slow kernels working).
 inline void rerun_if_misdetected(char **argv) {
 #ifdef HB_CTR_CBLAS
-  const char *core = openblas_core();
-  if (!core || std::getenv("OPENBLAS_CORETYPE") || !pre_avx(core)) return;
-  const char *want = core_for_features();
+  if (std::getenv("OPENBLAS_CORETYPE")) return;  // the user's choice
+  const char *want = better_core();
   if (!want) return;
   // The program's path, not "/proc/self/exe" itself: under valgrind that
   // names the tool, while readlink is answered with the program's.

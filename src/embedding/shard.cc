@@ -11,9 +11,7 @@ namespace emb {
 Partitioner::Partitioner(const Spec &s, int world_size)
     : world(world_size), kind(s.partition), num_rows(s.num_rows) {
   if (kind == HB_PARTITION_DIV) block = (num_rows + world - 1) / world;
-  shift = -1;
-  for (int b = 0; b < 31; ++b)
-    if (world == (1 << b)) shift = b;
+  shift = world > 0 && (world & (world - 1)) == 0 ? __builtin_ctz(world) : -1;
 }
 
 int64_t Partitioner::local_rows(int rank) const {
