@@ -30,8 +30,8 @@
 #define HB_EXPERIMENTAL 1
 #include "common/proc_mem.h"
 #include "common/zipf.h"
-#include "embedding/handle.h"
 #include "hb.h"
+#include "tables/handle.h"
 
 namespace {
 

@@ -8,6 +8,7 @@
 #include "comm/backend.h"
 #include "comm/fusion.h"
 #include "context/context.h"
+#include "context/context_gpu.h"
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"

@@ -1,13 +1,14 @@
 // The table's exchange over a context's internal communicator.
 #include <cstring>
 
+#include "comm/context_exchange.h"
+
 #include "comm/communicator.h"
 #include "context/context.h"
-#include "embedding/exchange.h"
 #include "timeline/timeline.h"
 
 namespace hb {
-namespace emb {
+namespace comm {
 namespace {
 
 class ContextExchange : public Exchange {
@@ -67,5 +68,5 @@ std::unique_ptr<Exchange> make_local_exchange() {
   return std::unique_ptr<Exchange>(new LocalExchange());
 }
 
-}  // namespace emb
+}  // namespace comm
 }  // namespace hb

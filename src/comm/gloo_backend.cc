@@ -34,8 +34,8 @@
 #include "comm/routed_p2p.h"
 #include "comm/shm_transport.h"
 #include "common/clock.h"
+#include "common/health.h"
 #include "common/log.h"
-#include "context/health.h"
 
 namespace hb {
 namespace comm {

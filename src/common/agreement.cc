@@ -1,10 +1,9 @@
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 
 #include "abi/error.h"
 #include "common/mismatch.h"
 
 namespace hb {
-namespace emb {
 
 void Outcome::capture() {
   try {
@@ -120,5 +119,4 @@ std::vector<std::string> gather_strings(Exchange &x, const std::string &mine) {
   return out;
 }
 
-}  // namespace emb
 }  // namespace hb

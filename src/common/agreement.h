@@ -1,7 +1,8 @@
-// The collective a sharded table needs: all-to-all of per-peer payloads.
-// A table runs every step as a few of these, so the same logic runs over
-// hb_alltoallv on a context (ctx_exchange.cc) or over an in-process
-// exchange that simulates k ranks with threads (tests).
+// Cross-rank agreement over an all-to-all of per-peer payloads (Exchange):
+// the collective a sharded table needs, also used by checkpoints and the
+// evaluator. The same logic runs over hb_alltoallv on a context
+// (comm/context_exchange.h) or over an in-process exchange that simulates k
+// ranks with threads (tests).
 #pragma once
 
 #include <cstdint>
@@ -12,7 +13,6 @@
 #include "hb.h"
 
 namespace hb {
-namespace emb {
 
 class Exchange {
  public:
@@ -27,11 +27,6 @@ class Exchange {
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
                          void *recv, const int64_t *recv_bytes) = 0;
 };
-
-// The exchange of a context (hb_alltoall / hb_alltoallv).
-std::unique_ptr<Exchange> make_context_exchange(hb_context *ctx);
-// A world of one (rank 0 of 1), for tables whose rows live on the ps tasks.
-std::unique_ptr<Exchange> make_local_exchange();
 
 // Which collective a rank is making, checked across ranks by the first
 // agreement of every table collective: ranks that call different operations,
@@ -92,5 +87,4 @@ inline void agree(Exchange &x, const Outcome &mine, const char *what) {
   agree(x, mine, std::vector<int64_t>(x.world(), 0), what, nullptr);
 }
 
-}  // namespace emb
 }  // namespace hb

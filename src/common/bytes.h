@@ -10,7 +10,6 @@
 #include "abi/error.h"
 
 namespace hb {
-namespace emb {
 
 class ByteReader {
  public:
@@ -47,5 +46,4 @@ void put(std::string *out, T v) {
   out->append(reinterpret_cast<const char *>(&v), sizeof v);
 }
 
-}  // namespace emb
 }  // namespace hb

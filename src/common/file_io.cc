@@ -1,4 +1,4 @@
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 
 #include <fcntl.h>
 #include <sys/stat.h>
@@ -10,7 +10,6 @@
 #include "abi/error.h"
 
 namespace hb {
-namespace emb {
 
 static const uint64_t kP1 = 0x9E3779B185EBCA87ull;
 static const uint64_t kP2 = 0xC2B2AE3D27D4EB4Full;
@@ -158,5 +157,4 @@ void AtomicFile::commit() {
   fsync_dir(dir_of(path_));
 }
 
-}  // namespace emb
 }  // namespace hb

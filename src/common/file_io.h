@@ -8,7 +8,6 @@
 #include <string>
 
 namespace hb {
-namespace emb {
 
 // Streaming 64-bit checksum (documented in docs/embedding-format.md).
 class Checksum {
@@ -56,5 +55,4 @@ class AtomicFile {
 
 std::string dir_of(const std::string &path);
 
-}  // namespace emb
 }  // namespace hb

@@ -1,4 +1,4 @@
-#include "context/health.h"
+#include "common/health.h"
 
 #include <vector>
 

@@ -12,6 +12,7 @@
 #include "common/clock.h"
 #include "common/log.h"
 #include "context/address.h"
+#include "context/context_gpu.h"
 #include "gpu/gpu.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"

@@ -10,8 +10,8 @@
 #include <vector>
 
 #include "abi/error.h"
+#include "common/health.h"
 #include "context/cluster.h"
-#include "context/health.h"
 #include "context/options.h"
 #include "hb.h"
 

@@ -1,5 +1,7 @@
-// The hb_context entry points of the GPU path (gpu.h): they find or create
-// the context's ContextState and hand it the context's peers and timeout.
+// The hb_context entry points of the GPU path (context_gpu.h): they find or
+// create the context's ContextState and hand it its peers and timeout.
+#include "context/context_gpu.h"
+
 #include "abi/error.h"
 #include "context/context.h"
 #include "gpu/context_state.h"

@@ -13,10 +13,10 @@
 #include <vector>
 
 #include "abi/error.h"
+#include "common/bytes.h"
+#include "common/file_io.h"
 #include "common/log.h"
-#include "embedding/bytes.h"
-#include "embedding/file_io.h"
-#include "lifecycle/checkpoint_state.h"
+#include "embedding/lifecycle/checkpoint_state.h"
 
 namespace hb {
 namespace emb {

@@ -28,7 +28,7 @@
 #include <string>
 #include <vector>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 #include "embedding/plan.h"
 #include "embedding/table.h"
 

@@ -5,6 +5,7 @@
 #include "comm/communicator.h"
 #include "common/log.h"
 #include "context/context.h"
+#include "context/context_gpu.h"
 #include "embedding/device_ops.h"
 #include "gpu/context_state.h"
 #include "gpu/plugin_call.h"

@@ -17,7 +17,7 @@
 #include <optional>
 #include <vector>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 #include "embedding/id_map.h"
 #include "embedding/shard.h"
 #include "embedding/spec.h"

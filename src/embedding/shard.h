@@ -13,9 +13,9 @@
 #include <vector>
 
 #include "embedding/id_map.h"
+#include "embedding/lifecycle/row_meta.h"
 #include "embedding/optimizer.h"
 #include "embedding/spec.h"
-#include "lifecycle/row_meta.h"
 
 namespace hb {
 namespace emb {

@@ -7,8 +7,8 @@
 
 #include "common/fnv.h"
 #include "common/mismatch.h"
+#include "embedding/lifecycle/policy.h"
 #include "hb.h"
-#include "lifecycle/policy.h"
 
 namespace hb {
 namespace emb {

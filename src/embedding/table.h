@@ -21,13 +21,13 @@
 #include <optional>
 #include <vector>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 #include "embedding/id_map.h"
+#include "embedding/lifecycle/lifecycle.h"
+#include "embedding/lifecycle/row_meta.h"
 #include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "embedding/spec.h"
-#include "lifecycle/lifecycle.h"
-#include "lifecycle/row_meta.h"
 
 namespace hb {
 namespace emb {

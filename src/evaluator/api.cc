@@ -6,18 +6,19 @@
 #include <thread>
 
 #include "abi/error.h"
+#include "comm/context_exchange.h"
+#include "common/agreement.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "context/context.h"
-#include "embedding/collection_handle.h"
-#include "embedding/exchange.h"
-#include "embedding/handle.h"
 #include "evaluator/follow.h"
 #include "evaluator/handle.h"
 #include "metrics/handle.h"
 #include "recovery/layout.h"
 #include "recovery/registry.h"
 #include "recovery/restore.h"
+#include "tables/collection_handle.h"
+#include "tables/handle.h"
 
 namespace {
 
@@ -65,7 +66,7 @@ Next wait_for_next(hb_evaluator &ev) {
   hb_checkpoint &c = *ev.ckpt;
   const int64_t deadline = hb::now_ms() + ev.timeout_ms;
   for (;;) {
-    hb::emb::Outcome o;
+    hb::Outcome o;
     std::string mine;
     if (ev.ctx->cluster.rank == 0) {
       try {
@@ -131,7 +132,7 @@ void report(hb_evaluator &ev, double *values) {
   std::vector<std::pair<std::string, double>> results;
   for (hb::recovery::MetricEntry &m : ev.metrics)
     results.emplace_back(m.name, hb::metrics::result(*m.metric));
-  hb::emb::Outcome o;
+  hb::Outcome o;
   if (ev.log) {
     try {
       auto wall = std::chrono::system_clock::now().time_since_epoch();
@@ -141,7 +142,7 @@ void report(hb_evaluator &ev, double *values) {
       o.capture();
     }
   }
-  hb::emb::agree(*ev.ckpt->x, o, fn);
+  hb::agree(*ev.ckpt->x, o, fn);
   for (size_t i = 0; values && i < results.size(); ++i)
     values[i] = results[i].second;
   ev.stats.reported += 1;
@@ -164,14 +165,14 @@ hb_status hb_evaluator_create(hb_context *ctx, const hb_evaluator_config *cfg,
     ev->ckpt = std::make_unique<hb_checkpoint>();
     ev->ckpt->ctx = ctx;
     ev->ckpt->follower = true;
-    ev->ckpt->x = hb::emb::make_context_exchange(ctx);
-    hb::emb::Outcome o;
+    ev->ckpt->x = hb::comm::make_context_exchange(ctx);
+    hb::Outcome o;
     try {
       configure(*ev, cfg);
     } catch (...) {
       o.capture();
     }
-    hb::emb::agree(*ev->ckpt->x, o, "hb_evaluator_create");
+    hb::agree(*ev->ckpt->x, o, "hb_evaluator_create");
     *out = ev.release();
   });
 }

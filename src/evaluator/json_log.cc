@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 
 namespace hb {
 namespace evaluator {
@@ -22,8 +22,8 @@ std::string json_line(int64_t step, double time,
 }
 
 JsonLog::JsonLog(std::string path) : path_(std::move(path)) {
-  if (emb::file_exists(path_)) {
-    text_ = emb::read_whole_file(path_);
+  if (file_exists(path_)) {
+    text_ = read_whole_file(path_);
     // A line cut short by something else than hb: dropped.
     size_t nl = text_.rfind('\n');
     text_.resize(nl == std::string::npos ? 0 : nl + 1);
@@ -46,7 +46,7 @@ int64_t JsonLog::last_step() const {
 void JsonLog::append(int64_t step, double time,
                      const std::vector<std::pair<std::string, double>> &v) {
   std::string text = text_ + json_line(step, time, v) + "\n";
-  emb::AtomicFile f(path_);
+  AtomicFile f(path_);
   f.write(text.data(), text.size());
   f.commit();
   text_ = std::move(text);

@@ -1,3 +1,5 @@
+// hb_version_number and hb_build_info. Here, not in abi/ (which gpu/ is
+// built on), because the build info reports the CUDA plugin (gpu.h).
 #include <mutex>
 #include <string>
 

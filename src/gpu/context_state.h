@@ -12,7 +12,7 @@
 #include <string>
 
 #include "common/clock.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "gpu/gpu.h"
 #include "plugin_api.h"
 

@@ -45,19 +45,9 @@ struct CollectiveCall {
   const int64_t *recv_counts = nullptr, *recv_offsets = nullptr;
 };
 
-// Enqueues the call through NCCL on the context's stream (creating the
-// context's NCCL communicator on first use, its unique id sent through the
-// rendezvous store). Throws HB_ERR_UNSUPPORTED / HB_ERR_DEVICE /
-// HB_ERR_PEER_FAILED; never blocks forever.
-void run_collective(hb_context &ctx, const CollectiveCall &call);
-struct ContextState;
-// The context's GPU state, created on first use (device chosen by the
-// context's device option). `what` names the public call in the
-// HB_ERR_UNSUPPORTED raised without CUDA or a device.
-ContextState &context_state(hb_context &ctx, const char *what);
-// hb_context_set_cuda_stream / hb_context_synchronize.
-void set_stream(hb_context &ctx, void *stream);
-void synchronize(hb_context &ctx);
+// The calls that need the context (run_collective, context_state,
+// set_stream, synchronize) are in context/context_gpu.h: the context lies
+// above gpu/.
 
 }  // namespace gpu
 }  // namespace hb

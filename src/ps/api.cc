@@ -6,11 +6,11 @@
 
 #include "abi/error.h"
 #include "context/context.h"
-#include "embedding/handle.h"
 #include "ps/client.h"
 #include "ps/ps_table.h"
 #include "ps/server.h"
 #include "recovery/registry.h"
+#include "tables/handle.h"
 
 struct hb_ps_dense {
   int64_t count = 0;

@@ -11,7 +11,7 @@
 #include <thread>
 #include <vector>
 
-#include "context/health.h"
+#include "common/health.h"
 #include "ps/conn.h"
 #include "ps/wire.h"
 

@@ -10,7 +10,7 @@
 #include <thread>
 
 #include "common/clock.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/tcp.h"
 
 namespace hb {

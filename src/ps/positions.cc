@@ -3,20 +3,18 @@
 #include <cstring>
 
 #include "abi/error.h"
-#include "embedding/bytes.h"
-#include "embedding/file_io.h"
+#include "common/bytes.h"
+#include "common/file_io.h"
 
 namespace hb {
 namespace ps {
 namespace {
 
-using emb::put;
-
 constexpr char kMagic[8] = {'H', 'B', 'P', 'S', 'P', 'O', 'S', '1'};
 
 Committed parse(const std::string &path, int world) {
-  const std::string bytes = emb::read_whole_file(path);
-  emb::ByteReader c(bytes, "ps positions file '" + path + "'");
+  const std::string bytes = read_whole_file(path);
+  ByteReader c(bytes, "ps positions file '" + path + "'");
   if (std::memcmp(c.take(8, "magic"), kMagic, 8) != 0)
     fail(HB_ERR_CORRUPT, "'%s' is not a ps positions file", path.c_str());
   const uint32_t saved_world = c.get<uint32_t>("world");
@@ -61,7 +59,7 @@ emb::ShardFile write_positions(const std::string &dir, uint64_t nonce,
   }
   emb::ShardFile out;
   out.file = positions_file_name(table, nonce, ps, num_ps);
-  emb::AtomicFile f(dir + "/" + out.file);
+  AtomicFile f(dir + "/" + out.file);
   f.write(s.data(), s.size());
   f.commit();
   out.bytes = f.bytes();

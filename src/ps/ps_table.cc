@@ -2,6 +2,7 @@
 
 #include <cstring>
 
+#include "comm/context_exchange.h"
 #include "embedding/checkpoint.h"
 #include "embedding/optimizer.h"
 #include "ps/positions.h"
@@ -13,7 +14,7 @@ namespace ps {
 PsTable::PsTable(std::shared_ptr<Client> client, const emb::Spec &spec,
                  const std::function<void()> &local_check,
                  const std::vector<int64_t> *init_ids, const float *init_rows)
-    : emb::Table(spec, emb::make_local_exchange(), local_check,
+    : emb::Table(spec, comm::make_local_exchange(), local_check,
                  /*rows=*/false),
       client_(std::move(client)),
       c_(*client_),

@@ -16,8 +16,8 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/health.h"
 #include "common/log.h"
-#include "context/health.h"
 #include "embedding/checkpoint.h"
 #include "embedding/plan.h"
 #include "embedding/shard.h"

@@ -5,8 +5,8 @@
 #include <map>
 
 #include "abi/error.h"
+#include "common/bytes.h"
 #include "common/fnv.h"
-#include "embedding/bytes.h"
 #include "reader/chunk_cursor.h"
 #include "reader/reader.h"
 
@@ -15,8 +15,6 @@ namespace reader {
 namespace {
 
 const char kMagic[8] = {'H', 'B', 'R', 'D', 'P', 'O', 'S', '1'};
-
-using emb::put;
 
 void put_chunk(std::string *out, const Chunk &c) {
   put<int32_t>(out, c.file);
@@ -150,7 +148,7 @@ std::string encode_reader(const SavedReader &s) {
 }
 
 SavedReader decode_reader(const std::string &bytes, const std::string &what) {
-  emb::ByteReader rd(bytes, what);
+  ByteReader rd(bytes, what);
   if (std::memcmp(rd.take(8, "magic"), kMagic, 8) != 0)
     fail(HB_ERR_CORRUPT, "%s: not a saved reader (bad magic)", what.c_str());
   SavedReader s;

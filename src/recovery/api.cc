@@ -3,12 +3,11 @@
 #include <cstring>
 
 #include "abi/error.h"
+#include "comm/context_exchange.h"
+#include "common/agreement.h"
 #include "common/log.h"
 #include "context/context.h"
 #include "embedding/checkpoint.h"
-#include "embedding/collection_handle.h"
-#include "embedding/exchange.h"
-#include "embedding/handle.h"
 #include "gpu/gpu.h"
 #include "metrics/handle.h"
 #include "reader/handle.h"
@@ -20,6 +19,8 @@
 #include "recovery/restore.h"
 #include "recovery/retention.h"
 #include "rendezvous/client.h"
+#include "tables/collection_handle.h"
+#include "tables/handle.h"
 
 hb_checkpoint::hb_checkpoint() = default;
 hb_checkpoint::~hb_checkpoint() = default;
@@ -90,7 +91,7 @@ void save(hb_checkpoint &c, int64_t step) {
   std::vector<std::string> items = hb::recovery::registry_items(c);
   // Rank 0 creates the directory of this save and picks its nonce; the
   // ranks agree on the step and on what is registered.
-  hb::emb::Outcome o;
+  hb::Outcome o;
   uint64_t nonce = 0;
   std::string ckpt;
   try {
@@ -107,14 +108,13 @@ void save(hb_checkpoint &c, int64_t step) {
   } catch (...) {
     o.capture();
   }
-  std::vector<int64_t> nonces = hb::emb::agree(
+  std::vector<int64_t> nonces = hb::agree(
       *c.x, o, std::vector<int64_t>(world, static_cast<int64_t>(nonce)), what,
       nullptr);
-  std::vector<int64_t> steps =
-      hb::emb::agree(*c.x, hb::emb::Outcome(),
-                     std::vector<int64_t>(world, step), what, nullptr);
-  std::vector<int64_t> fps = hb::emb::agree(
-      *c.x, hb::emb::Outcome(),
+  std::vector<int64_t> steps = hb::agree(
+      *c.x, hb::Outcome(), std::vector<int64_t>(world, step), what, nullptr);
+  std::vector<int64_t> fps = hb::agree(
+      *c.x, hb::Outcome(),
       std::vector<int64_t>(
           world,
           static_cast<int64_t>(hb::recovery::registry_fingerprint(items))),
@@ -214,7 +214,7 @@ void open_root(const hb_checkpoint &c) {
 void finish(hb_checkpoint &c) {
   std::string message;
   hb_status st = finish_pending(c, &message);
-  hb::emb::Outcome o;
+  hb::Outcome o;
   if (st != HB_OK) {
     o.status = st;
     o.message = message;
@@ -225,7 +225,7 @@ void finish(hb_checkpoint &c) {
       o.capture();
     }
   }
-  hb::emb::agree(*c.x, o, "hb_checkpoint_finish");
+  hb::agree(*c.x, o, "hb_checkpoint_finish");
 }
 
 bool registered_table(const hb_checkpoint &c, hb_embedding *e) {
@@ -272,15 +272,15 @@ hb_status hb_checkpoint_create(hb_context *ctx, const hb_checkpoint_config *cfg,
     cx.check();
     auto c = std::make_unique<hb_checkpoint>();
     c->ctx = ctx;
-    c->x = hb::emb::make_context_exchange(ctx);
-    hb::emb::Outcome o;
+    c->x = hb::comm::make_context_exchange(ctx);
+    hb::Outcome o;
     try {
       configure(*c, cfg);
       if (cx.cluster.rank == 0) open_root(*c);
     } catch (...) {
       o.capture();
     }
-    hb::emb::agree(*c->x, o, "hb_checkpoint_create");
+    hb::agree(*c->x, o, "hb_checkpoint_create");
     *out = c.release();
   });
 }

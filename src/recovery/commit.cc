@@ -4,7 +4,7 @@
 #include <chrono>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 #include "recovery/layout.h"
 #include "recovery/manifest.h"
 #include "recovery/retention.h"
@@ -57,14 +57,14 @@ void write_manifests(const Snapshot &s, const std::vector<RankFiles> &all) {
     emb::write_manifest(s.tables[t].spec, s.tables[t].words, s.nonce, shards,
                         tables);
     std::string rel = "tables/" + s.tables[t].spec.name + ".manifest";
-    std::string text = emb::read_whole_file(join_path(s.ckpt, rel));
+    std::string text = read_whole_file(join_path(s.ckpt, rel));
     m.files.push_back(
-        {0, rel, text.size(), emb::checksum64(text.data(), text.size())});
+        {0, rel, text.size(), checksum64(text.data(), text.size())});
   }
   for (int r = 0; r < s.world; ++r)
     for (const FileEntry &e : all[r].files) m.files.push_back(e);
   std::string text = render_manifest(m);
-  emb::AtomicFile f(join_path(s.ckpt, "MANIFEST"));
+  AtomicFile f(join_path(s.ckpt, "MANIFEST"));
   f.write(text.data(), text.size());
   f.commit();
 }

@@ -11,9 +11,7 @@
 #include "hb.h"
 
 namespace hb {
-namespace emb {
 class Exchange;
-}
 namespace recovery {
 class PendingSave;
 
@@ -44,7 +42,7 @@ struct hb_checkpoint {
   // matched by name, and never writes into the directory.
   bool follower = false;
   int64_t timeout_ms = 600000;
-  std::unique_ptr<hb::emb::Exchange> x;  // agreements (training thread)
+  std::unique_ptr<hb::Exchange> x;  // agreements (training thread)
 
   std::vector<hb_embedding *> tables;
   std::vector<hb::recovery::Buffer> buffers;

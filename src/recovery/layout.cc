@@ -10,8 +10,8 @@
 #include <cstring>
 
 #include "abi/error.h"
+#include "common/file_io.h"
 #include "common/log.h"
-#include "embedding/file_io.h"
 
 namespace hb {
 namespace recovery {
@@ -88,8 +88,8 @@ void check_name(const char *what, const char *name) {
 
 bool read_job_file(const std::string &root, std::string *job) {
   std::string path = join_path(root, "JOB");
-  if (!emb::file_exists(path)) return false;
-  std::string text = emb::read_whole_file(path);
+  if (!file_exists(path)) return false;
+  std::string text = read_whole_file(path);
   if (text.empty() || text.back() != '\n')
     fail(HB_ERR_CORRUPT, "job checkpoint: '%s' is truncated", path.c_str());
   *job = text.substr(0, text.size() - 1);
@@ -97,7 +97,7 @@ bool read_job_file(const std::string &root, std::string *job) {
 }
 
 void write_job_file(const std::string &root, const std::string &job) {
-  emb::AtomicFile f(join_path(root, "JOB"));
+  AtomicFile f(join_path(root, "JOB"));
   std::string text = job + "\n";
   f.write(text.data(), text.size());
   f.commit();
@@ -105,8 +105,8 @@ void write_job_file(const std::string &root, const std::string &job) {
 
 bool read_finished_file(const std::string &root, int64_t *step) {
   std::string path = join_path(root, "FINISHED");
-  if (!emb::file_exists(path)) return false;
-  std::string text = emb::read_whole_file(path);
+  if (!file_exists(path)) return false;
+  std::string text = read_whole_file(path);
   long long s = -1;
   if (std::sscanf(text.c_str(), "step %lld\n", &s) != 1 || text.back() != '\n')
     fail(HB_ERR_CORRUPT, "job checkpoint: '%s' is malformed", path.c_str());
@@ -115,7 +115,7 @@ bool read_finished_file(const std::string &root, int64_t *step) {
 }
 
 void write_finished_file(const std::string &root, int64_t step) {
-  emb::AtomicFile f(join_path(root, "FINISHED"));
+  AtomicFile f(join_path(root, "FINISHED"));
   std::string text = format("step %lld\n", static_cast<long long>(step));
   f.write(text.data(), text.size());
   f.commit();

@@ -12,7 +12,7 @@
 #include <sstream>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 #include "recovery/layout.h"
 
 namespace hb {
@@ -74,7 +74,7 @@ std::string render_manifest(const Manifest &m) {
     o << "file " << f.rank << " " << f.path << " " << f.bytes << " "
       << hex16(f.checksum) << "\n";
   std::string body = o.str();
-  return body + "checksum " + hex16(emb::checksum64(body.data(), body.size())) +
+  return body + "checksum " + hex16(checksum64(body.data(), body.size())) +
          "\n";
 }
 
@@ -87,7 +87,7 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
          path.c_str());
   unsigned long long got = 0;
   if (std::sscanf(text.c_str() + cpos, "checksum %16llx", &got) != 1 ||
-      got != emb::checksum64(text.data(), cpos))
+      got != checksum64(text.data(), cpos))
     fail(HB_ERR_CORRUPT, "job checkpoint manifest '%s': checksum mismatch",
          path.c_str());
   Manifest m;
@@ -144,10 +144,10 @@ Manifest parse_manifest(const std::string &path, const std::string &text) {
 
 Manifest read_manifest(const std::string &ckpt) {
   std::string path = join_path(ckpt, "MANIFEST");
-  if (!emb::file_exists(path))
+  if (!file_exists(path))
     fail(HB_ERR_CORRUPT, "'%s' is not a complete job checkpoint (no MANIFEST)",
          ckpt.c_str());
-  return parse_manifest(path, emb::read_whole_file(path));
+  return parse_manifest(path, read_whole_file(path));
 }
 
 const FileEntry *find_file(const Manifest &m, const std::string &rel) {
@@ -160,7 +160,7 @@ std::string read_checked(const std::string &ckpt, const FileEntry &e) {
   std::string path = join_path(ckpt, e.path);
   std::string data;
   try {
-    data = emb::read_whole_file(path);
+    data = read_whole_file(path);
   } catch (const Error &err) {
     fail(HB_ERR_CORRUPT,
          "job checkpoint file '%s' named by the manifest is missing or "
@@ -171,7 +171,7 @@ std::string read_checked(const std::string &ckpt, const FileEntry &e) {
     fail(HB_ERR_CORRUPT,
          "job checkpoint file '%s' has %zu bytes, the manifest says %" PRIu64,
          path.c_str(), data.size(), e.bytes);
-  if (emb::checksum64(data.data(), data.size()) != e.checksum)
+  if (checksum64(data.data(), data.size()) != e.checksum)
     fail(HB_ERR_CORRUPT, "job checkpoint file '%s': checksum mismatch",
          path.c_str());
   return data;
@@ -190,7 +190,7 @@ void verify_files(const std::string &ckpt, const Manifest &m, int offset,
            "job checkpoint file '%s' named by the manifest is missing or "
            "unreadable: %s",
            path.c_str(), std::strerror(errno));
-    emb::Checksum sum;
+    Checksum sum;
     uint64_t n = 0;
     for (;;) {
       ssize_t got = ::read(fd, buf.data(), buf.size());

@@ -4,10 +4,10 @@
 
 #include "abi/error.h"
 #include "common/fnv.h"
-#include "embedding/handle.h"
 #include "embedding/optimizer.h"
 #include "metrics/handle.h"
 #include "recovery/handle.h"
+#include "tables/handle.h"
 
 namespace hb {
 namespace recovery {

@@ -5,11 +5,10 @@
 
 #include "abi/error.h"
 #include "comm/communicator.h"
+#include "common/agreement.h"
 #include "common/log.h"
 #include "context/context.h"
 #include "embedding/checkpoint.h"
-#include "embedding/exchange.h"
-#include "embedding/handle.h"
 #include "metrics/handle.h"
 #include "ps/client.h"
 #include "ps/ps_table.h"
@@ -22,6 +21,7 @@
 #include "recovery/retention.h"
 #include "recovery/snapshot.h"
 #include "recovery/test_hook.h"
+#include "tables/handle.h"
 
 namespace hb {
 namespace recovery {
@@ -38,10 +38,10 @@ struct Staged {
 
 }  // namespace
 
-std::string from_rank0(hb_checkpoint &c, const emb::Outcome &o,
-                       const std::string &s, const char *what) {
+std::string from_rank0(hb_checkpoint &c, const Outcome &o, const std::string &s,
+                       const char *what) {
   const int world = c.ctx->cluster.world_size;
-  std::vector<int64_t> n = emb::agree(
+  std::vector<int64_t> n = agree(
       *c.x, o, std::vector<int64_t>(world, static_cast<int64_t>(s.size())),
       what, nullptr);
   std::string out(static_cast<size_t>(n[0]), '\0');
@@ -87,8 +87,8 @@ bool agree_on_candidate(hb_checkpoint &c, const std::string &path,
   hb_status mine = check_candidate(c, path, m, &message);
   const int world = c.ctx->cluster.world_size;
   std::vector<int64_t> st =
-      emb::agree(*c.x, emb::Outcome(), std::vector<int64_t>(world, mine),
-                 "hb_checkpoint_restore", nullptr);
+      agree(*c.x, Outcome(), std::vector<int64_t>(world, mine),
+            "hb_checkpoint_restore", nullptr);
   int refused = -1, damaged = -1;
   for (int r = 0; r < world; ++r) {
     if (st[r] == HB_ERR_CORRUPT && damaged < 0) damaged = r;
@@ -187,21 +187,21 @@ Staged stage(hb_checkpoint &c, const std::string &path, const Manifest &m) {
 void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
   const char *what = "hb_checkpoint_restore";
   c.ctx->fire(HB_EVENT_BEFORE_LOAD, path.c_str());
-  emb::Outcome o;
+  Outcome o;
   Staged s;
   try {
     s = stage(c, path, m);
   } catch (...) {
     o.capture();
   }
-  emb::agree(*c.x, o, what);
+  agree(*c.x, o, what);
   test_point("restore_staged");
   ps::Client *ps_client = nullptr;
   for (hb_embedding *e : c.tables) {
     if (e->ps) {
       // Rank 0 has the ps tasks load the rows and the positions (all or
       // nothing); the others wait for its outcome.
-      emb::Outcome po;
+      Outcome po;
       if (c.ctx->cluster.rank == 0) {
         try {
           e->ps->load_job(table_dir(path), m.nonce,
@@ -210,7 +210,7 @@ void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
           po.capture();
         }
       }
-      emb::agree(*c.x, po, what);
+      agree(*c.x, po, what);
       ps_client = &e->ps->client();
       continue;
     }
@@ -250,7 +250,7 @@ void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
 
 int64_t restore_latest(hb_checkpoint &c) {
   c.stats.skipped_damaged = 0;
-  emb::Outcome o;
+  Outcome o;
   std::string list;  // rank 0's candidates, one per line
   if (c.ctx->cluster.rank == 0) {
     try {
@@ -293,12 +293,12 @@ int64_t restore_path(hb_checkpoint &c, const std::string &path) {
   Manifest m;
   std::string message;
   hb_status mine = check_candidate(c, path, &m, &message);
-  emb::Outcome o;
+  Outcome o;
   if (mine != HB_OK) {
     o.status = mine;
     o.message = message;
   }
-  emb::agree(*c.x, o, "hb_checkpoint_restore");
+  agree(*c.x, o, "hb_checkpoint_restore");
   load(c, path, m);
   return m.step;
 }

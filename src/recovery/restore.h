@@ -19,9 +19,7 @@
 struct hb_checkpoint;
 
 namespace hb {
-namespace emb {
 struct Outcome;
-}
 }  // namespace hb
 
 namespace hb {
@@ -29,8 +27,8 @@ namespace recovery {
 
 // Rank 0's string s on every rank, once every rank agrees on o (rank 0's
 // outcome in producing it; its failure is thrown on every rank).
-std::string from_rank0(hb_checkpoint &c, const emb::Outcome &o,
-                       const std::string &s, const char *what);
+std::string from_rank0(hb_checkpoint &c, const Outcome &o, const std::string &s,
+                       const char *what);
 
 // The step restored, or -1 when the directory has no checkpoint.
 int64_t restore_latest(hb_checkpoint &c);

@@ -3,12 +3,12 @@
 #include <cstring>
 
 #include "context/context.h"
-#include "embedding/handle.h"
+#include "context/context_gpu.h"
+#include "embedding/lifecycle/checkpoint_state.h"
+#include "embedding/lifecycle/lifecycle.h"
 #include "embedding/optimizer.h"
 #include "gpu/context_state.h"
 #include "gpu/plugin_call.h"
-#include "lifecycle/checkpoint_state.h"
-#include "lifecycle/lifecycle.h"
 #include "metrics/handle.h"
 #include "ps/ps_table.h"
 #include "reader/handle.h"
@@ -16,6 +16,7 @@
 #include "recovery/handle.h"
 #include "recovery/layout.h"
 #include "recovery/manifest.h"
+#include "tables/handle.h"
 
 namespace hb {
 namespace recovery {

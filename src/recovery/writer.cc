@@ -4,7 +4,7 @@
 #include <sstream>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 #include "embedding/shard.h"
 #include "recovery/layout.h"
 
@@ -32,7 +32,7 @@ RankFiles write_rank_files(const Snapshot &s) {
     out.shards.push_back(sf);
   }
   for (const BlobSnap &b : s.blobs) {
-    emb::AtomicFile f(join_path(s.ckpt, b.path));
+    AtomicFile f(join_path(s.ckpt, b.path));
     f.write(b.data(), b.size());
     f.commit();
     out.files.push_back({s.rank, b.path, f.bytes(), f.checksum()});

@@ -19,8 +19,8 @@
 
 #include "abi/error.h"
 #include "common/clock.h"
+#include "common/health.h"
 #include "common/log.h"
-#include "context/health.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/tcp.h"
 

@@ -7,7 +7,7 @@
 
 #include "abi/error.h"
 #include "common/clock.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/store.h"
 
 namespace hb {

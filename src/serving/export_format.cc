@@ -5,17 +5,14 @@
 #include <numeric>
 
 #include "abi/error.h"
-#include "embedding/bytes.h"
-#include "embedding/file_io.h"
+#include "common/bytes.h"
+#include "common/file_io.h"
 #include "embedding/id_map.h"
 #include "hb.h"
 
 namespace hb {
 namespace serving {
 namespace {
-
-using emb::AtomicFile;
-using emb::ByteReader;
 
 const char kMagic[8] = {'H', 'B', 'E', 'M', 'B', 'E', 'X', '1'};
 const uint32_t kFormatV1 = 1, kFormatV2 = 2;
@@ -102,7 +99,7 @@ void check_header(const std::string &what, uint32_t dtype, int64_t dim,
 
 ExportImage read_export(const std::string &path) {
   HB_CHECK_ARG(!path.empty(), "export path is NULL or empty");
-  std::string data = emb::read_whole_file(path);
+  std::string data = read_whole_file(path);
   std::string what = "export file '" + path + "'";
   if (data.size() < 16)
     fail(HB_ERR_CORRUPT, "%s: %zu bytes, too short", what.c_str(), data.size());
@@ -116,7 +113,7 @@ ExportImage read_export(const std::string &path) {
          format);
   uint64_t sum;
   std::memcpy(&sum, data.data() + data.size() - 8, 8);
-  if (emb::checksum64(data.data(), data.size() - 8) != sum)
+  if (checksum64(data.data(), data.size() - 8) != sum)
     fail(HB_ERR_CORRUPT, "%s: checksum mismatch (truncated or corrupted)",
          what.c_str());
   ExportImage im;

@@ -13,18 +13,16 @@ namespace hb {
 namespace serving {
 namespace {
 
-using emb::Outcome;
-
 // Collective: every rank's payload to rank 0. Rank 0 gets them packed in
 // rank order and each rank's size in *from; the others get nothing.
-std::vector<unsigned char> gather_root(emb::Exchange &x, const Outcome &o,
+std::vector<unsigned char> gather_root(Exchange &x, const Outcome &o,
                                        const std::vector<unsigned char> &mine,
                                        const char *what,
                                        std::vector<int64_t> *from) {
   const int world = x.world();
   std::vector<int64_t> to(world, 0), zero(world, 0);
   to[0] = static_cast<int64_t>(mine.size());
-  *from = emb::agree(x, o, to, what, nullptr);
+  *from = agree(x, o, to, what, nullptr);
   int64_t total = 0;
   for (int64_t b : *from) total += b;
   std::vector<unsigned char> all(x.rank() == 0 ? static_cast<size_t>(total)
@@ -54,11 +52,11 @@ uint64_t fresh_lineage() {
 }  // namespace
 
 void export_table(emb::Table &t, const char *path) {
-  emb::Exchange &x = t.exchange();
+  Exchange &x = t.exchange();
   const emb::Spec &spec = t.spec();
   const std::string what = "hb_embedding_export('" + spec.name + "')";
   Outcome o;
-  o.sig = t.call(emb::kCallExport);
+  o.sig = t.call(kCallExport);
   std::vector<unsigned char> mine;
   try {
     HB_CHECK_ARG(path && path[0], "%s: path is NULL or empty", what.c_str());
@@ -81,12 +79,12 @@ void export_table(emb::Table &t, const char *path) {
       o2.capture();
     }
   }
-  emb::agree(x, o2, what.c_str());
+  agree(x, o2, what.c_str());
 }
 
 uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
                         int64_t version, int64_t base, int64_t keep) {
-  emb::Exchange &x = t.exchange();
+  Exchange &x = t.exchange();
   const int world = x.world();
   const emb::Spec &spec = t.spec();
   const std::string what = "hb_embedding_export_version('" + spec.name +
@@ -94,7 +92,7 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
                            std::to_string(base) + ")";
   // 1. The call, and the same version and base on every rank.
   Outcome o;
-  o.sig = t.call(emb::kCallExportVersion);
+  o.sig = t.call(kCallExportVersion);
   try {
     HB_CHECK_ARG(path && path[0], "%s: path is NULL or empty", what.c_str());
     HB_CHECK_ARG(version > 0 && base >= 0 && keep > 0,
@@ -131,8 +129,8 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
     o.capture();
   }
   const int64_t args = version * 0x9E3779B97F4A7C15ll ^ base;
-  std::vector<int64_t> seen = emb::agree(
-      x, o, std::vector<int64_t>(world, args), what.c_str(), nullptr);
+  std::vector<int64_t> seen =
+      agree(x, o, std::vector<int64_t>(world, args), what.c_str(), nullptr);
   for (int p = 0; p < world; ++p)
     if (seen[p] != args)
       fail(HB_ERR_MISMATCH,
@@ -174,8 +172,8 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
       gather_root(x, o2, mine, what.c_str(), &from);
   int64_t rows_here = t.shard().rows(), total_rows = 0;
   std::vector<int64_t> rows_of =
-      emb::agree(x, Outcome(), std::vector<int64_t>(world, rows_here),
-                 what.c_str(), nullptr);
+      agree(x, Outcome(), std::vector<int64_t>(world, rows_here), what.c_str(),
+            nullptr);
   for (int64_t r : rows_of) total_rows += r;
 
   // 3. Rank 0 writes; every rank records the base once it is committed.
@@ -212,7 +210,7 @@ uint64_t export_version(emb::Table &t, ExportHistory &h, const char *path,
       o3.capture();
     }
   }
-  emb::agree(x, o3, what.c_str());
+  agree(x, o3, what.c_str());
   h.last_version = version;
   h.bases[version] = clock;
   while (static_cast<int64_t>(h.bases.size()) > keep)

@@ -7,9 +7,10 @@
 #include <memory>
 
 #include "abi/error.h"
+#include "comm/context_exchange.h"
 #include "context/context.h"
-#include "embedding/collection_handle.h"
-#include "embedding/handle.h"
+#include "tables/collection_handle.h"
+#include "tables/handle.h"
 
 namespace {
 
@@ -96,8 +97,8 @@ hb_status hb_collection_create(hb_context *ctx,
     std::unique_ptr<hb_collection> h(new hb_collection);
     h->ctx = ctx;
     h->tables = std::move(tables);
-    auto x = on_ps ? hb::emb::make_local_exchange()
-                   : hb::emb::make_context_exchange(ctx);
+    auto x = on_ps ? hb::comm::make_local_exchange()
+                   : hb::comm::make_context_exchange(ctx);
     if (device)
       h->coll.reset(new hb::emb::DeviceCollection(std::move(fs), std::move(x)));
     else

@@ -3,13 +3,14 @@
 #include <memory>
 
 #include "abi/error.h"
+#include "comm/context_exchange.h"
 #include "context/context.h"
 #include "embedding/checkpoint.h"
-#include "embedding/handle.h"
 #include "ps/client.h"
 #include "ps/ps_table.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
+#include "tables/handle.h"
 
 using hb::emb::sharded;
 
@@ -42,8 +43,8 @@ hb_status hb_embedding_create(hb_context *ctx, const hb_embedding_config *cfg,
       *out = e.release();
       return;
     }
-    e->table.reset(
-        new hb::emb::Table(spec, hb::emb::make_context_exchange(ctx), reserve));
+    e->table.reset(new hb::emb::Table(
+        spec, hb::comm::make_context_exchange(ctx), reserve));
     if (spec.device >= 0)
       e->gpu.reset(new hb::emb::DeviceTable(*e->table, [&] {
         return hb::emb::make_gpu_ops(c, spec.device, spec.wire_dtype,

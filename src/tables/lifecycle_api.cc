@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "abi/error.h"
-#include "embedding/handle.h"
+#include "tables/handle.h"
 
 extern "C" {
 

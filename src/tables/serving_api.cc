@@ -6,7 +6,7 @@
 
 #include "abi/error.h"
 #include "context/context.h"
-#include "embedding/handle.h"
+#include "tables/handle.h"
 
 namespace {
 

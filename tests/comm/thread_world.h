@@ -15,7 +15,7 @@
 #include "abi/error.h"
 #include "comm/backend.h"
 #include "common/clock.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/memory_kv.h"
 
 namespace hb {

@@ -14,8 +14,8 @@
 #include <string>
 
 #include "abi/error.h"
+#include "common/file_io.h"
 #include "embedding/checkpoint.h"
-#include "embedding/file_io.h"
 #include "harness.h"
 #include "temp_dirs.h"
 
@@ -200,7 +200,7 @@ std::string shard_path(const std::string &dir, int rank) {
 
 void rewrite(const std::string &path,
              const std::function<void(std::string &)> &edit) {
-  std::string data = hb::emb::read_whole_file(path);
+  std::string data = hb::read_whole_file(path);
   edit(data);
   std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
 }
@@ -358,7 +358,7 @@ TEST(Crash, SigkillAtRandomTimesAlwaysLoadable) {
     ::kill(pid, SIGKILL);
     int status = 0;
     ASSERT_EQ(waitpid(pid, &status, 0), pid);
-    if (!hb::emb::file_exists(dir + "/ck.manifest"))
+    if (!hb::file_exists(dir + "/ck.manifest"))
       continue;  // killed before any save
     hbtest::run_tables(1, c, [&](int, hb::emb::Table &t) {
       EXPECT_NO_THROW(hb::emb::load_checkpoint(t, dir.c_str()));

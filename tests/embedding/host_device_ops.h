@@ -34,8 +34,8 @@
 #include <memory>
 #include <vector>
 
+#include "common/agreement.h"
 #include "embedding/device_ops.h"
-#include "embedding/exchange.h"
 #include "embedding/id_map_math.h"
 #include "embedding/init_math.h"
 #include "embedding/optimizer_math.h"
@@ -58,7 +58,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     size_t ops_run = 0, d2h_bytes = 0;
   };
 
-  explicit HostDeviceOps(std::unique_ptr<hb::emb::Exchange> x,
+  explicit HostDeviceOps(std::unique_ptr<hb::Exchange> x,
                          std::shared_ptr<Device> d = std::make_shared<Device>())
       : x_(std::move(x)),
         d_(std::move(d)),
@@ -575,7 +575,7 @@ class HostDeviceOps : public hb::emb::DeviceOps {
     return -1;
   }
 
-  std::unique_ptr<hb::emb::Exchange> x_;
+  std::unique_ptr<hb::Exchange> x_;
   std::shared_ptr<Device> d_;
   std::map<uintptr_t, Block> &blocks_;
   std::vector<std::function<void()>> &queue_;

@@ -13,8 +13,8 @@
 #include <initializer_list>
 #include <string>
 
-#include "embedding/handle.h"
 #include "harness.h"
+#include "tables/handle.h"
 
 namespace {
 

@@ -12,7 +12,7 @@
 #include <thread>
 #include <vector>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 
 namespace hbtest {
 
@@ -20,7 +20,7 @@ class ThreadWorld {
  public:
   explicit ThreadWorld(int world) : world_(world), posts_(world) {}
 
-  std::unique_ptr<hb::emb::Exchange> endpoint(int rank);
+  std::unique_ptr<hb::Exchange> endpoint(int rank);
 
   // Runs fn(rank) on `world` threads and joins them.
   static void run(int world, const std::function<void(int)> &fn) {
@@ -54,7 +54,7 @@ class ThreadWorld {
   uint64_t gen_ = 0;
 };
 
-class ThreadExchange : public hb::emb::Exchange {
+class ThreadExchange : public hb::Exchange {
  public:
   ThreadExchange(ThreadWorld *w, int rank) : w_(w), rank_(rank) {}
   int rank() const override { return rank_; }
@@ -88,8 +88,8 @@ class ThreadExchange : public hb::emb::Exchange {
   int rank_;
 };
 
-inline std::unique_ptr<hb::emb::Exchange> ThreadWorld::endpoint(int rank) {
-  return std::unique_ptr<hb::emb::Exchange>(new ThreadExchange(this, rank));
+inline std::unique_ptr<hb::Exchange> ThreadWorld::endpoint(int rank) {
+  return std::unique_ptr<hb::Exchange>(new ThreadExchange(this, rank));
 }
 
 }  // namespace hbtest

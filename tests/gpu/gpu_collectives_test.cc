@@ -6,7 +6,7 @@
 #include <numeric>
 
 #include "abi/error.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "gpu/context_state.h"
 #include "gpu_test_util.h"
 

@@ -12,7 +12,7 @@
 #include <string>
 
 #include "abi/dtype.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "embedding/init.h"
 #include "embedding/optimizer_math.h"
 #include "gpu/context_state.h"

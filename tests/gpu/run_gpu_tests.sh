@@ -73,8 +73,8 @@ standalone_build() {
   nvcc -std=c++17 -O3 -fmad=false $arch -shared -Xcompiler -fPIC,-fvisibility=hidden $inc \
     "$root"/cuda/*.cu -o "$build/src/libhb_cuda.so" -L"$libdir" -l:"$(basename "$nccl_lib")" \
     -Xlinker -rpath,"$libdir" -lcudart
-  local core=(abi/error.cc abi/dtype.cc abi/status.cc abi/version.cc common/log.cc
-              context/health.cc gpu/loader.cc gpu/context_state.cc embedding/init.cc)
+  local core=(abi/error.cc abi/dtype.cc abi/status.cc gpu/build_info.cc common/log.cc
+              common/health.cc gpu/loader.cc gpu/context_state.cc embedding/init.cc)
   local srcs=() f
   for f in "${core[@]}"; do srcs+=("$root/src/$f"); done
   local gtest_inc="" gtest_main="" gtest_lib=""

@@ -9,8 +9,8 @@
 #include <fstream>
 
 #include "abi/error.h"
+#include "common/file_io.h"
 #include "embedding/checkpoint.h"
-#include "embedding/file_io.h"
 #include "harness.h"
 #include "lifecycle_harness.h"
 #include "temp_dirs.h"
@@ -120,7 +120,7 @@ TEST(LifecycleCheckpoint, FormatOneLoadsIntoALifecycleTableAndBack) {
     std::lock_guard<std::mutex> lk(mu);
     for (auto &kv : rows_of(t)) want.insert(kv);
   });
-  std::string manifest = hb::emb::read_whole_file(v1 + "/ck_fmt.manifest");
+  std::string manifest = hb::read_whole_file(v1 + "/ck_fmt.manifest");
   EXPECT_EQ(manifest.compare(0, 26, "hb-embedding-checkpoint 1\n"), 0);
   // Into a lifecycle table (3 ranks): every row, at step 0, never updated;
   // a capacity boundary then keeps the largest ids (all scores tie at 0).
@@ -149,7 +149,7 @@ TEST(LifecycleCheckpoint, FormatOneLoadsIntoALifecycleTableAndBack) {
   auto it = want.end();
   for (int i = 0; i < 5; ++i) --it;
   EXPECT_EQ(kept.begin()->first, it->first);
-  manifest = hb::emb::read_whole_file(v2 + "/ck_fmt.manifest");
+  manifest = hb::read_whole_file(v2 + "/ck_fmt.manifest");
   EXPECT_EQ(manifest.compare(0, 26, "hb-embedding-checkpoint 2\n"), 0);
   // Format 2 into a plain table: the rows, the lifecycle section skipped.
   std::map<int64_t, std::vector<float>> plain_got;
@@ -182,11 +182,11 @@ TEST(LifecycleCheckpoint, DamagedLifecycleSectionIsRefusedAndChangesNothing) {
     if (e.path().string().find(".shard-0-of-1") != std::string::npos)
       shard = e.path().string();
   ASSERT_FALSE(shard.empty());
-  std::string data = hb::emb::read_whole_file(shard);
+  std::string data = hb::read_whole_file(shard);
   std::string cut = data.substr(0, data.size() - 8);
   { std::ofstream(shard, std::ios::binary | std::ios::trunc) << cut; }
   std::string mpath = dir + "/ck_bad.manifest";
-  std::string m = hb::emb::read_whole_file(mpath);
+  std::string m = hb::read_whole_file(mpath);
   char old_line[200], new_line[200];
   std::snprintf(old_line, sizeof old_line, " %zu ", data.size());
   std::snprintf(new_line, sizeof new_line, " %zu ", cut.size());
@@ -194,19 +194,17 @@ TEST(LifecycleCheckpoint, DamagedLifecycleSectionIsRefusedAndChangesNothing) {
   ASSERT_NE(at, std::string::npos);
   m.replace(at, std::strlen(old_line), new_line);
   char sum_old[17], sum_new[17];
-  std::snprintf(
-      sum_old, sizeof sum_old, "%016llx",
-      (unsigned long long)hb::emb::checksum64(data.data(), data.size()));
-  std::snprintf(
-      sum_new, sizeof sum_new, "%016llx",
-      (unsigned long long)hb::emb::checksum64(cut.data(), cut.size()));
+  std::snprintf(sum_old, sizeof sum_old, "%016llx",
+                (unsigned long long)hb::checksum64(data.data(), data.size()));
+  std::snprintf(sum_new, sizeof sum_new, "%016llx",
+                (unsigned long long)hb::checksum64(cut.data(), cut.size()));
   at = m.find(sum_old);
   ASSERT_NE(at, std::string::npos);
   m.replace(at, 16, sum_new);
   m = m.substr(0, m.rfind("checksum "));
   char tail[40];
   std::snprintf(tail, sizeof tail, "checksum %016llx\n",
-                (unsigned long long)hb::emb::checksum64(m.data(), m.size()));
+                (unsigned long long)hb::checksum64(m.data(), m.size()));
   m += tail;
   { std::ofstream(mpath, std::ios::binary | std::ios::trunc) << m; }
   run_life_tables(1, cfg, life, &ev, [&](int, hb::emb::Table &t) {

@@ -13,8 +13,8 @@
 
 #include "abi/error.h"
 #include "embedding/collection.h"
+#include "embedding/lifecycle/select.h"
 #include "harness.h"
-#include "lifecycle/select.h"
 #include "lifecycle_harness.h"
 
 namespace {

@@ -10,9 +10,9 @@
 #include <string>
 
 #include "common/mp_check.h"
-#include "embedding/handle.h"
 #include "harness.h"
 #include "ref_lifecycle.h"
+#include "tables/handle.h"
 
 int g_mp_rank = 0;
 const char *g_mp_name = "mp_lifecycle";

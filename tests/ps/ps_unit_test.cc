@@ -17,7 +17,7 @@
 #include <thread>
 
 #define HB_EXPERIMENTAL 1
-#include "context/health.h"
+#include "common/health.h"
 #include "embedding/spec.h"
 #include "ps/clock.h"
 #include "ps/conn.h"

@@ -17,7 +17,7 @@
 
 #include "abi/error.h"
 #include "common/clock.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/client.h"
 #include "rendezvous/frame.h"
 #include "rendezvous/protocol.h"

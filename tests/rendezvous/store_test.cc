@@ -5,7 +5,7 @@
 #include <thread>
 
 #include "abi/error.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/memory_kv.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"

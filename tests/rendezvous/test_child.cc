@@ -11,7 +11,7 @@
 #include <string>
 
 #include "abi/error.h"
-#include "context/health.h"
+#include "common/health.h"
 #include "rendezvous/client.h"
 
 int main(int argc, char **argv) {

@@ -9,7 +9,7 @@
 #include <thread>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 #include "embedding/harness.h"
 #include "serving/export_table.h"
 #include "serving/serving_table.h"
@@ -84,7 +84,7 @@ TEST(Serving, BadFilesRejected) {
   hb_embedding_config c = config(30);
   std::string path = temp_path("bad");
   train_and_export(c, path);
-  std::string good = hb::emb::read_whole_file(path);
+  std::string good = hb::read_whole_file(path);
   auto expect_corrupt = [&](const std::string &data, const char *needle) {
     std::ofstream(path, std::ios::binary | std::ios::trunc) << data;
     try {

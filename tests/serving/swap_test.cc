@@ -12,7 +12,7 @@
 #include <thread>
 
 #include "abi/error.h"
-#include "embedding/file_io.h"
+#include "common/file_io.h"
 #include "serving/export_format.h"
 #include "serving/serving_table.h"
 
@@ -143,7 +143,7 @@ TEST(ServingSwap, BadOrOutOfOrderFilesRefused) {
   write_version(full, 3, 0);  // not newer
   refused(full, HB_ERR_INVALID_ARGUMENT, "not newer");
   write_version(d, 4, 3);
-  std::string good = hb::emb::read_whole_file(d);
+  std::string good = hb::read_whole_file(d);
   auto damaged = [&](const std::string &data, hb_status st, const char *why) {
     std::ofstream(d, std::ios::binary | std::ios::trunc) << data;
     refused(d, st, why);

@@ -1,4 +1,4 @@
-#include "lifecycle/admission.h"
+#include "embedding/lifecycle/admission.h"
 
 #include <algorithm>
 

@@ -25,7 +25,7 @@
 #include <vector>
 
 #include "embedding/id_map.h"
-#include "lifecycle/policy.h"
+#include "embedding/lifecycle/policy.h"
 
 namespace hb {
 namespace lifecycle {

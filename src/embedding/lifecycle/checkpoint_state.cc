@@ -1,8 +1,8 @@
-#include "lifecycle/checkpoint_state.h"
+#include "embedding/lifecycle/checkpoint_state.h"
 
+#include "common/bytes.h"
+#include "common/file_io.h"
 #include "common/log.h"
-#include "embedding/bytes.h"
-#include "embedding/file_io.h"
 #include "embedding/table.h"
 
 namespace hb {
@@ -40,7 +40,7 @@ std::string encode_state(const emb::Shard &s, const RowMeta &m,
   return out;
 }
 
-void read_state(emb::ByteReader &rd, const std::vector<int64_t> &file_ids,
+void read_state(ByteReader &rd, const std::vector<int64_t> &file_ids,
                 const std::function<bool(int64_t)> &owned, bool keep_bloom,
                 LoadedState *out) {
   out->present = true;

@@ -11,12 +11,12 @@
 #include <string>
 #include <vector>
 
-#include "lifecycle/admission.h"
+#include "embedding/lifecycle/admission.h"
 
 namespace hb {
-namespace emb {
 class AtomicFile;
 class ByteReader;
+namespace emb {
 class Shard;
 class Table;
 }  // namespace emb
@@ -50,7 +50,7 @@ struct LoadedState {
 // rows in file order; keeps the rows and counters of the ids `owned` says
 // are this rank's, and the Bloom cells when keep_bloom. HB_ERR_CORRUPT
 // naming the file and the byte offset when the section is malformed.
-void read_state(emb::ByteReader &rd, const std::vector<int64_t> &file_ids,
+void read_state(ByteReader &rd, const std::vector<int64_t> &file_ids,
                 const std::function<bool(int64_t)> &owned, bool keep_bloom,
                 LoadedState *out);
 

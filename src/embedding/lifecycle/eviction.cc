@@ -13,10 +13,10 @@
 #include <algorithm>
 #include <chrono>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
+#include "embedding/lifecycle/lifecycle.h"
+#include "embedding/lifecycle/select.h"
 #include "embedding/shard.h"
-#include "lifecycle/lifecycle.h"
-#include "lifecycle/select.h"
 
 namespace hb {
 namespace lifecycle {
@@ -30,7 +30,7 @@ inline uint64_t id_key(int64_t id) {
 
 }  // namespace
 
-uint64_t Lifecycle::time_cutoff(emb::Exchange &x) {
+uint64_t Lifecycle::time_cutoff(Exchange &x) {
   // Steps whose time is older than ttl_seconds leave the window; the rows
   // last updated before the oldest step still in it are evicted.
   const auto now = std::chrono::steady_clock::now();
@@ -44,7 +44,7 @@ uint64_t Lifecycle::time_cutoff(emb::Exchange &x) {
   return static_cast<uint64_t>(recv[0]);  // rank 0's decision
 }
 
-void Lifecycle::boundary(emb::Shard &s, emb::Exchange &x) {
+void Lifecycle::boundary(emb::Shard &s, Exchange &x) {
   const auto t0 = std::chrono::steady_clock::now();
   ++stats_.boundaries;
   const uint64_t step = meta_.step();
@@ -86,7 +86,7 @@ void Lifecycle::boundary(emb::Shard &s, emb::Exchange &x) {
           .count();
 }
 
-void Lifecycle::evict_capacity(emb::Shard &s, emb::Exchange &x, int64_t excess,
+void Lifecycle::evict_capacity(emb::Shard &s, Exchange &x, int64_t excess,
                                std::vector<int64_t> &victims) {
   const bool lfu = p_.score == Score::kLfu;
   auto score = [&](int64_t idx) -> uint64_t {

@@ -1,4 +1,4 @@
-#include "lifecycle/lifecycle.h"
+#include "embedding/lifecycle/lifecycle.h"
 
 #include "embedding/init.h"
 #include "embedding/shard.h"
@@ -43,8 +43,8 @@ const float *Lifecycle::lookup_row(const emb::Shard &s, int64_t id,
   return scratch;
 }
 
-void Lifecycle::apply(emb::Shard &s, emb::Exchange &x, const int64_t *ids,
-                      size_t n, const float *g) {
+void Lifecycle::apply(emb::Shard &s, Exchange &x, const int64_t *ids, size_t n,
+                      const float *g) {
   const uint64_t step = meta_.next_step();
   if (p_.ttl_seconds > 0)
     times_.emplace_back(step, std::chrono::steady_clock::now());

@@ -20,14 +20,14 @@
 #include <vector>
 
 #include "embedding/id_map.h"
-#include "lifecycle/admission.h"
-#include "lifecycle/policy.h"
-#include "lifecycle/row_meta.h"
+#include "embedding/lifecycle/admission.h"
+#include "embedding/lifecycle/policy.h"
+#include "embedding/lifecycle/row_meta.h"
 
 namespace hb {
+class Exchange;
 namespace emb {
 class Shard;
-class Exchange;
 struct Spec;
 }  // namespace emb
 namespace lifecycle {
@@ -55,7 +55,7 @@ class Lifecycle {
   const float *lookup_row(const emb::Shard &s, int64_t id, float *scratch);
   // One update step over the owner's n unique ids and their summed
   // gradients g (n x dim). Collective when it ends at a boundary.
-  void apply(emb::Shard &s, emb::Exchange &x, const int64_t *ids, size_t n,
+  void apply(emb::Shard &s, Exchange &x, const int64_t *ids, size_t n,
              const float *g);
 
   // After a load: the wall-clock history restarts (ttl_seconds): the
@@ -64,9 +64,9 @@ class Lifecycle {
 
  private:
   // eviction.cc
-  void boundary(emb::Shard &s, emb::Exchange &x);
-  uint64_t time_cutoff(emb::Exchange &x);
-  void evict_capacity(emb::Shard &s, emb::Exchange &x, int64_t excess,
+  void boundary(emb::Shard &s, Exchange &x);
+  uint64_t time_cutoff(Exchange &x);
+  void evict_capacity(emb::Shard &s, Exchange &x, int64_t excess,
                       std::vector<int64_t> &victims);
 
   Policy p_;

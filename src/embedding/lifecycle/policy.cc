@@ -1,5 +1,5 @@
 #define HB_EXPERIMENTAL 1
-#include "lifecycle/policy.h"
+#include "embedding/lifecycle/policy.h"
 
 #include <algorithm>
 #include <cmath>

@@ -1,4 +1,4 @@
-#include "lifecycle/row_meta.h"
+#include "embedding/lifecycle/row_meta.h"
 
 #include <algorithm>
 

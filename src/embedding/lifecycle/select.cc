@@ -1,4 +1,4 @@
-#include "lifecycle/select.h"
+#include "embedding/lifecycle/select.h"
 
 #include <algorithm>
 
@@ -10,7 +10,7 @@ namespace lifecycle {
 namespace {
 
 // Every rank's n words summed, element-wise, in place.
-void all_sum(emb::Exchange &x, std::vector<int64_t> &v) {
+void all_sum(Exchange &x, std::vector<int64_t> &v) {
   const int world = x.world();
   const size_t n = v.size();
   std::vector<int64_t> send(n * world), recv(n * world);
@@ -25,13 +25,13 @@ int bit_width(uint64_t v) { return v ? 64 - __builtin_clzll(v) : 0; }
 
 }  // namespace
 
-int64_t global_sum(emb::Exchange &x, int64_t local) {
+int64_t global_sum(Exchange &x, int64_t local) {
   std::vector<int64_t> v{local};
   all_sum(x, v);
   return v[0];
 }
 
-Selected select_kth(emb::Exchange &x, std::vector<uint64_t> &vals, int64_t k) {
+Selected select_kth(Exchange &x, std::vector<uint64_t> &vals, int64_t k) {
   const int world = x.world();
   Selected out;
   // Round 1: global min, max (as the min of the complement) and count.

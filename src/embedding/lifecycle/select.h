@@ -12,7 +12,7 @@
 #include <cstdint>
 #include <vector>
 
-#include "embedding/exchange.h"
+#include "common/agreement.h"
 
 namespace hb {
 namespace lifecycle {
@@ -31,10 +31,10 @@ struct Selected {
 // vals: this rank's values (reordered and shrunk: scratch). 1 <= k <= the
 // global count (checked: HB_ERR_INTERNAL otherwise). Stops as soon as a
 // bucket ends exactly at the k-th value.
-Selected select_kth(emb::Exchange &x, std::vector<uint64_t> &vals, int64_t k);
+Selected select_kth(Exchange &x, std::vector<uint64_t> &vals, int64_t k);
 
 // The global sum of `local` (one all-to-all round).
-int64_t global_sum(emb::Exchange &x, int64_t local);
+int64_t global_sum(Exchange &x, int64_t local);
 
 }  // namespace lifecycle
 }  // namespace hb
