@@ -21,6 +21,7 @@
 #include "rendezvous/client.h"
 #include "tables/collection_handle.h"
 #include "tables/handle.h"
+#include "tables/ps_dense.h"
 
 hb_checkpoint::hb_checkpoint() = default;
 hb_checkpoint::~hb_checkpoint() = default;
@@ -458,6 +459,14 @@ hb_status hb_checkpoint_get_stats(const hb_checkpoint *c,
     s.restored_path = c->restored_path.c_str();
     s.struct_size = std::min(out->struct_size, sizeof s);
     std::memcpy(out, &s, s.struct_size);
+  });
+}
+
+hb_status hb_checkpoint_add_ps_dense(hb_checkpoint *c, hb_ps_dense *d) {
+  return hb::guard([&] {
+    const char *fn = "hb_checkpoint_add_ps_dense";
+    HB_CHECK_ARG(c, "%s: checkpoint is NULL", fn);
+    hb::recovery::add_table(*c, hb::emb::dense_ref(d, fn).emb.get(), fn);
   });
 }
 
