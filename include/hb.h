@@ -589,11 +589,6 @@ HB_API hb_status hb_placement_round_robin(int32_t num_workers,
                                           int32_t *out_train_subnetworks,
                                           int32_t *out_build_subnetwork);
 
-/* ======================================================================== */
-/*                              EXPERIMENTAL                                */
-/* ======================================================================== */
-#ifdef HB_EXPERIMENTAL
-
 /* ---- Embedding collections ---------------------------------------------- */
 /*
  * A collection groups the tables of a model and runs one collective step for
@@ -746,6 +741,160 @@ typedef struct hb_collection_stats {
 HB_API hb_status hb_collection_get_stats(const hb_collection *coll,
                                          hb_collection_stats *out);
 HB_API hb_status hb_collection_reset_stats(hb_collection *coll);
+
+/* ---- Reader: sharded, parallel Criteo-format files ------------------------ */
+/*
+ * Reads text files of samples, one per line (Criteo layout by default: a
+ * label, 13 integer features and 26 categorical features as hexadecimal
+ * strings, tab-separated), shards them over the ranks of a context, parses
+ * them on background threads and hands out batches laid out for an
+ * embedding collection (docs/reader.md).
+ *
+ * Files: plain or gzip (recognised by their magic bytes, not their name).
+ * Sharding, per epoch, after the optional shuffle of the file order: with at
+ * least as many files as ranks, file i goes to rank i % world; otherwise the
+ * files' bytes, laid end to end, are cut into world equal byte ranges and a
+ * plain file is read by byte range: a range [s, e) of a file reads the lines
+ * that start in (s, e] (in [0, e] when s == 0), i.e. it starts after the
+ * first newline at or after s and ends with the line that crosses e. A gzip
+ * file cannot be split: it goes whole to the rank whose range holds its first
+ * byte (some ranks may get no gzip file). Either way every line is read by
+ * exactly one rank. Empty lines (after stripping a final "\r") are skipped.
+ *
+ * Batch layout (hb_reader_batch), for n samples and F categorical features:
+ *   labels   float32[n]
+ *   dense    float32[n * D], row-major (sample i's features at i * D)
+ *   offsets  int64[F * n + 1]: feature f, sample i has the ids
+ *            ids[offsets[f * n + i] .. offsets[f * n + i + 1]) -- zero ids
+ *            (an empty field: an empty bag) or one id. Feature f's own
+ *            offsets are the n + 1 entries from offsets + f * n; its ids are
+ *            ids[offsets[f * n] .. offsets[f * n + n]).
+ *   ids      int64[offsets[F * n]], feature-major.
+ * This is the KeyedJaggedTensor layout (values, offsets) of TorchRec.
+ *
+ * Values: the label and the dense fields are decimal numbers (integers, or
+ * with a fraction/exponent); a missing dense field is dense_missing; with
+ * log_dense a dense value x becomes log(1 + max(x, 0)) (after the missing
+ * value is filled in). A categorical field is up to 16 hexadecimal digits
+ * (either case), read as an unsigned 64-bit value v: the id is v (as int64)
+ * when num_rows is 0, else v mod num_rows (HB_READER_HASH_MOD) or
+ * splitmix64(v) mod num_rows (HB_READER_HASH_MIX), in [0, num_rows).
+ *
+ * Errors: a malformed line (wrong column count, a label or dense field that
+ * is not a number, a categorical field that is not hex or has more than 16
+ * digits) is HB_ERR_CORRUPT naming file, line and column -- or, with
+ * skip_bad_lines, counted (hb_reader_skipped_lines) and skipped. A line
+ * longer than max_line_bytes is HB_ERR_CORRUPT (skipped as bad with
+ * skip_bad_lines). A missing or unreadable file is HB_ERR_IO naming it
+ * (hb_reader_create checks every file); a truncated gzip stream is
+ * HB_ERR_CORRUPT. An error is returned by hb_reader_next at its place in the
+ * stream, after the batches before it; the reader then keeps returning it.
+ *
+ * Thread safety: a reader is used from one thread at a time; its own
+ * threads never call back into the caller. Batches are independent of the
+ * reader and of each other (free them from any thread, before or after the
+ * reader is destroyed).
+ */
+/** A reader of one rank's share of the files. Opaque. */
+typedef struct hb_reader hb_reader;
+
+/** How categorical values are hashed into [0, num_rows). */
+enum hb_reader_hash_code {
+  HB_READER_HASH_MOD = 0, /**< id = v mod num_rows */
+  HB_READER_HASH_MIX = 1  /**< id = splitmix64(v) mod num_rows */
+};
+
+/** Reader settings. Append-only: the library reads min(struct_size,
+ *  sizeof) bytes. */
+typedef struct hb_reader_config {
+  size_t struct_size;    /**< sizeof(hb_reader_config) */
+  int64_t batch_size;    /**< samples per batch (default 1024) */
+  /** One letter per column: 'L' label (at most one), 'I' dense/integer,
+   *  'C' categorical, 'S' skipped. NULL: Criteo, "L" + 13 'I' + 26 'C'. */
+  const char *columns;
+  int32_t separator;     /**< column separator byte (default a tab) */
+  int32_t log_dense;     /**< 1: dense x -> log(1 + max(x, 0)) (default 0) */
+  float dense_missing;   /**< value of an empty dense field (default 0) */
+  int64_t num_rows;      /**< > 0: ids hashed into [0, num_rows); 0: raw */
+  int32_t hash;          /**< hb_reader_hash_code, when num_rows > 0 */
+  int32_t skip_bad_lines; /**< 1: count and skip malformed lines */
+  int64_t max_line_bytes; /**< longer lines are malformed (default 1 MiB) */
+  int32_t num_threads;   /**< parser threads (default 2) */
+  int32_t queue_depth;   /**< parsed blocks queued per thread (default 4) */
+  int64_t chunk_bytes;   /**< a plain file range is parsed in chunks of
+                              about this size (default 4 MiB) */
+  int32_t num_epochs;    /**< passes over the files (default 1; 0: endless) */
+  int32_t shuffle;       /**< 1: shuffle the file order every epoch */
+  uint64_t seed;         /**< shuffle seed: same seed, same order */
+  int32_t drop_last;     /**< 1: drop a short last batch of an epoch */
+  /** Shard of this reader: -1/0 take rank/world from ctx (or 0/1 when ctx
+   *  is NULL: read everything). Explicit values need no context. */
+  int32_t shard_index;
+  int32_t num_shards;
+} hb_reader_config;
+
+#define HB_READER_CONFIG_INIT                                              \
+  {                                                                        \
+    sizeof(hb_reader_config), 1024, NULL, '\t', 0, 0.0f, 0,                \
+        HB_READER_HASH_MOD, 0, 1 << 20, 2, 4, 4 << 20, 1, 0, 0, 0, -1, 0  \
+  }
+
+/** One batch; fields as in the layout above. Owned by the caller. */
+typedef struct hb_reader_batch {
+  int64_t size;        /**< n samples (< batch_size only at an epoch's end) */
+  int32_t num_dense;   /**< D */
+  int32_t num_sparse;  /**< F */
+  int32_t epoch;       /**< the epoch its samples come from (0-based) */
+  int32_t reserved;    /**< 0 */
+  float *labels;       /**< n labels (0 without a label column) */
+  float *dense;        /**< n x D dense values, row-major */
+  int64_t *offsets;    /**< F * n + 1 offsets into ids, feature-major */
+  int64_t *ids;        /**< num_ids categorical ids, feature-major */
+  int64_t num_ids;     /**< offsets[F * n] */
+} hb_reader_batch;
+
+/**
+ * paths: files and glob patterns (each pattern's matches in sorted order; a
+ * pattern matching nothing is HB_ERR_IO). ctx: gives rank and world for
+ * sharding (see shard_index); not used otherwise, and not retained. cfg
+ * NULL: defaults. Starts the parser threads.
+ */
+HB_API hb_status hb_reader_create(hb_context *ctx, const char *const *paths,
+                                  size_t num_paths,
+                                  const hb_reader_config *cfg,
+                                  hb_reader **out);
+/** Stops the threads; batches already returned stay valid. */
+HB_API void hb_reader_destroy(hb_reader *r);
+/**
+ * Next batch of this rank into *out (free it with hb_reader_batch_free), or
+ * *out = NULL when this rank is out of data -- then call hb_data_sync with
+ * local_has_data = 0 (drop remainder, or feed empty batches until every
+ * rank is done). Blocks while the parser threads catch up.
+ */
+HB_API hb_status hb_reader_next(hb_reader *r, hb_reader_batch **out);
+/** Frees a batch (NULL is fine); any thread, before or after the reader
+ *  is destroyed. */
+HB_API void hb_reader_batch_free(hb_reader_batch *b);
+/** Lines delivered in batches so far. */
+HB_API uint64_t hb_reader_lines(const hb_reader *r);
+/** Malformed lines skipped (skip_bad_lines), in the batches so far. */
+HB_API uint64_t hb_reader_skipped_lines(const hb_reader *r);
+/** Files after glob expansion (all ranks' files). */
+HB_API int64_t hb_reader_num_files(const hb_reader *r);
+/**
+ * Parses one line (without its newline) as the reader would, for tests and
+ * tools: writes *label, dense[D] and per categorical feature ids[f] and
+ * present[f] (0: empty field). cfg NULL: defaults.
+ */
+HB_API hb_status hb_reader_parse_line(const hb_reader_config *cfg,
+                                      const char *line, size_t len,
+                                      float *label, float *dense,
+                                      int64_t *ids, int32_t *present);
+
+/* ======================================================================== */
+/*                              EXPERIMENTAL                                */
+/* ======================================================================== */
+#ifdef HB_EXPERIMENTAL
 
 /* ---- Table lifecycle: admission, eviction, bounded memory ---------------- */
 /*
@@ -945,155 +1094,6 @@ HB_API hb_status hb_collection_lookup_start(hb_collection *coll,
  */
 HB_API hb_status hb_collection_lookup_wait(hb_collection *coll);
 
-
-/* ---- Reader: sharded, parallel Criteo-format files ------------------------ */
-/*
- * Reads text files of samples, one per line (Criteo layout by default: a
- * label, 13 integer features and 26 categorical features as hexadecimal
- * strings, tab-separated), shards them over the ranks of a context, parses
- * them on background threads and hands out batches laid out for an
- * embedding collection (docs/reader.md).
- *
- * Files: plain or gzip (recognised by their magic bytes, not their name).
- * Sharding, per epoch, after the optional shuffle of the file order: with at
- * least as many files as ranks, file i goes to rank i % world; otherwise the
- * files' bytes, laid end to end, are cut into world equal byte ranges and a
- * plain file is read by byte range: a range [s, e) of a file reads the lines
- * that start in (s, e] (in [0, e] when s == 0), i.e. it starts after the
- * first newline at or after s and ends with the line that crosses e. A gzip
- * file cannot be split: it goes whole to the rank whose range holds its first
- * byte (some ranks may get no gzip file). Either way every line is read by
- * exactly one rank. Empty lines (after stripping a final "\r") are skipped.
- *
- * Batch layout (hb_reader_batch), for n samples and F categorical features:
- *   labels   float32[n]
- *   dense    float32[n * D], row-major (sample i's features at i * D)
- *   offsets  int64[F * n + 1]: feature f, sample i has the ids
- *            ids[offsets[f * n + i] .. offsets[f * n + i + 1]) -- zero ids
- *            (an empty field: an empty bag) or one id. Feature f's own
- *            offsets are the n + 1 entries from offsets + f * n; its ids are
- *            ids[offsets[f * n] .. offsets[f * n + n]).
- *   ids      int64[offsets[F * n]], feature-major.
- * This is the KeyedJaggedTensor layout (values, offsets) of TorchRec.
- *
- * Values: the label and the dense fields are decimal numbers (integers, or
- * with a fraction/exponent); a missing dense field is dense_missing; with
- * log_dense a dense value x becomes log(1 + max(x, 0)) (after the missing
- * value is filled in). A categorical field is up to 16 hexadecimal digits
- * (either case), read as an unsigned 64-bit value v: the id is v (as int64)
- * when num_rows is 0, else v mod num_rows (HB_READER_HASH_MOD) or
- * splitmix64(v) mod num_rows (HB_READER_HASH_MIX), in [0, num_rows).
- *
- * Errors: a malformed line (wrong column count, a label or dense field that
- * is not a number, a categorical field that is not hex or has more than 16
- * digits) is HB_ERR_CORRUPT naming file, line and column -- or, with
- * skip_bad_lines, counted (hb_reader_skipped_lines) and skipped. A line
- * longer than max_line_bytes is HB_ERR_CORRUPT (skipped as bad with
- * skip_bad_lines). A missing or unreadable file is HB_ERR_IO naming it
- * (hb_reader_create checks every file); a truncated gzip stream is
- * HB_ERR_CORRUPT. An error is returned by hb_reader_next at its place in the
- * stream, after the batches before it; the reader then keeps returning it.
- *
- * Thread safety: a reader is used from one thread at a time; its own
- * threads never call back into the caller. Batches are independent of the
- * reader and of each other (free them from any thread, before or after the
- * reader is destroyed).
- */
-/** A reader of one rank's share of the files. Opaque. */
-typedef struct hb_reader hb_reader;
-
-/** How categorical values are hashed into [0, num_rows). */
-enum hb_reader_hash_code {
-  HB_READER_HASH_MOD = 0, /**< id = v mod num_rows */
-  HB_READER_HASH_MIX = 1  /**< id = splitmix64(v) mod num_rows */
-};
-
-/** Reader settings. Append-only: the library reads min(struct_size,
- *  sizeof) bytes. */
-typedef struct hb_reader_config {
-  size_t struct_size;    /**< sizeof(hb_reader_config) */
-  int64_t batch_size;    /**< samples per batch (default 1024) */
-  /** One letter per column: 'L' label (at most one), 'I' dense/integer,
-   *  'C' categorical, 'S' skipped. NULL: Criteo, "L" + 13 'I' + 26 'C'. */
-  const char *columns;
-  int32_t separator;     /**< column separator byte (default a tab) */
-  int32_t log_dense;     /**< 1: dense x -> log(1 + max(x, 0)) (default 0) */
-  float dense_missing;   /**< value of an empty dense field (default 0) */
-  int64_t num_rows;      /**< > 0: ids hashed into [0, num_rows); 0: raw */
-  int32_t hash;          /**< hb_reader_hash_code, when num_rows > 0 */
-  int32_t skip_bad_lines; /**< 1: count and skip malformed lines */
-  int64_t max_line_bytes; /**< longer lines are malformed (default 1 MiB) */
-  int32_t num_threads;   /**< parser threads (default 2) */
-  int32_t queue_depth;   /**< parsed blocks queued per thread (default 4) */
-  int64_t chunk_bytes;   /**< a plain file range is parsed in chunks of
-                              about this size (default 4 MiB) */
-  int32_t num_epochs;    /**< passes over the files (default 1; 0: endless) */
-  int32_t shuffle;       /**< 1: shuffle the file order every epoch */
-  uint64_t seed;         /**< shuffle seed: same seed, same order */
-  int32_t drop_last;     /**< 1: drop a short last batch of an epoch */
-  /** Shard of this reader: -1/0 take rank/world from ctx (or 0/1 when ctx
-   *  is NULL: read everything). Explicit values need no context. */
-  int32_t shard_index;
-  int32_t num_shards;
-} hb_reader_config;
-
-#define HB_READER_CONFIG_INIT                                              \
-  {                                                                        \
-    sizeof(hb_reader_config), 1024, NULL, '\t', 0, 0.0f, 0,                \
-        HB_READER_HASH_MOD, 0, 1 << 20, 2, 4, 4 << 20, 1, 0, 0, 0, -1, 0  \
-  }
-
-/** One batch; fields as in the layout above. Owned by the caller. */
-typedef struct hb_reader_batch {
-  int64_t size;        /**< n samples (< batch_size only at an epoch's end) */
-  int32_t num_dense;   /**< D */
-  int32_t num_sparse;  /**< F */
-  int32_t epoch;       /**< the epoch its samples come from (0-based) */
-  int32_t reserved;    /**< 0 */
-  float *labels;       /**< n labels (0 without a label column) */
-  float *dense;        /**< n x D dense values, row-major */
-  int64_t *offsets;    /**< F * n + 1 offsets into ids, feature-major */
-  int64_t *ids;        /**< num_ids categorical ids, feature-major */
-  int64_t num_ids;     /**< offsets[F * n] */
-} hb_reader_batch;
-
-/**
- * paths: files and glob patterns (each pattern's matches in sorted order; a
- * pattern matching nothing is HB_ERR_IO). ctx: gives rank and world for
- * sharding (see shard_index); not used otherwise, and not retained. cfg
- * NULL: defaults. Starts the parser threads.
- */
-HB_API hb_status hb_reader_create(hb_context *ctx, const char *const *paths,
-                                  size_t num_paths,
-                                  const hb_reader_config *cfg,
-                                  hb_reader **out);
-/** Stops the threads; batches already returned stay valid. */
-HB_API void hb_reader_destroy(hb_reader *r);
-/**
- * Next batch of this rank into *out (free it with hb_reader_batch_free), or
- * *out = NULL when this rank is out of data -- then call hb_data_sync with
- * local_has_data = 0 (drop remainder, or feed empty batches until every
- * rank is done). Blocks while the parser threads catch up.
- */
-HB_API hb_status hb_reader_next(hb_reader *r, hb_reader_batch **out);
-/** Frees a batch (NULL is fine); any thread, before or after the reader
- *  is destroyed. */
-HB_API void hb_reader_batch_free(hb_reader_batch *b);
-/** Lines delivered in batches so far. */
-HB_API uint64_t hb_reader_lines(const hb_reader *r);
-/** Malformed lines skipped (skip_bad_lines), in the batches so far. */
-HB_API uint64_t hb_reader_skipped_lines(const hb_reader *r);
-/** Files after glob expansion (all ranks' files). */
-HB_API int64_t hb_reader_num_files(const hb_reader *r);
-/**
- * Parses one line (without its newline) as the reader would, for tests and
- * tools: writes *label, dense[D] and per categorical feature ids[f] and
- * present[f] (0: empty field). cfg NULL: defaults.
- */
-HB_API hb_status hb_reader_parse_line(const hb_reader_config *cfg,
-                                      const char *line, size_t len,
-                                      float *label, float *dense,
-                                      int64_t *ids, int32_t *present);
 
 /* ---- Job checkpoints ---------------------------------------------------- */
 /*

@@ -11,7 +11,7 @@ const (
 	PoolingSqrtN int32 = 3
 )
 
-// Collection is an embedding collection (hb_collection, EXPERIMENTAL in
+// Collection is an embedding collection (hb_collection, STABLE section of
 // hb.h): the features of a model over several tables, looked up and updated
 // with one collective call each (docs/embedding-collections.md).
 //

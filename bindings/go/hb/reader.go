@@ -2,7 +2,7 @@ package hb
 
 import "hb.dev/hb/internal/capi"
 
-// ---- Reader (EXPERIMENTAL section of hb.h) --------------------------------
+// ---- Reader (STABLE section of hb.h) --------------------------------------
 
 // Ways to hash categorical values into [0, NumRows).
 const (

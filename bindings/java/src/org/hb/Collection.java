@@ -1,7 +1,7 @@
 package org.hb;
 
 /**
- * An embedding collection (hb_collection, EXPERIMENTAL in hb.h): the
+ * An embedding collection (hb_collection, hb.h): the
  * features of a model over several {@link Embedding} tables, looked up and
  * updated with one collective call each (docs/embedding-collections.md).
  *

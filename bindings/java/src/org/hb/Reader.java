@@ -1,7 +1,7 @@
 package org.hb;
 
 /**
- * Sharded, parallel reading of Criteo-format files (hb_reader, EXPERIMENTAL
+ * Sharded, parallel reading of Criteo-format files (hb_reader, STABLE
  * section of hb.h): paths and glob patterns, plain or gzip, parsed ahead on
  * background threads. With a context the files are sharded over its ranks;
  * next() returns null when this rank is out of data (pair it with
