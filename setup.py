@@ -57,6 +57,9 @@ class CMakeBuild(build_ext):
         target = Path(self.get_ext_fullpath(ext.name))
         target.parent.mkdir(parents=True, exist_ok=True)
         for f in (stage / "site" / "hb").iterdir():
+            if f.is_dir():  # a subpackage (hb/torch)
+                shutil.copytree(f, target.parent / f.name, dirs_exist_ok=True)
+                continue
             if f.name.startswith("_capi."):
                 dest = target
             else:
@@ -66,7 +69,7 @@ class CMakeBuild(build_ext):
 
 setup(
     version=project_version(),
-    packages=["hb"],
+    packages=["hb", "hb.torch"],
     package_dir={"": "bindings/python"},
     ext_modules=[Extension("hb._capi", sources=[])],
     cmdclass={"build_ext": CMakeBuild},

@@ -1,5 +1,5 @@
 """hb.reader: sharded, parallel reading of Criteo-format files (hb_reader,
-EXPERIMENTAL section of hb.h).
+STABLE section of hb.h).
 
     with hb.Reader("data/part-*", ctx, batch_size=4096, num_threads=4) as r:
         for batch in r:            # this rank's share, parsed ahead
