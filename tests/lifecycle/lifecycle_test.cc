@@ -201,9 +201,12 @@ TEST(Lifecycle, RanksWithDifferentPoliciesFailCreate) {
   hb_embedding_config c = base_config("differ", HB_OPT_SGD);
   hb_embedding_lifecycle l0 = HB_EMBEDDING_LIFECYCLE_INIT,
                          l1 = HB_EMBEDDING_LIFECYCLE_INIT;
-  l1.max_rows = 10;
+  l0.max_rows = 1000;
+  l1.max_rows = 2000;
+  l1.ttl_steps = 5;
   hbtest::ThreadWorld tw(2);
   std::vector<hb_status> got(2, HB_OK);
+  std::vector<std::string> what(2);
   hbtest::ThreadWorld::run(2, [&](int r) {
     hb_embedding_config mine = c;
     mine.lifecycle = r == 0 ? &l0 : &l1;
@@ -211,10 +214,20 @@ TEST(Lifecycle, RanksWithDifferentPoliciesFailCreate) {
       hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
     } catch (const hb::Error &e) {
       got[r] = e.status();
+      what[r] = e.what();
     }
   });
-  EXPECT_EQ(got[0], HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(got[1], HB_ERR_INVALID_ARGUMENT);
+  // Every rank names each field that differs with each rank's value (hb.h),
+  // not a fingerprint of the policy.
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(got[r], HB_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(what[r].find("lifecycle.max_rows: 1000 (rank 0) vs 2000 (rank 1)"),
+              std::string::npos)
+        << what[r];
+    EXPECT_NE(what[r].find("lifecycle.ttl_steps: 0 (rank 0) vs 5 (rank 1)"),
+              std::string::npos)
+        << what[r];
+  }
 }
 
 }  // namespace

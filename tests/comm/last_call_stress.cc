@@ -1,0 +1,143 @@
+// "Last call, then destroy at once" under load (issue 30, item 2): runs
+// jobs of mp_last_call (each rank a process, rank 0 serving the
+// rendezvous), `jobs` at once, `runs` per case, for every case of
+//   world x transport x op
+// and counts the jobs in which some rank's last call failed. Exit 0 only
+// when none failed (and none hung). CI runs a small count per case
+// (tests/comm/CMakeLists.txt); the full campaign by hand:
+//   last_call_stress <mp_last_call> --runs 200 --jobs 4
+// Options: --runs N (per case), --jobs J (at once), --worlds 2,3,4,
+// --transports tcp,shm, --ops allreduce_small,allreduce_1m,alltoallv,
+// coll_update,table_create, --staged-bytes B (HB_CPU_STAGED_BYTES).
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <atomic>
+#include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <mutex>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "common/rank_procs.h"
+
+namespace {
+
+std::vector<std::string> split(const std::string &s) {
+  std::vector<std::string> out;
+  std::stringstream in(s);
+  for (std::string x; std::getline(in, x, ',');)
+    if (!x.empty()) out.push_back(x);
+  return out;
+}
+
+std::string slurp(const std::string &path) {
+  std::ifstream f(path);
+  std::stringstream s;
+  s << f.rdbuf();
+  return s.str();
+}
+
+struct Case {
+  int world;
+  std::string transport, op;
+};
+
+}  // namespace
+
+int main(int argc, char **argv) {
+  if (argc < 2) {
+    std::fprintf(stderr,
+                 "usage: last_call_stress <mp_last_call> [--runs N] [--jobs J] "
+                 "[--worlds 2,3,4] [--transports tcp,shm] [--ops ...] "
+                 "[--staged-bytes B]\n");
+    return 2;
+  }
+  const std::string bin = argv[1];
+  int runs = 20, jobs = 4;
+  std::string worlds = "2,3,4", transports = "tcp,shm",
+              ops = "allreduce_small,allreduce_1m,alltoallv,coll_update,"
+                    "table_create",
+              staged;
+  for (int i = 2; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--runs")
+      runs = std::atoi(v.c_str());
+    else if (k == "--jobs")
+      jobs = std::atoi(v.c_str());
+    else if (k == "--worlds")
+      worlds = v;
+    else if (k == "--transports")
+      transports = v;
+    else if (k == "--ops")
+      ops = v;
+    else if (k == "--staged-bytes")
+      staged = v;
+    else {
+      std::fprintf(stderr, "last_call_stress: unknown option %s\n", k.c_str());
+      return 2;
+    }
+  }
+  char tmpl[] = "/tmp/hb_last_call_XXXXXX";
+  const char *dir = mkdtemp(tmpl);
+  if (!dir) {
+    std::perror("mkdtemp");
+    return 2;
+  }
+  std::vector<Case> cases;
+  for (const std::string &w : split(worlds))
+    for (const std::string &t : split(transports))
+      for (const std::string &o : split(ops))
+        cases.push_back({std::atoi(w.c_str()), t, o});
+  int total_failed = 0;
+  std::mutex mu;
+  for (const Case &c : cases) {
+    std::atomic<int> next{0}, failed{0}, hung{0};
+    std::string first_error;
+    std::vector<std::pair<std::string, std::string>> env = {
+        {"HB_CPU_TRANSPORT", c.transport}, {"HB_TIMEOUT_MS", "60000"}};
+    if (!staged.empty()) env.push_back({"HB_CPU_STAGED_BYTES", staged});
+    auto worker = [&](int slot) {
+      for (int run; (run = next++) < runs;) {
+        const std::string prefix =
+            std::string(dir) + "/s" + std::to_string(slot) + "_r";
+        const RankRun rr =
+            run_rank_processes(c.world, {bin, c.op}, env, 60, prefix);
+        bool ok = !rr.hung;
+        std::string why = rr.hung ? "a rank hung (SIGKILLed after 60 s)" : "";
+        for (int r = 0; r < c.world; ++r) {
+          const int s = rr.status[size_t(r)];
+          if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) {
+            ok = false;
+            if (why.empty())
+              why = "rank " + std::to_string(r) + " status " +
+                    std::to_string(s) + ": " +
+                    slurp(prefix + std::to_string(r));
+          }
+        }
+        if (!ok) {
+          ++failed;
+          if (rr.hung) ++hung;
+          std::lock_guard<std::mutex> lock(mu);
+          if (first_error.empty()) first_error = why;
+        }
+      }
+    };
+    std::vector<std::thread> pool;
+    for (int j = 0; j < jobs; ++j) pool.emplace_back(worker, j);
+    for (std::thread &t : pool) t.join();
+    std::printf("world %d %-3s %-16s %d/%d runs failed (%d hung)%s%s\n",
+                c.world, c.transport.c_str(), c.op.c_str(), failed.load(), runs,
+                hung.load(), first_error.empty() ? "" : "; first: ",
+                first_error.c_str());
+    std::fflush(stdout);
+    total_failed += failed.load();
+  }
+  std::string rm = std::string("rm -rf ") + dir;
+  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir);
+  std::printf("%d failed runs in all\n", total_failed);
+  return total_failed ? 1 : 0;
+}
