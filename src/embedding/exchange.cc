@@ -93,9 +93,8 @@ std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
     const int64_t *h = &recv[kHeader * failed];
     hb_status st = static_cast<hb_status>(h[0]);
     std::string detail =
-        detail_name && h[1]
-            ? format(" (%s %lld)", detail_name, (long long)h[2])
-            : std::string();
+        detail_name && h[1] ? format(" (%s %lld)", detail_name, (long long)h[2])
+                            : std::string();
     fail(st, "%s: rank %d failed with %s%s: %s", what, failed,
          hb_status_name(st), detail.c_str(), why[size_t(failed)].c_str());
   }

@@ -87,7 +87,8 @@ void add_policy_fields(const Policy &p, ConfigFields *out) {
   out->add("lifecycle.min_count", p.min_count);
   out->add("lifecycle.bloom_bytes", p.bloom_bytes);
   out->add_real("lifecycle.bloom_fpr", p.bloom_fpr);
-  out->add_real("lifecycle.default_value", static_cast<double>(p.default_value));
+  out->add_real("lifecycle.default_value",
+                static_cast<double>(p.default_value));
   out->add("lifecycle.evict_interval", p.evict_interval);
   out->add("lifecycle.ttl_steps", p.ttl_steps);
   out->add_real("lifecycle.ttl_seconds", p.ttl_seconds);

@@ -55,8 +55,8 @@ ConfigFields registry_fields(const hb_checkpoint &c) {
     const MetricEntry &m = c.metrics[k];
     const std::string key = format("registered[%zu]", plain + k);
     f.add(key, "'metric " + m.name + "'");
-    for (const ConfigFields::Field &x :
-         metrics::config_fields(m.metric->cfg).fields())
+    const ConfigFields config = metrics::config_fields(m.metric->cfg);
+    for (const ConfigFields::Field &x : config.fields())
       f.add(key + " " + x.name, x.value,
             format("metric '%s' %s", m.name.c_str(), x.name.c_str()));
   }

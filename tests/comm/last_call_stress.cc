@@ -9,14 +9,14 @@
 // Options: --runs N (per case), --jobs J (at once), --worlds 2,3,4,
 // --transports tcp,shm, --ops allreduce_small,allreduce_1m,alltoallv,
 // coll_update,table_create, --staged-bytes B (HB_CPU_STAGED_BYTES).
+#include <signal.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include <atomic>
+#include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
-#include <mutex>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -59,8 +59,9 @@ int main(int argc, char **argv) {
   const std::string bin = argv[1];
   int runs = 20, jobs = 4;
   std::string worlds = "2,3,4", transports = "tcp,shm",
-              ops = "allreduce_small,allreduce_1m,alltoallv,coll_update,"
-                    "table_create",
+              ops =
+                  "allreduce_small,allreduce_1m,alltoallv,coll_update,"
+                  "table_create",
               staged;
   for (int i = 2; i + 1 < argc; i += 2) {
     const std::string k = argv[i], v = argv[i + 1];
@@ -93,51 +94,89 @@ int main(int argc, char **argv) {
       for (const std::string &o : split(ops))
         cases.push_back({std::atoi(w.c_str()), t, o});
   int total_failed = 0;
-  std::mutex mu;
+  // One thread: the ranks are forked from it (see start_rank_processes).
+  struct Job {
+    std::vector<pid_t> pid;
+    std::vector<int> status;
+    std::string prefix;
+    std::chrono::steady_clock::time_point deadline;
+    bool hung = false;
+  };
   for (const Case &c : cases) {
-    std::atomic<int> next{0}, failed{0}, hung{0};
-    std::string first_error;
     std::vector<std::pair<std::string, std::string>> env = {
         {"HB_CPU_TRANSPORT", c.transport}, {"HB_TIMEOUT_MS", "60000"}};
     if (!staged.empty()) env.push_back({"HB_CPU_STAGED_BYTES", staged});
-    auto worker = [&](int slot) {
-      for (int run; (run = next++) < runs;) {
-        const std::string prefix =
-            std::string(dir) + "/s" + std::to_string(slot) + "_r";
-        const RankRun rr =
-            run_rank_processes(c.world, {bin, c.op}, env, 60, prefix);
-        bool ok = !rr.hung;
-        std::string why = rr.hung ? "a rank hung (SIGKILLed after 60 s)" : "";
-        for (int r = 0; r < c.world; ++r) {
-          const int s = rr.status[size_t(r)];
-          if (!WIFEXITED(s) || WEXITSTATUS(s) != 0) {
-            ok = false;
-            if (why.empty())
-              why = "rank " + std::to_string(r) + " status " +
-                    std::to_string(s) + ": " +
-                    slurp(prefix + std::to_string(r));
-          }
-        }
-        if (!ok) {
-          ++failed;
-          if (rr.hung) ++hung;
-          std::lock_guard<std::mutex> lock(mu);
-          if (first_error.empty()) first_error = why;
-        }
+    int started = 0, last_call = 0, other = 0, hung = 0;
+    std::string first_error;
+    std::vector<Job> active(static_cast<size_t>(jobs));
+    std::vector<bool> busy(static_cast<size_t>(jobs), false);
+    for (int running = 0; started < runs || running > 0;) {
+      for (int j = 0; j < jobs && started < runs; ++j) {
+        if (busy[size_t(j)]) continue;
+        Job &job = active[size_t(j)];
+        job.prefix = std::string(dir) + "/s" + std::to_string(j) + "_r";
+        job.pid = start_rank_processes(c.world, {bin, c.op}, env, job.prefix);
+        job.status.assign(size_t(c.world), -1);
+        job.deadline =
+            std::chrono::steady_clock::now() + std::chrono::seconds(60);
+        job.hung = false;
+        busy[size_t(j)] = true;
+        ++started;
+        ++running;
       }
-    };
-    std::vector<std::thread> pool;
-    for (int j = 0; j < jobs; ++j) pool.emplace_back(worker, j);
-    for (std::thread &t : pool) t.join();
-    std::printf("world %d %-3s %-16s %d/%d runs failed (%d hung)%s%s\n",
-                c.world, c.transport.c_str(), c.op.c_str(), failed.load(), runs,
-                hung.load(), first_error.empty() ? "" : "; first: ",
-                first_error.c_str());
+      std::this_thread::sleep_for(std::chrono::milliseconds(2));
+      for (int j = 0; j < jobs; ++j) {
+        if (!busy[size_t(j)]) continue;
+        Job &job = active[size_t(j)];
+        int left = 0;
+        for (int r = 0; r < c.world; ++r) {
+          int st = 0;
+          if (job.status[size_t(r)] == -1 &&
+              waitpid(job.pid[size_t(r)], &st, WNOHANG) == job.pid[size_t(r)])
+            job.status[size_t(r)] = st;
+          left += job.status[size_t(r)] == -1;
+        }
+        if (left && std::chrono::steady_clock::now() > job.deadline) {
+          job.hung = true;  // reaped as killed on the next pass
+          for (int r = 0; r < c.world; ++r)
+            if (job.status[size_t(r)] == -1) kill(job.pid[size_t(r)], SIGKILL);
+        }
+        if (left) continue;
+        busy[size_t(j)] = false;
+        --running;
+        // Exit 3: a rank's last call failed; anything else: the job did not
+        // get that far (or crashed): counted apart.
+        std::string why = job.hung ? "a rank hung (SIGKILLed after 60 s)" : "";
+        bool lc = false, bad = job.hung;
+        for (int r = 0; r < c.world; ++r) {
+          const int st = job.status[size_t(r)];
+          if (WIFEXITED(st) && WEXITSTATUS(st) == 0) continue;
+          const bool is_lc = WIFEXITED(st) && WEXITSTATUS(st) == 3;
+          lc |= is_lc;
+          bad |= !is_lc;
+          if (why.empty())
+            why = "rank " + std::to_string(r) + " status " +
+                  std::to_string(st) + ": " +
+                  slurp(job.prefix + std::to_string(r));
+        }
+        last_call += lc;
+        other += bad && !lc;
+        hung += job.hung;
+        if ((lc || bad) && first_error.empty()) first_error = why;
+      }
+    }
+    std::printf(
+        "world %d %-3s %-16s %d/%d runs: last call failed %d, other failures "
+        "%d (%d hung)%s%s\n",
+        c.world, c.transport.c_str(), c.op.c_str(), last_call + other, runs,
+        last_call, other, hung,
+        first_error.empty() ? "" : "; first: ", first_error.c_str());
     std::fflush(stdout);
-    total_failed += failed.load();
+    total_failed += last_call + other;
   }
   std::string rm = std::string("rm -rf ") + dir;
-  if (std::system(rm.c_str()) != 0) std::fprintf(stderr, "could not remove %s\n", dir);
+  if (std::system(rm.c_str()) != 0)
+    std::fprintf(stderr, "could not remove %s\n", dir);
   std::printf("%d failed runs in all\n", total_failed);
   return total_failed ? 1 : 0;
 }

@@ -36,12 +36,11 @@ int g_world = 1;
 }
 
 void random_delay() {
-  std::mt19937 gen(unsigned(getpid()) * 2654435761u ^
-                   unsigned(std::chrono::steady_clock::now()
-                                .time_since_epoch()
-                                .count()));
-  std::this_thread::sleep_for(
-      std::chrono::microseconds(std::uniform_int_distribution<int>(0, 3000)(gen)));
+  std::mt19937 gen(
+      unsigned(getpid()) * 2654435761u ^
+      unsigned(std::chrono::steady_clock::now().time_since_epoch().count()));
+  std::this_thread::sleep_for(std::chrono::microseconds(
+      std::uniform_int_distribution<int>(0, 3000)(gen)));
 }
 
 void allreduce(hb_context *ctx, size_t count) {
@@ -59,7 +58,8 @@ void allreduce(hb_context *ctx, size_t count) {
 
 void alltoallv(hb_context *ctx) {
   // 1 + p + r elements from rank r to rank p, value 1000 r + p.
-  std::vector<int64_t> sc(size_t(g_world)), rc(size_t(g_world));
+  std::vector<int64_t> sc(static_cast<size_t>(g_world)),
+      rc(static_cast<size_t>(g_world));
   std::vector<int32_t> send, recv;
   for (int p = 0; p < g_world; ++p) {
     sc[size_t(p)] = 1000 + p + g_mp_rank;
@@ -106,14 +106,16 @@ void coll_update(hb_context *ctx) {
   hb_collection *coll = nullptr;
   CHECK_OK(hb_collection_create(ctx, &f, 1, &coll));
   const int64_t batch = 64;
-  std::vector<int64_t> ids(size_t(batch)), lengths(size_t(batch), 1);
+  std::vector<int64_t> ids(static_cast<size_t>(batch)),
+      lengths(static_cast<size_t>(batch), 1);
   for (int64_t i = 0; i < batch; ++i) ids[size_t(i)] = i * 7 + g_mp_rank;
   const int64_t *idp = ids.data(), *lp = lengths.data();
   hb_jagged_batch b = HB_JAGGED_BATCH_INIT;
   b.batch_size = batch;
   b.ids = &idp;
   b.lengths = &lp;
-  std::vector<float> out(size_t(batch * 8)), grad(size_t(batch * 8), 0.25f);
+  std::vector<float> out(static_cast<size_t>(batch * 8)),
+      grad(static_cast<size_t>(batch * 8), 0.25f);
   CHECK_OK(hb_collection_lookup(coll, &b, out.data(), nullptr));
   random_delay();
   hb_status st = hb_collection_apply_gradients(coll, &b, grad.data(), nullptr);

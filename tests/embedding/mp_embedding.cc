@@ -346,10 +346,10 @@ void mode_mismatch(hb_context *ctx, const char *dir) {
   hb_checkpoint_destroy(ck);
   cfg.job_id = "mm-job-b";
   ck = nullptr;
-  expect_status(hb_checkpoint_create(ctx, &cfg, &ck), HB_ERR_INVALID_ARGUMENT,
-                "another job's directory",
-                {"holds the checkpoints of job 'mm-job-a'",
-                 "this job is 'mm-job-b'"});
+  expect_status(
+      hb_checkpoint_create(ctx, &cfg, &ck), HB_ERR_INVALID_ARGUMENT,
+      "another job's directory",
+      {"holds the checkpoints of job 'mm-job-a'", "this job is 'mm-job-b'"});
   REQUIRE(ck == nullptr, "refused checkpoint handle");
   // The last call is a table create: a rank done with it destroys its
   // context at once (hb_context_destroy is not collective) and its peers,
