@@ -93,7 +93,8 @@ int main(int argc, char **argv) {
     for (const std::string &t : split(transports))
       for (const std::string &o : split(ops))
         cases.push_back({std::atoi(w.c_str()), t, o});
-  int total_failed = 0;
+  int total_failed = 0, total_restarts = 0;
+  uint64_t job_serial = 0;
   // One thread: the ranks are forked from it (see start_rank_processes).
   struct Job {
     std::vector<pid_t> pid;
@@ -101,12 +102,13 @@ int main(int argc, char **argv) {
     std::string prefix;
     std::chrono::steady_clock::time_point deadline;
     bool hung = false;
+    std::string why;  // what the ranks of a hung job had printed
   };
   for (const Case &c : cases) {
     std::vector<std::pair<std::string, std::string>> env = {
-        {"HB_CPU_TRANSPORT", c.transport}, {"HB_TIMEOUT_MS", "60000"}};
+        {"HB_CPU_TRANSPORT", c.transport}, {"HB_TIMEOUT_MS", "20000"}};
     if (!staged.empty()) env.push_back({"HB_CPU_STAGED_BYTES", staged});
-    int started = 0, last_call = 0, other = 0, hung = 0;
+    int started = 0, last_call = 0, other = 0, hung = 0, restarts = 0;
     std::string first_error;
     std::vector<Job> active(static_cast<size_t>(jobs));
     std::vector<bool> busy(static_cast<size_t>(jobs), false);
@@ -115,11 +117,19 @@ int main(int argc, char **argv) {
         if (busy[size_t(j)]) continue;
         Job &job = active[size_t(j)];
         job.prefix = std::string(dir) + "/s" + std::to_string(j) + "_r";
-        job.pid = start_rank_processes(c.world, {bin, c.op}, env, job.prefix);
+        // A token per job: a rank never joins another job's rendezvous
+        // when two jobs drew the same free port (that job fails to start).
+        std::vector<std::pair<std::string, std::string>> job_env = env;
+        job_env.push_back(
+            {"HB_RENDEZVOUS_TOKEN", "lc-" + std::to_string(getpid()) + "-" +
+                                        std::to_string(++job_serial)});
+        job.pid =
+            start_rank_processes(c.world, {bin, c.op}, job_env, job.prefix);
         job.status.assign(size_t(c.world), -1);
         job.deadline =
             std::chrono::steady_clock::now() + std::chrono::seconds(60);
         job.hung = false;
+        job.why.clear();
         busy[size_t(j)] = true;
         ++started;
         ++running;
@@ -136,17 +146,37 @@ int main(int argc, char **argv) {
             job.status[size_t(r)] = st;
           left += job.status[size_t(r)] == -1;
         }
-        if (left && std::chrono::steady_clock::now() > job.deadline) {
+        if (left && !job.hung &&
+            std::chrono::steady_clock::now() > job.deadline) {
           job.hung = true;  // reaped as killed on the next pass
           for (int r = 0; r < c.world; ++r)
-            if (job.status[size_t(r)] == -1) kill(job.pid[size_t(r)], SIGKILL);
+            if (job.status[size_t(r)] == -1) {
+              job.why += " [rank " + std::to_string(r) + " still running: " +
+                         slurp(job.prefix + std::to_string(r)) + "]";
+              kill(job.pid[size_t(r)], SIGKILL);
+            }
         }
         if (left) continue;
         busy[size_t(j)] = false;
         --running;
+        // A job that did not start (a rank without a context, none past
+        // it) is run again, at most `runs` times per case in all.
+        // (Exit 4 on some rank, 3 on none, no crash, no hang.)
+        bool any_four = false, no_start = !job.hung;
+        for (int r = 0; r < c.world; ++r) {
+          const int st = job.status[size_t(r)];
+          any_four |= WIFEXITED(st) && WEXITSTATUS(st) == 4;
+          no_start &= WIFEXITED(st) && WEXITSTATUS(st) != 3;
+        }
+        if (any_four && no_start && restarts < runs) {
+          ++restarts;
+          --started;
+          continue;
+        }
         // Exit 3: a rank's last call failed; anything else: the job did not
         // get that far (or crashed): counted apart.
-        std::string why = job.hung ? "a rank hung (SIGKILLed after 60 s)" : "";
+        std::string why =
+            job.hung ? "a rank hung (SIGKILLed after 60 s)" + job.why : "";
         bool lc = false, bad = job.hung;
         for (int r = 0; r < c.world; ++r) {
           const int st = job.status[size_t(r)];
@@ -154,10 +184,10 @@ int main(int argc, char **argv) {
           const bool is_lc = WIFEXITED(st) && WEXITSTATUS(st) == 3;
           lc |= is_lc;
           bad |= !is_lc;
-          if (why.empty())
-            why = "rank " + std::to_string(r) + " status " +
-                  std::to_string(st) + ": " +
-                  slurp(job.prefix + std::to_string(r));
+          // Every failed rank: the first one may only report the other.
+          why += "[rank " + std::to_string(r) + " status " +
+                 std::to_string(st) + ": " +
+                 slurp(job.prefix + std::to_string(r)) + "] ";
         }
         last_call += lc;
         other += bad && !lc;
@@ -167,16 +197,18 @@ int main(int argc, char **argv) {
     }
     std::printf(
         "world %d %-3s %-16s %d/%d runs: last call failed %d, other failures "
-        "%d (%d hung)%s%s\n",
+        "%d (%d hung); %d jobs that did not start run again%s%s\n",
         c.world, c.transport.c_str(), c.op.c_str(), last_call + other, runs,
-        last_call, other, hung,
+        last_call, other, hung, restarts,
         first_error.empty() ? "" : "; first: ", first_error.c_str());
     std::fflush(stdout);
     total_failed += last_call + other;
+    total_restarts += restarts;
   }
   std::string rm = std::string("rm -rf ") + dir;
   if (std::system(rm.c_str()) != 0)
     std::fprintf(stderr, "could not remove %s\n", dir);
-  std::printf("%d failed runs in all\n", total_failed);
+  std::printf("%d failed runs in all (%d jobs that did not start run again)\n",
+              total_failed, total_restarts);
   return total_failed ? 1 : 0;
 }
