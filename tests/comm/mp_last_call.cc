@@ -12,7 +12,6 @@
 
 #include <chrono>
 #include <cstdio>
-#include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
@@ -128,18 +127,16 @@ void coll_update(hb_context *ctx) {
 }  // namespace
 
 int main(int argc, char **argv) {
-  const char *r = std::getenv("HB_RANK");
-  const char *w = std::getenv("HB_WORLD_SIZE");
-  g_mp_rank = r ? std::atoi(r) : 0;
-  g_world = w ? std::atoi(w) : 1;
   const std::string what = argc > 1 ? argv[1] : "";
   hb_context *ctx = nullptr;
   hb_status st = hb_context_create(nullptr, &ctx);
   if (st != HB_OK) {  // e.g. another job took the rendezvous port first
-    std::fprintf(stderr, "[mp_last_call r%d] no context: %s: %s\n", g_mp_rank,
+    std::fprintf(stderr, "[mp_last_call] no context: %s: %s\n",
                  hb_status_name(st), hb_last_error());
     return 4;
   }
+  g_mp_rank = hb_context_rank(ctx);
+  g_world = hb_context_world_size(ctx);
   // Warm-up: the mesh is connected before the last call.
   float one = 1, sum = 0;
   CHECK_OK(hb_allreduce(ctx, &one, &sum, 1, HB_FLOAT32, HB_SUM));

@@ -79,13 +79,17 @@ TEST(Admission, BloomFilterModelAtEveryWorld) {
 // bloom_bytes / 9.6 distinct ids at bloom_fpr = 1 % (k = 7); an unseen id
 // then passes as seen about 1 % of the time, and far less at
 // the bloom_bytes / 21 the docs used to give.
-double bloom_false_positives(int64_t bytes, int64_t distinct) {
+hb::lifecycle::Policy bloom_policy(int64_t bytes) {
   hb_embedding_lifecycle l = HB_EMBEDDING_LIFECYCLE_INIT;
   l.admission = HB_ADMIT_BLOOM;
   l.min_count = 2;  // a filter only counts with min_count > 1
   l.bloom_bytes = bytes;
   l.bloom_fpr = 0.01;
-  hb::lifecycle::Policy p = hb::lifecycle::policy_from_config(&l, "bloom");
+  return hb::lifecycle::policy_from_config(&l, "bloom");
+}
+
+double bloom_false_positives(int64_t bytes, int64_t distinct) {
+  const hb::lifecycle::Policy p = bloom_policy(bytes);
   EXPECT_EQ(p.bloom_hashes, 7);
   hb::lifecycle::Admission a(p, 1);
   EXPECT_EQ(a.cells().size(), size_t(bytes));  // one byte per counter
@@ -112,12 +116,7 @@ TEST(Admission, BloomCapacityIsBytesOver9_6AtOnePercent) {
 // docs say so): with m not a power of two that picks other cells than
 // exact arithmetic would.
 TEST(Admission, BloomCellIndexWrapsAt64Bits) {
-  hb_embedding_lifecycle l = HB_EMBEDDING_LIFECYCLE_INIT;
-  l.admission = HB_ADMIT_BLOOM;
-  l.min_count = 2;
-  l.bloom_bytes = 1000;
-  l.bloom_fpr = 0.01;
-  const hb::lifecycle::Policy p = hb::lifecycle::policy_from_config(&l, "wrap");
+  const hb::lifecycle::Policy p = bloom_policy(1000);
   bool exact_differs = false;
   for (int64_t id = 0; id < 20; ++id) {
     hb::lifecycle::Admission a(p, 1);
