@@ -106,10 +106,12 @@ int main(int argc, char **argv) {
   };
   for (const Case &c : cases) {
     std::vector<std::pair<std::string, std::string>> env = {
-        {"HB_CPU_TRANSPORT", c.transport}, {"HB_TIMEOUT_MS", "20000"}};
+        {"HB_CPU_TRANSPORT", c.transport},
+        {"HB_TIMEOUT_MS", "20000"},
+        {"HB_CONNECT_TIMEOUT_MS", "10000"}};
     if (!staged.empty()) env.push_back({"HB_CPU_STAGED_BYTES", staged});
     int started = 0, last_call = 0, other = 0, hung = 0, restarts = 0;
-    std::string first_error;
+    std::string first_error, first_restart;
     std::vector<Job> active(static_cast<size_t>(jobs));
     std::vector<bool> busy(static_cast<size_t>(jobs), false);
     for (int running = 0; started < runs || running > 0;) {
@@ -159,18 +161,27 @@ int main(int argc, char **argv) {
         if (left) continue;
         busy[size_t(j)] = false;
         --running;
-        // A job that did not start (a rank without a context, none past
-        // it) is run again, at most `runs` times per case in all.
-        // (Exit 4 on some rank, 3 on none, no crash, no hang.)
-        bool any_four = false, no_start = !job.hung;
+        // A job that did not reach its last call on every rank (a rank
+        // without a context, or whose warm-up failed: exit 4 or 5; the
+        // others then fail or wait, rightly: that rank is gone) is run
+        // again, at most `runs` times per case; how many and the first
+        // reason are printed. Not what this checks, and other jobs at once
+        // can take a job's rendezvous port.
+        bool setup = false;
         for (int r = 0; r < c.world; ++r) {
           const int st = job.status[size_t(r)];
-          any_four |= WIFEXITED(st) && WEXITSTATUS(st) == 4;
-          no_start &= WIFEXITED(st) && WEXITSTATUS(st) != 3;
+          const int code = WIFEXITED(st) ? WEXITSTATUS(st) : -1;
+          setup |= code == 4 || code == 5;
         }
-        if (any_four && no_start && restarts < runs) {
+        if (setup && restarts < runs) {
           ++restarts;
           --started;
+          for (int r = 0; r < c.world && first_restart.empty(); ++r) {
+            const std::string e = slurp(job.prefix + std::to_string(r));
+            if (e.find("no context") != std::string::npos ||
+                e.find("warm-up failed") != std::string::npos)
+              first_restart = e;
+          }
           continue;
         }
         // Exit 3: a rank's last call failed; anything else: the job did not
@@ -197,9 +208,12 @@ int main(int argc, char **argv) {
     }
     std::printf(
         "world %d %-3s %-16s %d/%d runs: last call failed %d, other failures "
-        "%d (%d hung); %d jobs that did not start run again%s%s\n",
+        "%d (%d hung); %d jobs that did not reach the last call run "
+        "again%s%s%s%s\n",
         c.world, c.transport.c_str(), c.op.c_str(), last_call + other, runs,
         last_call, other, hung, restarts,
+        first_restart.empty() ? "" : " (first: ", first_restart.c_str(),
+        first_restart.empty() ? "" : ")",
         first_error.empty() ? "" : "; first: ", first_error.c_str());
     std::fflush(stdout);
     total_failed += last_call + other;
@@ -208,7 +222,9 @@ int main(int argc, char **argv) {
   std::string rm = std::string("rm -rf ") + dir;
   if (std::system(rm.c_str()) != 0)
     std::fprintf(stderr, "could not remove %s\n", dir);
-  std::printf("%d failed runs in all (%d jobs that did not start run again)\n",
-              total_failed, total_restarts);
+  std::printf(
+      "%d failed runs in all (%d jobs that did not reach the last "
+      "call run again)\n",
+      total_failed, total_restarts);
   return total_failed ? 1 : 0;
 }

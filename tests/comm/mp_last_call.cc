@@ -4,7 +4,8 @@
 // finished its part and left must not fail a peer whose transfers with it
 // are complete. Exit 0: the call succeeded (and its result is right); 3:
 // it failed (the message on stderr); 4: no context (the job did not start,
-// e.g. its rendezvous port was taken: the harness runs it again).
+// e.g. its rendezvous port was taken); 5: the warm-up failed. The harness
+// runs a job that did not reach its last call again, and says so.
 //   mp_last_call allreduce_small|allreduce_1m|alltoallv|coll_update|
 //                table_create
 #define HB_EXPERIMENTAL 1
@@ -139,7 +140,12 @@ int main(int argc, char **argv) {
   g_world = hb_context_world_size(ctx);
   // Warm-up: the mesh is connected before the last call.
   float one = 1, sum = 0;
-  CHECK_OK(hb_allreduce(ctx, &one, &sum, 1, HB_FLOAT32, HB_SUM));
+  st = hb_allreduce(ctx, &one, &sum, 1, HB_FLOAT32, HB_SUM);
+  if (st != HB_OK) {
+    std::fprintf(stderr, "[mp_last_call r%d] warm-up failed: %s: %s\n",
+                 g_mp_rank, hb_status_name(st), hb_last_error());
+    return 5;
+  }
   if (what == "allreduce_small")
     allreduce(ctx, 16);
   else if (what == "allreduce_1m")
