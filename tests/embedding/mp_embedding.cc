@@ -351,6 +351,18 @@ void mode_mismatch(hb_context *ctx, const char *dir) {
       "another job's directory",
       {"holds the checkpoints of job 'mm-job-a'", "this job is 'mm-job-b'"});
   REQUIRE(ck == nullptr, "refused checkpoint handle");
+  // Ranks that registered different things: every rank names the item that
+  // differs and each rank's version of it, not fingerprints.
+  cfg.job_id = "mm-job-a";
+  ok(hb_checkpoint_create(ctx, &cfg, &ck), "checkpoint of job a again");
+  float w[2] = {1, 2};
+  ok(hb_checkpoint_add_buffer(ck, "w", w, g_rank == 1 ? 8 : 4, 0), "buffer");
+  expect_status(
+      hb_checkpoint_save(ck, 1), HB_ERR_MISMATCH, "different registrations",
+      {"rank 1 differs", ("registered[0]: 'buffer w replicated 4' " + others +
+                          " vs 'buffer w replicated 8' (rank 1)")
+                             .c_str()});
+  hb_checkpoint_destroy(ck);
   // The last call is a table create: a rank done with it destroys its
   // context at once (hb_context_destroy is not collective) and its peers,
   // whose transfers with it are complete, must still succeed.
