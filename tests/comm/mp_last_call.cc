@@ -81,13 +81,16 @@ void alltoallv(hb_context *ctx) {
             recv[at]);
 }
 
-hb_embedding *make_table(hb_context *ctx) {
+// A dynamic table of 8-wide rows (the defaults otherwise).
+hb_embedding_config table_config() {
   hb_embedding_config cfg = HB_EMBEDDING_CONFIG_INIT;
   cfg.name = "last_call";
   cfg.dim = 8;
-  cfg.num_rows = 0;
-  cfg.initializer = HB_INIT_CONSTANT;
-  cfg.init_a = 0.5;
+  return cfg;
+}
+
+hb_embedding *make_table(hb_context *ctx) {
+  const hb_embedding_config cfg = table_config();
   hb_embedding *emb = nullptr;
   random_delay();
   hb_status st = hb_embedding_create(ctx, &cfg, &emb);
@@ -97,9 +100,7 @@ hb_embedding *make_table(hb_context *ctx) {
 
 // A lookup, then (the last call) the gradient step reusing its plan.
 void coll_update(hb_context *ctx) {
-  hb_embedding_config cfg = HB_EMBEDDING_CONFIG_INIT;
-  cfg.name = "last_call";
-  cfg.dim = 8;
+  const hb_embedding_config cfg = table_config();
   hb_embedding *emb = nullptr;
   CHECK_OK(hb_embedding_create(ctx, &cfg, &emb));
   hb_collection_feature f = HB_COLLECTION_FEATURE_INIT;
