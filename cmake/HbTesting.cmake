@@ -17,12 +17,27 @@ if(NOT DEFINED HB_TEST_TIMEOUT_SCALE)
   endif()
 endif()
 
+#
+# Without seconds (a helper's caller gave no TIMEOUT) the tests must get one
+# later in the same directory (set_tests_properties): checked once the
+# directory is configured, and a test still without one fails the
+# configure, naming it (the test test_timeouts checks the whole tree too).
 function(hb_test_timeout seconds)
   if(NOT seconds)
-    # Not fatal (a merge must still build); the test test_timeouts fails.
-    message(WARNING "hb: no TIMEOUT for test(s) ${ARGN}: see tests/CMakeLists.txt")
+    # EVAL: a deferred call expands its arguments only when it runs.
+    cmake_language(EVAL CODE "cmake_language(DEFER CALL _hb_require_timeout [[${ARGN}]])")
     return()
   endif()
   math(EXPR scaled "${seconds} * ${HB_TEST_TIMEOUT_SCALE}")
   set_tests_properties(${ARGN} PROPERTIES TIMEOUT ${scaled})
+endfunction()
+
+function(_hb_require_timeout)
+  foreach(t ${ARGN})
+    get_test_property(${t} TIMEOUT timeout)
+    if(NOT timeout)
+      message(FATAL_ERROR "hb: test ${t} has no TIMEOUT: give its helper "
+                          "TIMEOUT s (see tests/CMakeLists.txt)")
+    endif()
+  endforeach()
 endfunction()

@@ -484,26 +484,48 @@ void ShmTransport::board_post(uint64_t call, const void *head,
 }
 
 void ShmTransport::board_wait(uint64_t call) {
+  std::vector<int> missing;  // peers whose post of `call` is not here yet
   auto ready = [&] {
+    missing.clear();
     for (int q : all_peers_)
       if (reinterpret_cast<const SlotMeta *>(slot_of(q, call))->call.load() <
           call)
-        return false;
-    return true;
+        missing.push_back(q);
+    return missing.empty();
+  };
+  // Only a peer whose post is missing can fail the wait, and only if its
+  // post is still missing once its closed channel was seen: a peer closes
+  // after its last post (it finished the call and left), so a post made
+  // before the goodbye is visible then.
+  auto check = [&](const std::function<void(const std::vector<int> &)> &fn) {
+    const std::vector<int> watch = missing;
+    try {
+      fn(watch);
+    } catch (const ShmPeerLost &e) {
+      if (ready()) return true;
+      if (std::find(missing.begin(), missing.end(), e.peer()) != missing.end())
+        throw;
+    }
+    return false;
   };
   if (ready()) return;
   Backoff backoff(kBoardBackoff);
   uint32_t spins = 0;
   while (backoff.pause()) {
     if (ready()) return;
-    if ((++spins & 1023) == 0) check_waitable(all_peers_);
+    if ((++spins & 1023) == 0 &&
+        check([&](const std::vector<int> &w) { check_waitable(w); }))
+      return;
   }
   const auto deadline =
       std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms_);
   // Posters ring only counted sleepers: doze re-checks after counting us.
   const std::function<bool()> ready_fn = ready;
   for (;;) {
-    doze(doorbell(), all_peers_, deadline, ready_fn);
+    if (check([&](const std::vector<int> &w) {
+          doze(doorbell(), w, deadline, ready_fn);
+        }))
+      return;
     if (ready()) return;
   }
 }
@@ -679,7 +701,14 @@ void ShmP2P::wait_until(const std::function<bool()> &done) {
       if (std::find(watch_.begin(), watch_.end(), peer) == watch_.end())
         watch_.push_back(peer);
     }
-    t_.doze(seen, watch_, deadline_);
+    try {
+      t_.doze(seen, watch_, deadline_);
+    } catch (const ShmPeerLost &) {
+      // A peer closes its channel after its last send (it finished the call
+      // and left): take what its ring holds before calling it lost.
+      if (progress() || done()) continue;
+      throw;
+    }
   }
 }
 

@@ -13,6 +13,7 @@
 #include <cstring>
 
 #include <gloo/common/error.h>
+#include <gloo/transport/tcp/buffer.h>
 #include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/pair.h>
@@ -32,6 +33,17 @@ class TcpPair : public gloo::transport::tcp::Pair {
 
   // Called by the device's loop thread only; never throws.
   void handleEvents(int events) override;
+  // Receive buffers that hand out what arrived before the pair failed.
+  std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
+      int slot, void *ptr, size_t size) override;
+
+  // For RecvBuffer (Gloo's friendship with its Buffer is not inherited).
+  bool sync_mode() const { return isSync(); }
+  std::chrono::milliseconds wait_timeout() const { return getTimeout(); }
+  std::exception_ptr timed_out() {
+    return signalExceptionExternal(
+        GLOO_ERROR_MSG("Read timeout ", peer_.str()));
+  }
 
  private:
   void finish_accept();
@@ -42,6 +54,38 @@ class TcpPair : public gloo::transport::tcp::Pair {
   // Fails the pair (closing its socket) unless it already failed.
   void fail(std::exception_ptr ex);
 };
+
+// Gloo's Buffer::waitRecv checks for a failed pair before it looks at the
+// completed receives, so a message that arrived in full just before its
+// sender closed the connection (it finished the call and destroyed its
+// context: a goodbye, not a loss) is reported as a failure. This one takes
+// a completed receive first and fails only a receive still missing.
+class RecvBuffer : public gloo::transport::tcp::Buffer {
+ public:
+  RecvBuffer(TcpPair *pair, int slot, void *ptr, size_t size)
+      : Buffer(pair, slot, ptr, size), tcp_(pair) {}
+  void waitRecv() override;
+
+ private:
+  TcpPair *tcp_;
+};
+
+void RecvBuffer::waitRecv() {
+  if (tcp_->sync_mode()) return Buffer::waitRecv();  // hb never uses it
+  std::unique_lock<std::mutex> lock(m_);
+  if (recvCompletions_ == 0) {
+    const auto timeout = tcp_->wait_timeout();
+    auto arrived_or_failed = [&] { return recvCompletions_ > 0 || ex_; };
+    if (timeout == gloo::kNoTimeout) {
+      recvCv_.wait(lock, arrived_or_failed);
+    } else if (!recvCv_.wait_for(lock, timeout, arrived_or_failed)) {
+      lock.unlock();  // as Gloo's: the pair takes its own lock
+      std::rethrow_exception(tcp_->timed_out());
+    }
+    if (recvCompletions_ == 0) std::rethrow_exception(ex_);
+  }
+  recvCompletions_--;
+}
 
 // A tcp::Context whose pairs are TcpPairs (create it instead of
 // device->createContext(rank, size)).
@@ -156,6 +200,13 @@ void TcpPair::adopt(int fd) {
   self_ = gloo::transport::tcp::Address(self);
   peer_ = gloo::transport::tcp::Address(peer);
   changeState(CONNECTED);
+}
+
+std::unique_ptr<gloo::transport::Buffer> TcpPair::createRecvBuffer(
+    int slot, void *ptr, size_t size) {
+  auto *buffer = new RecvBuffer(this, slot, ptr, size);
+  registerBuffer(buffer);
+  return std::unique_ptr<gloo::transport::Buffer>(buffer);
 }
 
 void TcpPair::fail(std::exception_ptr ex) {

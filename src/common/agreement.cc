@@ -80,19 +80,25 @@ std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
                   (long long)h[6]);
   });
   if (mine.sig.counter) ++*mine.sig.counter;
-  if (mine.status != HB_OK) throw Error(mine.status, mine.message);
-  std::vector<int64_t> values(w);
-  for (int p = 0; p < w; ++p) {
-    const int64_t *h = &recv[kHeader * p];
-    if (h[0] != HB_OK) {
-      hb_status st = static_cast<hb_status>(h[0]);
-      if (detail_name && h[1])
-        fail(st, "%s: rank %d failed with %s (%s %lld)", what, p,
-             hb_status_name(st), detail_name, (long long)h[2]);
-      fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
-    }
-    values[p] = h[3];
+  int failed = -1;
+  for (int p = 0; p < w && failed < 0; ++p)
+    if (recv[kHeader * p] != HB_OK) failed = p;
+  if (failed >= 0) {
+    // Every rank sees the same statuses, so all exchange the messages: each
+    // rank reports the real reason, not only which rank failed.
+    std::vector<std::string> why =
+        gather_strings(x, mine.status == HB_OK ? "" : mine.message);
+    if (mine.status != HB_OK) throw Error(mine.status, mine.message);
+    const int64_t *h = &recv[kHeader * failed];
+    hb_status st = static_cast<hb_status>(h[0]);
+    std::string detail =
+        detail_name && h[1] ? format(" (%s %lld)", detail_name, (long long)h[2])
+                            : std::string();
+    fail(st, "%s: rank %d failed with %s%s: %s", what, failed,
+         hb_status_name(st), detail.c_str(), why[size_t(failed)].c_str());
   }
+  std::vector<int64_t> values(w);
+  for (int p = 0; p < w; ++p) values[p] = recv[kHeader * p + 3];
   return values;
 }
 

@@ -341,11 +341,17 @@ ClusterInfo discover_cluster(const hb_context_options *opts,
 
 std::vector<std::string> parse_ps_hosts(const std::string &list) {
   std::vector<std::string> out;
-  for (size_t start = 0; start < list.size();) {
+  if (list.empty()) return out;  // collective mode
+  // Entry i is ps task i: a dropped empty entry would renumber the tasks.
+  for (size_t start = 0, index = 0; start <= list.size(); ++index) {
     size_t comma = std::min(list.find(',', start), list.size());
     std::string item = list.substr(start, comma - start);
     start = comma + 1;
-    if (item.empty()) continue;
+    if (item.empty())
+      fail(HB_ERR_CONFIG,
+           "ps_hosts (HB_PS_HOSTS)=%s: entry %zu is empty (entry i is the "
+           "host:port of ps task i)",
+           quote_value(list).c_str(), index);
     split_host_port(item, "ps_hosts entry", nullptr, nullptr);
     out.push_back(item);
   }

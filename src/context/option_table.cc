@@ -114,8 +114,9 @@ const std::vector<OptionSpec> &option_table() {
        "directory of another job is refused."},
       {"ps_hosts", OptionType::kString, "", nullptr, 0, 0,
        "Parameter-server mode: host:port of every ps task, comma-separated "
-       "(ps task i listens on entry i). Set by hbrun --ps; TF_CONFIG's "
-       "\"ps\" list gives it otherwise. Empty: no ps tasks (collective mode). "
+       "(ps task i listens on entry i; an empty entry is HB_ERR_CONFIG). Set "
+       "by hbrun --ps; TF_CONFIG's \"ps\" list gives it otherwise. Empty: no "
+       "ps tasks (collective mode). "
        "See docs/parameter-servers.md."},
       {"staleness", OptionType::kInt, "0", nullptr, 0, 1000000,
        "Parameter-server mode: no worker runs more than this many steps "

@@ -213,8 +213,11 @@ cJSON *add_host_array(cJSON *cluster, const char *role,
 void check_hosts(const char *name, const char *const *hosts, size_t n) {
   HB_CHECK_ARG(n == 0 || hosts, "hb_tf_config_build: %s is NULL but n is %zu",
                name, n);
-  for (size_t i = 0; i < n; ++i)
+  for (size_t i = 0; i < n; ++i) {
     HB_CHECK_ARG(hosts[i], "hb_tf_config_build: %s[%zu] is NULL", name, i);
+    // Entry i is task i: an empty one cannot be skipped without renumbering.
+    HB_CHECK_ARG(hosts[i][0], "hb_tf_config_build: %s[%zu] is empty", name, i);
+  }
 }
 
 }  // namespace

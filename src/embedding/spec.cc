@@ -194,10 +194,7 @@ ConfigFields spec_fields(const Spec &s) {
   f.add("wire_dtype", s.wire_dtype == HB_FLOAT16    ? "HB_FLOAT16"
                       : s.wire_dtype == HB_BFLOAT16 ? "HB_BFLOAT16"
                                                     : "HB_FLOAT32");
-  if (s.life.enabled)
-    f.add("lifecycle",
-          format("%016llx", static_cast<unsigned long long>(
-                                lifecycle::policy_fingerprint(s.life))));
+  lifecycle::add_policy_fields(s.life, &f);
   return f;
 }
 

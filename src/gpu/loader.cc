@@ -15,6 +15,7 @@ struct Loaded {
   std::string why;
 };
 
+#ifdef HB_HAVE_CUDA_PLUGIN  // its only caller; else -Wunused-function warns
 // Where to look: HB_CUDA_PLUGIN (a path) first, then next to libhb.so, then
 // the loader's search path.
 std::string plugin_path_near_core() {
@@ -27,6 +28,7 @@ std::string plugin_path_near_core() {
   }
   return "libhb_cuda.so";
 }
+#endif
 
 Loaded load() {
   Loaded out;

@@ -6,6 +6,7 @@
 #include "comm/context_exchange.h"
 #include "common/agreement.h"
 #include "common/log.h"
+#include "common/mismatch.h"
 #include "context/context.h"
 #include "embedding/checkpoint.h"
 #include "gpu/gpu.h"
@@ -123,10 +124,12 @@ void save(hb_checkpoint &c, int64_t step) {
   if (!agreed_equal(steps))
     hb::fail(HB_ERR_MISMATCH, "%s: ranks save different steps (%s)", what,
              describe(steps).c_str());
-  if (!agreed_equal(fps))
-    hb::fail(HB_ERR_MISMATCH,
-             "%s: ranks registered different things (fingerprints %s)", what,
-             describe(fps).c_str());
+  if (!agreed_equal(fps))  // every rank: name what differs
+    hb::check_same_fields(
+        hb::recovery::registry_fields(c),
+        std::vector<uint64_t>(fps.begin(), fps.end()),
+        [&](const std::string &s) { return hb::gather_strings(*c.x, s); },
+        HB_ERR_MISMATCH, what, "registrations");
   nonce = static_cast<uint64_t>(nonces[0]);
   ckpt = hb::recovery::join_path(
       c.root, hb::recovery::checkpoint_dir_name(step, nonce));

@@ -4,6 +4,7 @@
 
 #include "abi/error.h"
 #include "common/fnv.h"
+#include "common/mismatch.h"
 #include "embedding/optimizer.h"
 #include "metrics/handle.h"
 #include "recovery/handle.h"
@@ -41,6 +42,25 @@ std::vector<std::string> registry_items(const hb_checkpoint &c) {
         static_cast<unsigned long long>(
             metrics::config_fields(m.metric->cfg).fingerprint())));
   return items;
+}
+
+ConfigFields registry_fields(const hb_checkpoint &c) {
+  const std::vector<std::string> items = registry_items(c);
+  const size_t plain = items.size() - c.metrics.size();  // metrics come last
+  ConfigFields f;
+  for (size_t i = 0; i < plain; ++i)
+    f.add(format("registered[%zu]", i), "'" + items[i] + "'");
+  // A metric's line carries a fingerprint of its config: name each field.
+  for (size_t k = 0; k < c.metrics.size(); ++k) {
+    const MetricEntry &m = c.metrics[k];
+    const std::string key = format("registered[%zu]", plain + k);
+    f.add(key, "'metric " + m.name + "'");
+    const ConfigFields config = metrics::config_fields(m.metric->cfg);
+    for (const ConfigFields::Field &x : config.fields())
+      f.add(key + " " + x.name, x.value,
+            format("metric '%s' %s", m.name.c_str(), x.name.c_str()));
+  }
+  return f;
 }
 
 uint64_t registry_fingerprint(const std::vector<std::string> &items) {

@@ -8,6 +8,8 @@
 #include <string>
 #include <vector>
 
+#include "common/mismatch.h"
+
 struct hb_checkpoint;
 struct hb_embedding;
 
@@ -26,6 +28,9 @@ void add_buffer(hb_checkpoint &c, const char *fn, const char *name, void *data,
 // <fingerprint>".
 std::vector<std::string> registry_items(const hb_checkpoint &c);
 uint64_t registry_fingerprint(const std::vector<std::string> &items);
+// The same, one field per line ("registered[i]") and each metric's config
+// fields by name: what a mismatch between ranks describes.
+ConfigFields registry_fields(const hb_checkpoint &c);
 // HB_ERR_INVALID_ARGUMENT naming the first item that differs.
 void check_same_items(const std::vector<std::string> &saved,
                       const std::vector<std::string> &mine,

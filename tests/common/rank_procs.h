@@ -24,14 +24,14 @@ struct RankRun {
   bool hung = false;        // some rank outlived the deadline (SIGKILLed)
 };
 
-// argv: the program and its arguments; env: extra NAME=value pairs;
-// stderr_prefix: if not empty, rank r's stderr goes to <prefix><r>;
-// stopped_rank: a rank expected to stop itself (SIGSTOP), SIGKILLed once
-// every other rank has exited.
-inline RankRun run_rank_processes(
+// Forks and execs `world` ranks of argv (rank 0 serves the rendezvous on
+// a free loopback port); env: extra NAME=value pairs; stderr_prefix: if not
+// empty, rank r's stderr goes to <prefix><r>. Call it from a single-threaded
+// process: the children set variables (malloc) between fork and exec.
+inline std::vector<pid_t> start_rank_processes(
     int world, const std::vector<std::string> &argv,
-    const std::vector<std::pair<std::string, std::string>> &env, int deadline_s,
-    const std::string &stderr_prefix = "", int stopped_rank = -1) {
+    const std::vector<std::pair<std::string, std::string>> &env,
+    const std::string &stderr_prefix = "") {
   const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
   std::vector<char *> args;
   for (const std::string &a : argv)
@@ -56,6 +56,18 @@ inline RankRun run_rank_processes(
       _exit(127);
     }
   }
+  return pid;
+}
+
+// Starts the ranks (start_rank_processes) and reaps them; stopped_rank: a
+// rank expected to stop itself (SIGSTOP), SIGKILLed once every other rank
+// has exited.
+inline RankRun run_rank_processes(
+    int world, const std::vector<std::string> &argv,
+    const std::vector<std::pair<std::string, std::string>> &env, int deadline_s,
+    const std::string &stderr_prefix = "", int stopped_rank = -1) {
+  const std::vector<pid_t> pid =
+      start_rank_processes(world, argv, env, stderr_prefix);
   RankRun run;
   run.status.assign(world, -1);
   run.pid = pid;

@@ -276,6 +276,23 @@ TEST(Cluster, SplitHostPort) {
       << hb_last_error();
 }
 
+// Entry i of ps_hosts is ps task i: an empty entry is refused, not dropped
+// (dropping renumbers the ps tasks).
+TEST(Cluster, EmptyPsHostsEntryIsAConfigError) {
+  EXPECT_EQ(hb::parse_ps_hosts("a:1,b:2").size(), 2u);
+  EXPECT_TRUE(hb::parse_ps_hosts("").empty());
+  for (const char *bad : {"a:1,,b:2", "a:1,b:2,", ",a:1"}) {
+    hb_test::EnvGuard env;
+    env.set("HB_PS_HOSTS", bad);
+    expect_config_error(std::string("ps_hosts (HB_PS_HOSTS)='") + bad +
+                        "': entry ");
+  }
+  EXPECT_EQ(hb::guard([] { hb::parse_ps_hosts("a:1,,b:2"); }), HB_ERR_CONFIG);
+  EXPECT_NE(std::string(hb_last_error()).find("entry 1 is empty"),
+            std::string::npos)
+      << hb_last_error();
+}
+
 // Other launchers: after HB_*, before TF_CONFIG, in the documented order.
 namespace launchers {
 

@@ -163,6 +163,7 @@ TEST(TfConfigBuild, RejectsBadArguments) {
   const char *dup[] = {"a:1", "a:1"};
   const char *bad[] = {"a:1", "nohost"};
   const char *with_null[] = {"a:1", nullptr};
+  const char *with_empty[] = {"a:1", ""};
   char buf[512];
   struct Case {
     const char *type;
@@ -183,6 +184,7 @@ TEST(TfConfigBuild, RejectsBadArguments) {
       {"chief", 0, w, 0, 0, "no worker_hosts"},
       {"chief", 0, nullptr, 2, 0, "worker_hosts is NULL but n is 2"},
       {"chief", 0, with_null, 2, 0, "worker_hosts[1] is NULL"},
+      {"chief", 0, with_empty, 2, 0, "worker_hosts[1] is empty"},
       {"chief", 0, dup, 2, 0,
        "cluster.worker[0] 'a:1' duplicates cluster.chief[0]"},
       {"chief", 0, bad, 2, 0, "cluster.worker[0]='nohost': expected host:port"},

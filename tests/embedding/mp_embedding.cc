@@ -5,8 +5,11 @@
 //   mp_embedding load DIR     load a save made at 4 ranks, continue, compare
 //   mp_embedding export FILE  export, open read-only, compare
 //   mp_embedding mismatch DIR mismatched calls fail on every rank with
-//                             HB_ERR_MISMATCH; the tables stay intact
+//                             HB_ERR_MISMATCH; the tables stay intact;
+//                             another job's checkpoint directory is
+//                             refused on every rank, naming both job ids
 // Every rank computes the whole reference itself from the shared seeds.
+#define HB_EXPERIMENTAL 1  // hb_checkpoint
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -332,10 +335,41 @@ void mode_mismatch(hb_context *ctx, const char *dir) {
   ok(hb_embedding_create(ctx, &cb, &b), "re-create b");
   hb_embedding_destroy(b);
   hb_embedding_destroy(a);
-  // A rank done with the create's exchange may destroy its context while
-  // another still reads it, and that peer then fails (a known limit of
-  // hb_context_destroy, which is not collective): end together.
-  ok(hb_context_barrier(ctx, 0), "final barrier");
+  // A checkpoint directory of another job: rank 0 reads its JOB file, and
+  // every rank reports why (both ids), not only "rank 0 failed".
+  const std::string jobs = std::string(dir) + "/jobs";
+  hb_checkpoint_config cfg = HB_CHECKPOINT_CONFIG_INIT;
+  cfg.dir = jobs.c_str();
+  cfg.job_id = "mm-job-a";
+  hb_checkpoint *ck = nullptr;
+  ok(hb_checkpoint_create(ctx, &cfg, &ck), "checkpoint of job a");
+  hb_checkpoint_destroy(ck);
+  cfg.job_id = "mm-job-b";
+  ck = nullptr;
+  expect_status(
+      hb_checkpoint_create(ctx, &cfg, &ck), HB_ERR_INVALID_ARGUMENT,
+      "another job's directory",
+      {"holds the checkpoints of job 'mm-job-a'", "this job is 'mm-job-b'"});
+  REQUIRE(ck == nullptr, "refused checkpoint handle");
+  // Ranks that registered different things: every rank names the item that
+  // differs and each rank's version of it, not fingerprints.
+  cfg.job_id = "mm-job-a";
+  ok(hb_checkpoint_create(ctx, &cfg, &ck), "checkpoint of job a again");
+  float w[2] = {1, 2};
+  ok(hb_checkpoint_add_buffer(ck, "w", w, g_rank == 1 ? 8 : 4, 0), "buffer");
+  expect_status(
+      hb_checkpoint_save(ck, 1), HB_ERR_MISMATCH, "different registrations",
+      {"rank 1 differs", ("registered[0]: 'buffer w replicated 4' " + others +
+                          " vs 'buffer w replicated 8' (rank 1)")
+                             .c_str()});
+  hb_checkpoint_destroy(ck);
+  // The last call is a table create: a rank done with it destroys its
+  // context at once (hb_context_destroy is not collective) and its peers,
+  // whose transfers with it are complete, must still succeed.
+  cc = ca;
+  cc.name = "mm_last";
+  ok(hb_embedding_create(ctx, &cc, &c), "last create");
+  hb_embedding_destroy(c);
 }
 
 }  // namespace

@@ -13,6 +13,9 @@
 
 #include "abi/error.h"
 #include "embedding/collection.h"
+#include "embedding/init_math.h"
+#include "embedding/lifecycle/admission.h"
+#include "embedding/lifecycle/policy.h"
 #include "embedding/lifecycle/select.h"
 #include "harness.h"
 #include "lifecycle_harness.h"
@@ -70,6 +73,68 @@ TEST(Admission, BloomFilterModelAtEveryWorld) {
   lc.steps = 40;
   check_worlds(lc);
   EXPECT_GT(lc.seen.ev_cap, 0u);
+}
+
+// docs/table-lifecycle.md: bloom_bytes one-byte counters hold about
+// bloom_bytes / 9.6 distinct ids at bloom_fpr = 1 % (k = 7); an unseen id
+// then passes as seen about 1 % of the time, and far less at
+// the bloom_bytes / 21 the docs used to give.
+hb::lifecycle::Policy bloom_policy(int64_t bytes) {
+  hb_embedding_lifecycle l = HB_EMBEDDING_LIFECYCLE_INIT;
+  l.admission = HB_ADMIT_BLOOM;
+  l.min_count = 2;  // a filter only counts with min_count > 1
+  l.bloom_bytes = bytes;
+  l.bloom_fpr = 0.01;
+  return hb::lifecycle::policy_from_config(&l, "bloom");
+}
+
+double bloom_false_positives(int64_t bytes, int64_t distinct) {
+  const hb::lifecycle::Policy p = bloom_policy(bytes);
+  EXPECT_EQ(p.bloom_hashes, 7);
+  hb::lifecycle::Admission a(p, 1);
+  EXPECT_EQ(a.cells().size(), size_t(bytes));  // one byte per counter
+  // Twice each: a cell then holds >= 2 exactly when some id touched it, so
+  // an unseen id passes exactly when all its cells were touched (presence).
+  for (uint64_t step = 1; step <= 2; ++step)
+    for (int64_t id = 0; id < distinct; ++id) a.count(id, step);
+  int fp = 0;
+  const int probes = 100000;
+  for (int64_t id = distinct; id < distinct + probes; ++id)
+    fp += a.admitted(id);
+  return double(fp) / probes;
+}
+
+TEST(Admission, BloomCapacityIsBytesOver9_6AtOnePercent) {
+  const int64_t m = int64_t(1) << 20;
+  const double at_capacity = bloom_false_positives(m, 109397);  // m / 9.585
+  EXPECT_GT(at_capacity, 0.008);
+  EXPECT_LT(at_capacity, 0.013);
+  EXPECT_LT(bloom_false_positives(m, m / 21), 0.001);
+}
+
+// The cell index (h1 + i * h2) mod m wraps at 64 bits before the mod (the
+// docs say so): with m not a power of two that picks other cells than
+// exact arithmetic would.
+TEST(Admission, BloomCellIndexWrapsAt64Bits) {
+  const hb::lifecycle::Policy p = bloom_policy(1000);
+  bool exact_differs = false;
+  for (int64_t id = 0; id < 20; ++id) {
+    hb::lifecycle::Admission a(p, 1);
+    a.count(id, 1);
+    const uint64_t m = 1000;
+    const uint64_t h1 = hb::initmath::splitmix64(uint64_t(id) ^ 0xB10011ull);
+    const uint64_t h2 = hb::initmath::splitmix64(h1 ^ 0x5EED5EEDull) | 1;
+    std::vector<uint8_t> want(m, 0);
+    for (uint64_t i = 0; i < uint64_t(p.bloom_hashes); ++i) {
+      ++want[(h1 + i * h2) % m];  // uint64_t: wraps modulo 2^64
+      const unsigned __int128 exact = (static_cast<unsigned __int128>(h1) +
+                                       static_cast<unsigned __int128>(i) * h2) %
+                                      m;
+      exact_differs |= uint64_t(exact) != (h1 + i * h2) % m;
+    }
+    EXPECT_EQ(a.cells(), want) << "id " << id;
+  }
+  EXPECT_TRUE(exact_differs) << "the test would not tell a wrap from none";
 }
 
 TEST(Eviction, TtlSteps) {
@@ -201,9 +266,12 @@ TEST(Lifecycle, RanksWithDifferentPoliciesFailCreate) {
   hb_embedding_config c = base_config("differ", HB_OPT_SGD);
   hb_embedding_lifecycle l0 = HB_EMBEDDING_LIFECYCLE_INIT,
                          l1 = HB_EMBEDDING_LIFECYCLE_INIT;
-  l1.max_rows = 10;
+  l0.max_rows = 1000;
+  l1.max_rows = 2000;
+  l1.ttl_steps = 5;
   hbtest::ThreadWorld tw(2);
   std::vector<hb_status> got(2, HB_OK);
+  std::vector<std::string> what(2);
   hbtest::ThreadWorld::run(2, [&](int r) {
     hb_embedding_config mine = c;
     mine.lifecycle = r == 0 ? &l0 : &l1;
@@ -211,10 +279,21 @@ TEST(Lifecycle, RanksWithDifferentPoliciesFailCreate) {
       hb::emb::Table t(hb::emb::spec_from_config(&mine), tw.endpoint(r));
     } catch (const hb::Error &e) {
       got[r] = e.status();
+      what[r] = e.what();
     }
   });
-  EXPECT_EQ(got[0], HB_ERR_INVALID_ARGUMENT);
-  EXPECT_EQ(got[1], HB_ERR_INVALID_ARGUMENT);
+  // Every rank names each field that differs with each rank's value (hb.h),
+  // not a fingerprint of the policy.
+  for (int r = 0; r < 2; ++r) {
+    EXPECT_EQ(got[r], HB_ERR_INVALID_ARGUMENT);
+    EXPECT_NE(
+        what[r].find("lifecycle.max_rows: 1000 (rank 0) vs 2000 (rank 1)"),
+        std::string::npos)
+        << what[r];
+    EXPECT_NE(what[r].find("lifecycle.ttl_steps: 0 (rank 0) vs 5 (rank 1)"),
+              std::string::npos)
+        << what[r];
+  }
 }
 
 }  // namespace

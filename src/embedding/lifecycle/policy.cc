@@ -6,7 +6,7 @@
 #include <cstring>
 
 #include "abi/error.h"
-#include "common/fnv.h"
+#include "common/mismatch.h"
 #include "hb.h"
 
 namespace hb {
@@ -77,18 +77,24 @@ Policy policy_from_config(const void *ptr, const char *table) {
   return p;
 }
 
-uint64_t policy_fingerprint(const Policy &p) {
-  if (!p.enabled) return 0;
-  int64_t v[] = {static_cast<int64_t>(p.admission),
-                 p.min_count,
-                 p.bloom_bytes,
-                 p.evict_interval,
-                 p.ttl_steps,
-                 p.max_rows,
-                 static_cast<int64_t>(p.score)};
-  double d[] = {p.bloom_fpr, p.ttl_seconds, p.min_l2_norm,
-                static_cast<double>(p.default_value)};
-  return fnv1a64(v, sizeof v) * 31 + fnv1a64(d, sizeof d) + 1;
+void add_policy_fields(const Policy &p, ConfigFields *out) {
+  if (!p.enabled) return;
+  static const char *const kAdmit[] = {"HB_ADMIT_ALL", "HB_ADMIT_COUNT",
+                                       "HB_ADMIT_BLOOM"};
+  static const char *const kScore[] = {"HB_SCORE_LRU", "HB_SCORE_LFU"};
+  // A validated policy: every enum is in range.
+  out->add("lifecycle.admission", kAdmit[static_cast<int>(p.admission)]);
+  out->add("lifecycle.min_count", p.min_count);
+  out->add("lifecycle.bloom_bytes", p.bloom_bytes);
+  out->add_real("lifecycle.bloom_fpr", p.bloom_fpr);
+  out->add_real("lifecycle.default_value",
+                static_cast<double>(p.default_value));
+  out->add("lifecycle.evict_interval", p.evict_interval);
+  out->add("lifecycle.ttl_steps", p.ttl_steps);
+  out->add_real("lifecycle.ttl_seconds", p.ttl_seconds);
+  out->add("lifecycle.max_rows", p.max_rows);
+  out->add("lifecycle.score", kScore[static_cast<int>(p.score)]);
+  out->add_real("lifecycle.min_l2_norm", p.min_l2_norm);
 }
 
 }  // namespace lifecycle

@@ -7,6 +7,7 @@
 #include <cstdint>
 
 namespace hb {
+class ConfigFields;
 namespace lifecycle {
 
 enum class Admit : int32_t { kAll = 0, kCount = 1, kBloom = 2 };
@@ -42,8 +43,10 @@ struct Policy {
 Policy policy_from_config(const void *hb_embedding_lifecycle_ptr,
                           const char *table);
 
-// Mixes the fields every rank must agree on into h (spec_fingerprint).
-uint64_t policy_fingerprint(const Policy &p);
+// Adds the fields every rank must agree on (the callback aside), each by
+// name ("lifecycle.max_rows"), so a mismatch names the fields that differ;
+// nothing for a disabled policy.
+void add_policy_fields(const Policy &p, ConfigFields *out);
 
 }  // namespace lifecycle
 }  // namespace hb
