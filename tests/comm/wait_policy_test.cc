@@ -85,8 +85,9 @@ TEST(WaitPolicy, WaiterKeepsItsCoreBesideANiceBusyLoop) {
   std::printf("quiet %.1f ms, beside a nice-19 loop %.1f ms\n", quiet * 1e3,
               loaded * 1e3);
   // Each round is ~0.3 ms of rank 1's work; a yield to the loop costs up
-  // to a scheduler slice (milliseconds) per round.
-  EXPECT_LT(loaded, 1.5 * quiet)
+  // to a scheduler slice (milliseconds) per round: 3.6x as long with the
+  // yielding waits (docs/performance.md). The 0.1 s spares a busy machine.
+  EXPECT_LT(loaded, 1.5 * quiet + 0.1)
       << "quiet " << quiet * 1e3 << " ms, beside a nice-19 loop "
       << loaded * 1e3 << " ms for " << kRounds << " rounds";
 }
