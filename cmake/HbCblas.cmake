@@ -1,8 +1,9 @@
 # hb_ctr_find_cblas: the BLAS of the CTR demo's MLP (examples/ctr_train,
 # dense_math.h) and of its speed-of-light bench (bench/limit): CBLAS when a
-# BLAS with cblas_sgemm and cblas.h are found, else plain loops. The Debian way: link the generic
-# libblas.so (libblas-dev), so at run time the libblas.so.3 alternative
-# (OpenBLAS when libopenblas0-serial is installed) does the work.
+# BLAS with cblas_sgemm and cblas.h are found, else plain loops. The Debian
+# way: link the generic libblas.so (libblas-dev), so at run time the
+# libblas.so.3 alternative (OpenBLAS when libopenblas0-serial is installed)
+# does the work.
 # -DHB_CTR_BLAS=OFF builds the loops.
 include_guard(GLOBAL)
 option(HB_CTR_BLAS "ctr_train: use CBLAS for the MLP when found" ON)
