@@ -92,7 +92,9 @@ const std::vector<OptionSpec> &option_table() {
        "drift apart by hundreds of microseconds in a training step; "
        "spinning through that keeps the wake-up off the step), 5 where the "
        "ranks of this host outnumber the CPUs they may run on (a spinning "
-       "rank would hold the core a peer needs)."},
+       "rank would hold the core a peer needs). On a host whose cores are "
+       "shared with busy normal-priority processes, a shorter spin (say "
+       "50) keeps more of the rank's CPU share for its work."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "
