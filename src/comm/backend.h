@@ -45,6 +45,9 @@ struct BackendConfig {
   // inline payload run where every pair shares memory: "board" (staged
   // through the board's slots), "rings" or "auto" (board from 3 ranks).
   std::string shm_reduce = "auto";
+  // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
+  // sleeps on its futex (-1: by the CPUs this host's ranks share).
+  int64_t wait_spin_us = -1;
   // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls;
   // check_calls_where_free: only where the print rides along with the
   // call's data (the shared-memory call board), not as a TCP round of its

@@ -25,7 +25,7 @@ namespace comm {
 
 namespace {
 
-constexpr uint64_t kMagic = 0x68622d73686d3031ull;  // "hb-shm01"
+constexpr uint64_t kMagic = 0x68622d73686d3032ull;  // "hb-shm02"
 constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kRingHeader = 128;  // head and tail, a cache line each
 // Rings: world^2 x kChannels of them on a host, kept within ~48 MiB (a
@@ -38,26 +38,19 @@ size_t ring_bytes_for(int world) {
     r /= 2;
   return r;
 }
-// A waiter spins, then yields, then sleeps on its doorbell. A futex
-// wake-up costs the waker a syscall and the sleeper the scheduler's (and
-// an idle core's) wake-up latency, tens of microseconds, which dwarfs a
-// small message; yielding lets other ranks on the core run (more ranks
-// than cores), and the sleep stops a long wait from burning a core. The
-// call board waits for peers that are usually a few microseconds away, so
-// it yields longer before it sleeps; a ring wait (a peer copying a large
-// message) sleeps sooner. Both yield for longer than the jitter between
-// ranks of a training step (hundreds of microseconds on a shared VM): at
-// 20 / 100 us a 2-rank CTR step slept and paid the wake-up on most of its
-// rounds (7 % of the step, the dense allreduce's wait 3x as long;
-// docs/performance.md), while a yielding rank still gives its core to any
-// rank that shares it.
-struct BackoffTimes {
-  std::chrono::microseconds spin, yield_until;
-};
-constexpr BackoffTimes kRingBackoff{std::chrono::microseconds(5),
-                                    std::chrono::microseconds(500)};
-constexpr BackoffTimes kBoardBackoff{std::chrono::microseconds(2),
-                                     std::chrono::microseconds(2000)};
+// A waiter spins, then sleeps on its doorbell futex; it never yields. A
+// sched_yield while another task is runnable on the core (a co-tenant's
+// process, a build, a busy loop at nice 19) hands the core away for up to
+// a scheduler tick, and in a lock-step training step every rank then waits
+// for the slowest: with a nice-19 busy loop beside it, a 2-rank CTR job
+// that yielded ran at half its quiet speed (docs/performance.md). A futex
+// sleeper instead preempts such a task as soon as it is woken. Spinning
+// keeps the core, so it is bounded by the spin budget (ShmTransport::spin_,
+// from option cpu_wait_spin_us): long enough to cover the drift between
+// ranks of a step where every rank has a core, short where the ranks of
+// this host outnumber its CPUs (a spinning rank would then hold the core a
+// peer needs to reach the call).
+constexpr std::chrono::microseconds kSpinCores(2000), kSpinShared(5);
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -83,41 +76,33 @@ inline void cpu_relax() {
 size_t pad8(size_t n) { return (n + 7) & ~size_t(7); }
 size_t pad64(size_t n) { return (n + 63) & ~size_t(63); }
 
-// Spin, then yield (see BackoffTimes); pause() returns false once the
-// waiter should block. The clock is read every 64 spins and at every
-// yield.
+// Spins for the budget; pause() returns false once the waiter should
+// block. The clock is read every 64 spins.
 class Backoff {
  public:
-  explicit Backoff(BackoffTimes t) : t_(t) {}
+  explicit Backoff(std::chrono::nanoseconds spin) : spin_(spin) {}
   bool pause() {
-    ++n_;
-    if (!yielding_) {
-      if ((n_ & 63) != 0) {
-        cpu_relax();
-        return true;
-      }
+    if (spent_) return false;  // until reset(): block at once
+    if ((++n_ & 63) == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (n_ == 64) start_ = now;
-      if (now - start_ < t_.spin) {
-        cpu_relax();
-        return true;
+      if (now - start_ >= spin_) {
+        spent_ = true;
+        return false;
       }
-      yielding_ = true;
     }
-    if (std::chrono::steady_clock::now() - start_ >= t_.yield_until)
-      return false;
-    sched_yield();
+    cpu_relax();
     return true;
   }
   void reset() {
     n_ = 0;
-    yielding_ = false;
+    spent_ = false;
   }
 
  private:
-  BackoffTimes t_;
+  std::chrono::nanoseconds spin_;
   uint64_t n_ = 0;
-  bool yielding_ = false;
+  bool spent_ = false;
   std::chrono::steady_clock::time_point start_;
 };
 
@@ -153,7 +138,11 @@ struct SegHeader {
   alignas(64) std::atomic<uint32_t> bell;  // futex word of this rank
   std::atomic<uint32_t> sleepers;
   std::atomic<uint32_t> state;  // 0 ok, 1 failed, 2 gone
+  // The CPUs this rank may run on (all set if unknown): with the peers'
+  // masks, whether the host's ranks outnumber their CPUs (kSpinCores).
+  cpu_set_t cpus;
 };
+static_assert(sizeof(SegHeader) <= kHeaderBytes, "segment header");
 
 struct ShmTransport::Ring {
   alignas(64) std::atomic<uint64_t> head;  // bytes written, by the sender
@@ -240,6 +229,8 @@ std::unique_ptr<ShmSegment> create_segment(int rank, int world,
   h->nonce = random64();
   h->world = uint32_t(world);
   h->rank = uint32_t(rank);
+  if (sched_getaffinity(0, sizeof h->cpus, &h->cpus) != 0)
+    std::memset(&h->cpus, 0xff, sizeof h->cpus);
   for (int parity = 0; parity < 2; ++parity)
     new (s->base + kHeaderBytes + size_t(parity) * slot_bytes(world))
         SlotMeta{{0}, 0, 0, 0};
@@ -280,7 +271,8 @@ std::unique_ptr<ShmSegment> open_segment(const std::string &name,
 
 ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
                            const std::string &prefix, const std::string &mode,
-                           int64_t timeout_ms, const std::string &host)
+                           int64_t timeout_ms, const std::string &host,
+                           int64_t spin_us)
     : rank_(rank),
       world_(world),
       timeout_ms_(timeout_ms),
@@ -349,6 +341,17 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
          "option cpu_transport=shm: ranks %s cannot share memory (rank %d: "
          "%s)",
          missing.c_str(), rank, mine_ ? "segment made" : why.c_str());
+  // The spin budget (see kSpinCores), from the CPUs that this rank and
+  // its shared-memory peers may run on together (a launcher that pins
+  // each rank to its own core leaves every rank one CPU of its own).
+  cpu_set_t host_cpus;
+  CPU_ZERO(&host_cpus);
+  if (mine_) host_cpus = mine_->hdr()->cpus;
+  for (int q : all_peers_)
+    CPU_OR(&host_cpus, &host_cpus, &peer_[size_t(q)]->hdr()->cpus);
+  spin_ = spin_us >= 0 ? std::chrono::microseconds(spin_us)
+          : reached_ + 1 > CPU_COUNT(&host_cpus) ? kSpinShared
+                                                 : kSpinCores;
   if (!reached_) mine_.reset();
 }
 
@@ -509,7 +512,7 @@ void ShmTransport::board_wait(uint64_t call) {
     return false;
   };
   if (ready()) return;
-  Backoff backoff(kBoardBackoff);
+  Backoff backoff(spin_);
   uint32_t spins = 0;
   while (backoff.pause()) {
     if (ready()) return;
@@ -679,7 +682,7 @@ bool ShmP2P::progress() {
 }
 
 void ShmP2P::wait_until(const std::function<bool()> &done) {
-  Backoff backoff(kRingBackoff);
+  Backoff backoff(t_.spin_);
   bool have_deadline = false;
   while (!done()) {
     const uint32_t seen = t_.doorbell();

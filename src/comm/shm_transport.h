@@ -28,11 +28,11 @@
 // A ring is a single-producer single-consumer byte stream: the sender
 // copies a message in (an 8-byte length, then the payload), the receiver
 // copies it out; both publish their position with release stores. Waiting
-// spins briefly, then sleeps on the doorbell futex of the waiting rank's
-// own header (any peer that made progress for it rings it). Every sleep is
-// bounded, and a wait ends early when the WaitBreaker trips (abort, a peer
-// declared lost by the rendezvous), when a peer marks itself failed or gone
-// (its transport failed or was destroyed), or at the timeout.
+// spins briefly (never yields), then sleeps on the doorbell futex of the
+// waiting rank's own header (any peer that made progress for it rings it).
+// Every sleep is bounded, and a wait ends early when the WaitBreaker trips
+// (abort, a peer declared lost by the rendezvous), when a peer marks itself
+// failed or gone (its transport failed or was destroyed), or at the timeout.
 #pragma once
 
 #include <atomic>
@@ -79,9 +79,11 @@ class ShmTransport {
   // no spaces): ranks that advertise different ones are different hosts
   // and never share memory, even where they could open each other's
   // segment (two network namespaces on one machine share /dev/shm).
+  // spin_us: how long a wait spins before it sleeps (option
+  // cpu_wait_spin_us); -1 chooses by the CPUs this host's ranks share.
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
                const std::string &mode, int64_t timeout_ms,
-               const std::string &host);
+               const std::string &host, int64_t spin_us = -1);
   ~ShmTransport();
 
   int rank() const { return rank_; }
@@ -155,6 +157,7 @@ class ShmTransport {
 
   int rank_, world_;
   int64_t timeout_ms_;
+  std::chrono::nanoseconds spin_{0};  // a wait's spin before it sleeps
   size_t ring_bytes_;
   std::unique_ptr<ShmSegment> mine_;
   std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host

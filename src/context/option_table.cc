@@ -84,6 +84,17 @@ const std::vector<OptionSpec> &option_table() {
        "out; rings = the rank-order reduce-scatter and gather over the "
        "shared-memory rings; auto = board from 3 ranks, rings at 2 (where "
        "they measured faster). Same bits either way."},
+      {"cpu_wait_spin_us", OptionType::kInt, "-1", nullptr, -1, 1000000,
+       "How long a CPU collective's wait for a same-host peer spins before "
+       "it sleeps on its futex (it never yields: a yield while another "
+       "task is runnable can lose the core for a scheduler tick). -1 = "
+       "2000 where every rank of this host has a CPU of its own (ranks "
+       "drift apart by hundreds of microseconds in a training step; "
+       "spinning through that keeps the wake-up off the step), 5 where the "
+       "ranks of this host outnumber the CPUs they may run on (a spinning "
+       "rank would hold the core a peer needs). On a host whose cores are "
+       "shared with busy normal-priority processes, a shorter spin (say "
+       "50) keeps more of the rank's CPU share for its work."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "
