@@ -64,6 +64,7 @@ hb_status hb_context_serve(hb_context *ctx) {
     sc.staleness = c.options.get_int("staleness");
     sc.peer_timeout_ms = c.options.get_int("peer_timeout_ms");
     sc.connect_timeout_ms = c.options.get_int("connect_timeout_ms");
+    sc.timeout_ms = c.options.get_int("timeout_ms");
     sc.max_frame_bytes =
         static_cast<size_t>(c.options.get_int("max_frame_bytes"));
     hb::ps::serve(sc, c.health);

@@ -40,6 +40,7 @@ struct Peer {
   int64_t last_heard = now_ms();
   bool has_parked = false;
   Frame parked;
+  int64_t parked_ms = 0;  // when it was parked (timeout_ms bounds the wait)
   bool closed = false;
 };
 
@@ -73,8 +74,14 @@ class Server {
   Frame attach(int rank, const Frame &f);
   // Every table: rank left or was lost.
   void all_tables(int rank, bool lost);
-  // Whether every table of a pull or push lets rank go (staleness bound).
-  bool gate(int rank, const Frame &f) const;
+  // The first table of a pull or push that does not let rank go yet (the
+  // staleness bound), or -1 when every one does.
+  int64_t blocking_table(int rank, const Frame &f) const;
+  // Why a parked request of rank still waits (for the timeout's error).
+  std::string wait_reason(int rank, const Frame &f) const;
+  // Parked requests past timeout_ms get HB_ERR_TIMEOUT saying what they
+  // waited for.
+  void expire_parked();
   Frame pull(const Frame &f);
   Frame push(int rank, const Frame &f);
   Frame save(const Frame &f);
@@ -228,7 +235,7 @@ void Server::worker_revived(int rank) {
   HB_LOG_WARN("ps task %d: worker rank %d is back", cfg_.ps_index, rank);
   for (auto &t : tables_)
     if (t->attached(rank) && t->clock().state(rank) == StalenessClock::kLost)
-      t->attach(rank);
+      t->revive(rank);
   dirty_ = true;
 }
 
@@ -247,6 +254,7 @@ void Server::handle(Peer &p, Frame &f) {
   if (!serve_request(p, f)) {
     p.has_parked = true;
     p.parked = std::move(f);
+    p.parked_ms = now_ms();
   }
 }
 
@@ -275,7 +283,7 @@ bool Server::serve_request(Peer &p, Frame &f) {
         break;
       case kPull:
       case kPush:
-        if (!gate(rank, f)) return false;
+        if (blocking_table(rank, f) >= 0) return false;
         r = f.type == kPull ? pull(f) : push(rank, f);
         break;
       case kSave:
@@ -293,6 +301,7 @@ bool Server::serve_request(Peer &p, Frame &f) {
       case kPosition:
         r = position(rank);
         break;
+
       case kStats: {
         std::vector<int64_t> v;
         stats_.workers_left =
@@ -366,8 +375,15 @@ void Server::hello(Peer &p, const Frame &f) {
     HB_LOG_WARN("ps task %d: worker rank %lld rejoins", cfg_.ps_index,
                 static_cast<long long>(rank));
   }
-  // Its tables rejoin when it attaches them again.
   w.state = kLive;
+  // The tables it had when it was lost, all at this instant (clock.h): the
+  // restarted worker attaches them again one by one, and the others move
+  // on meanwhile.
+  for (auto &t : tables_)
+    if (t->attached(w.peer->rank) &&
+        t->clock().state(w.peer->rank) == StalenessClock::kLost)
+      t->revive(w.peer->rank);
+  dirty_ = true;
 }
 
 OwnedTable &Server::table(int64_t id) {
@@ -406,25 +422,78 @@ Frame Server::attach(int rank, const Frame &f) {
   return ok_reply(0, {id, t.committed(rank).first, t.committed(rank).second});
 }
 
-bool Server::gate(int rank, const Frame &f) const {
-  // Pull: ints are table ids; push: {table, step, k} triples.
+int64_t Server::blocking_table(int rank, const Frame &f) const {
+  // Pull: ints are table ids (then the worker's step); push: {table, step,
+  // k} triples.
   const bool is_push = f.type == kPush;
-  const size_t n = is_push ? f.ints.size() / 3 : f.ints.size();
-  for (size_t i = 0; i < n; ++i) {
+  const size_t n = is_push ? f.ints.size() / 3 : f.strs.size();
+  for (size_t i = 0; i < n && i < f.ints.size(); ++i) {
     int64_t id = f.ints[is_push ? 3 * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
     const OwnedTable &t = *tables_[id];
     if (is_push && t.replay(rank, {f.ints[3 * i + 1], f.ints[3 * i + 2]}))
       continue;  // dropped at once
-    if (!t.clock().may_go(rank)) return false;
+    if (!t.clock().may_go(rank)) return id;
   }
-  return true;
+  return -1;
+}
+
+std::string Server::wait_reason(int rank, const Frame &f) const {
+  const int64_t id = blocking_table(rank, f);
+  const bool is_push = f.type == kPush;
+  int64_t step = -1;
+  if (is_push) {
+    for (size_t i = 0; i + 2 < f.ints.size(); i += 3)
+      if (f.ints[i] == id) step = f.ints[i + 1];
+  } else if (f.ints.size() > f.strs.size()) {
+    step = f.ints.back();
+  }
+  std::string what =
+      format("ps task %d: worker rank %d's %s of step %lld", cfg_.ps_index,
+             rank, is_push ? "push" : "pull", static_cast<long long>(step));
+  if (id < 0) return what + " waited past timeout_ms";
+  const OwnedTable &t = *tables_[id];
+  const StalenessClock &c = t.clock();
+  const int64_t slowest = c.slowest();
+  int who = -1;
+  for (int r = 0; r < c.world() && who < 0; ++r)
+    if ((c.state(r) == StalenessClock::kLive ||
+         c.state(r) == StalenessClock::kExpected) &&
+        c.clock(r) == slowest)
+      who = r;
+  return format(
+      "%s waited timeout_ms=%lld on table '%s' for the staleness bound %lld: "
+      "it pushed the table %lld times, the slowest active worker, rank %d "
+      "(%s), %lld times, and no push of rank %d came",
+      what.c_str(), static_cast<long long>(cfg_.timeout_ms),
+      t.spec().name.c_str(), static_cast<long long>(c.bound()),
+      static_cast<long long>(c.clock(rank)), who,
+      who >= 0 && c.state(who) == StalenessClock::kExpected
+          ? "not connected yet"
+          : "alive",
+      static_cast<long long>(slowest), who);
+}
+
+void Server::expire_parked() {
+  const int64_t now = now_ms();
+  for (auto &p : peers_) {
+    if (!p->has_parked || p->closed || now - p->parked_ms <= cfg_.timeout_ms)
+      continue;
+    std::string why = wait_reason(p->rank, p->parked);
+    HB_LOG_WARN("%s", why.c_str());
+    p->has_parked = false;
+    reply(*p, error_reply(p->parked.id, HB_ERR_TIMEOUT, why));
+  }
 }
 
 Frame Server::pull(const Frame &f) {
-  std::vector<std::string> rows(f.ints.size());
-  for (size_t i = 0; i < f.ints.size(); ++i)
+  // ints: a table per ids payload, then the worker's step.
+  if (f.ints.size() < f.strs.size())
+    fail(HB_ERR_CORRUPT, "pull: %zu tables for %zu id lists", f.ints.size(),
+         f.strs.size());
+  std::vector<std::string> rows(f.strs.size());
+  for (size_t i = 0; i < f.strs.size(); ++i)
     rows[i] =
         table(f.ints[i]).pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
   return ok_reply(0, {}, std::move(rows));
@@ -465,6 +534,7 @@ Frame Server::push(int rank, const Frame &f) {
       // older position): applied once, so dropped.
       ++dups;
       ++stats_.duplicate_pushes;
+      it.t->replayed(rank, stats_);
       continue;
     }
     it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
@@ -609,6 +679,7 @@ void Server::run() {
     }
     check_liveness();
     retry_parked();
+    expire_parked();
     // Closed connections go once nothing points at them.
     for (size_t i = 0; i < peers_.size();) {
       if (!peers_[i]->closed) {

@@ -17,6 +17,13 @@
 #       Worker 1, then worker 2 (if any) are SIGKILLed at random moments and
 #       restarted (--max-restarts): the others never stall past the peer
 #       timeout, the job finishes, every sample is applied exactly once.
+#   ps_tests.sh ... killpoint W P K RUNS
+#       Worker 1 SIGKILLs itself between two of its per-step pushes (two
+#       tables, each pushed to every ps task: 2P requests per step; run i
+#       kills after request i mod 2P, the last being between steps) at a
+#       random step and is restarted: the job finishes (no wait outlasts
+#       timeout_ms) and every sample of both tables is applied exactly once,
+#       the rows equal to an uninterrupted run's, RUNS times.
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -142,6 +149,27 @@ case $MODE in
     else
       grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
     fi
+    ;;
+  killpoint)
+    W=$1 P=$2 K=$3 RUNS=$4
+    # A wait that cannot end fails the run in 8 s (not the ctest timeout).
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=8000 HB_STALENESS=$K
+    for i in $(seq 0 $((RUNS - 1))); do
+      J=$((i % (2 * P))) STEP=$((3 + RANDOM % 13))
+      mkdir -p "run$i"
+      echo "test: run $i: worker 1 dies at step $STEP after push request $J" >>"$LOG"
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 1 --timeout 60 \
+        -- "$PS_TRAIN" count count_ok --samples 400 --batch 20 --step-ms 2 \
+        --tables 2 --victim 1 --kill-after "$STEP:$J" >log.txt 2>&1)
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 0 ] || fail "run $i (kill after request $J of step $STEP): the job exited with $rc"
+      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
+      grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
+      grep -q "0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+    done
     ;;
   lost)
     # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it

@@ -109,7 +109,9 @@ TEST(StalenessClock, RejoiningAnIdleTableResumesAtItsFloor) {
 // A ps server on a thread, on a free loopback port.
 class Ps {
  public:
-  explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000) {
+  explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000,
+              int64_t timeout_ms = 300000) {
+    cfg_.timeout_ms = timeout_ms;
     cfg_.host = "127.0.0.1";
     cfg_.port = free_port();
     cfg_.staleness = staleness;
@@ -248,6 +250,36 @@ TEST(PsServer, ASilentWorkerIsLostAfterThePeerTimeout) {
           .count();
   EXPECT_GE(s, 0.8);
   EXPECT_LT(s, 3.0);
+}
+
+TEST(PsServer, AWaitThatCannotEndIsATimeoutNamingWhatItWaitedFor) {
+  // Rank 1 is alive (its connection open, heartbeats would keep it) but
+  // never pushes: rank 0's pull of its next step is answered after
+  // timeout_ms with what it waited for, not parked for ever.
+  Ps ps(0, 20000, /*timeout_ms=*/700);
+  TwoWorkers w(ps);
+  const int64_t t = w.t;
+  push(*w.c0, t, 0, {1}, {1.0f, 1.0f});
+  auto start = std::chrono::steady_clock::now();
+  std::vector<int64_t> ids = {1};
+  try {
+    w.c0->call(request(kPull, {t, 1}, {pack(ids.data(), ids.size())}), "pull");
+    ADD_FAILURE() << "the pull was answered";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_TIMEOUT);
+    const std::string m = e.what();
+    for (const char *want : {"worker rank 0's pull of step 1", "table 't'",
+                             "rank 1 (alive)", "timeout_ms=700"})
+      EXPECT_NE(m.find(want), std::string::npos) << want << " in: " << m;
+  }
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_GE(s, 0.6);
+  EXPECT_LT(s, 3.0);
+  // The connection still serves: once rank 1 pushes, rank 0 goes on.
+  push(*w.c1, t, 0, {2}, {1.0f, 1.0f});
+  EXPECT_EQ(pull(*w.c0, t, {1}), (std::vector<float>{-1.0f, -1.0f}));
 }
 
 TEST(PsServer, BadInputIsAnErrorAndLosesNothing) {
