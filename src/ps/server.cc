@@ -23,6 +23,7 @@
 #include "embedding/shard.h"
 #include "embedding/wire.h"
 #include "ps/owned_table.h"
+#include "ps/split_queue.h"
 #include "ps/wire.h"
 
 namespace hb {
@@ -49,6 +50,7 @@ enum WorkerState { kExpected, kLive, kLost, kLeft };
 struct Worker {
   WorkerState state = kExpected;
   Peer *peer = nullptr;
+  int64_t lost_ms = 0;  // when it was lost
 };
 
 class Server {
@@ -108,6 +110,10 @@ class Server {
   std::vector<std::unique_ptr<OwnedTable>> tables_;
   std::map<std::string, int64_t> table_ids_;
   Stats stats_;
+  // Dynamic splits (ps task 0, created at the first hello: it needs the
+  // world).
+  std::unique_ptr<SplitQueue> splits_;
+  SplitQueue &splits();
   bool dirty_ = false;  // clocks changed: parked requests may go
   hb_status end_status_ = HB_OK;
   std::string end_message_;
@@ -212,6 +218,7 @@ void Server::drop_peer(Peer &p, const std::string &why) {
 
 void Server::worker_lost(int rank, const std::string &why) {
   workers_[rank].state = kLost;
+  workers_[rank].lost_ms = now_ms();
   last_lost_ms_ = now_ms();
   ++stats_.workers_lost;
   HB_LOG_WARN("ps task %d: worker rank %d lost: %s", cfg_.ps_index, rank,
@@ -319,7 +326,20 @@ bool Server::serve_request(Peer &p, Frame &f) {
         r = ok_reply(0, v);
         break;
       }
+      case kSplitNext: {
+        SplitLease l = splits().next(rank);
+        r = ok_reply(0, {l.split, l.epoch, l.begin, l.end, l.from});
+        break;
+      }
+      case kSplitCommit:
+        if (f.ints.at(2))
+          splits().done(rank, f.ints.at(0));
+        else
+          splits().commit(rank, f.ints.at(0), f.ints.at(1));
+        r = ok_reply(0);
+        break;
       case kBye:
+        if (splits_) splits_->give_back(rank);  // left: nothing to resume
         workers_[rank].state = kLeft;
         all_tables(rank, /*lost=*/false);
         r = ok_reply(0);
@@ -356,6 +376,9 @@ void Server::hello(Peer &p, const Frame &f) {
   if (world_ == 0) {
     world_ = static_cast<int>(world);
     workers_.assign(world_, Worker());
+    if (cfg_.ps_index == 0 && cfg_.split_samples > 0)
+      splits_.reset(new SplitQueue(cfg_.split_samples, cfg_.split_size,
+                                   cfg_.split_epochs, cfg_.split_seed, world_));
   } else if (world != world_) {
     fail(HB_ERR_CONFIG, "rank %lld says the world has %lld workers, others %d",
          static_cast<long long>(rank), static_cast<long long>(world), world_);
@@ -384,6 +407,15 @@ void Server::hello(Peer &p, const Frame &f) {
         t->clock().state(w.peer->rank) == StalenessClock::kLost)
       t->revive(w.peer->rank);
   dirty_ = true;
+}
+
+SplitQueue &Server::splits() {
+  if (!splits_)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "ps task %d: no dynamic splits here (ps task 0 hands them out, when "
+         "option ps_split_samples > 0)",
+         cfg_.ps_index);
+  return *splits_;
 }
 
 OwnedTable &Server::table(int64_t id) {
@@ -618,6 +650,13 @@ void Server::check_liveness() {
                             static_cast<long long>(now - w.peer->last_heard)));
     if (w.state == kExpected && now - start_ms_ > cfg_.connect_timeout_ms)
       worker_lost(r, "never connected within connect_timeout_ms");
+    // Given up: not restarted within the time a worker has to connect. Its
+    // split goes back to the queue at its committed offset (until then a
+    // restarted worker gets its own split back, and its replayed pushes
+    // are dropped: exactly once).
+    if (w.state == kLost && splits_ &&
+        now - w.lost_ms > cfg_.connect_timeout_ms)
+      splits_->give_back(r);
   }
 }
 

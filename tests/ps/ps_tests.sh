@@ -24,6 +24,12 @@
 #       random step and is restarted: the job finishes (no wait outlasts
 #       timeout_ms) and every sample of both tables is applied exactly once,
 #       the rows equal to an uninterrupted run's, RUNS times.
+#   ps_tests.sh ... splits W P K RUNS
+#       Dynamic splits (2 epochs of 3000 samples, splits of 100), the chief
+#       slowed: each run SIGKILLs worker 1 after one of its push requests
+#       (to ps task i mod P) at a random step and restarts it; every sample
+#       is applied exactly once per epoch. With K large and W >= 3 the
+#       slowed chief takes fewer splits than worker W-1 (not killed).
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -169,6 +175,31 @@ case $MODE in
       grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
       grep -q "0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
       [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+    done
+    ;;
+  splits)
+    W=$1 P=$2 K=$3 RUNS=$4
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=8000 HB_STALENESS=$K HB_PS_SPLIT_SAMPLES=3000 \
+      HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      J=$((i % P)) STEP=$((3 + RANDOM % 10))
+      mkdir -p "run$i"
+      echo "test: run $i: worker 1 dies at step $STEP after push request $J" >>"$LOG"
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 1 --timeout 60 \
+        -- "$PS_TRAIN" splits count_ok --batch 20 --slow-rank 0 \
+        --slow-ms 10 --victim 1 --kill-after "$STEP:$J" >log.txt 2>&1)
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 0 ] || fail "run $i: the job exited with $rc"
+      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
+      grep -q "0 not applied exactly once per epoch" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+      if [ "$K" -ge 100 ] && [ "$W" -ge 3 ]; then
+        slow=$(sed -n 's/.*rank 0: took \([0-9]*\) splits.*/\1/p' "run$i/log.txt")
+        fast=$(sed -n "s/.*rank $((W - 1)): took \([0-9]*\) splits.*/\1/p" "run$i/log.txt")
+        [ "$slow" -lt "$fast" ] || fail "run $i: the slowed chief took $slow splits, worker $((W - 1)) $fast"
+      fi
     done
     ;;
   lost)

@@ -40,6 +40,16 @@
 //       at its step STEP right after its J-th push request of the step (0-
 //       based; tables in order, each to ps task 0, 1, ...: ps/test_hook.h),
 //       before the next one is sent.
+//   ps_train splits OUT [--batch B] [--step-ms MS] [--slow-rank R --slow-ms
+//                       MS] [--victim R --kill-after STEP:J]
+//       Dynamic splits (HB_PS_SPLIT_* options, ps task 0's queue): each
+//       worker takes the next split when it has finished its last, pushes
+//       a gradient of -1 per sample (ids: the sample) with its position
+//       {split, offset}, and commits its offset to the queue after each
+//       step. A restarted worker resumes its own split where the ps tasks
+//       have it (hb_ps_position). The chief checks that every sample's row
+//       is exactly the number of epochs, prints the splits each rank took,
+//       and writes "count ok" to OUT.
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -57,7 +67,9 @@
 #include <vector>
 
 #define HB_EXPERIMENTAL 1
+#include "context/context.h"
 #include "hb.h"
+#include "ps/client.h"
 #include "ps/test_hook.h"
 
 namespace {
@@ -624,6 +636,105 @@ int count(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// The chief waits until every other worker has left (a restarted one may
+// still be catching up).
+void wait_others_left(hb_context *ctx, int world) {
+  for (int tries = 0;; ++tries) {
+    hb_ps_stats s = HB_PS_STATS_INIT;
+    CHECK_HB(hb_ps_get_stats(ctx, &s));
+    if (s.workers_left >= world - 1) break;
+    CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
+          (long long)s.workers_left, world - 1);
+    sleep_ms(50);
+  }
+}
+
+int splits(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1, "splits OUT");
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
+  const char *restarted = std::getenv("HB_RESTART_COUNT");
+  if (a.kill_step >= 0 && rank == a.victim &&
+      (!restarted || std::atoi(restarted) == 0)) {
+    g_kill_step = a.kill_step, g_kill_after = a.kill_after;
+    hb::ps::g_test_hook = kill_point;
+  }
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splits");
+  // Where the ps tasks have this worker: {split, offset}, and its step
+  // (rewound there, so that replayed pushes are dropped).
+  int64_t pos[2] = {-1, 0}, step = 0;
+  size_t len = 0;
+  CHECK_HB(hb_ps_position(ctx, pos, sizeof pos, &len, &step));
+  if (len != sizeof pos) pos[0] = -1;
+  std::vector<int64_t> ids;
+  std::vector<float> rows, grads;
+  int64_t taken = 0, samples = 0;
+  for (int64_t s = step;;) {
+    hb::ps::SplitLease l = client->split_next();
+    if (l.split < 0) break;
+    ++taken;
+    // Its own split again (a restart): from where the ps tasks have it,
+    // which is at or past the queue's offset (committed after the pushes).
+    int64_t next = l.split == pos[0] ? std::max(l.from, pos[1]) : l.from;
+    // Killed after its last push, before it said so: finished now.
+    if (next >= l.end) client->split_commit(l.split, l.end, true);
+    while (next < l.end) {
+      if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
+      const int64_t end = std::min(l.end, next + a.batch);
+      ids.clear();
+      for (int64_t j = next; j < end; ++j) ids.push_back(j);
+      rows.resize(ids.size());
+      CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+      const int64_t p[2] = {l.split, end};
+      CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+      g_step = s++, g_sent = 0;
+      grads.assign(ids.size(), -1.0f);
+      CHECK_HB(hb_embedding_apply_gradients(t, ids.data(), ids.size(),
+                                            grads.data()));
+      samples += end - next;
+      next = end;
+      client->split_commit(l.split, end, end == l.end);
+      if (a.step_ms > 0) sleep_ms(a.step_ms);
+    }
+    pos[0] = -1;
+  }
+  std::printf("rank %d: took %lld splits, %lld samples\n", rank,
+              (long long)taken, (long long)samples);
+  std::fflush(stdout);
+  hb_embedding_destroy(t);
+  t = nullptr;
+  if (rank == 0) {
+    wait_others_left(ctx, world);
+    const int64_t n = ctx->options.get_int("ps_split_samples");
+    const int64_t epochs = ctx->options.get_int("ps_split_epochs");
+    t = make_table(ctx, "count", true);
+    std::vector<int64_t> all(n);
+    for (int64_t j = 0; j < n; ++j) all[j] = j;
+    std::vector<float> c(n);
+    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
+    size_t bad = 0;
+    for (int64_t j = 0; j < n; ++j)
+      if (c[j] != static_cast<float>(epochs)) {
+        if (bad < 5)
+          std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
+                       (long long)j, c[j], (long long)epochs);
+        ++bad;
+      }
+    std::printf(
+        "splits: %lld samples x %lld epochs, %zu not applied exactly "
+        "once per epoch\n",
+        (long long)n, (long long)epochs, bad);
+    CHECK(bad == 0, "%zu samples not applied exactly once", bad);
+    FILE *f = std::fopen(a.pos[0].c_str(), "w");
+    CHECK(f, "cannot write %s", a.pos[0].c_str());
+    std::fprintf(f, "count ok\n");
+    std::fclose(f);
+    hb_embedding_destroy(t);
+  }
+  return 0;
+}
+
 int dense(hb_context *ctx, const Args &a) {
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   const int64_t n = 600;  // three rows of 256, the last padded
@@ -682,6 +793,7 @@ int main(int argc, char **argv) {
   int rc = mode == "train"      ? train(ctx, a)
            : mode == "reload"   ? reload(ctx, a)
            : mode == "count"    ? count(ctx, a)
+           : mode == "splits"   ? splits(ctx, a)
            : mode == "dense"    ? dense(ctx, a)
            : mode == "evaluate" ? evaluate(ctx, a)
                                 : 2;
