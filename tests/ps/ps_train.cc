@@ -517,6 +517,19 @@ int compare(const Args &a) {
   return 0;
 }
 
+// The chief waits until every other worker has left (a restarted one may
+// still be catching up).
+void wait_others_left(hb_context *ctx, int world) {
+  for (int tries = 0;; ++tries) {
+    hb_ps_stats s = HB_PS_STATS_INIT;
+    CHECK_HB(hb_ps_get_stats(ctx, &s));
+    if (s.workers_left >= world - 1) break;
+    CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
+          (long long)s.workers_left, world - 1);
+    sleep_ms(50);
+  }
+}
+
 // count --kill-after: the victim's step and its push requests so far.
 int64_t g_kill_step = -1, g_kill_after = -1, g_step = -1, g_sent = 0;
 
@@ -592,16 +605,8 @@ int count(hb_context *ctx, const Args &a) {
   for (hb_embedding *e : t) hb_embedding_destroy(e);
   t.clear();
   if (rank == 0) {
-    // Wait until every other worker has left (a restarted one may still be
-    // catching up), then check every sample's row.
-    for (int tries = 0;; ++tries) {
-      hb_ps_stats s = HB_PS_STATS_INIT;
-      CHECK_HB(hb_ps_get_stats(ctx, &s));
-      if (s.workers_left >= world - 1) break;
-      CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
-            (long long)s.workers_left, world - 1);
-      sleep_ms(50);
-    }
+    // Then every sample's row.
+    wait_others_left(ctx, world);
     std::vector<int64_t> all;
     for (int r = 0; r < world; ++r)
       for (int64_t j = 0; j < a.samples; ++j) all.push_back(r * 1000000 + j);
@@ -634,19 +639,6 @@ int count(hb_context *ctx, const Args &a) {
   }
   for (hb_embedding *e : t) hb_embedding_destroy(e);
   return 0;
-}
-
-// The chief waits until every other worker has left (a restarted one may
-// still be catching up).
-void wait_others_left(hb_context *ctx, int world) {
-  for (int tries = 0;; ++tries) {
-    hb_ps_stats s = HB_PS_STATS_INIT;
-    CHECK_HB(hb_ps_get_stats(ctx, &s));
-    if (s.workers_left >= world - 1) break;
-    CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
-          (long long)s.workers_left, world - 1);
-    sleep_ms(50);
-  }
 }
 
 int splits(hb_context *ctx, const Args &a) {
