@@ -154,7 +154,7 @@ void PsTable::pull_rows(const std::vector<emb::OwnerCall> &calls) {
   }
   const std::string what = describe("pull", calls, c.step());
   for (int p = 0; p < P; ++p) {
-    Frame r = c.conn(p).finish(req[p], what.c_str());
+    Frame r = c.conn(p).finish(req[p], what.c_str(), /*gated=*/true);
     for (size_t i = 0; i < calls.size(); ++i) {
       PsTable &t = ps_table(calls[i]);
       const size_t rb = t.wire_row_bytes();
@@ -198,7 +198,8 @@ void PsTable::push_partials(const std::vector<emb::OwnerCall> &calls) {
     test_point("push_sent", p);
   }
   const std::string what = describe("push", calls, c.step());
-  for (int p = 0; p < P; ++p) c.conn(p).finish(req[p], what.c_str());
+  for (int p = 0; p < P; ++p)
+    c.conn(p).finish(req[p], what.c_str(), /*gated=*/true);
 }
 
 void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,

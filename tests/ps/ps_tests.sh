@@ -193,6 +193,7 @@ case $MODE in
       cat "run$i/log.txt" >>"$LOG"
       [ $rc = 0 ] || fail "run $i: the job exited with $rc"
       grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
+      grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
       grep -q "0 not applied exactly once per epoch" "run$i/log.txt" || fail "run $i: counts"
       [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
       if [ "$K" -ge 100 ] && [ "$W" -ge 3 ]; then
