@@ -80,6 +80,25 @@ worker_pid() {
   done
 }
 
+# One run of a killed-and-restarted worker (killpoint, splits): the job
+# ended well, worker 1 was killed at STEP and restarted, every sample was
+# applied exactly once (the chief's verdict).
+#   kill_run I STEP WHAT hbrun-args...
+kill_run() {
+  local i=$1 step=$2 what=$3
+  shift 3
+  mkdir -p "run$i"
+  echo "test: run $i: worker 1 dies at step $step after push request $what" >>"$LOG"
+  (cd "run$i" && "$HBRUN" "$@" >log.txt 2>&1)
+  local rc=$?
+  cat "run$i/log.txt" >>"$LOG"
+  [ $rc = 0 ] || fail "run $i (kill after request $what of step $step): the job exited with $rc"
+  grep -q "killing myself at step $step" "run$i/log.txt" || fail "run $i: no kill"
+  grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
+  grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+  [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+}
+
 case $MODE in
   equal)
     W=$1 P=$2
@@ -163,18 +182,9 @@ case $MODE in
       HB_TIMEOUT_MS=8000 HB_STALENESS=$K
     for i in $(seq 0 $((RUNS - 1))); do
       J=$((i % (2 * P))) STEP=$((3 + RANDOM % 13))
-      mkdir -p "run$i"
-      echo "test: run $i: worker 1 dies at step $STEP after push request $J" >>"$LOG"
-      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 1 --timeout 60 \
-        -- "$PS_TRAIN" count count_ok --samples 400 --batch 20 --step-ms 2 \
-        --tables 2 --victim 1 --kill-after "$STEP:$J" >log.txt 2>&1)
-      rc=$?
-      cat "run$i/log.txt" >>"$LOG"
-      [ $rc = 0 ] || fail "run $i (kill after request $J of step $STEP): the job exited with $rc"
-      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
-      grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
-      grep -q "0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
-      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+      kill_run "$i" "$STEP" "$J" -n "$W" --ps "$P" --max-restarts 1 \
+        --timeout 60 -- "$PS_TRAIN" count count_ok --samples 400 --batch 20 \
+        --step-ms 2 --tables 2 --victim 1 --kill-after "$STEP:$J"
     done
     ;;
   splits)
@@ -184,18 +194,9 @@ case $MODE in
       HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
     for i in $(seq 0 $((RUNS - 1))); do
       J=$((i % P)) STEP=$((3 + RANDOM % 10))
-      mkdir -p "run$i"
-      echo "test: run $i: worker 1 dies at step $STEP after push request $J" >>"$LOG"
-      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 1 --timeout 60 \
-        -- "$PS_TRAIN" splits count_ok --batch 20 --slow-rank 0 \
-        --slow-ms 10 --victim 1 --kill-after "$STEP:$J" >log.txt 2>&1)
-      rc=$?
-      cat "run$i/log.txt" >>"$LOG"
-      [ $rc = 0 ] || fail "run $i: the job exited with $rc"
-      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
-      grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
-      grep -q "0 not applied exactly once per epoch" "run$i/log.txt" || fail "run $i: counts"
-      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+      kill_run "$i" "$STEP" "$J" -n "$W" --ps "$P" --max-restarts 1 \
+        --timeout 60 -- "$PS_TRAIN" splits count_ok --batch 20 --slow-rank 0 \
+        --slow-ms 10 --victim 1 --kill-after "$STEP:$J"
       if [ "$K" -ge 100 ] && [ "$W" -ge 3 ]; then
         slow=$(sed -n 's/.*rank 0: took \([0-9]*\) splits.*/\1/p' "run$i/log.txt")
         fast=$(sed -n "s/.*rank $((W - 1)): took \([0-9]*\) splits.*/\1/p" "run$i/log.txt")

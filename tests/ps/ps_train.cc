@@ -545,6 +545,17 @@ void kill_point(const char *point, int ps) {
   ::raise(SIGKILL);
 }
 
+// --kill-after, on the victim's first start; returns HB_RESTART_COUNT.
+const char *arm_kill_point(const Args &a, int rank) {
+  const char *restarted = std::getenv("HB_RESTART_COUNT");
+  if (a.kill_step >= 0 && rank == a.victim &&
+      (!restarted || std::atoi(restarted) == 0)) {
+    g_kill_step = a.kill_step, g_kill_after = a.kill_after;
+    hb::ps::g_test_hook = kill_point;
+  }
+  return restarted;
+}
+
 const char *kCountTables[2] = {"count", "count2"};
 
 int count(hb_context *ctx, const Args &a) {
@@ -552,12 +563,7 @@ int count(hb_context *ctx, const Args &a) {
   CHECK(a.tables == 1 || a.tables == 2, "--tables 1 or 2");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
-  const char *restarted = std::getenv("HB_RESTART_COUNT");
-  if (a.kill_step >= 0 && rank == a.victim &&
-      (!restarted || std::atoi(restarted) == 0)) {
-    g_kill_step = a.kill_step, g_kill_after = a.kill_after;
-    hb::ps::g_test_hook = kill_point;
-  }
+  const char *restarted = arm_kill_point(a, rank);
   std::vector<hb_embedding *> t;
   for (int64_t k = 0; k < a.tables; ++k)
     t.push_back(make_table(ctx, kCountTables[k], true));
@@ -645,12 +651,7 @@ int splits(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "splits OUT");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
-  const char *restarted = std::getenv("HB_RESTART_COUNT");
-  if (a.kill_step >= 0 && rank == a.victim &&
-      (!restarted || std::atoi(restarted) == 0)) {
-    g_kill_step = a.kill_step, g_kill_after = a.kill_after;
-    hb::ps::g_test_hook = kill_point;
-  }
+  arm_kill_point(a, rank);
   hb_embedding *t = make_table(ctx, "count", true);
   std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splits");
   // Where the ps tasks have this worker: {split, offset}, and its step
