@@ -308,7 +308,6 @@ bool Server::serve_request(Peer &p, Frame &f) {
       case kPosition:
         r = position(rank);
         break;
-
       case kStats: {
         std::vector<int64_t> v;
         stats_.workers_left =
@@ -403,9 +402,9 @@ void Server::hello(Peer &p, const Frame &f) {
   // restarted worker attaches them again one by one, and the others move
   // on meanwhile.
   for (auto &t : tables_)
-    if (t->attached(w.peer->rank) &&
-        t->clock().state(w.peer->rank) == StalenessClock::kLost)
-      t->revive(w.peer->rank);
+    if (t->attached(p.rank) &&
+        t->clock().state(p.rank) == StalenessClock::kLost)
+      t->revive(p.rank);
   dirty_ = true;
 }
 

@@ -193,10 +193,14 @@ case $MODE in
       HB_TIMEOUT_MS=8000 HB_STALENESS=$K HB_PS_SPLIT_SAMPLES=3000 \
       HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
     for i in $(seq 0 $((RUNS - 1))); do
-      J=$((i % P)) STEP=$((3 + RANDOM % 10))
+      # Without a bound the other workers may leave worker 1 one split
+      # only (5 steps): it dies inside its first. (3 ms a step: a split
+      # lasts longer than the workers' start-up skew, so each gets one.)
+      J=$((i % P)) STEP=$((1 + RANDOM % 4))
+      [ "$K" -lt 100 ] && STEP=$((3 + RANDOM % 10))
       kill_run "$i" "$STEP" "$J" -n "$W" --ps "$P" --max-restarts 1 \
-        --timeout 60 -- "$PS_TRAIN" splits count_ok --batch 20 --slow-rank 0 \
-        --slow-ms 10 --victim 1 --kill-after "$STEP:$J"
+        --timeout 60 -- "$PS_TRAIN" splits count_ok --batch 20 --step-ms 3 \
+        --slow-rank 0 --slow-ms 10 --victim 1 --kill-after "$STEP:$J"
       if [ "$K" -ge 100 ] && [ "$W" -ge 3 ]; then
         slow=$(sed -n 's/.*rank 0: took \([0-9]*\) splits.*/\1/p' "run$i/log.txt")
         fast=$(sed -n "s/.*rank $((W - 1)): took \([0-9]*\) splits.*/\1/p" "run$i/log.txt")
