@@ -135,6 +135,23 @@ const std::vector<OptionSpec> &option_table() {
        "synchronous parallel). 0: synchronous, the ps sums a step's "
        "gradients of all live workers in rank order before one optimizer "
        "step (the same bits as collective mode). Read by the ps tasks."},
+      {"ps_split_samples", OptionType::kInt, "0", nullptr, 0,
+       INT64_C(4611686018427387904),
+       "Parameter-server mode, dynamic splits: the input's samples [0, N) "
+       "are cut into splits of ps_split_size that ps task 0 hands out on "
+       "demand, a fast worker taking more (docs/parameter-servers.md, "
+       "\"Dynamic splits\"). 0: off. Read by ps task 0."},
+      {"ps_split_size", OptionType::kInt, "1024", nullptr, 1,
+       INT64_C(4611686018427387904),
+       "Parameter-server mode, dynamic splits: samples per split."},
+      {"ps_split_epochs", OptionType::kInt, "1", nullptr, 1, 1000000,
+       "Parameter-server mode, dynamic splits: epochs over the samples; each "
+       "epoch hands its splits out in an order drawn from (ps_split_seed, "
+       "epoch)."},
+      {"ps_split_seed", OptionType::kInt, "0", nullptr, 0,
+       INT64_C(9223372036854775807),
+       "Parameter-server mode, dynamic splits: the seed of every epoch's "
+       "split order (the same seed, the same order when nothing fails)."},
       {"ps_collective", OptionType::kBool, "false", nullptr, 0, 0,
        "Parameter-server mode: the workers form their collective world at "
        "hb_context_create. Off by default: they form it on first use (a "

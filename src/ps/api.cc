@@ -44,6 +44,11 @@ hb_status hb_context_serve(hb_context *ctx) {
     sc.staleness = c.options.get_int("staleness");
     sc.peer_timeout_ms = c.options.get_int("peer_timeout_ms");
     sc.connect_timeout_ms = c.options.get_int("connect_timeout_ms");
+    sc.timeout_ms = c.options.get_int("timeout_ms");
+    sc.split_samples = c.options.get_int("ps_split_samples");
+    sc.split_size = c.options.get_int("ps_split_size");
+    sc.split_epochs = c.options.get_int("ps_split_epochs");
+    sc.split_seed = static_cast<uint64_t>(c.options.get_int("ps_split_seed"));
     sc.max_frame_bytes =
         static_cast<size_t>(c.options.get_int("max_frame_bytes"));
     hb::ps::serve(sc, c.health);

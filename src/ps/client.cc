@@ -128,6 +128,19 @@ Stats Client::stats() {
   return sum;
 }
 
+SplitLease Client::split_next() {
+  Frame r = conn(0).call(request(kSplitNext), "next split");
+  SplitLease l;
+  l.split = r.ints.at(0), l.epoch = r.ints.at(1), l.begin = r.ints.at(2);
+  l.end = r.ints.at(3), l.from = r.ints.at(4);
+  return l;
+}
+
+void Client::split_commit(int64_t split, int64_t offset, bool done) {
+  conn(0).call(request(kSplitCommit, {split, offset, done ? 1 : 0}),
+               "split commit");
+}
+
 std::shared_ptr<Client> client_of(hb_context &ctx, const char *what) {
   if (ctx.cluster.ps_hosts.empty())
     fail(HB_ERR_INVALID_ARGUMENT,

@@ -13,6 +13,7 @@
 
 #include "common/health.h"
 #include "ps/conn.h"
+#include "ps/split_queue.h"
 #include "ps/wire.h"
 
 struct hb_context;
@@ -59,6 +60,12 @@ class Client {
   void resync();
   // Every ps task's counters: sums, max_staleness the largest.
   Stats stats();
+  // Dynamic splits (ps task 0's queue, split_queue.h): this worker's next
+  // split (split -1: none left), and its progress in it -- send after the
+  // step's pushes were all answered, so the offset is one every table on
+  // every ps task has.
+  SplitLease split_next();
+  void split_commit(int64_t split, int64_t offset, bool done);
 
   void add_table(PsTable *t);
   void remove_table(PsTable *t);

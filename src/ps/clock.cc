@@ -18,7 +18,7 @@ int64_t StalenessClock::lead(int r) const {
   return clock_[r] - s;
 }
 
-void StalenessClock::attach(int r) {
+void StalenessClock::revive(int r) {
   if (state_[r] == kLost || state_[r] == kLeft) {
     int64_t s = slowest();
     clock_[r] = std::max(clock_[r], s == kNone ? floor_ : s);

@@ -37,10 +37,18 @@ class StalenessClock {
   int64_t lead(int r) const;
   bool may_go(int r) const { return lead(r) <= k_; }
 
-  // r attached (first time, or again after it was lost or left). A rank
-  // that was lost or left resumes at the slowest active clock (at least
-  // its own): it cannot hold the others back for the steps it missed.
-  void attach(int r);
+  // A lost rank is back (it speaks again, or reconnects after a restart):
+  // it resumes at the slowest active clock (at least its own), so it
+  // cannot hold the others back for the steps it missed. The server does
+  // this for all of the rank's tables at one instant (hello), so that its
+  // clocks stand to each other as a live worker's do.
+  void revive(int r);
+  // r attached (first time, or again after a restart: revived already).
+  void attach(int r) {
+    if (state_[r] == kLost || state_[r] == kLeft) return revive(r);
+    state_[r] = kLive;
+    settle();
+  }
   void lost(int r) { set_inactive(r, kLost); }
   void left(int r) { set_inactive(r, kLeft); }
   // r pushed once more.

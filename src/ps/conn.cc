@@ -91,8 +91,8 @@ uint64_t Conn::start(Frame req) {
   return req.id;
 }
 
-Frame Conn::finish(uint64_t id, const char *what) {
-  Deadline deadline(cfg_.timeout_ms);
+Frame Conn::finish(uint64_t id, const char *what, bool gated) {
+  Deadline deadline(cfg_.timeout_ms + (gated ? cfg_.peer_timeout_ms : 0));
   int64_t last_heard = now_ms(), last_awake = last_heard;
   char buf[1 << 16];
   for (;;) {
@@ -128,8 +128,10 @@ Frame Conn::finish(uint64_t id, const char *what) {
       broken(format("silent for %lld ms (peer_timeout_ms) during %s",
                     static_cast<long long>(now - last_heard), what));
     if (deadline.expired())
-      fail(HB_ERR_TIMEOUT, "%s: no reply to %s within timeout_ms=%lld",
-           who().c_str(), what, static_cast<long long>(cfg_.timeout_ms));
+      fail(HB_ERR_TIMEOUT,
+           "rank %d: %s: no reply to %s within timeout_ms=%lld%s", cfg_.rank,
+           who().c_str(), what, static_cast<long long>(cfg_.timeout_ms),
+           gated ? " (+ peer_timeout_ms)" : "");
     pollfd p{fd_, POLLIN, 0};
     int n = ::poll(&p, 1, kSliceMs);
     if (n < 0 && errno != EINTR) broken(format("poll: %s", strerror(errno)));

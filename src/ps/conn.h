@@ -47,7 +47,10 @@ class Conn {
   // start sends and returns the request id, finish waits for its reply
   // (replies come in request order).
   uint64_t start(Frame req);
-  Frame finish(uint64_t id, const char *what);
+  // gated: a pull or push the ps may park at the staleness gate; the ps
+  // answers it with the reason after timeout_ms (server.h), so this waits
+  // peer_timeout_ms longer, a backstop for a ps that does not answer.
+  Frame finish(uint64_t id, const char *what, bool gated = false);
   // Heartbeat (any thread); a broken connection fails the Health.
   void ping();
   // Leaving on purpose: a BYE the ps acknowledges (bounded wait).

@@ -61,6 +61,11 @@ void OwnedTable::attach(int rank) {
   clock_.attach(rank);
 }
 
+void OwnedTable::revive(int rank) {
+  attached_[rank] = 1;
+  clock_.revive(rank);
+}
+
 void OwnedTable::left(int rank, Stats &st) {
   clock_.left(rank);
   apply_rounds(st);

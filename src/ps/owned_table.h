@@ -40,6 +40,18 @@ class OwnedTable {
   void set_rows(const std::vector<int64_t> &ids, const std::vector<float> &w);
 
   void attach(int rank);
+  // A lost rank speaks again (same connection): it resumes at the slowest.
+  void revive(int rank);
+  // A push dropped as a replay still counts one step of rank's clock: a
+  // restarted worker's clocks were revived together (clock.h), and each
+  // step it makes from there, replayed or new, counts once in every table
+  // (else a table whose push of the step was applied before the kill would
+  // fall a step behind the others, and the worker could wait in one table
+  // for workers that wait in another for it).
+  void replayed(int rank, Stats &st) {
+    clock_.tick(rank);
+    apply_rounds(st);
+  }
   bool attached(int rank) const { return attached_[rank] != 0; }
   // rank left the table or was lost: a round that waited only for it
   // completes.

@@ -6,10 +6,13 @@
 #include "embedding/checkpoint.h"
 #include "embedding/optimizer.h"
 #include "ps/positions.h"
+#include "ps/test_hook.h"
 #include "serving/export_format.h"
 
 namespace hb {
 namespace ps {
+
+std::function<void(const char *, int)> g_test_hook;
 
 PsTable::PsTable(std::shared_ptr<Client> client, const emb::Spec &spec,
                  const std::function<void()> &local_check,
@@ -95,6 +98,17 @@ PsTable &ps_table(const emb::OwnerCall &c) {
   return static_cast<PsTable &>(*c.table);
 }
 
+// What a pull or push waits for, for its errors: "push of 'u', 'v' at
+// step 12" (the ps adds the worker it waited for on a timeout).
+std::string describe(const char *verb, const std::vector<emb::OwnerCall> &calls,
+                     int64_t step) {
+  std::string s = verb;
+  s += " of ";
+  for (size_t i = 0; i < calls.size(); ++i)
+    s += (i ? ", '" : "'") + ps_table(calls[i]).spec().name + "'";
+  return s + format(" at step %lld", static_cast<long long>(step));
+}
+
 // A collection's tables on the ps tasks (Table::batch_with): their owner
 // halves in one message per ps task (the server takes several tables per
 // pull and push).
@@ -136,10 +150,12 @@ void PsTable::pull_rows(const std::vector<emb::OwnerCall> &calls) {
       ints.push_back(t.remote_[p]);
       strs.push_back(pack(t.ids_[p].data(), t.ids_[p].size()));
     }
+    ints.push_back(c.step());  // for the ps's timeout message
     req[p] = c.conn(p).start(request(kPull, std::move(ints), std::move(strs)));
   }
+  const std::string what = describe("pull", calls, c.step());
   for (int p = 0; p < P; ++p) {
-    Frame r = c.conn(p).finish(req[p], "pull");
+    Frame r = c.conn(p).finish(req[p], what.c_str(), /*gated=*/true);
     for (size_t i = 0; i < calls.size(); ++i) {
       PsTable &t = ps_table(calls[i]);
       const size_t rb = t.wire_row_bytes();
@@ -180,8 +196,11 @@ void PsTable::push_partials(const std::vector<emb::OwnerCall> &calls) {
     }
     strs.push_back(c.position());
     req[p] = c.conn(p).start(request(kPush, std::move(ints), std::move(strs)));
+    test_point("push_sent", p);
   }
-  for (int p = 0; p < P; ++p) c.conn(p).finish(req[p], "push");
+  const std::string what = describe("push", calls, c.step());
+  for (int p = 0; p < P; ++p)
+    c.conn(p).finish(req[p], what.c_str(), /*gated=*/true);
 }
 
 void PsTable::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,

@@ -23,6 +23,7 @@
 #include "embedding/shard.h"
 #include "embedding/wire.h"
 #include "ps/owned_table.h"
+#include "ps/split_queue.h"
 #include "ps/wire.h"
 
 namespace hb {
@@ -40,6 +41,7 @@ struct Peer {
   int64_t last_heard = now_ms();
   bool has_parked = false;
   Frame parked;
+  int64_t parked_ms = 0;  // when it was parked (timeout_ms bounds the wait)
   bool closed = false;
 };
 
@@ -48,6 +50,7 @@ enum WorkerState { kExpected, kLive, kLost, kLeft };
 struct Worker {
   WorkerState state = kExpected;
   Peer *peer = nullptr;
+  int64_t lost_ms = 0;  // when it was lost
 };
 
 class Server {
@@ -73,8 +76,14 @@ class Server {
   Frame attach(int rank, const Frame &f);
   // Every table: rank left or was lost.
   void all_tables(int rank, bool lost);
-  // Whether every table of a pull or push lets rank go (staleness bound).
-  bool gate(int rank, const Frame &f) const;
+  // The first table of a pull or push that does not let rank go yet (the
+  // staleness bound), or -1 when every one does.
+  int64_t blocking_table(int rank, const Frame &f) const;
+  // Why a parked request of rank still waits (for the timeout's error).
+  std::string wait_reason(int rank, const Frame &f) const;
+  // Parked requests past timeout_ms get HB_ERR_TIMEOUT saying what they
+  // waited for.
+  void expire_parked();
   Frame pull(const Frame &f);
   Frame push(int rank, const Frame &f);
   Frame save(const Frame &f);
@@ -101,6 +110,10 @@ class Server {
   std::vector<std::unique_ptr<OwnedTable>> tables_;
   std::map<std::string, int64_t> table_ids_;
   Stats stats_;
+  // Dynamic splits (ps task 0, created at the first hello: it needs the
+  // world).
+  std::unique_ptr<SplitQueue> splits_;
+  SplitQueue &splits();
   bool dirty_ = false;  // clocks changed: parked requests may go
   hb_status end_status_ = HB_OK;
   std::string end_message_;
@@ -205,6 +218,7 @@ void Server::drop_peer(Peer &p, const std::string &why) {
 
 void Server::worker_lost(int rank, const std::string &why) {
   workers_[rank].state = kLost;
+  workers_[rank].lost_ms = now_ms();
   last_lost_ms_ = now_ms();
   ++stats_.workers_lost;
   HB_LOG_WARN("ps task %d: worker rank %d lost: %s", cfg_.ps_index, rank,
@@ -228,7 +242,7 @@ void Server::worker_revived(int rank) {
   HB_LOG_WARN("ps task %d: worker rank %d is back", cfg_.ps_index, rank);
   for (auto &t : tables_)
     if (t->attached(rank) && t->clock().state(rank) == StalenessClock::kLost)
-      t->attach(rank);
+      t->revive(rank);
   dirty_ = true;
 }
 
@@ -247,6 +261,7 @@ void Server::handle(Peer &p, Frame &f) {
   if (!serve_request(p, f)) {
     p.has_parked = true;
     p.parked = std::move(f);
+    p.parked_ms = now_ms();
   }
 }
 
@@ -275,7 +290,7 @@ bool Server::serve_request(Peer &p, Frame &f) {
         break;
       case kPull:
       case kPush:
-        if (!gate(rank, f)) return false;
+        if (blocking_table(rank, f) >= 0) return false;
         r = f.type == kPull ? pull(f) : push(rank, f);
         break;
       case kSave:
@@ -310,7 +325,20 @@ bool Server::serve_request(Peer &p, Frame &f) {
         r = ok_reply(0, v);
         break;
       }
+      case kSplitNext: {
+        SplitLease l = splits().next(rank);
+        r = ok_reply(0, {l.split, l.epoch, l.begin, l.end, l.from});
+        break;
+      }
+      case kSplitCommit:
+        if (f.ints.at(2))
+          splits().done(rank, f.ints.at(0));
+        else
+          splits().commit(rank, f.ints.at(0), f.ints.at(1));
+        r = ok_reply(0);
+        break;
       case kBye:
+        if (splits_) splits_->give_back(rank);  // left: nothing to resume
         workers_[rank].state = kLeft;
         all_tables(rank, /*lost=*/false);
         r = ok_reply(0);
@@ -347,6 +375,9 @@ void Server::hello(Peer &p, const Frame &f) {
   if (world_ == 0) {
     world_ = static_cast<int>(world);
     workers_.assign(world_, Worker());
+    if (cfg_.ps_index == 0 && cfg_.split_samples > 0)
+      splits_.reset(new SplitQueue(cfg_.split_samples, cfg_.split_size,
+                                   cfg_.split_epochs, cfg_.split_seed, world_));
   } else if (world != world_) {
     fail(HB_ERR_CONFIG, "rank %lld says the world has %lld workers, others %d",
          static_cast<long long>(rank), static_cast<long long>(world), world_);
@@ -366,8 +397,24 @@ void Server::hello(Peer &p, const Frame &f) {
     HB_LOG_WARN("ps task %d: worker rank %lld rejoins", cfg_.ps_index,
                 static_cast<long long>(rank));
   }
-  // Its tables rejoin when it attaches them again.
   w.state = kLive;
+  // The tables it had when it was lost, all at this instant (clock.h): the
+  // restarted worker attaches them again one by one, and the others move
+  // on meanwhile.
+  for (auto &t : tables_)
+    if (t->attached(p.rank) &&
+        t->clock().state(p.rank) == StalenessClock::kLost)
+      t->revive(p.rank);
+  dirty_ = true;
+}
+
+SplitQueue &Server::splits() {
+  if (!splits_)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "ps task %d: no dynamic splits here (ps task 0 hands them out, when "
+         "option ps_split_samples > 0)",
+         cfg_.ps_index);
+  return *splits_;
 }
 
 OwnedTable &Server::table(int64_t id) {
@@ -406,25 +453,78 @@ Frame Server::attach(int rank, const Frame &f) {
   return ok_reply(0, {id, t.committed(rank).first, t.committed(rank).second});
 }
 
-bool Server::gate(int rank, const Frame &f) const {
-  // Pull: ints are table ids; push: {table, step, k} triples.
+int64_t Server::blocking_table(int rank, const Frame &f) const {
+  // Pull: ints are table ids (then the worker's step); push: {table, step,
+  // k} triples.
   const bool is_push = f.type == kPush;
-  const size_t n = is_push ? f.ints.size() / 3 : f.ints.size();
-  for (size_t i = 0; i < n; ++i) {
+  const size_t n = is_push ? f.ints.size() / 3 : f.strs.size();
+  for (size_t i = 0; i < n && i < f.ints.size(); ++i) {
     int64_t id = f.ints[is_push ? 3 * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
     const OwnedTable &t = *tables_[id];
     if (is_push && t.replay(rank, {f.ints[3 * i + 1], f.ints[3 * i + 2]}))
       continue;  // dropped at once
-    if (!t.clock().may_go(rank)) return false;
+    if (!t.clock().may_go(rank)) return id;
   }
-  return true;
+  return -1;
+}
+
+std::string Server::wait_reason(int rank, const Frame &f) const {
+  const int64_t id = blocking_table(rank, f);
+  const bool is_push = f.type == kPush;
+  int64_t step = -1;
+  if (is_push) {
+    for (size_t i = 0; i + 2 < f.ints.size(); i += 3)
+      if (f.ints[i] == id) step = f.ints[i + 1];
+  } else if (f.ints.size() > f.strs.size()) {
+    step = f.ints.back();
+  }
+  std::string what =
+      format("ps task %d: worker rank %d's %s of step %lld", cfg_.ps_index,
+             rank, is_push ? "push" : "pull", static_cast<long long>(step));
+  if (id < 0) return what + " waited past timeout_ms";
+  const OwnedTable &t = *tables_[id];
+  const StalenessClock &c = t.clock();
+  const int64_t slowest = c.slowest();
+  int who = -1;
+  for (int r = 0; r < c.world() && who < 0; ++r)
+    if ((c.state(r) == StalenessClock::kLive ||
+         c.state(r) == StalenessClock::kExpected) &&
+        c.clock(r) == slowest)
+      who = r;
+  return format(
+      "%s waited timeout_ms=%lld on table '%s' for the staleness bound %lld: "
+      "it pushed the table %lld times, the slowest active worker, rank %d "
+      "(%s), %lld times, and no push of rank %d came",
+      what.c_str(), static_cast<long long>(cfg_.timeout_ms),
+      t.spec().name.c_str(), static_cast<long long>(c.bound()),
+      static_cast<long long>(c.clock(rank)), who,
+      who >= 0 && c.state(who) == StalenessClock::kExpected
+          ? "not connected yet"
+          : "alive",
+      static_cast<long long>(slowest), who);
+}
+
+void Server::expire_parked() {
+  const int64_t now = now_ms();
+  for (auto &p : peers_) {
+    if (!p->has_parked || p->closed || now - p->parked_ms <= cfg_.timeout_ms)
+      continue;
+    std::string why = wait_reason(p->rank, p->parked);
+    HB_LOG_WARN("%s", why.c_str());
+    p->has_parked = false;
+    reply(*p, error_reply(p->parked.id, HB_ERR_TIMEOUT, why));
+  }
 }
 
 Frame Server::pull(const Frame &f) {
-  std::vector<std::string> rows(f.ints.size());
-  for (size_t i = 0; i < f.ints.size(); ++i)
+  // ints: a table per ids payload, then the worker's step.
+  if (f.ints.size() < f.strs.size())
+    fail(HB_ERR_CORRUPT, "pull: %zu tables for %zu id lists", f.ints.size(),
+         f.strs.size());
+  std::vector<std::string> rows(f.strs.size());
+  for (size_t i = 0; i < f.strs.size(); ++i)
     rows[i] =
         table(f.ints[i]).pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
   return ok_reply(0, {}, std::move(rows));
@@ -465,6 +565,7 @@ Frame Server::push(int rank, const Frame &f) {
       // older position): applied once, so dropped.
       ++dups;
       ++stats_.duplicate_pushes;
+      it.t->replayed(rank, stats_);
       continue;
     }
     it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
@@ -548,6 +649,13 @@ void Server::check_liveness() {
                             static_cast<long long>(now - w.peer->last_heard)));
     if (w.state == kExpected && now - start_ms_ > cfg_.connect_timeout_ms)
       worker_lost(r, "never connected within connect_timeout_ms");
+    // Given up: not restarted within the time a worker has to connect. Its
+    // split goes back to the queue at its committed offset (until then a
+    // restarted worker gets its own split back, and its replayed pushes
+    // are dropped: exactly once).
+    if (w.state == kLost && splits_ &&
+        now - w.lost_ms > cfg_.connect_timeout_ms)
+      splits_->give_back(r);
   }
 }
 
@@ -609,6 +717,7 @@ void Server::run() {
     }
     check_liveness();
     retry_parked();
+    expire_parked();
     // Closed connections go once nothing points at them.
     for (size_t i = 0; i < peers_.size();) {
       if (!peers_[i]->closed) {

@@ -33,7 +33,13 @@ struct ServerConfig {
   int64_t staleness = 0;
   int64_t peer_timeout_ms = 5000;
   int64_t connect_timeout_ms = 60000;
+  // A request parked at the staleness gate gets HB_ERR_TIMEOUT, naming the
+  // table, the step and the worker it waited for, after this long.
+  int64_t timeout_ms = 300000;
   size_t max_frame_bytes = 64u << 20;
+  // Dynamic splits (split_queue.h), on ps task 0 when split_samples > 0.
+  int64_t split_samples = 0, split_size = 1024, split_epochs = 1;
+  uint64_t split_seed = 0;
 };
 
 // Serves until the job ends (see above); throws its status. `health`: an

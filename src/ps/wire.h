@@ -35,10 +35,12 @@ enum MsgType : uint8_t {
                  //     -> ints {bytes, rows, checksum[, pos bytes, pos sum]}
   kLoad = 21,    // ints {table[, nonce, old num_ps]}, strs {dir}: stage a
                  // checkpoint's rows (and the positions it holds)
-  kLoadCommit = 22,  // ints {table, commit?}: swap the staged rows in / drop
-  kDump = 23,        // ints {table} -> strs {ids, records}
-  kPosition = 30,    // -> ints {table, step, k}..., strs {position}...
-  kStats = 31,       // -> ints (Stats fields)
+  kLoadCommit = 22,   // ints {table, commit?}: swap the staged rows in / drop
+  kDump = 23,         // ints {table} -> strs {ids, records}
+  kPosition = 30,     // -> ints {table, step, k}..., strs {position}...
+  kStats = 31,        // -> ints (Stats fields)
+  kSplitNext = 34,    // (ps task 0) -> ints {split, epoch, begin, end, from}
+  kSplitCommit = 35,  // (ps task 0) ints {split, offset, done?}
   kBye = 40,
   // ps -> worker
   kPong = 3,

@@ -17,6 +17,19 @@
 #       Worker 1, then worker 2 (if any) are SIGKILLed at random moments and
 #       restarted (--max-restarts): the others never stall past the peer
 #       timeout, the job finishes, every sample is applied exactly once.
+#   ps_tests.sh ... killpoint W P K RUNS
+#       Worker 1 SIGKILLs itself between two of its per-step pushes (two
+#       tables, each pushed to every ps task: 2P requests per step; run i
+#       kills after request i mod 2P, the last being between steps) at a
+#       random step and is restarted: the job finishes (no wait outlasts
+#       timeout_ms) and every sample of both tables is applied exactly once,
+#       the rows equal to an uninterrupted run's, RUNS times.
+#   ps_tests.sh ... splits W P K RUNS
+#       Dynamic splits (2 epochs of 3000 samples, splits of 100), the chief
+#       slowed: each run SIGKILLs worker 1 after one of its push requests
+#       (to ps task i mod P) at a random step and restarts it; every sample
+#       is applied exactly once per epoch. With K large and W >= 3 the
+#       slowed chief takes fewer splits than worker W-1 (not killed).
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -65,6 +78,25 @@ worker_pid() {
     fi
     sleep 0.05
   done
+}
+
+# One run of a killed-and-restarted worker (killpoint, splits): the job
+# ended well, worker 1 was killed at STEP and restarted, every sample was
+# applied exactly once (the chief's verdict).
+#   kill_run I STEP WHAT hbrun-args...
+kill_run() {
+  local i=$1 step=$2 what=$3
+  shift 3
+  mkdir -p "run$i"
+  echo "test: run $i: worker 1 dies at step $step after push request $what" >>"$LOG"
+  (cd "run$i" && "$HBRUN" "$@" >log.txt 2>&1)
+  local rc=$?
+  cat "run$i/log.txt" >>"$LOG"
+  [ $rc = 0 ] || fail "run $i (kill after request $what of step $step): the job exited with $rc"
+  grep -q "killing myself at step $step" "run$i/log.txt" || fail "run $i: no kill"
+  grep -q "restarting it" "run$i/log.txt" || fail "run $i: no restart"
+  grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+  [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
 }
 
 case $MODE in
@@ -142,6 +174,39 @@ case $MODE in
     else
       grep -q "rank 1 lost" "$LOG" || fail "the stopped worker was not lost"
     fi
+    ;;
+  killpoint)
+    W=$1 P=$2 K=$3 RUNS=$4
+    # A wait that cannot end fails the run in 8 s (not the ctest timeout).
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=8000 HB_STALENESS=$K
+    for i in $(seq 0 $((RUNS - 1))); do
+      J=$((i % (2 * P))) STEP=$((3 + RANDOM % 13))
+      kill_run "$i" "$STEP" "$J" -n "$W" --ps "$P" --max-restarts 1 \
+        --timeout 60 -- "$PS_TRAIN" count count_ok --samples 400 --batch 20 \
+        --step-ms 2 --tables 2 --victim 1 --kill-after "$STEP:$J"
+    done
+    ;;
+  splits)
+    W=$1 P=$2 K=$3 RUNS=$4
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=8000 HB_STALENESS=$K HB_PS_SPLIT_SAMPLES=3000 \
+      HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      # Without a bound the other workers may leave worker 1 one split
+      # only (5 steps): it dies inside its first. (3 ms a step: a split
+      # lasts longer than the workers' start-up skew, so each gets one.)
+      J=$((i % P)) STEP=$((1 + RANDOM % 4))
+      [ "$K" -lt 100 ] && STEP=$((3 + RANDOM % 10))
+      kill_run "$i" "$STEP" "$J" -n "$W" --ps "$P" --max-restarts 1 \
+        --timeout 60 -- "$PS_TRAIN" splits count_ok --batch 20 --step-ms 3 \
+        --slow-rank 0 --slow-ms 10 --victim 1 --kill-after "$STEP:$J"
+      if [ "$K" -ge 100 ] && [ "$W" -ge 3 ]; then
+        slow=$(sed -n 's/.*rank 0: took \([0-9]*\) splits.*/\1/p' "run$i/log.txt")
+        fast=$(sed -n "s/.*rank $((W - 1)): took \([0-9]*\) splits.*/\1/p" "run$i/log.txt")
+        [ "$slow" -lt "$fast" ] || fail "run $i: the slowed chief took $slow splits, worker $((W - 1)) $fast"
+      fi
+    done
     ;;
   lost)
     # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it

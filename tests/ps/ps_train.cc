@@ -29,11 +29,27 @@
 //       the rows, and one more step with the same gradient, are bit-equal.
 //   ps_train count OUT [--samples N] [--batch B] [--step-ms MS]
 //                      [--pid-dir DIR] [--max-stall-ms MS --victim R]
-//       Exactly once: worker r pushes a gradient of -1 (SGD, lr 1) for each
-//       of its samples (ids r * 10^6 + j) with its position; a restarted
-//       worker resumes at hb_ps_position. When every other worker has left
-//       the chief checks that every sample's row is exactly 1 and writes
-//       "count ok" to OUT.
+//                      [--tables T] [--kill-after STEP:J]
+//       Exactly once: worker r pushes a gradient of -(t + 1) (SGD, lr 1) to
+//       table t (of T, 1 or 2) for each of its samples (ids r * 10^6 + j)
+//       with its position; a restarted worker resumes at hb_ps_position.
+//       When every other worker has left the chief checks that every
+//       sample's row of table t is exactly t + 1 (what an uninterrupted run
+//       gives, whatever the order) and writes "count ok" to OUT.
+//       --kill-after STEP:J: on its first start, the victim SIGKILLs itself
+//       at its step STEP right after its J-th push request of the step (0-
+//       based; tables in order, each to ps task 0, 1, ...: ps/test_hook.h),
+//       before the next one is sent.
+//   ps_train splits OUT [--batch B] [--step-ms MS] [--slow-rank R --slow-ms
+//                       MS] [--victim R --kill-after STEP:J]
+//       Dynamic splits (HB_PS_SPLIT_* options, ps task 0's queue): each
+//       worker takes the next split when it has finished its last, pushes
+//       a gradient of -1 per sample (ids: the sample) with its position
+//       {split, offset}, and commits its offset to the queue after each
+//       step. A restarted worker resumes its own split where the ps tasks
+//       have it (hb_ps_position). The chief checks that every sample's row
+//       is exactly the number of epochs, prints the splits each rank took,
+//       and writes "count ok" to OUT.
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -51,7 +67,10 @@
 #include <vector>
 
 #define HB_EXPERIMENTAL 1
+#include "context/context.h"
 #include "hb.h"
+#include "ps/client.h"
+#include "ps/test_hook.h"
 
 namespace {
 
@@ -105,6 +124,8 @@ struct Args {
   std::string ckpt;          // train: job checkpoints in this directory
   bool collection = false;   // train: the steps through one collection
   int64_t ckpt_every = 0;
+  int64_t tables = 1;                       // count: 1 or 2 tables
+  int64_t kill_step = -1, kill_after = -1;  // count: --kill-after STEP:J
 };
 
 Args parse(int argc, char **argv) {
@@ -140,7 +161,13 @@ Args parse(int argc, char **argv) {
       a.ckpt = argv[++i];
     else if (s == "--ckpt-every")
       a.ckpt_every = num();
-    else
+    else if (s == "--tables")
+      a.tables = num();
+    else if (s == "--kill-after") {
+      std::string v = argv[++i];
+      a.kill_step = std::atoll(v.c_str());
+      a.kill_after = std::atoll(v.substr(v.find(':') + 1).c_str());
+    } else
       a.pos.push_back(s);
   }
   return a;
@@ -158,7 +185,7 @@ hb_embedding *make_table(hb_context *ctx, const char *name, bool on_ps) {
     c.dim = 4, c.num_rows = 0, c.optimizer = HB_OPT_ADAM;
     c.initializer = HB_INIT_UNIFORM, c.init_a = -0.1, c.init_b = 0.1;
     c.learning_rate = 0.01;
-  } else {  // "count": one float per sample, +1 per gradient of -1
+  } else {  // "count", "count2": one float per sample, SGD with lr 1
     c.dim = 1, c.num_rows = 0, c.optimizer = HB_OPT_SGD;
     c.learning_rate = 1.0;
   }
@@ -490,35 +517,83 @@ int compare(const Args &a) {
   return 0;
 }
 
+// The chief waits until every other worker has left (a restarted one may
+// still be catching up).
+void wait_others_left(hb_context *ctx, int world) {
+  for (int tries = 0;; ++tries) {
+    hb_ps_stats s = HB_PS_STATS_INIT;
+    CHECK_HB(hb_ps_get_stats(ctx, &s));
+    if (s.workers_left >= world - 1) break;
+    CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
+          (long long)s.workers_left, world - 1);
+    sleep_ms(50);
+  }
+}
+
+// count --kill-after: the victim's step and its push requests so far.
+int64_t g_kill_step = -1, g_kill_after = -1, g_step = -1, g_sent = 0;
+
+void kill_point(const char *point, int ps) {
+  if (g_step != g_kill_step || g_sent++ != g_kill_after) return;
+  // Give ps task `ps` the time to apply it: it has the push, the next one
+  // never comes.
+  sleep_ms(50);
+  std::fprintf(stderr,
+               "ps_train: killing myself at step %lld after %s to ps %d\n",
+               (long long)g_step, point, ps);
+  std::fflush(stderr);
+  ::raise(SIGKILL);
+}
+
+// --kill-after, on the victim's first start; returns HB_RESTART_COUNT.
+const char *arm_kill_point(const Args &a, int rank) {
+  const char *restarted = std::getenv("HB_RESTART_COUNT");
+  if (a.kill_step >= 0 && rank == a.victim &&
+      (!restarted || std::atoi(restarted) == 0)) {
+    g_kill_step = a.kill_step, g_kill_after = a.kill_after;
+    hb::ps::g_test_hook = kill_point;
+  }
+  return restarted;
+}
+
+const char *kCountTables[2] = {"count", "count2"};
+
 int count(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "count OUT");
+  CHECK(a.tables == 1 || a.tables == 2, "--tables 1 or 2");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
-  hb_embedding *t = make_table(ctx, "count", true);
+  const char *restarted = arm_kill_point(a, rank);
+  std::vector<hb_embedding *> t;
+  for (int64_t k = 0; k < a.tables; ++k)
+    t.push_back(make_table(ctx, kCountTables[k], true));
   // Where this worker left off (0 on its first start).
   int64_t next = 0, step = 0;
   size_t len = 0;
   CHECK_HB(hb_ps_position(ctx, &next, sizeof next, &len, &step));
   if (len != sizeof next) next = 0;
-  const char *restarts = std::getenv("HB_RESTART_COUNT");
   std::printf("rank %d starts at sample %lld (step %lld, restart %s)\n", rank,
-              (long long)next, (long long)step, restarts ? restarts : "0");
+              (long long)next, (long long)step, restarted ? restarted : "0");
   std::fflush(stdout);
   std::vector<int64_t> ids;
   std::vector<float> rows, grads;
   int64_t worst_ms = 0;
-  while (next < a.samples) {
+  for (int64_t s = step; next < a.samples; ++s) {
     const int64_t t0 = now_ms();
     int64_t end = std::min(a.samples, next + a.batch);
     ids.clear();
     for (int64_t j = next; j < end; ++j) ids.push_back(rank * 1000000 + j);
     rows.resize(ids.size());
-    CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
-    grads.assign(ids.size(), -1.0f);
+    for (hb_embedding *e : t)
+      CHECK_HB(hb_embedding_lookup(e, ids.data(), ids.size(), rows.data()));
     // The position after this batch rides with its gradients.
     CHECK_HB(hb_ps_set_position(ctx, &end, sizeof end));
-    CHECK_HB(
-        hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+    g_step = s, g_sent = 0;
+    for (size_t k = 0; k < t.size(); ++k) {
+      grads.assign(ids.size(), -static_cast<float>(k + 1));
+      CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
+                                            grads.data()));
+    }
     next = end;
     worst_ms = std::max(worst_ms, now_ms() - t0);
     if (a.step_ms > 0) sleep_ms(a.step_ms);
@@ -533,33 +608,28 @@ int count(hb_context *ctx, const Args &a) {
               (long long)worst_ms);
   // Out of data: leave the table, so that no one waits for this worker's
   // next step (staleness 0). The others then leave the job.
-  hb_embedding_destroy(t);
-  t = nullptr;
+  for (hb_embedding *e : t) hb_embedding_destroy(e);
+  t.clear();
   if (rank == 0) {
-    // Wait until every other worker has left (a restarted one may still be
-    // catching up), then check every sample's row.
-    for (int tries = 0;; ++tries) {
-      hb_ps_stats s = HB_PS_STATS_INIT;
-      CHECK_HB(hb_ps_get_stats(ctx, &s));
-      if (s.workers_left >= world - 1) break;
-      CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
-            (long long)s.workers_left, world - 1);
-      sleep_ms(50);
-    }
-    t = make_table(ctx, "count", true);
+    // Then every sample's row.
+    wait_others_left(ctx, world);
     std::vector<int64_t> all;
     for (int r = 0; r < world; ++r)
       for (int64_t j = 0; j < a.samples; ++j) all.push_back(r * 1000000 + j);
     std::vector<float> c(all.size());
-    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
     size_t bad = 0;
-    for (size_t i = 0; i < c.size(); ++i)
-      if (c[i] != 1.0f) {
-        if (bad < 5)
-          std::fprintf(stderr, "sample %lld applied %g times\n",
-                       (long long)all[i], c[i]);
-        ++bad;
-      }
+    for (int64_t k = 0; k < a.tables; ++k) {
+      t.push_back(make_table(ctx, kCountTables[k], true));
+      CHECK_HB(hb_embedding_lookup(t[k], all.data(), all.size(), c.data()));
+      for (size_t i = 0; i < c.size(); ++i)
+        if (c[i] != static_cast<float>(k + 1)) {
+          if (bad < 5)
+            std::fprintf(stderr, "table %s: sample %lld applied %g times\n",
+                         kCountTables[k], (long long)all[i],
+                         c[i] / static_cast<float>(k + 1));
+          ++bad;
+        }
+    }
     hb_ps_stats s = HB_PS_STATS_INIT;
     CHECK_HB(hb_ps_get_stats(ctx, &s));
     std::printf(
@@ -573,7 +643,88 @@ int count(hb_context *ctx, const Args &a) {
     std::fprintf(f, "count ok\n");
     std::fclose(f);
   }
+  for (hb_embedding *e : t) hb_embedding_destroy(e);
+  return 0;
+}
+
+int splits(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1, "splits OUT");
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
+  arm_kill_point(a, rank);
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splits");
+  // Where the ps tasks have this worker: {split, offset}, and its step
+  // (rewound there, so that replayed pushes are dropped).
+  int64_t pos[2] = {-1, 0}, step = 0;
+  size_t len = 0;
+  CHECK_HB(hb_ps_position(ctx, pos, sizeof pos, &len, &step));
+  if (len != sizeof pos) pos[0] = -1;
+  std::vector<int64_t> ids;
+  std::vector<float> rows, grads;
+  int64_t taken = 0, samples = 0;
+  for (int64_t s = step;;) {
+    hb::ps::SplitLease l = client->split_next();
+    if (l.split < 0) break;
+    ++taken;
+    // Its own split again (a restart): from where the ps tasks have it,
+    // which is at or past the queue's offset (committed after the pushes).
+    int64_t next = l.split == pos[0] ? std::max(l.from, pos[1]) : l.from;
+    // Killed after its last push, before it said so: finished now.
+    if (next >= l.end) client->split_commit(l.split, l.end, true);
+    while (next < l.end) {
+      if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
+      const int64_t end = std::min(l.end, next + a.batch);
+      ids.clear();
+      for (int64_t j = next; j < end; ++j) ids.push_back(j);
+      rows.resize(ids.size());
+      CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+      const int64_t p[2] = {l.split, end};
+      CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+      g_step = s++, g_sent = 0;
+      grads.assign(ids.size(), -1.0f);
+      CHECK_HB(hb_embedding_apply_gradients(t, ids.data(), ids.size(),
+                                            grads.data()));
+      samples += end - next;
+      next = end;
+      client->split_commit(l.split, end, end == l.end);
+      if (a.step_ms > 0) sleep_ms(a.step_ms);
+    }
+    pos[0] = -1;
+  }
+  std::printf("rank %d: took %lld splits, %lld samples\n", rank,
+              (long long)taken, (long long)samples);
+  std::fflush(stdout);
   hb_embedding_destroy(t);
+  t = nullptr;
+  if (rank == 0) {
+    wait_others_left(ctx, world);
+    const int64_t n = ctx->options.get_int("ps_split_samples");
+    const int64_t epochs = ctx->options.get_int("ps_split_epochs");
+    t = make_table(ctx, "count", true);
+    std::vector<int64_t> all(n);
+    for (int64_t j = 0; j < n; ++j) all[j] = j;
+    std::vector<float> c(n);
+    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
+    size_t bad = 0;
+    for (int64_t j = 0; j < n; ++j)
+      if (c[j] != static_cast<float>(epochs)) {
+        if (bad < 5)
+          std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
+                       (long long)j, c[j], (long long)epochs);
+        ++bad;
+      }
+    std::printf(
+        "splits: %lld samples x %lld epochs, %zu not applied exactly "
+        "once per epoch\n",
+        (long long)n, (long long)epochs, bad);
+    CHECK(bad == 0, "%zu samples not applied exactly once", bad);
+    FILE *f = std::fopen(a.pos[0].c_str(), "w");
+    CHECK(f, "cannot write %s", a.pos[0].c_str());
+    std::fprintf(f, "count ok\n");
+    std::fclose(f);
+    hb_embedding_destroy(t);
+  }
   return 0;
 }
 
@@ -635,6 +786,7 @@ int main(int argc, char **argv) {
   int rc = mode == "train"      ? train(ctx, a)
            : mode == "reload"   ? reload(ctx, a)
            : mode == "count"    ? count(ctx, a)
+           : mode == "splits"   ? splits(ctx, a)
            : mode == "dense"    ? dense(ctx, a)
            : mode == "evaluate" ? evaluate(ctx, a)
                                 : 2;

@@ -6,6 +6,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include "ps/conn.h"
 #include "ps/positions.h"
 #include "ps/server.h"
+#include "ps/split_queue.h"
 #include "ps/wire.h"
 #include "rendezvous/tcp.h"
 
@@ -109,7 +111,9 @@ TEST(StalenessClock, RejoiningAnIdleTableResumesAtItsFloor) {
 // A ps server on a thread, on a free loopback port.
 class Ps {
  public:
-  explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000) {
+  explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000,
+              int64_t timeout_ms = 300000) {
+    cfg_.timeout_ms = timeout_ms;
     cfg_.host = "127.0.0.1";
     cfg_.port = free_port();
     cfg_.staleness = staleness;
@@ -248,6 +252,36 @@ TEST(PsServer, ASilentWorkerIsLostAfterThePeerTimeout) {
           .count();
   EXPECT_GE(s, 0.8);
   EXPECT_LT(s, 3.0);
+}
+
+TEST(PsServer, AWaitThatCannotEndIsATimeoutNamingWhatItWaitedFor) {
+  // Rank 1 is alive (its connection open, heartbeats would keep it) but
+  // never pushes: rank 0's pull of its next step is answered after
+  // timeout_ms with what it waited for, not parked for ever.
+  Ps ps(0, 20000, /*timeout_ms=*/700);
+  TwoWorkers w(ps);
+  const int64_t t = w.t;
+  push(*w.c0, t, 0, {1}, {1.0f, 1.0f});
+  auto start = std::chrono::steady_clock::now();
+  std::vector<int64_t> ids = {1};
+  try {
+    w.c0->call(request(kPull, {t, 1}, {pack(ids.data(), ids.size())}), "pull");
+    ADD_FAILURE() << "the pull was answered";
+  } catch (const Error &e) {
+    EXPECT_EQ(e.status(), HB_ERR_TIMEOUT);
+    const std::string m = e.what();
+    for (const char *want : {"worker rank 0's pull of step 1", "table 't'",
+                             "rank 1 (alive)", "timeout_ms=700"})
+      EXPECT_NE(m.find(want), std::string::npos) << want << " in: " << m;
+  }
+  double s =
+      std::chrono::duration<double>(std::chrono::steady_clock::now() - start)
+          .count();
+  EXPECT_GE(s, 0.6);
+  EXPECT_LT(s, 3.0);
+  // The connection still serves: once rank 1 pushes, rank 0 goes on.
+  push(*w.c1, t, 0, {2}, {1.0f, 1.0f});
+  EXPECT_EQ(pull(*w.c0, t, {1}), (std::vector<float>{-1.0f, -1.0f}));
 }
 
 TEST(PsServer, BadInputIsAnErrorAndLosesNothing) {
@@ -453,6 +487,143 @@ TEST(PsApi, TablesCollectionsPositionsOnAPsTask) {
   hb_embedding_destroy(local);
   auto r = ps.result(3000);
   EXPECT_EQ(r.first, HB_OK) << r.second;
+}
+
+// The dynamic splits' queue (split_queue.h), as the ps would drive it.
+namespace split_test {
+
+// Workers take splits and process them in batches of `batch`, committing
+// each; with `loss` per mille a worker is lost after a batch (its split
+// goes back at its committed offset) and restarts at once. Every sample of
+// every epoch must be processed exactly once. Returns the splits each rank
+// took and the order of (epoch, split) handed out.
+struct Run {
+  std::vector<int64_t> taken;
+  std::vector<std::pair<int64_t, int64_t>> order;
+};
+
+Run drain(SplitQueue &q, int world, int64_t samples, int64_t epochs,
+          int64_t batch, int loss, uint64_t rng, std::vector<int> *count) {
+  Run out;
+  out.taken.assign(world, 0);
+  count->assign(samples * epochs, 0);
+  std::vector<SplitLease> cur(world);
+  std::vector<char> has(world, 0), over(world, 0);
+  int live = world;
+  for (int64_t turn = 0; live > 0; ++turn) {
+    // Rank 0 is twice as fast as the others: every other turn is its.
+    const int r =
+        turn % 2 == 0 ? 0 : 1 + static_cast<int>((turn / 2) % (world - 1));
+    if (over[r]) continue;
+    if (!has[r]) {
+      cur[r] = q.next(r);
+      if (cur[r].split < 0) {
+        over[r] = 1, --live;
+        continue;
+      }
+      has[r] = 1;
+      ++out.taken[r];
+      out.order.push_back({cur[r].epoch, cur[r].split});
+    }
+    SplitLease &l = cur[r];
+    const int64_t end = std::min(l.end, l.from + batch);
+    for (int64_t s = l.from; s < end; ++s) ++(*count)[l.epoch * samples + s];
+    l.from = end;
+    if (end == l.end) {
+      q.done(r, l.split);
+      has[r] = 0;
+    } else {
+      q.commit(r, l.split, end);
+    }
+    rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+    if (has[r] && static_cast<int>((rng >> 33) % 1000) < loss) {
+      q.give_back(r);  // lost: the rest of its split goes back
+      has[r] = 0;
+    }
+  }
+  return out;
+}
+
+}  // namespace split_test
+
+TEST(SplitQueue, EverySampleExactlyOnceWhateverIsLost) {
+  for (int loss : {0, 50, 300}) {
+    for (int world : {2, 3}) {
+      SplitQueue q(1000, 64, 3, 42, world);
+      std::vector<int> count;
+      split_test::Run run =
+          split_test::drain(q, world, 1000, 3, 10, loss, 7 + loss, &count);
+      EXPECT_TRUE(q.finished()) << "loss " << loss << " world " << world;
+      EXPECT_EQ(q.splits_done(), 3 * 16);
+      for (size_t i = 0; i < count.size(); ++i)
+        ASSERT_EQ(count[i], 1) << "sample " << i % 1000 << " of epoch "
+                               << i / 1000 << ", loss " << loss;
+      // The fast rank takes more splits than any other.
+      for (int r = 1; r < world && loss == 0; ++r)
+        EXPECT_GT(run.taken[0], run.taken[r]);
+    }
+  }
+}
+
+TEST(SplitQueue, TheOrderIsSeededAndReproducible) {
+  std::vector<int> count;
+  SplitQueue a(5000, 50, 2, 9, 2), b(5000, 50, 2, 9, 2), c(5000, 50, 2, 10, 2);
+  auto ra = split_test::drain(a, 2, 5000, 2, 50, 0, 1, &count);
+  auto rb = split_test::drain(b, 2, 5000, 2, 50, 0, 1, &count);
+  auto rc = split_test::drain(c, 2, 5000, 2, 50, 0, 1, &count);
+  EXPECT_EQ(ra.order, rb.order);
+  EXPECT_NE(ra.order, rc.order);
+  // An epoch is a permutation, and the next epoch's order differs.
+  std::vector<int64_t> e0, e1;
+  for (auto &p : ra.order) (p.first == 0 ? e0 : e1).push_back(p.second);
+  ASSERT_EQ(e0.size(), 100u);
+  EXPECT_NE(e0, e1);
+  std::sort(e0.begin(), e0.end());
+  for (int64_t i = 0; i < 100; ++i) EXPECT_EQ(e0[i], i);
+}
+
+TEST(SplitQueue, ARestartedWorkerGetsItsSplitBackAtItsCommittedOffset) {
+  SplitQueue q(100, 10, 1, 1, 2);
+  SplitLease l = q.next(1);
+  q.commit(1, l.split, l.begin + 4);
+  SplitLease again = q.next(1);  // not lost: restarted before the ps knew
+  EXPECT_EQ(again.split, l.split);
+  EXPECT_EQ(again.from, l.begin + 4);
+  q.give_back(1);  // lost: rank 0 finishes it from there
+  SplitLease other = q.next(0);
+  EXPECT_EQ(other.split, l.split);
+  EXPECT_EQ(other.from, l.begin + 4);
+  EXPECT_THROW(q.commit(1, l.split, l.begin + 5), Error);  // not its own now
+  EXPECT_THROW(q.commit(0, l.split, l.end + 1), Error);    // outside
+}
+
+TEST(SplitQueue, ASavedQueueResumesExactlyOnce) {
+  SplitQueue q(1000, 64, 2, 5, 3);
+  std::vector<int> count(2000, 0);
+  // Part of the job: a few splits done, two held mid-way.
+  for (int i = 0; i < 5; ++i) {
+    SplitLease l = q.next(0);
+    for (int64_t s = l.from; s < l.end; ++s) ++count[l.epoch * 1000 + s];
+    q.done(0, l.split);
+  }
+  for (int r : {1, 2}) {
+    SplitLease l = q.next(r);
+    for (int64_t s = l.from; s < l.from + 7; ++s) ++count[l.epoch * 1000 + s];
+    q.commit(r, l.split, l.from + 7);
+  }
+  SplitQueue back = SplitQueue::load(q.save(), 3);
+  EXPECT_EQ(back.save(), SplitQueue::load(back.save(), 3).save());
+  // The rest, from the loaded queue.
+  std::vector<int> rest;
+  split_test::drain(back, 3, 1000, 2, 10, 0, 3, &rest);
+  EXPECT_TRUE(back.finished());
+  for (size_t i = 0; i < count.size(); ++i)
+    ASSERT_EQ(count[i] + rest[i], 1) << "sample " << i;
+  std::string bad = q.save();
+  bad[0] = 'X';
+  EXPECT_THROW(SplitQueue::load(bad, 3), Error);
+  EXPECT_THROW(SplitQueue::load(q.save().substr(0, 40), 3), Error);
+  EXPECT_THROW(SplitQueue(0, 10, 1, 0, 2), Error);
 }
 
 }  // namespace
