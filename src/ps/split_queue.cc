@@ -4,7 +4,7 @@
 #include <cstring>
 
 #include "abi/error.h"
-#include "embedding/bytes.h"
+#include "common/bytes.h"
 
 namespace hb {
 namespace ps {
@@ -123,7 +123,7 @@ void SplitQueue::give_back(int rank) {
 }
 
 std::string SplitQueue::save() const {
-  using emb::put;
+  using hb::put;
   std::string s(kMagic, 8);
   put<int64_t>(&s, samples_);
   put<int64_t>(&s, split_size_);
@@ -145,7 +145,7 @@ std::string SplitQueue::save() const {
 }
 
 SplitQueue SplitQueue::load(const std::string &bytes, int world) {
-  emb::ByteReader c(bytes, "split queue");
+  ByteReader c(bytes, "split queue");
   if (std::memcmp(c.take(8, "magic"), kMagic, 8) != 0)
     fail(HB_ERR_CORRUPT, "split queue: not a saved split queue");
   const int64_t samples = c.get<int64_t>("samples");
