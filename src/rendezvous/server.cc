@@ -19,6 +19,7 @@
 
 #include "abi/error.h"
 #include "common/clock.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
@@ -160,6 +161,9 @@ void ServerImpl::open() {
   check_link_config("rendezvous server", cfg_.heartbeat_interval_ms,
                     cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   std::string where = format("%s:%d", cfg_.host.c_str(), cfg_.port);
+  // One connection per rank: a world past ~1000 ranks needs more than the
+  // usual soft limit of 1024 descriptors.
+  raise_fd_limit(size_t(cfg_.world_size) + 64);
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
