@@ -4,14 +4,15 @@
 // alone in the parent so that its CPU and memory can be read (issue 34
 // item 1; docs/scaling.md).
 //
-//   rdv_scale N [PROCS=8] [IDLE_S=5]
+//   rdv_scale N [PROCS=8] [IDLE_S=5] [START=gather|peers]
 //
 // Phases, each timed from the parent (CLOCK_MONOTONIC is system-wide):
 //   form     every rank connects, authenticates (token) and meets the others
 //            at a barrier, as hb_context_create does;
-//   start    every rank publishes an address and reads every peer's (what
-//            a job start does: the same-host discovery and the TCP mesh),
-//            then a barrier;
+//   start    every rank publishes an address and learns every peer's, then
+//            a barrier: START=gather through rank 0 (comm/kv_gather.h, hb's
+//            same-host bootstrap), START=peers by reading every peer's key
+//            (N(N-1) requests: the Gloo full mesh's bootstrap, per context);
 //   collect  a collection create: an add on a shared counter, a barrier,
 //            a get of rank 0's plan key;
 //   commit   a checkpoint commit: every rank sets its part, rank 0 waits for
@@ -41,7 +42,9 @@
 
 #include "../common/proc_mem.h"
 #include "abi/error.h"
+#include "comm/kv_gather.h"
 #include "common/fd_limit.h"
+#include "common/log.h"
 #include "rendezvous/client.h"
 #include "rendezvous/server.h"
 
@@ -99,15 +102,19 @@ hb::rdv::ClientConfig client_config(int port, int rank, int n) {
 }
 
 // One simulated rank: the phases, then a get that only a failure ends.
-void run_rank(int port, int rank, int n, std::atomic<int> *errs,
+void run_rank(int port, int rank, int n, bool gather, std::atomic<int> *errs,
               std::vector<double> *ends, double *failed_at) {
   try {
     auto c = hb::rdv::Client::connect(client_config(port, rank, n), nullptr);
     c->barrier("create", 60000);
     (*ends)[0] = now_s();
-    c->set("addr/" + std::to_string(rank), std::string(64, 'a'));
-    for (int q = 0; q < n; ++q)
-      if (q != rank) c->get("addr/" + std::to_string(q), 60000);
+    if (gather) {  // hb's same-host bootstrap (comm/kv_gather.h)
+      hb::comm::kv_allgather(*c, "addr/", rank, n, std::string(64, 'a'), 60000);
+    } else {  // a full mesh's: every rank reads every peer's key
+      c->set("addr/" + std::to_string(rank), std::string(64, 'a'));
+      for (int q = 0; q < n; ++q)
+        if (q != rank) c->get("addr/" + std::to_string(q), 60000);
+    }
     c->barrier("start", 60000);
     (*ends)[1] = now_s();
     c->add("collection/0/joined", 1);
@@ -137,7 +144,8 @@ void run_rank(int port, int rank, int n, std::atomic<int> *errs,
   }
 }
 
-[[noreturn]] void child(int port_fd, int report_fd, int lo, int hi, int n) {
+[[noreturn]] void child(int port_fd, int report_fd, int lo, int hi, int n,
+                        bool gather) {
   int port = 0;
   if (!read_all(port_fd, &port, sizeof port)) _exit(2);
   std::atomic<int> errs{0};
@@ -147,8 +155,8 @@ void run_rank(int port, int rank, int n, std::atomic<int> *errs,
   Report rep{};
   std::vector<std::thread> threads;
   for (int r = lo; r < hi; ++r)
-    threads.emplace_back(run_rank, port, r, n, &errs, &ends[size_t(r - lo)],
-                         &failed[size_t(r - lo)]);
+    threads.emplace_back(run_rank, port, r, n, gather, &errs,
+                         &ends[size_t(r - lo)], &failed[size_t(r - lo)]);
   // The phase times reach the parent as soon as every rank here is idle.
   for (int p = 0; p < kPhases; ++p) {
     double last = 0;
@@ -180,13 +188,17 @@ void run_rank(int port, int rank, int n, std::atomic<int> *errs,
 
 int main(int argc, char **argv) {
   if (argc < 2) {
-    std::fprintf(stderr, "usage: rdv_scale N [PROCS=8] [IDLE_S=5]\n");
+    std::fprintf(
+        stderr,
+        "usage: rdv_scale N [PROCS=8] [IDLE_S=5] [START=gather|peers]\n");
     return 2;
   }
   const int n_sim = std::atoi(argv[1]);
   const int procs = argc > 2 ? std::atoi(argv[2]) : 8;
   const double idle_s = argc > 3 ? std::atof(argv[3]) : 5;
+  const bool gather = argc <= 4 || std::strcmp(argv[4], "peers") != 0;
   const int n = n_sim + 1;  // plus the victim rank, alone in a process
+  hb::set_log_level(hb::LogLevel::kError);  // not N lines of "rank lost"
   // The server holds one socket per rank (hb's server raises it too).
   hb::raise_fd_limit(size_t(n) + 64);
   std::vector<int> port_w, report_r;
@@ -200,7 +212,7 @@ int main(int argc, char **argv) {
     if (pid == 0) {
       close(pp[1]);
       close(rp[0]);
-      child(pp[0], rp[1], lo, hi, n);
+      child(pp[0], rp[1], lo, hi, n, gather);
     }
     close(pp[0]);
     close(rp[1]);
@@ -257,8 +269,10 @@ int main(int argc, char **argv) {
   std::printf("fail     %8.3f s until all %d ranks saw it\n", failed, n - 1);
   for (pid_t pid : pids) waitpid(pid, nullptr, 0);
   std::printf(
-      "RESULT n=%d form_s=%.3f start_s=%.3f collect_s=%.3f commit_s=%.3f "
+      "RESULT n=%d start=%s form_s=%.3f start_s=%.3f collect_s=%.3f "
+      "commit_s=%.3f "
       "idle_cpu_pct=%.2f server_rss_mib=%.1f fail_s=%.3f errors=%d\n",
-      n, secs[0], secs[1], secs[2], secs[3], cpu_pct, rss_mib, failed, errors);
+      n, gather ? "gather" : "peers", secs[0], secs[1], secs[2], secs[3],
+      cpu_pct, rss_mib, failed, errors);
   return errors ? 1 : 0;
 }
