@@ -34,6 +34,7 @@
 #include "comm/routed_p2p.h"
 #include "comm/shm_transport.h"
 #include "common/clock.h"
+#include "common/fd_limit.h"
 #include "common/health.h"
 #include "common/log.h"
 
@@ -237,6 +238,36 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
 void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
                                const std::shared_ptr<MeshContext> &algo,
                                const std::shared_ptr<MeshContext> &coll) {
+  // Same-host peers first (comm/shm_transport.h), found through the KV: they
+  // decide whether the world needs sockets at all. The health subscription
+  // (made before) trips the transport from the moment it exists.
+  const std::string host =
+      cfg.test_hosts > 0
+          ? "test-host-" +
+                std::to_string(cfg.rank * cfg.test_hosts / cfg.world_size)
+          : (cfg.hostname.empty() ? "-" : cfg.hostname);
+  auto shm = std::make_shared<ShmTransport>(
+      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
+      cfg.timeout_ms, host, cfg.wait_spin_us);
+  HB_LOG_DEBUG("cpu transport, rank %d (host %s) to each peer: %s", cfg.rank,
+               host.c_str(), shm->describe().c_str());
+  if (shm->world_uses_shm()) {
+    shm_slot_->set(shm);
+    shm_ = shm;
+    board_ = shm->world_all_shm();  // a world-wide choice
+    // Measured (bench/comm_bench): at 2 ranks the rings' two copies beat the
+    // board's rounds; from 3 ranks the board's direct folds win.
+    staged_board_ = cfg.shm_reduce == "board" ||
+                    (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
+    sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
+  }
+  // Every call of such a world runs on the board or the shared-memory rings
+  // (the same choice on every rank): no pair of the mesh would ever carry a
+  // byte. Skipping it is what lets one host hold 128 ranks (docs/scaling.md:
+  // the mesh is 2(N-1) sockets per rank, 82 s to form at 128 ranks).
+  if (sockets_free_) return;
+  // Two contexts of N-1 sockets each, plus the device's listener.
+  raise_fd_limit(2 * size_t(cfg.world_size) + 64);
   guarded("connecting the Gloo full mesh", [&] {
     gloo::transport::tcp::attr attr;
     attr.hostname = cfg.hostname;
@@ -258,28 +289,6 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
       regions_ = std::make_unique<PairRegions>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
-  // Same-host peers (comm/shm_transport.h), found through the KV; the
-  // health subscription (made before the connect) trips it from now on.
-  const std::string host =
-      cfg.test_hosts > 0
-          ? "test-host-" +
-                std::to_string(cfg.rank * cfg.test_hosts / cfg.world_size)
-          : (cfg.hostname.empty() ? "-" : cfg.hostname);
-  auto shm = std::make_shared<ShmTransport>(
-      cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
-      cfg.timeout_ms, host, cfg.wait_spin_us);
-  HB_LOG_DEBUG("cpu transport, rank %d (host %s) to each peer: %s", cfg.rank,
-               host.c_str(), shm->describe().c_str());
-  if (shm->world_uses_shm()) {
-    shm_slot_->set(shm);
-    shm_ = shm;
-    board_ = shm->world_all_shm();  // a world-wide choice
-    // Measured (bench/comm_bench): at 2 ranks the rings' two copies beat the
-    // board's rounds; from 3 ranks the board's direct folds win.
-    staged_board_ = cfg.shm_reduce == "board" ||
-                    (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
-    sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
-  }
 }
 
 void GlooBackend::ShmSlot::set(const std::shared_ptr<ShmTransport> &s) {

@@ -6,7 +6,8 @@
 // bucketing, no copy of the caller's buffers), one algorithm over P2P:
 // small buffers over pair buffers registered once (comm/region_p2p.h) on
 // algo_ctx_, large ones over per-call buffers (comm/gloo_p2p.h) on
-// coll_ctx_, same-host peers over shared memory.
+// coll_ctx_, same-host peers over shared memory. A world whose every pair
+// shares memory makes no socket at all (its calls never touch one).
 //
 // Option cpu_allreduce can pick one of Gloo's algorithms instead. Their
 // objects are bound to one buffer and to slots taken from the context in
@@ -120,7 +121,9 @@ class GlooBackend final : public Backend {
                                  hb_reduce_op op);
   void evict_if_full(size_t incoming_bytes);
   uint32_t next_tag() { return tag_++; }
-  // The constructor's connect (comm/mesh_connect.h).
+  // The constructor's connect: same-host peers (comm/shm_transport.h),
+  // then the TCP mesh (comm/mesh_connect.h) unless the world never uses it
+  // (every pair shares memory and the algorithm is rank order).
   void connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
                     const std::shared_ptr<MeshContext> &algo,
                     const std::shared_ptr<MeshContext> &coll);

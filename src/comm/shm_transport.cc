@@ -18,6 +18,7 @@
 #include <random>
 
 #include "abi/error.h"
+#include "comm/kv_gather.h"
 #include "rendezvous/kv.h"
 
 namespace hb {
@@ -28,14 +29,17 @@ namespace {
 constexpr uint64_t kMagic = 0x68622d73686d3032ull;  // "hb-shm02"
 constexpr size_t kHeaderBytes = 4096;
 constexpr size_t kRingHeader = 128;  // head and tail, a cache line each
-// Rings: world^2 x kChannels of them on a host, kept within ~48 MiB (a
-// container's default /dev/shm is 64 MiB): 1 MiB up to 4 ranks, 256 KiB
-// at 8, 64 KiB from 16.
+// Rings: world^2 x kChannels of them on a host, reserved up front, kept
+// within ~48 MiB up to 16 ranks (a container's default /dev/shm is 64 MiB):
+// 1 MiB up to 4 ranks, 256 KiB at 8, 64 KiB at 16 and 32; then within
+// ~192 MiB down to 4 KiB (16 KiB at 64, 4 KiB from 128), where 64 KiB
+// would reserve and zero 3 GiB at 128 ranks (docs/scaling.md). A message
+// streams through a ring of any size.
 size_t ring_bytes_for(int world) {
+  const size_t pairs = size_t(world) * size_t(world);
   size_t r = size_t(1) << 20;
-  while (r > (size_t(64) << 10) &&
-         size_t(world) * size_t(world) * r > (size_t(16) << 20))
-    r /= 2;
+  while (r > (size_t(64) << 10) && pairs * r > (size_t(16) << 20)) r /= 2;
+  while (r > (size_t(4) << 10) && pairs * r > (size_t(64) << 20)) r /= 2;
   return r;
 }
 // A waiter spins, then sleeps on its doorbell futex; it never yields. A
@@ -293,12 +297,14 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
     snprintf(entry, sizeof entry, "%s %016llx %.63s", mine_->name.c_str(),
              static_cast<unsigned long long>(mine_->hdr()->nonce),
              host.c_str());
-  const std::string seg_key = prefix + "shm/seg/", ok_key = prefix + "shm/ok/";
-  kv.set(seg_key + std::to_string(rank), entry);
+  // Two gathers of O(world) requests each: every rank's segment, then every
+  // rank's verdict on every segment (comm/kv_gather.h).
+  const std::vector<std::string> segs =
+      kv_allgather(kv, prefix + "shm/seg/", rank, world, entry, timeout_ms);
   std::string ok(size_t(world), '0');
   for (int q = 0; q < world && mine_; ++q) {
     if (q == rank) continue;
-    std::string v = kv.get(seg_key + std::to_string(q), timeout_ms);
+    const std::string &v = segs[size_t(q)];
     char name[128], peer_host[64];
     unsigned long long nonce = 0;
     if (sscanf(v.c_str(), "%127s %llx %63s", name, &nonce, peer_host) != 3 ||
@@ -307,13 +313,10 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
     peer_[size_t(q)] = open_segment(name, nonce, q, world);
     if (peer_[size_t(q)]) ok[size_t(q)] = '1';
   }
-  kv.set(ok_key + std::to_string(rank), ok);
   // A pair shares memory when both sides opened each other's segment. The
   // whole matrix is read, so every rank reaches the same verdict for shm.
-  std::vector<std::string> oks(static_cast<size_t>(world));
-  for (int p = 0; p < world; ++p)
-    oks[size_t(p)] =
-        p == rank ? ok : kv.get(ok_key + std::to_string(p), timeout_ms);
+  const std::vector<std::string> oks =
+      kv_allgather(kv, prefix + "shm/ok/", rank, world, ok, timeout_ms);
   auto opened = [&](int p, int q) {
     return oks[size_t(p)].size() == size_t(world) &&
            oks[size_t(p)][size_t(q)] == '1';

@@ -10,6 +10,7 @@
 #include <vector>
 
 #include "abi/error.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "context/options.h"
 #include "gpu/gpu.h"
@@ -190,6 +191,10 @@ class Launch {
                         : full_;
     std::unique_ptr<rdv::Server> server;
     int port = topo.connect_port;
+    // Three pipes per local worker (output, errors, start report) and the
+    // store's socket per rank: past the usual soft limit of 1024 at a few
+    // hundred workers. The workers inherit the raised limit.
+    raise_fd_limit(size_t(topo.world_size) + 6 * topo.workers.size() + 64);
     if (topo.serve) {
       // A fresh store each start: nothing of the failed job's keys,
       // barriers or broken state reaches the new one.

@@ -19,6 +19,7 @@
 
 #include "abi/error.h"
 #include "common/clock.h"
+#include "common/fd_limit.h"
 #include "common/log.h"
 #include "rendezvous/protocol.h"
 #include "rendezvous/store.h"
@@ -160,6 +161,9 @@ void ServerImpl::open() {
   check_link_config("rendezvous server", cfg_.heartbeat_interval_ms,
                     cfg_.peer_timeout_ms, cfg_.max_frame_bytes);
   std::string where = format("%s:%d", cfg_.host.c_str(), cfg_.port);
+  // One connection per rank: a world past ~1000 ranks needs more than the
+  // usual soft limit of 1024 descriptors.
+  raise_fd_limit(size_t(cfg_.world_size) + 64);
 
   addrinfo hints{};
   hints.ai_family = AF_UNSPEC;
@@ -317,23 +321,30 @@ void ServerImpl::on_read(uv_stream_t *s, ssize_t nread, const uv_buf_t *buf) {
   c->last_seen_ms = now_ms();
   c->decoder.feed(buf->base, static_cast<size_t>(nread));
   Frame f;
+  // A heartbeat leaves the store's deadlines as they were; finding the next
+  // one scans every parked request, which, for each of N ranks' heartbeats,
+  // cost the idle server O(N^2) per interval (docs/scaling.md).
+  bool store_touched = false;
   try {
     for (;;) {
       uint64_t offset = c->decoder.offset();
       if (c->closing || !c->decoder.next(&f)) break;
       check_frame_shape(f, offset);
+      store_touched |= f.type != kHeartbeat;
       self->handle(c, f);
     }
   } catch (const Error &e) {
+    store_touched = true;
     HB_LOG_WARN("rendezvous server: closing the connection of %s: %s",
                 c->who().c_str(), e.what());
     self->refuse(c, 0, e.status(), e.what());
   } catch (const std::exception &e) {  // never let one escape into libuv
+    store_touched = true;
     HB_LOG_ERROR("rendezvous server: closing the connection of %s: %s",
                  c->who().c_str(), e.what());
     self->refuse(c, 0, HB_ERR_INTERNAL, e.what());
   }
-  self->arm_deadline();
+  if (store_touched) self->arm_deadline();
 }
 
 void ServerImpl::handle(Conn *c, const Frame &f) {
