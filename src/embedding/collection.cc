@@ -5,6 +5,7 @@
 #include <optional>
 
 #include "abi/error.h"
+#include "embedding/dim_dispatch.h"
 #include "embedding/wire.h"
 #include "timeline/timeline.h"
 
@@ -138,18 +139,18 @@ struct RowOps {
       const int64_t lo = bag[b], hi = bag[b + 1];
       if (lo == hi) continue;
       const float *src = grad + b * stride;
+      if (pooling == HB_POOLING_SUM) {  // no divisor to compute per bag
+        if (w)
+          for (int64_t k = lo; k < hi; ++k) put(k, src, true, w[k]);
+        else
+          for (int64_t k = lo; k < hi; ++k) put(k, src, false, 1.0f);
+        continue;
+      }
       const float d = pooling == HB_POOLING_MEAN
                           ? static_cast<float>(hi - lo)
                           : std::sqrt(static_cast<float>(hi - lo));
-      for (int64_t k = lo; k < hi; ++k) {
-        if (pooling == HB_POOLING_SUM && !w) {
-          put(k, src, false, 1.0f);
-          continue;
-        }
-        float sc = w ? w[k] : 1.0f;
-        if (pooling != HB_POOLING_SUM) sc = sc / d;
-        put(k, src, true, sc);
-      }
+      for (int64_t k = lo; k < hi; ++k)
+        put(k, src, true, (w ? w[k] : 1.0f) / d);
     }
   }
 };
@@ -157,24 +158,7 @@ struct RowOps {
 // Calls fn(RowOps<dim>()) for a common dim, else fn(RowOps<0>()).
 template <class F>
 void with_row_ops(int64_t dim, F &&fn) {
-  switch (dim) {
-    case 1:
-      return fn(RowOps<1>());
-    case 2:
-      return fn(RowOps<2>());
-    case 4:
-      return fn(RowOps<4>());
-    case 8:
-      return fn(RowOps<8>());
-    case 16:
-      return fn(RowOps<16>());
-    case 32:
-      return fn(RowOps<32>());
-    case 64:
-      return fn(RowOps<64>());
-    default:
-      return fn(RowOps<0>());
-  }
+  with_dim(dim, [&](auto kdim) { fn(RowOps<decltype(kdim)::value>()); });
 }
 
 }  // namespace

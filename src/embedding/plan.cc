@@ -37,9 +37,11 @@ void StepPlan::set_send_counts(const int64_t *counts) {
 void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
                        const char *what) {
   check_args(ids, n, data, what);
-  dedup_.run(ids, n);
+  // A static table's ids index [0, num_rows): checked by the dedup when it
+  // can index by id, else below.
+  const bool checked = dedup_.run(ids, n, spec_.dynamic() ? 0 : spec_.num_rows);
   const std::vector<int64_t> &u = dedup_.unique();
-  if (!spec_.dynamic()) {
+  if (!spec_.dynamic() && !checked) {
     for (int64_t id : u)
       if (id < 0 || id >= spec_.num_rows) reject_id(id, what);
   }

@@ -4,6 +4,7 @@
 #include <optional>
 
 #include "abi/error.h"
+#include "embedding/dim_dispatch.h"
 #include "embedding/wire.h"
 #include "timeline/timeline.h"
 
@@ -129,24 +130,35 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                   dst + j * wire_row_bytes_);
     return;
   }
-  if (nu < 0) {
-    for (size_t j = 0; j < nrecv; ++j) {
-      if (j + kPrefetchAhead < nrecv)
-        shard_->prefetch(recv[j + kPrefetchAhead]);
-      wire_encode(shard_->get(recv[j]), dim, wd, dst + j * wire_row_bytes_);
+  // Float32 rows of a common width are copied with a constant length (no
+  // memcpy call per row).
+  with_dim(dim, [&](auto kdim) {
+    constexpr int kD = decltype(kdim)::value;
+    auto put = [&](const float *row, size_t j) {
+      unsigned char *o = dst + j * wire_row_bytes_;
+      if (kD > 0 && wd == HB_FLOAT32)
+        std::memcpy(o, row, kD * 4);
+      else
+        wire_encode(row, dim, wd, o);
+    };
+    if (nu < 0) {
+      for (size_t j = 0; j < nrecv; ++j) {
+        if (j + kPrefetchAhead < nrecv)
+          shard_->prefetch(recv[j + kPrefetchAhead]);
+        put(shard_->get(recv[j]), j);
+      }
+      return;
     }
-    return;
-  }
-  rows_.resize(nu);
-  const int64_t *u = owner.unique().data();
-  for (int64_t k = 0; k < nu; ++k) {
-    if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
-      shard_->prefetch(u[k + kPrefetchAhead]);
-    rows_[k] = shard_->get(u[k]);
-  }
-  const std::vector<uint32_t> &inv = owner.inverse();
-  for (size_t j = 0; j < nrecv; ++j)
-    wire_encode(rows_[inv[j]], dim, wd, dst + j * wire_row_bytes_);
+    rows_.resize(nu);
+    const int64_t *u = owner.unique().data();
+    for (int64_t k = 0; k < nu; ++k) {
+      if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
+        shard_->prefetch(u[k + kPrefetchAhead]);
+      rows_[k] = shard_->get(u[k]);
+    }
+    const std::vector<uint32_t> &inv = owner.inverse();
+    for (size_t j = 0; j < nrecv; ++j) put(rows_[inv[j]], j);
+  });
 }
 
 void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
@@ -174,10 +186,14 @@ void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
     return;
   }
   if (!meta_) {  // the common case: no per-row state to keep
-    for (size_t k = 0; k < n; ++k) {
-      if (k + kPrefetchAhead < n) shard_->prefetch(ids[k + kPrefetchAhead]);
-      opt.step(shard_->get(ids[k]), g + k * dim);
-    }
+    Shard &sh = *shard_;
+    opt.step_rows(
+        n,
+        [&](size_t k) {
+          if (k + kPrefetchAhead < n) sh.prefetch(ids[k + kPrefetchAhead]);
+          return sh.get(ids[k]);
+        },
+        g);
     return;
   }
   for (size_t k = 0; k < n; ++k) {

@@ -5,11 +5,14 @@
 
 #include <atomic>
 #include <cstdint>
+#include <cstring>
 #include <mutex>
+#include <random>
 #include <string>
 #include <tuple>
 
 #include "abi/error.h"
+#include "embedding/id_map.h"
 #include "embedding/init.h"
 #include "embedding/shard.h"
 #include "harness.h"
@@ -290,6 +293,59 @@ TEST(Optimizer, FtrlByHand) {
 }
 
 // ---- Initializers ----------------------------------------------------------
+
+// Optimizer::step_rows (the owner's loop, with the row width a constant
+// for the common dims) makes bit for bit the records of step() per row,
+// for every optimizer, common and other dims.
+TEST(Optimizer, StepRowsEqualsStepPerRow) {
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  for (int opt : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL})
+    for (int64_t dim : {1, 3, 8, 16, 64}) {
+      hb::emb::Spec sp;
+      sp.dim = dim;
+      sp.optimizer = opt;
+      sp.l1 = 0.01;
+      sp.l2 = 0.02;
+      hb::emb::Optimizer o(sp);
+      const int64_t words = o.record_words();
+      const size_t n = 11;
+      std::vector<float> a(n * words), g(n * dim);
+      for (float &x : a) x = std::fabs(u(rng));  // slots must be >= 0
+      for (float &x : g) x = u(rng);
+      for (size_t k = 0; k < n; ++k) o.init_slots(&a[k * words]);
+      std::vector<float> b = a;
+      for (int rep = 0; rep < 3; ++rep) {
+        for (size_t k = 0; k < n; ++k) o.step(&a[k * words], &g[k * dim]);
+        o.step_rows(
+            n, [&](size_t k) { return &b[k * words]; }, g.data());
+      }
+      ASSERT_EQ(0, std::memcmp(a.data(), b.data(), a.size() * 4))
+          << "optimizer " << opt << " dim " << dim;
+    }
+}
+
+// Dedup's stamp array (ids of a static table index it directly) gives the
+// hash table's unique ids and inverse, call after call; an id outside
+// [0, bound), or a bound too large for the batch, takes the hash table.
+TEST(Dedup, StampArrayEqualsHashTable) {
+  std::mt19937_64 rng(3);
+  hb::emb::Dedup direct, hashed;
+  for (int call = 0; call < 40; ++call) {
+    const size_t n = 1 + rng() % 3000;
+    const int64_t bound = 1 + static_cast<int64_t>(rng() % (4 * n));
+    std::vector<int64_t> ids(n);
+    for (int64_t &id : ids) id = static_cast<int64_t>(rng() % bound);
+    const bool bad = call % 5 == 4;
+    if (bad) ids[rng() % n] = call % 2 ? -1 : bound;
+    const bool huge = call % 7 == 6;  // too large for the stamp array
+    const int64_t b = huge ? int64_t{1} << 40 : bound;
+    EXPECT_EQ(!bad && !huge, direct.run(ids.data(), n, b)) << call;
+    hashed.run(ids.data(), n);
+    ASSERT_EQ(hashed.unique(), direct.unique()) << call;
+    ASSERT_EQ(hashed.inverse(), direct.inverse()) << call;
+  }
+}
 
 TEST(Initializer, SameRowsForEveryWorldAndPartition) {
   for (int init : {HB_INIT_CONSTANT, HB_INIT_UNIFORM, HB_INIT_NORMAL}) {
