@@ -56,6 +56,26 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
 // operations in the same order.
 template <int kDim>
 struct RowOps {
+  // d = s, d += s, d = sc * s, d += sc * s (the product rounded before the
+  // add: no FMA) over one row. The rows never overlap (__restrict): without
+  // that GCC kept the constant-width loops scalar.
+  static void set(float *__restrict d, const float *__restrict s, int64_t dim) {
+    for (int64_t c = 0; c < dim; ++c) d[c] = s[c];
+  }
+  static void add(float *__restrict d, const float *__restrict s, int64_t dim) {
+    for (int64_t c = 0; c < dim; ++c) d[c] += s[c];
+  }
+  static void set_scaled(float *__restrict d, const float *__restrict s,
+                         float sc, int64_t dim) {
+    for (int64_t c = 0; c < dim; ++c) d[c] = sc * s[c];
+  }
+  static void add_scaled(float *__restrict d, const float *__restrict s,
+                         float sc, int64_t dim) {
+    for (int64_t c = 0; c < dim; ++c) {
+      const float g = sc * s[c];
+      d[c] += g;
+    }
+  }
   // Feature f's pooled output (or unpooled rows) from the rows in send
   // order: row(k) = rows + pos[inv[k]] * dim.
   static void pool(int64_t dim_rt, const float *rows, const uint32_t *inv,
@@ -82,17 +102,12 @@ struct RowOps {
         for (int64_t c = 0; c < dim; ++c) o[c] = 0.0f;
         continue;
       }
-      const float *r = row(lo);
-      if (w)
-        for (int64_t c = 0; c < dim; ++c) o[c] = w[lo] * r[c];
-      else
-        for (int64_t c = 0; c < dim; ++c) o[c] = r[c];
-      for (int64_t k = lo + 1; k < hi; ++k) {
-        r = row(k);
-        if (w)
-          for (int64_t c = 0; c < dim; ++c) o[c] += w[k] * r[c];
-        else
-          for (int64_t c = 0; c < dim; ++c) o[c] += r[c];
+      if (w) {
+        set_scaled(o, row(lo), w[lo], dim);
+        for (int64_t k = lo + 1; k < hi; ++k) add_scaled(o, row(k), w[k], dim);
+      } else {
+        set(o, row(lo), dim);
+        for (int64_t k = lo + 1; k < hi; ++k) add(o, row(k), dim);
       }
       if (pooling == HB_POOLING_SUM) continue;
       const float d = pooling == HB_POOLING_MEAN
@@ -118,16 +133,13 @@ struct RowOps {
       if (u == *next) {
         ++*next;
         if (scaled)
-          for (int64_t c = 0; c < dim; ++c) d[c] = src[c] * sc;
+          set_scaled(d, src, sc, dim);
         else
-          for (int64_t c = 0; c < dim; ++c) d[c] = src[c];
+          set(d, src, dim);
       } else if (scaled) {
-        for (int64_t c = 0; c < dim; ++c) {
-          const float g = src[c] * sc;  // rounded before the add (no FMA)
-          d[c] += g;
-        }
+        add_scaled(d, src, sc, dim);
       } else {
-        for (int64_t c = 0; c < dim; ++c) d[c] += src[c];
+        add(d, src, dim);
       }
     };
     if (pooling == HB_POOLING_NONE) {
