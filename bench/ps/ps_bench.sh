@@ -4,6 +4,16 @@
 # (this machine's speed drifts: compare only within a run), median of REPS.
 #
 #   bench/ps/ps_bench.sh BUILD_DIR [REPS] [TRAIN_SAMPLES]
+#   BENCH=age bench/ps/ps_bench.sh BUILD_DIR [REPS] [TRAIN_SAMPLES]
+#
+# BENCH=age: the three modes (collective; ps with the step bound k=4; ps
+# with the age bound k=4, staleness_bound=age, where nobody waits and the
+# demo's workers take batches on demand), without and with the straggler at
+# half speed, then the job's samples/s with the straggler at 0.75x and 0.25x
+# against the sum of the workers' rates ((1 + speed) / 2 of the job's rate
+# without a straggler). The straggler here runs RUN_MS (default 20) and is
+# stopped RUN_MS * (1 - speed) / speed: its CPU is free meanwhile, as a
+# sleep would leave it. 1 ps task.
 #
 # Configurations: collective (2 workers); ps with 1 ps task + 2 workers and
 # 2 + 2, at staleness 0 (synchronous) and 4. The straggler is worker rank 1
@@ -38,35 +48,44 @@ worker_pid() {
   echo 0
 }
 
-# Duty cycle on rank 1 of hbrun $1 until it exits: half speed.
+# Duty cycle on rank 1 of hbrun $1 until it exits: stopped $2 ms (default
+# STOP_MS), then running $3 ms (default the same: half speed).
 straggle() {
-  local pid=0
+  local pid=0 stop=${2:-$STOP_MS} go=${3:-$STOP_MS}
+  local stop_s go_s
+  stop_s=$(awk -v m="$stop" 'BEGIN { printf "%.3f", m / 1000 }')
+  go_s=$(awk -v m="$go" 'BEGIN { printf "%.3f", m / 1000 }')
   while kill -0 "$1" 2>/dev/null; do
     [ "$pid" != 0 ] || pid=$(worker_pid "$1" 1)
     if [ "$pid" != 0 ]; then
       kill -STOP "$pid" 2>/dev/null
-      sleep "$(awk -v m="$STOP_MS" 'BEGIN { printf "%.3f", m / 1000 }')"
+      sleep "$stop_s"
       kill -CONT "$pid" 2>/dev/null
     fi
-    sleep "$(awk -v m="$STOP_MS" 'BEGIN { printf "%.3f", m / 1000 }')"
+    sleep "$go_s"
   done
 }
 
-# run NAME PS STALENESS STRAGGLER: one job; appends "NAME samples/s auc
-# ids_per_core" to $WORK/results.
+# run NAME PS STALENESS STRAGGLER [BOUND [SPEED]]: one job; appends "NAME
+# samples/s auc ids_per_core" to $WORK/results. BOUND: steps or age; SPEED:
+# the straggler's (RUN_MS duty cycle) instead of STOP_MS on, STOP_MS off.
 run() {
-  local name=$1 ps=$2 k=$3 straggler=$4 log=$WORK/$1.$RANDOM.log
+  local name=$1 ps=$2 k=$3 straggler=$4 bound=${5:-steps} speed=${6:-}
+  local log=$WORK/$1.$RANDOM.log
   local args=(--train-samples "$SAMPLES" --eval-every 1000000000 --log-every 1000000
               --max-gap 1 --out "$WORK/out")
   if [ "$ps" = 0 ]; then
     "$HBRUN" -n 2 --timeout 600 -- "$CTR" "${args[@]}" >"$log" 2>&1 &
   else
-    HB_STALENESS=$k HB_PEER_TIMEOUT_MS=$PS_PEER_TIMEOUT_MS HB_HEARTBEAT_INTERVAL_MS=100 \
+    HB_STALENESS=$k HB_STALENESS_BOUND=$bound HB_PEER_TIMEOUT_MS=$PS_PEER_TIMEOUT_MS HB_HEARTBEAT_INTERVAL_MS=100 \
       "$HBRUN" -n 2 --ps "$ps" --timeout 600 -- "$CTR" "${args[@]}" >"$log" 2>&1 &
   fi
   local job=$!
   local st=
-  if [ "$straggler" = 1 ]; then
+  if [ "$straggler" = 1 ] && [ -n "$speed" ]; then
+    straggle "$job" "$(awk -v r="$RUN_MS" -v s="$speed" 'BEGIN { print r * (1 - s) / s }')" "$RUN_MS" &
+    st=$!
+  elif [ "$straggler" = 1 ]; then
     straggle "$job" &
     st=$!
   fi
@@ -95,6 +114,50 @@ run() {
   echo "$name $sps $auc $ipc" >>"$WORK/results"
 }
 
+median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
+col() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$WORK/results" | median; }
+
+if [ "${BENCH:-}" = age ]; then
+  RUN_MS=${RUN_MS:-20}
+  MODES=("collective 0 0 steps" "steps_k4 1 4 steps" "age_k4 1 4 age")
+  echo "ctr_train, 2 workers, 1 ps task, $SAMPLES train samples, $REPS reps interleaved; straggler: rank 1 runs ${RUN_MS} ms, stopped ${RUN_MS} * (1 - speed) / speed ms"
+  echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
+  for rep in $(seq "$REPS"); do
+    for m in "${MODES[@]}"; do
+      set -- $m
+      run "$1.1" "$2" "$3" 0 "$4"
+      for sp in 0.75 0.5 0.25; do
+        [ "$1" = collective ] && [ "$sp" != 0.5 ] && continue
+        run "$1.$sp" "$2" "$3" 1 "$4" "$sp"
+      done
+    done
+    echo "rep $rep done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
+  done
+  echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
+  printf "\n| mode | straggler speed | samples/s (median) | vs collective | vs step bound | held-out AUC (median) | AUC - collective's |\n"
+  printf "| --- | --- | --- | --- | --- | --- | --- |\n"
+  for sp in 1 0.5; do
+    base=$(col "collective.$sp" 2) sb=$(col "steps_k4.$sp" 2) bauc=$(col "collective.$sp" 3)
+    for m in "${MODES[@]}"; do
+      set -- $m
+      sps=$(col "$1.$sp" 2) auc=$(col "$1.$sp" 3)
+      awk -v m="$1" -v sp="$sp" -v a="$sps" -v b="$base" -v s="$sb" -v u="$auc" -v bu="$bauc" \
+        'BEGIN { printf "| %s | %sx | %.0f | %.2fx | %.2fx | %s | %+.4f |\n", m, sp, a, a / b, a / s, u, u - bu }'
+    done
+  done
+  printf "\n| mode | straggler speed | job samples/s (median) | sum of the workers' rates | job / sum |\n"
+  printf "| --- | --- | --- | --- | --- |\n"
+  for m in steps_k4 age_k4; do
+    full=$(col "$m.1" 2)
+    for sp in 1 0.75 0.5 0.25; do
+      sps=$(col "$m.$sp" 2)
+      awk -v m="$m" -v sp="$sp" -v a="$sps" -v f="$full" \
+        'BEGIN { sum = f * (1 + sp) / 2; printf "| %s | %sx | %.0f | %.0f | %.2f |\n", m, sp, a, sum, a / sum }'
+    done
+  done
+  exit 0
+fi
+
 CONFIGS=(
   "collective 0 0"
   "ps1_k0 1 0"
@@ -115,7 +178,6 @@ for rep in $(seq "$REPS"); do
 done
 echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
 
-median() { sort -g | awk '{ v[NR] = $1 } END { if (NR == 0) print "-"; else if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'; }
 printf "\n| mode | ps tasks | staleness | straggler | samples/s (median) | vs collective | held-out AUC (median) | ps ids/s per core |\n"
 printf "| --- | --- | --- | --- | --- | --- | --- | --- |\n"
 for straggler in 0 1; do

@@ -134,7 +134,16 @@ const std::vector<OptionSpec> &option_table() {
        "(pushes of a table) ahead of the slowest live worker (stale-"
        "synchronous parallel). 0: synchronous, the ps sums a step's "
        "gradients of all live workers in rank order before one optimizer "
-       "step (the same bits as collective mode). Read by the ps tasks."},
+       "step (the same bits as collective mode). Read by the ps tasks. "
+       "staleness_bound=age makes it a bound on versions instead."},
+      {"staleness_bound", OptionType::kEnum, "steps", "steps|age", 0, 0,
+       "Parameter-server mode, what staleness bounds. steps: no worker more "
+       "than staleness pushes ahead of the slowest live one (workers wait). "
+       "age: nobody waits; each ps table counts its updates (its version), "
+       "a push carries the version its pull saw, and a push older than "
+       "staleness versions is applied with its gradient (SGD: learning "
+       "rate) scaled by 1/(1+age). staleness 0 is synchronous either way. "
+       "Read by the ps tasks."},
       {"ps_split_samples", OptionType::kInt, "0", nullptr, 0,
        INT64_C(4611686018427387904),
        "Parameter-server mode, dynamic splits: the input's samples [0, N) "

@@ -42,6 +42,7 @@ hb_status hb_context_serve(hb_context *ctx) {
     sc.ps_index = c.cluster.task_id;
     sc.num_ps = static_cast<int>(c.cluster.ps_hosts.size());
     sc.staleness = c.options.get_int("staleness");
+    sc.age_bound = c.options.get_string("staleness_bound") == "age";
     sc.peer_timeout_ms = c.options.get_int("peer_timeout_ms");
     sc.connect_timeout_ms = c.options.get_int("connect_timeout_ms");
     sc.timeout_ms = c.options.get_int("timeout_ms");

@@ -9,6 +9,10 @@
 // the smallest active clock: no worker runs more than k steps ahead of the
 // slowest live one. With k = 0 that makes rounds: round n is complete once
 // every active rank pushed n + 1 times.
+//
+// With the age bound (option staleness_bound=age, k > 0) nobody waits: the
+// gate is open, and the table's version (owned_table.h) bounds how stale a
+// push's gradients may be instead. k = 0 makes rounds in either mode.
 #pragma once
 
 #include <cstdint>
@@ -23,8 +27,8 @@ class StalenessClock {
   enum State : uint8_t { kExpected, kLive, kLost, kLeft };
   static constexpr int64_t kNone = std::numeric_limits<int64_t>::max();
 
-  StalenessClock(int world, int64_t k)
-      : k_(k), state_(world, kExpected), clock_(world, 0) {}
+  StalenessClock(int world, int64_t k, bool age = false)
+      : k_(k), age_(age && k > 0), state_(world, kExpected), clock_(world, 0) {}
 
   int world() const { return static_cast<int>(state_.size()); }
   int64_t bound() const { return k_; }
@@ -35,7 +39,9 @@ class StalenessClock {
   int64_t slowest() const;
   // clock[r] - slowest(), counting r itself as active.
   int64_t lead(int r) const;
-  bool may_go(int r) const { return lead(r) <= k_; }
+  // The age bound (k > 0) never holds a worker back.
+  bool by_age() const { return age_; }
+  bool may_go(int r) const { return age_ || lead(r) <= k_; }
 
   // A lost rank is back (it speaks again, or reconnects after a restart):
   // it resumes at the slowest active clock (at least its own), so it
@@ -69,6 +75,7 @@ class StalenessClock {
     if (s != kNone && s > floor_) floor_ = s;
   }
   int64_t k_;
+  bool age_;
   int64_t floor_ = 0;
   std::vector<State> state_;
   std::vector<int64_t> clock_;

@@ -19,13 +19,13 @@ emb::Spec ps_layout(emb::Spec s) {
 }  // namespace
 
 OwnedTable::OwnedTable(const emb::Spec &spec, int ps_index, int num_ps,
-                       int world, int64_t staleness)
+                       int world, int64_t staleness, bool age)
     : spec_(ps_layout(spec)),
       fingerprint_(emb::spec_fingerprint(spec)),
       ps_index_(ps_index),
       num_ps_(num_ps),
       shard_(new emb::Shard(spec_, ps_index, num_ps)),
-      clock_(world, staleness),
+      clock_(world, staleness, age),
       pend_ids_(world),
       pend_grads_(world),
       has_pend_(world, 0),
@@ -96,14 +96,26 @@ void OwnedTable::step_rows(const int64_t *ids, size_t n, const float *g) {
 
 void OwnedTable::push(int rank, std::pair<int64_t, int64_t> step,
                       std::vector<int64_t> ids, std::vector<float> grads,
-                      const std::string &pos, Stats &st) {
+                      const std::string &pos, Stats &st, int64_t pulled) {
   const bool rounds = clock_.bound() == 0;
   if (rounds && has_pend_[rank])
     fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
          spec_.name.c_str(), rank, static_cast<long long>(round_));
-  const int64_t lead = clock_.lead(rank);
-  st.max_staleness = std::max(st.max_staleness, lead);
-  if (lead > clock_.bound()) ++st.bound_violations;
+  if (clock_.by_age()) {
+    // max_staleness: the oldest push; bound_violations: pushes past k
+    // (applied scaled, as documented).
+    const int64_t age = pulled < 0 || pulled > version_ ? 0 : version_ - pulled;
+    st.max_staleness = std::max(st.max_staleness, age);
+    if (age > clock_.bound()) {
+      ++st.bound_violations;
+      const float scale = 1.0f / static_cast<float>(1 + age);
+      for (float &g : grads) g *= scale;
+    }
+  } else {
+    const int64_t lead = clock_.lead(rank);
+    st.max_staleness = std::max(st.max_staleness, lead);
+    if (lead > clock_.bound()) ++st.bound_violations;
+  }
   committed_[rank] = step;
   position_[rank] = pos;
   ++st.pushes;
@@ -116,6 +128,7 @@ void OwnedTable::push(int rank, std::pair<int64_t, int64_t> step,
     apply_rounds(st);
   } else {
     step_rows(ids.data(), ids.size(), grads.data());
+    if (!ids.empty()) ++version_;  // an empty push changes no row
     clock_.tick(rank);
   }
 }
@@ -148,6 +161,7 @@ void OwnedTable::apply_rounds(Stats &st) {
                   dim, sum_.data());
     step_rows(u.data(), u.size(), sum_.data());
     ++round_;
+    ++version_;
     ++st.rounds;
     if (idle) return;
   }

@@ -25,8 +25,9 @@ class OwnedTable {
  public:
   // spec: as the workers pass it (its fingerprint identifies the table);
   // the rows are laid out by id mod num_ps whatever its partition.
+  // age: staleness bounds the age of a push's rows (versions), not steps.
   OwnedTable(const emb::Spec &spec, int ps_index, int num_ps, int world,
-             int64_t staleness);
+             int64_t staleness, bool age = false);
 
   const emb::Spec &spec() const { return spec_; }
   uint64_t fingerprint() const { return fingerprint_; }
@@ -68,13 +69,21 @@ class OwnedTable {
     return step <= committed_[rank];
   }
 
+  // The updates applied so far (a push applied, or a round): what a pull
+  // returns with its rows, and a push says it computed its gradients on.
+  int64_t version() const { return version_; }
   // The rows of ids (checked) in the wire dtype.
   std::string pull(const std::vector<int64_t> &ids, Stats &st);
   // A checked push: committed with pos at once, applied now (staleness >
-  // 0) or with its round (0). Not a replay.
+  // 0) or with its round (0). Not a replay. pulled: the version its rows
+  // had (-1: unknown, taken as current). With the age bound, a push whose
+  // age (version() - pulled) exceeds k is applied with its gradient scaled
+  // by 1 / (1 + age) -- staleness-aware async SGD (Zhang et al. 2016):
+  // for SGD exactly the learning rate scaled; adaptive optimizers see the
+  // scaled gradient.
   void push(int rank, std::pair<int64_t, int64_t> step,
             std::vector<int64_t> ids, std::vector<float> grads,
-            const std::string &pos, Stats &st);
+            const std::string &pos, Stats &st, int64_t pulled = -1);
 
   emb::ShardFile save(const std::string &dir, uint64_t nonce);
   // What every rank committed, beside the shard (job checkpoints).
@@ -101,6 +110,7 @@ class OwnedTable {
   std::unique_ptr<Committed> staged_committed_;
   StalenessClock clock_;
   int64_t round_ = 0;  // staleness 0: the round being collected
+  int64_t version_ = 0;
   std::vector<std::vector<int64_t>> pend_ids_;
   std::vector<std::vector<float>> pend_grads_;
   std::vector<char> has_pend_;

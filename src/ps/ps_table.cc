@@ -51,6 +51,7 @@ PsTable::PsTable(std::shared_ptr<Client> client, const emb::Spec &spec,
   for (int p = 0; p < P; ++p) {
     Frame r = c_.conn(p).finish(pending[p], "attach");
     remote_.push_back(r.ints.at(0));
+    pulled_.push_back(-1);
     last_ = std::max(last_, std::make_pair(r.ints.at(1), r.ints.at(2)));
   }
   // A restarted worker that does not resume (hb_ps_position) goes on after
@@ -158,6 +159,7 @@ void PsTable::pull_rows(const std::vector<emb::OwnerCall> &calls) {
     Frame r = c.conn(p).finish(req[p], what.c_str(), /*gated=*/true);
     for (size_t i = 0; i < calls.size(); ++i) {
       PsTable &t = ps_table(calls[i]);
+      t.pulled_[p] = r.ints.at(i);  // the push says what it was computed on
       const size_t rb = t.wire_row_bytes();
       const std::string &rows = r.strs.at(i);
       if (rows.size() != t.ids_[p].size() * rb)
@@ -190,7 +192,8 @@ void PsTable::push_partials(const std::vector<emb::OwnerCall> &calls) {
       std::string grads(t.ids_[p].size() * rb, '\0');
       for (size_t k = 0; k < t.at_[p].size(); ++k)
         std::memcpy(&grads[k * rb], calls[i].partials + t.at_[p][k] * rb, rb);
-      ints.insert(ints.end(), {t.remote_[p], steps[i].first, steps[i].second});
+      ints.insert(ints.end(), {t.remote_[p], steps[i].first, steps[i].second,
+                               t.pulled_[p]});
       strs.push_back(pack(t.ids_[p].data(), t.ids_[p].size()));
       strs.push_back(std::move(grads));
     }

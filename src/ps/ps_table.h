@@ -92,7 +92,8 @@ class PsTable : public emb::Table {
   // last they applied: a replay).
   std::pair<int64_t, int64_t> next_push();
 
-  std::vector<int64_t> remote_;               // the table's id on each ps task
+  std::vector<int64_t> remote_;  // the table's id on each ps task
+  std::vector<int64_t> pulled_;  // per ps task: the version the last pull saw
   std::pair<int64_t, int64_t> last_{-1, -1};  // the newest the ps tasks have
   int64_t k_step_ = -1, k_ = 0;
   std::vector<std::vector<int64_t>> ids_;

@@ -430,8 +430,9 @@ Frame Server::attach(int rank, const Frame &f) {
   const bool fresh = it == table_ids_.end();
   int64_t id;
   if (fresh) {
-    std::unique_ptr<OwnedTable> t(new OwnedTable(
-        spec, cfg_.ps_index, cfg_.num_ps, world_, cfg_.staleness));
+    std::unique_ptr<OwnedTable> t(
+        new OwnedTable(spec, cfg_.ps_index, cfg_.num_ps, world_, cfg_.staleness,
+                       cfg_.age_bound));
     // Initial weights (dense buffers): the first worker's.
     if (f.strs.size() >= 3)
       t->set_rows(unpack<int64_t>(f.strs[1], "init ids"),
@@ -455,15 +456,16 @@ Frame Server::attach(int rank, const Frame &f) {
 
 int64_t Server::blocking_table(int rank, const Frame &f) const {
   // Pull: ints are table ids (then the worker's step); push: {table, step,
-  // k} triples.
+  // k, version} quads.
   const bool is_push = f.type == kPush;
-  const size_t n = is_push ? f.ints.size() / 3 : f.strs.size();
+  const size_t n = is_push ? f.ints.size() / kPushInts : f.strs.size();
   for (size_t i = 0; i < n && i < f.ints.size(); ++i) {
-    int64_t id = f.ints[is_push ? 3 * i : i];
+    int64_t id = f.ints[is_push ? kPushInts * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
     const OwnedTable &t = *tables_[id];
-    if (is_push && t.replay(rank, {f.ints[3 * i + 1], f.ints[3 * i + 2]}))
+    if (is_push &&
+        t.replay(rank, {f.ints[kPushInts * i + 1], f.ints[kPushInts * i + 2]}))
       continue;  // dropped at once
     if (!t.clock().may_go(rank)) return id;
   }
@@ -475,7 +477,7 @@ std::string Server::wait_reason(int rank, const Frame &f) const {
   const bool is_push = f.type == kPush;
   int64_t step = -1;
   if (is_push) {
-    for (size_t i = 0; i + 2 < f.ints.size(); i += 3)
+    for (size_t i = 0; i + kPushInts - 1 < f.ints.size(); i += kPushInts)
       if (f.ints[i] == id) step = f.ints[i + 1];
   } else if (f.ints.size() > f.strs.size()) {
     step = f.ints.back();
@@ -524,29 +526,35 @@ Frame Server::pull(const Frame &f) {
     fail(HB_ERR_CORRUPT, "pull: %zu tables for %zu id lists", f.ints.size(),
          f.strs.size());
   std::vector<std::string> rows(f.strs.size());
-  for (size_t i = 0; i < f.strs.size(); ++i)
-    rows[i] =
-        table(f.ints[i]).pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
-  return ok_reply(0, {}, std::move(rows));
+  std::vector<int64_t> versions(f.strs.size());
+  for (size_t i = 0; i < f.strs.size(); ++i) {
+    OwnedTable &t = table(f.ints[i]);
+    rows[i] = t.pull(unpack<int64_t>(f.strs.at(i), "ids"), stats_);
+    versions[i] = t.version();
+  }
+  return ok_reply(0, std::move(versions), std::move(rows));
 }
 
 Frame Server::push(int rank, const Frame &f) {
-  const size_t n = f.ints.size() / 3;
-  if (f.ints.size() != 3 * n || f.strs.size() != 2 * n + 1)
+  const size_t n = f.ints.size() / kPushInts;
+  if (f.ints.size() != kPushInts * n || f.strs.size() != 2 * n + 1)
     fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
          f.strs.size());
   // Decode and check everything before anything changes.
   struct Item {
     OwnedTable *t;
     std::pair<int64_t, int64_t> step;
+    int64_t pulled;
     std::vector<int64_t> ids;
     std::vector<float> grads;
   };
   std::vector<Item> items(n);
   for (size_t i = 0; i < n; ++i) {
     Item &it = items[i];
-    it.t = &table(f.ints[3 * i]);
-    it.step = {f.ints[3 * i + 1], f.ints[3 * i + 2]};
+    const int64_t *q = &f.ints[kPushInts * i];
+    it.t = &table(q[0]);
+    it.step = {q[1], q[2]};
+    it.pulled = q[3];
     it.ids = unpack<int64_t>(f.strs[2 * i], "ids");
     it.t->check_ids(it.ids);
     const emb::Spec &s = it.t->spec();
@@ -569,7 +577,7 @@ Frame Server::push(int rank, const Frame &f) {
       continue;
     }
     it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
-               f.strs.back(), stats_);
+               f.strs.back(), stats_, it.pulled);
   }
   dirty_ = true;
   return ok_reply(0, {dups});
@@ -747,9 +755,10 @@ void Server::run() {
 void serve(const ServerConfig &cfg, Health &health) {
   Server s(cfg, health);
   s.listen();
-  HB_LOG_INFO("ps task %d of %d serving on %s:%d (staleness %lld)",
+  HB_LOG_INFO("ps task %d of %d serving on %s:%d (staleness %lld %s)",
               cfg.ps_index, cfg.num_ps, cfg.host.c_str(), cfg.port,
-              static_cast<long long>(cfg.staleness));
+              static_cast<long long>(cfg.staleness),
+              cfg.age_bound ? "versions" : "steps");
   s.run();
 }
 

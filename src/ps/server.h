@@ -31,6 +31,9 @@ struct ServerConfig {
   int port = 0;
   int ps_index = 0, num_ps = 1;
   int64_t staleness = 0;
+  // staleness bounds the age of a push's rows (table versions) instead of
+  // how many steps a worker leads the slowest (docs/parameter-servers.md).
+  bool age_bound = false;
   int64_t peer_timeout_ms = 5000;
   int64_t connect_timeout_ms = 60000;
   // A request parked at the staleness gate gets HB_ERR_TIMEOUT, naming the

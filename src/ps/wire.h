@@ -27,8 +27,9 @@ enum MsgType : uint8_t {
   kAttach = 10,  // strs {spec, init ids, init rows}
                  //                  -> ints {table, committed step, k}
   kDetach = 11,  // ints {table}
-  kPull = 12,    // ints {table...}, strs {ids...}       -> strs {rows...}
-  kPush = 13,    // ints {table, step, k...}, strs {ids, grads...,
+  kPull = 12,    // ints {table...}, strs {ids...}
+                 //                  -> ints {version...}, strs {rows...}
+  kPush = 13,    // ints {table, step, k, version...}, strs {ids, grads...,
                  //                                     position}
                  //                                     -> ints {duplicates}
   kSave = 20,    // ints {table, nonce[, positions?]}, strs {dir}
@@ -46,6 +47,9 @@ enum MsgType : uint8_t {
   kPong = 3,
   kReply = 100,
 };
+
+// A push's ints per table: {table, step, k, the version its pull returned}.
+constexpr size_t kPushInts = 4;
 
 // Counters one ps keeps (hb_ps_stats sums them over the ps tasks, max for
 // max_staleness).

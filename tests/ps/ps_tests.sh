@@ -7,6 +7,11 @@
 #       their exports are the same files, a ps run whose steps go through
 #       one collection of both tables gives them too, and the collective checkpoint
 #       loaded into ps tables and saved again is the same table.
+#       With a 6th argument `age`: the ps runs under staleness_bound=age
+#       (staleness 0 is synchronous under either bound).
+#   ps_tests.sh ... age W P K
+#       The age bound K with a worker slow between its pull and its push:
+#       nobody waits for it; its old pushes are applied scaled.
 #   ps_tests.sh ... stale W P K
 #       Staleness K with a slow worker: the ps tasks never let a push run
 #       more than K steps ahead of the slowest live worker, and the others
@@ -102,6 +107,7 @@ kill_run() {
 case $MODE in
   equal)
     W=$1 P=$2
+    export HB_STALENESS_BOUND=${3:-steps}
     HB_STALENESS=0 "$HBRUN" -n "$W" --timeout 60 -- "$PS_TRAIN" train coll \
       --steps 30 >"$LOG" 2>&1 || fail "collective run"
     HB_STALENESS=0 "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
@@ -121,6 +127,14 @@ case $MODE in
     "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" reload coll back \
       >>"$LOG" 2>&1 || fail "reload into ps tables"
     "$PS_TRAIN" compare coll back >>"$LOG" 2>&1 || fail "compare after reload"
+    ;;
+  age)
+    W=$1 P=$2 K=$3
+    HB_STALENESS=$K HB_STALENESS_BOUND=${AGE_BOUND:-age} "$HBRUN" -n "$W" \
+      --ps "$P" --timeout 60 -- "$PS_TRAIN" train ps --steps 40 --step-ms 5 \
+      --slow-rank 1 --slow-ms 40 --slow-compute --expect-age "$K" \
+      >"$LOG" 2>&1 || fail "age bound $K"
+    grep -q "pushes scaled" "$LOG" || fail "no age line"
     ;;
   stale)
     W=$1 P=$2 K=$3

@@ -10,6 +10,13 @@
 //       end (collective mode: every rank saves). --max-lead K: the chief
 //       checks the ps tasks' staleness counters (bound K never exceeded;
 //       --expect-lead: K was reached).
+//   ps_train train OUT --slow-rank R --slow-ms MS --slow-compute
+//                      --expect-age K [--step-ms MS]
+//       The age bound (staleness_bound=age, staleness K): rank R sleeps
+//       between its lookup and its gradients (its pushes are computed on
+//       old rows), nobody waits for it, and the chief checks that pushes
+//       older than K + 3 versions came (the step bound K would have held
+//       the others back) and were applied scaled (bound_violations > 0).
 //   ps_train train OUT --ckpt DIR --ckpt-every N [--step-ms MS]
 //       The same with a job checkpoint (hb_checkpoint_*) of both tables and
 //       a dense buffer "w" on the ps tasks every N steps, resumed from the
@@ -117,6 +124,8 @@ struct Args {
   std::vector<std::string> pos;
   int64_t steps = 20, slow_rank = -1, slow_ms = 0, max_lead = -1;
   bool expect_lead = false;
+  bool slow_compute = false;  // train: rank slow_rank sleeps mid-step
+  int64_t expect_age = -1;    // train: the age bound K was passed (ps stats)
   int64_t samples = 2000, batch = 20, step_ms = 0;
   std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
@@ -143,6 +152,10 @@ Args parse(int argc, char **argv) {
       a.max_lead = num();
     else if (s == "--expect-lead")
       a.expect_lead = true;
+    else if (s == "--slow-compute")
+      a.slow_compute = true;
+    else if (s == "--expect-age")
+      a.expect_age = num();
     else if (s == "--samples")
       a.samples = num();
     else if (s == "--batch")
@@ -288,8 +301,28 @@ int serve(hb_context *ctx, const Args &a) {
 }
 
 void check_staleness(hb_context *ctx, const Args &a) {
-  if (a.max_lead < 0 || hb_context_num_ps(ctx) == 0) return;
+  if (hb_context_num_ps(ctx) == 0) return;
   hb_ps_stats s = HB_PS_STATS_INIT;
+  if (a.expect_age >= 0) {
+    // The slow rank's last pushes come after the chief's steps: wait for
+    // the others to leave (bounded by the test's timeout).
+    do {
+      sleep_ms(20);
+      CHECK_HB(hb_ps_get_stats(ctx, &s));
+    } while (s.workers_left + 1 < hb_context_world_size(ctx));
+    std::printf(
+        "ps stats: pushes %lld, max age %lld (bound %lld), "
+        "pushes scaled %lld\n",
+        (long long)s.pushes, (long long)s.max_staleness,
+        (long long)a.expect_age, (long long)s.bound_violations);
+    CHECK(s.max_staleness >= a.expect_age + 3 && s.bound_violations > 0,
+          "the age bound %lld: a slow worker's pushes should be older than "
+          "the bound and scaled: max age %lld, %lld scaled",
+          (long long)a.expect_age, (long long)s.max_staleness,
+          (long long)s.bound_violations);
+    return;
+  }
+  if (a.max_lead < 0) return;
   CHECK_HB(hb_ps_get_stats(ctx, &s));
   std::printf(
       "ps stats: pushes %lld, max lead %lld (bound %lld), "
@@ -346,7 +379,8 @@ int train(hb_context *ctx, const Args &a) {
   }
   std::vector<float> rows, grads;
   for (int64_t s = start; s < a.steps; ++s) {
-    if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
+    if (rank == a.slow_rank && a.slow_ms > 0 && !a.slow_compute)
+      sleep_ms(a.slow_ms);
     if (a.step_ms > 0) sleep_ms(a.step_ms);
     if (w) {
       CHECK_HB(hb_ps_dense_pull(w, wv.data()));
@@ -362,6 +396,8 @@ int train(hb_context *ctx, const Args &a) {
         rows.assign(ids.size() * dim, 0.0f);
         CHECK_HB(
             hb_embedding_lookup(t[k], ids.data(), ids.size(), rows.data()));
+        if (k == 0 && rank == a.slow_rank && a.slow_compute)
+          sleep_ms(a.slow_ms);  // between its pull and its push
         make_grads(rows, rank, s, &grads);
         CHECK_HB(hb_embedding_apply_gradients(t[k], ids.data(), ids.size(),
                                               grads.data()));

@@ -112,7 +112,8 @@ TEST(StalenessClock, RejoiningAnIdleTableResumesAtItsFloor) {
 class Ps {
  public:
   explicit Ps(int64_t staleness, int64_t connect_timeout_ms = 20000,
-              int64_t timeout_ms = 300000) {
+              int64_t timeout_ms = 300000, bool age_bound = false) {
+    cfg_.age_bound = age_bound;
     cfg_.timeout_ms = timeout_ms;
     cfg_.host = "127.0.0.1";
     cfg_.port = free_port();
@@ -184,15 +185,19 @@ int64_t attach(Conn &c, const emb::Spec &s) {
   return c.call(request(kAttach, {}, {encode_spec(s)}), "attach").ints.at(0);
 }
 
-std::vector<float> pull(Conn &c, int64_t table, std::vector<int64_t> ids) {
+// version: where to put the table's version the pull returned.
+std::vector<float> pull(Conn &c, int64_t table, std::vector<int64_t> ids,
+                        int64_t *version = nullptr) {
   Frame r =
       c.call(request(kPull, {table}, {pack(ids.data(), ids.size())}), "pull");
+  if (version) *version = r.ints.at(0);
   return unpack<float>(r.strs.at(0), "rows");
 }
 
+// pulled: the version the gradients were computed on (-1: unknown).
 void push(Conn &c, int64_t table, int64_t step, std::vector<int64_t> ids,
-          std::vector<float> g) {
-  c.call(request(kPush, {table, step, 0},
+          std::vector<float> g, int64_t pulled = -1) {
+  c.call(request(kPush, {table, step, 0, pulled},
                  {pack(ids.data(), ids.size()), pack(g.data(), g.size()), ""}),
          "push");
 }
@@ -282,6 +287,51 @@ TEST(PsServer, AWaitThatCannotEndIsATimeoutNamingWhatItWaitedFor) {
   // The connection still serves: once rank 1 pushes, rank 0 goes on.
   push(*w.c1, t, 0, {2}, {1.0f, 1.0f});
   EXPECT_EQ(pull(*w.c0, t, {1}), (std::vector<float>{-1.0f, -1.0f}));
+}
+
+TEST(PsServer, TheAgeBoundWaitsForNobodyAndScalesOldPushes) {
+  Ps ps(/*staleness=*/1, 20000, 300000, /*age_bound=*/true);
+  TwoWorkers w(ps);
+  auto &c0 = w.c0, &c1 = w.c1;
+  const int64_t t = w.t;
+  int64_t v1 = -1, v0 = -1;
+  pull(*c1, t, {3}, &v1);  // rank 1 computes on version 0
+  EXPECT_EQ(v1, 0);
+  // Rank 0 runs 4 steps ahead: with the step bound 1 its third pull would
+  // wait for rank 1; by age nobody waits.
+  for (int s = 0; s < 4; ++s) {
+    pull(*c0, t, {3}, &v0);
+    EXPECT_EQ(v0, s);  // a version per push applied
+    push(*c0, t, s, {3}, {1.0f, 1.0f}, v0);
+  }
+  EXPECT_EQ(pull(*c0, t, {3}, &v0), (std::vector<float>{-4.0f, -4.0f}));
+  EXPECT_EQ(v0, 4);
+  // Rank 1's push is 4 versions old (> 1): applied at 1 / (1 + 4).
+  push(*c1, t, 0, {3}, {10.0f, 5.0f}, v1);
+  EXPECT_EQ(pull(*c0, t, {3}, &v0), (std::vector<float>{-6.0f, -5.0f}));
+  // One version old (<= 1): applied in full.
+  pull(*c1, t, {4}, &v1);
+  push(*c0, t, 4, {4}, {1.0f, 1.0f}, v0);
+  push(*c1, t, 1, {4}, {2.0f, 2.0f}, v1);
+  EXPECT_EQ(pull(*c0, t, {4}), (std::vector<float>{-3.0f, -3.0f}));
+  // An empty push changes no row and no version.
+  pull(*c1, t, {4}, &v1);
+  push(*c0, t, 5, {}, {}, v0);
+  int64_t v = -1;
+  pull(*c1, t, {4}, &v);
+  EXPECT_EQ(v, v1);
+}
+
+TEST(PsServer, AgeBoundZeroMakesRoundsAsTheStepBound) {
+  Ps ps(0, 20000, 300000, /*age_bound=*/true);
+  TwoWorkers w(ps);
+  push(*w.c0, w.t, 0, {3}, {1.0f, 2.0f});
+  auto next =
+      std::async(std::launch::async, [&] { return pull(*w.c0, w.t, {3}); });
+  EXPECT_EQ(next.wait_for(std::chrono::milliseconds(200)),
+            std::future_status::timeout);
+  push(*w.c1, w.t, 0, {3, 4}, {0.5f, 0.25f, 1.0f, 1.0f});
+  EXPECT_EQ(next.get(), (std::vector<float>{-1.5f, -2.25f}));
 }
 
 TEST(PsServer, BadInputIsAnErrorAndLosesNothing) {
