@@ -19,7 +19,7 @@ MODE:
            save and cannot be started again (HB_TEST_FAIL_START), so the job
            goes on with 3 ranks (--min-nproc 3): every sample is trained
            exactly once (count and fingerprints equal the uninterrupted run's)
-           and the final AUC is within 0.005 of the uninterrupted run's.
+           and the final AUC is within 0.01 of the uninterrupted run's.
 
   torchrun 3 ranks started as torchrun's agent starts them (its variables,
            set by hand: Debian 12's torchrun fails at start), one rank
@@ -218,8 +218,13 @@ def shrink(args, rng):
     gap = abs(auc_of(got) - auc_of(ref))
     print("shrink: every sample trained once (%d); AUC %.5f vs %.5f "
           "uninterrupted (gap %.5f)" % (count, auc_of(got), auc_of(ref), gap))
-    if gap > 0.005:
-        fail("AUC gap %.5f > 0.005" % gap)
+    # 3 ranks train a different path from the resumed step on. The gap is
+    # fixed by the (model seed, kill step) pair the seed draws; over all 21
+    # pairs it measured 0.0001-0.0071 (model seed 2026 killed at the save
+    # of step 32: 0.00708, which the former bound of 0.005 failed in about
+    # one CI run of 21). Lost or repeated samples are caught exactly above.
+    if gap > 0.01:
+        fail("AUC gap %.5f > 0.01" % gap)
 
 
 class AgentWorld:
