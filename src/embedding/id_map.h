@@ -142,11 +142,18 @@ class Dedup {
     if (bound > 0 && static_cast<uint64_t>(bound) <= 8 * slots_.size() &&
         run_direct(ids, n, static_cast<uint64_t>(bound)))
       return true;
-    run(ids, n);
+    run_hashed(ids, n);  // the table prepared above serves it
     return false;
   }
   void run(const int64_t *ids, size_t n) {
     prepare(n);
+    run_hashed(ids, n);
+  }
+  const std::vector<int64_t> &unique() const { return unique_; }
+  const std::vector<uint32_t> &inverse() const { return inverse_; }
+
+ private:
+  void run_hashed(const int64_t *ids, size_t n) {
     unique_.clear();
     inverse_.resize(n);
     const size_t mask = slots_.size() - 1;
@@ -171,10 +178,6 @@ class Dedup {
       }
     }
   }
-  const std::vector<int64_t> &unique() const { return unique_; }
-  const std::vector<uint32_t> &inverse() const { return inverse_; }
-
- private:
   struct Slot {
     int64_t key;
     uint32_t val;
