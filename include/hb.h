@@ -1542,6 +1542,96 @@ HB_API hb_status hb_ps_dense_push(hb_ps_dense *d, const float *grads);
  *  ps tasks. It is saved as a table of the buffer's name, rows of
  *  min(count, 256) floats (an evaluator reads it with such a table). */
 HB_API hb_status hb_checkpoint_add_ps_dense(hb_checkpoint *c, hb_ps_dense *d);
+
+/* ---- Dynamic splits (src/ps; docs/parameter-servers.md) ------------------ */
+/*
+ * With option ps_split_samples = N > 0 (read by ps task 0), the job's input,
+ * samples [0, N) -- or the bytes of a reader's files laid end to end
+ * (hb_reader_total_bytes, hb_reader_seek_split) -- is cut into splits of
+ * ps_split_size that ps task 0 hands out on demand, ps_split_epochs times,
+ * each epoch in an order drawn from ps_split_seed: a worker asks for the
+ * next split when it has finished its last, so a fast worker takes more.
+ *
+ * Every sample exactly once: a worker's position inside its split rides
+ * with its pushes (hb_ps_split_commit in place of hb_ps_set_position), so
+ * a restarted worker resumes its own split where its pushes were applied,
+ * and a worker lost for good gives its split back to the queue at its
+ * committed offset, to be finished by whoever asks next.
+ *
+ * The loop of a worker (after creating its tables, as hb_ps_position):
+ *   hb_ps_split sp = HB_PS_SPLIT_INIT;
+ *   while (hb_ps_split_next(ctx, &sp) == HB_OK && sp.split >= 0)
+ *     for (int64_t at = sp.from; at < sp.end; at = next) {
+ *       next = min(sp.end, at + batch);
+ *       hb_ps_split_commit(ctx, sp.split, next);  // before the pushes
+ *       lookup, compute, apply_gradients of samples [at, next)
+ *     }
+ * Thread safety: one thread of a worker at a time, as its pushes.
+ */
+typedef struct hb_ps_split {
+  size_t struct_size;  /**< sizeof(hb_ps_split) */
+  int64_t split;       /**< split number in its epoch; -1: none left */
+  int64_t epoch;       /**< 0-based */
+  int64_t begin, end;  /**< its samples (or bytes): [begin, end) */
+  /** Where to start: begin, or where the pushes of a worker that held the
+   *  split before (this one before a restart, or a lost one) stopped. */
+  int64_t from;
+} hb_ps_split;
+
+#define HB_PS_SPLIT_INIT { sizeof(hb_ps_split), -1, 0, 0, 0, 0 }
+
+/**
+ * This worker's next split into *out (out->struct_size set by the caller):
+ * its own unfinished one first (after a restart, resumed where its pushes
+ * were applied), then one given back by a lost worker, then the next of the
+ * current epoch's order. out->split = -1 when every split of every epoch is
+ * handed out (finished or held by another worker). Tells the queue first
+ * that the split of the last hb_ps_split_commit has reached that offset
+ * (its pushes were answered). HB_ERR_INVALID_ARGUMENT in collective mode or
+ * when the job has no splits (ps_split_samples 0 on ps task 0).
+ */
+HB_API hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out);
+/**
+ * At a step boundary, before the step's pushes (in place of
+ * hb_ps_set_position): the step that follows consumes the samples of
+ * `split` (the one hb_ps_split_next returned) up to `offset` (at or after
+ * its last offset, at most end; end finishes the split). The position {split, epoch, offset}
+ * rides with the step's pushes, committed atomically with them by each ps
+ * task; ps task 0's queue learns the offset at this worker's next
+ * hb_ps_split_commit or hb_ps_split_next, once those pushes were answered.
+ * HB_ERR_INVALID_ARGUMENT when the split is not this worker's or the offset
+ * is outside it or behind the last one.
+ */
+HB_API hb_status hb_ps_split_commit(hb_context *ctx, int64_t split,
+                                    int64_t offset);
+
+/**
+ * A reader's files as the input of dynamic splits: their bytes laid end to
+ * end in the order given (after glob expansion), *out the total (set
+ * ps_split_samples to it; ps_split_size is then bytes per split, a few MiB).
+ * A split [begin, end) holds the lines that start in (begin, end] -- with
+ * the rule of byte-range sharding above: a line at a file's first byte
+ * belongs to the split whose range holds that byte -- so every line is in
+ * exactly one split. Plain files only (a gzip file cannot be cut:
+ * HB_ERR_UNSUPPORTED naming it).
+ */
+HB_API hb_status hb_reader_total_bytes(const hb_reader *r, int64_t *out);
+/**
+ * The reader reads split [from, end) of those bytes next (from: the
+ * split's `from`), replacing what it was reading (its sharding, epochs and
+ * shuffle are not used: the queue orders the splits); hb_reader_next then
+ * returns its lines in batches and NULL at its end. Batches of one split
+ * have epoch 0.
+ */
+HB_API hb_status hb_reader_seek_split(hb_reader *r, int64_t from, int64_t end);
+/**
+ * The offset to commit for the lines handed out so far in the current split
+ * (hb_ps_split_commit after hb_reader_next): a reader seeked to it reads
+ * exactly the lines not handed out yet; the split's end once its last line
+ * was handed out. HB_ERR_INVALID_ARGUMENT when the reader is not reading a
+ * split.
+ */
+HB_API hb_status hb_reader_split_offset(const hb_reader *r, int64_t *out);
 #endif
 
 #ifdef __cplusplus

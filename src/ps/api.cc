@@ -1,6 +1,6 @@
 // The parameter-server entry points (EXPERIMENTAL section of hb.h):
-// hb_context_serve, reader positions and statistics (the dense buffers,
-// table handles, are in tables/ps_dense_api.cc).
+// hb_context_serve, reader positions, dynamic splits and statistics (the dense
+// buffers, table handles, are in tables/ps_dense_api.cc).
 #include <algorithm>
 #include <cstring>
 #include <memory>
@@ -104,6 +104,31 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
     size_t n = std::min(out->struct_size, sizeof r);
     std::memcpy(out, &r, n);
     out->struct_size = n;
+  });
+}
+
+hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out) {
+  return hb::guard([&] {
+    hb_context &c = hb::ctx_ref(ctx);
+    c.check();
+    HB_CHECK_ARG(out && out->struct_size >= sizeof(size_t),
+                 "hb_ps_split_next: out is NULL or its struct_size too small");
+    hb::ps::SplitLease l =
+        hb::ps::client_of(c, "hb_ps_split_next")->split_take();
+    hb_ps_split r = HB_PS_SPLIT_INIT;
+    r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
+    r.from = l.from;
+    size_t n = std::min(out->struct_size, sizeof r);
+    std::memcpy(out, &r, n);
+    out->struct_size = n;
+  });
+}
+
+hb_status hb_ps_split_commit(hb_context *ctx, int64_t split, int64_t offset) {
+  return hb::guard([&] {
+    hb_context &c = hb::ctx_ref(ctx);
+    c.check();
+    hb::ps::client_of(c, "hb_ps_split_commit")->split_step(split, offset);
   });
 }
 

@@ -141,6 +141,59 @@ void Client::split_commit(int64_t split, int64_t offset, bool done) {
                "split commit");
 }
 
+void Client::split_flush() {
+  if (!pending_) return;
+  pending_ = false;
+  const bool done = held_offset_ >= held_.end;
+  split_commit(held_.split, held_offset_, done);
+  if (done) held_.split = -1;
+}
+
+SplitLease Client::split_take() {
+  split_flush();
+  if (!resumed_) {  // a restarted worker: where its pushes were applied
+    int64_t step = 0;
+    decode_split_position(committed(&step), &resume_);
+    resumed_ = true;
+  }
+  for (;;) {
+    SplitLease l = split_next();
+    if (l.split >= 0 && l.split == resume_.split && l.epoch == resume_.epoch) {
+      // The queue hears of an offset one step after the pushes carried it.
+      l.from = std::max(l.from, std::min(resume_.offset, l.end));
+      resume_ = SplitPosition();
+    }
+    held_ = l;
+    held_offset_ = l.from;
+    // Killed after the split's last pushes, before the queue heard: done.
+    if (l.split >= 0 && l.from >= l.end) {
+      split_commit(l.split, l.end, true);
+      continue;
+    }
+    return l;
+  }
+}
+
+void Client::split_step(int64_t split, int64_t offset) {
+  if (held_.split < 0 || split != held_.split)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "hb_ps_split_commit: split %lld is not this worker's (it holds %lld)",
+         static_cast<long long>(split), static_cast<long long>(held_.split));
+  if (offset < held_offset_ || offset > held_.end)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "hb_ps_split_commit: offset %lld of split %lld is outside [%lld, "
+         "%lld] (the last offset committed, the split's end)",
+         static_cast<long long>(offset), static_cast<long long>(split),
+         static_cast<long long>(held_offset_),
+         static_cast<long long>(held_.end));
+  split_flush();  // the last step's pushes were all answered
+  held_offset_ = offset;
+  pending_ = true;
+  SplitPosition p;
+  p.split = split, p.epoch = held_.epoch, p.offset = offset;
+  set_position(encode_split_position(p));
+}
+
 std::shared_ptr<Client> client_of(hb_context &ctx, const char *what) {
   if (ctx.cluster.ps_hosts.empty())
     fail(HB_ERR_INVALID_ARGUMENT,

@@ -13,6 +13,7 @@
 
 #include "common/health.h"
 #include "ps/conn.h"
+#include "ps/split_position.h"
 #include "ps/split_queue.h"
 #include "ps/wire.h"
 
@@ -66,12 +67,20 @@ class Client {
   // every ps task has.
   SplitLease split_next();
   void split_commit(int64_t split, int64_t offset, bool done);
+  // The public loop (hb_ps_split_next / hb_ps_split_commit): take flushes
+  // the last step's offset to the queue, then leases the next split, from
+  // where this worker's applied pushes left it after a restart (read from
+  // the ps tasks at the first take); step sets the position riding with
+  // the next step's pushes, and flushes the step before.
+  SplitLease split_take();
+  void split_step(int64_t split, int64_t offset);
 
   void add_table(PsTable *t);
   void remove_table(PsTable *t);
 
  private:
   void heartbeats(int64_t interval_ms);
+  void split_flush();
 
   int rank_ = 0;
   // The connections' own: a client (kept by its tables) may outlive its
@@ -81,6 +90,13 @@ class Client {
   std::string position_;
   int64_t step_ = 0;
   std::vector<PsTable *> tables_;
+  // Dynamic splits: the split held (split -1: none), the offset its last
+  // step consumes up to, whether the queue has not been told yet, and the
+  // position committed before a restart (read once).
+  SplitLease held_;
+  int64_t held_offset_ = 0;
+  bool pending_ = false, resumed_ = false;
+  SplitPosition resume_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool stop_ = false;

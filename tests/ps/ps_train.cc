@@ -52,11 +52,13 @@
 //       Dynamic splits (HB_PS_SPLIT_* options, ps task 0's queue): each
 //       worker takes the next split when it has finished its last, pushes
 //       a gradient of -1 per sample (ids: the sample) with its position
-//       {split, offset}, and commits its offset to the queue after each
-//       step. A restarted worker resumes its own split where the ps tasks
-//       have it (hb_ps_position). The chief checks that every sample's row
-//       is exactly the number of epochs, prints the splits each rank took,
-//       and writes "count ok" to OUT.
+//       {split, epoch, offset} (hb_ps_split_commit before the step's
+//       pushes; the queue hears of it at the next commit). A restarted
+//       worker resumes its own split where the ps tasks have it. The chief
+//       checks that every sample's row is exactly the number of epochs, prints
+//       the splits each rank took, and writes "count ok" to OUT. Through the
+//       public API (hb_ps_split_next / hb_ps_split_commit). --print-splits: a
+//       line per split taken (the order test).
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -135,6 +137,7 @@ struct Args {
   int64_t ckpt_every = 0;
   int64_t tables = 1;                       // count: 1 or 2 tables
   int64_t kill_step = -1, kill_after = -1;  // count: --kill-after STEP:J
+  bool print_splits = false;                // splits: each split taken
 };
 
 Args parse(int argc, char **argv) {
@@ -160,6 +163,8 @@ Args parse(int argc, char **argv) {
       a.samples = num();
     else if (s == "--batch")
       a.batch = num();
+    else if (s == "--print-splits")
+      a.print_splits = true;
     else if (s == "--step-ms")
       a.step_ms = num();
     else if (s == "--pid-dir")
@@ -689,44 +694,35 @@ int splits(hb_context *ctx, const Args &a) {
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
   arm_kill_point(a, rank);
   hb_embedding *t = make_table(ctx, "count", true);
-  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splits");
-  // Where the ps tasks have this worker: {split, offset}, and its step
-  // (rewound there, so that replayed pushes are dropped).
-  int64_t pos[2] = {-1, 0}, step = 0;
-  size_t len = 0;
-  CHECK_HB(hb_ps_position(ctx, pos, sizeof pos, &len, &step));
-  if (len != sizeof pos) pos[0] = -1;
   std::vector<int64_t> ids;
   std::vector<float> rows, grads;
-  int64_t taken = 0, samples = 0;
-  for (int64_t s = step;;) {
-    hb::ps::SplitLease l = client->split_next();
-    if (l.split < 0) break;
+  int64_t taken = 0, samples = 0, s = 0;
+  // The public loop (hb.h, "Dynamic splits"): a restarted worker's first
+  // split is its own, from where its applied pushes left it.
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
+  for (;;) {
+    CHECK_HB(hb_ps_split_next(ctx, &sp));
+    if (sp.split < 0) break;
     ++taken;
-    // Its own split again (a restart): from where the ps tasks have it,
-    // which is at or past the queue's offset (committed after the pushes).
-    int64_t next = l.split == pos[0] ? std::max(l.from, pos[1]) : l.from;
-    // Killed after its last push, before it said so: finished now.
-    if (next >= l.end) client->split_commit(l.split, l.end, true);
-    while (next < l.end) {
+    if (a.print_splits)
+      std::printf("rank %d: split %lld epoch %lld from %lld\n", rank,
+                  (long long)sp.split, (long long)sp.epoch, (long long)sp.from);
+    for (int64_t next = sp.from; next < sp.end;) {
       if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
-      const int64_t end = std::min(l.end, next + a.batch);
+      const int64_t end = std::min(sp.end, next + a.batch);
       ids.clear();
       for (int64_t j = next; j < end; ++j) ids.push_back(j);
       rows.resize(ids.size());
       CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
-      const int64_t p[2] = {l.split, end};
-      CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+      CHECK_HB(hb_ps_split_commit(ctx, sp.split, end));
       g_step = s++, g_sent = 0;
       grads.assign(ids.size(), -1.0f);
       CHECK_HB(hb_embedding_apply_gradients(t, ids.data(), ids.size(),
                                             grads.data()));
       samples += end - next;
       next = end;
-      client->split_commit(l.split, end, end == l.end);
       if (a.step_ms > 0) sleep_ms(a.step_ms);
     }
-    pos[0] = -1;
   }
   std::printf("rank %d: took %lld splits, %lld samples\n", rank,
               (long long)taken, (long long)samples);
