@@ -262,7 +262,10 @@ static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
 %apply const void *HB_BUFFER_IN { const void *data };
 %apply const float *HB_ARRAY_IN { const float *init, const float *grads };
 %apply float *HB_ARRAY_OUT { float *out };
-%apply void *HB_BUFFER_OUT { void *stats };
+%apply void *HB_BUFFER_OUT { void *stats, void *split_out };
+/* Dynamic splits of a reader's bytes: hb_reader_total_bytes and
+ * hb_reader_split_offset return their int64. */
+%apply int64_t *OUTPUT { int64_t *out };
 %apply (void **HB_BYTES_OUT, size_t *HB_BYTES_LEN) {
   (void **out_bytes, size_t *out_len) };
 %apply int64_t *OUTPUT { int64_t *step };
@@ -283,6 +286,9 @@ static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
 %ignore hb_ps_get_stats;
 %ignore hb_ps_position;
 %ignore hb_ps_dense_create;
+%ignore hb_ps_split;
+%ignore hb_ps_split_next;
+%rename(hb_ps_split_next) hbw_ps_split_next;
 %rename(hb_ps_get_stats) hbw_ps_get_stats;
 %rename(hb_ps_position) hbw_ps_position;
 %rename(hb_ps_dense_create) hbw_ps_dense_create;
@@ -333,6 +339,17 @@ static hb_status hbw_ps_position(hb_context *ctx, void **out_bytes,
   *out_bytes = buf;
   *out_len = needed;
   return HB_OK;
+}
+/* split: 5 int64 -- split, epoch, begin, end, from (hb_ps_split in order;
+ * split -1: none left). */
+static hb_status hbw_ps_split_next(hb_context *ctx, void *split_out) {
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
+  hb_status s = hb_ps_split_next(ctx, &sp);
+  if (s == HB_OK) {
+    int64_t v[5] = {sp.split, sp.epoch, sp.begin, sp.end, sp.from};
+    memcpy(split_out, v, sizeof v);
+  }
+  return s;
 }
 /* init: cfg->count floats, or NULL (zeros); read during the call only. */
 static hb_status hbw_ps_dense_create(hb_context *ctx,

@@ -6,9 +6,12 @@
 #   bench/ps/ps_bench.sh BUILD_DIR [REPS] [TRAIN_SAMPLES]
 #   BENCH=age bench/ps/ps_bench.sh BUILD_DIR [REPS] [TRAIN_SAMPLES]
 #
-# BENCH=age: the three modes (collective; ps with the step bound k=4; ps
-# with the age bound k=4, staleness_bound=age, where nobody waits and the
-# demo's workers take batches on demand), without and with the straggler at
+# BENCH=age: the modes (collective; ps with the step bound k=4; ps with the
+# age bound k=4, staleness_bound=age, where nobody waits and the demo's
+# workers take batches on demand from a job-wide sample counter; the same
+# with dynamic splits, ctr_train --splits: the batches from ps task 0's
+# split queue, every sample exactly once; AGE_MODES="collective steps_k4
+# splits_k4" picks some), without and with the straggler at
 # half speed, then the job's samples/s with the straggler at 0.75x and 0.25x
 # against the sum of the workers' rates ((1 + speed) / 2 of the job's rate
 # without a straggler). The straggler here runs RUN_MS (default 20) and is
@@ -73,7 +76,7 @@ run() {
   local name=$1 ps=$2 k=$3 straggler=$4 bound=${5:-steps} speed=${6:-}
   local log=$WORK/$1.$RANDOM.log
   local args=(--train-samples "$SAMPLES" --eval-every 1000000000 --log-every 1000000
-              --max-gap 1 --out "$WORK/out")
+              --max-gap 1 --out "$WORK/out" ${CTR_EXTRA:-})
   if [ "$ps" = 0 ]; then
     "$HBRUN" -n 2 --timeout 600 -- "$CTR" "${args[@]}" >"$log" 2>&1 &
   else
@@ -119,18 +122,30 @@ col() { awk -v n="$1" -v c="$2" '$1 == n { print $c }' "$WORK/results" | median;
 
 if [ "${BENCH:-}" = age ]; then
   RUN_MS=${RUN_MS:-20}
-  MODES=("collective 0 0 steps" "steps_k4 1 4 steps" "age_k4 1 4 age")
+  # A mode: name, ps tasks, staleness, bound[, ctr_train flag]. splits_k4:
+  # the age bound with the train samples taken from the split queue
+  # (--splits: every sample exactly once).
+  MODES=("collective 0 0 steps" "steps_k4 1 4 steps" "age_k4 1 4 age" "splits_k4 1 4 age --splits")
+  [ -n "${AGE_MODES:-}" ] && read -r -a pick <<<"$AGE_MODES" && {
+    keep=()
+    for m in "${MODES[@]}"; do
+      for p in "${pick[@]}"; do [ "${m%% *}" = "$p" ] && keep+=("$m"); done
+    done
+    MODES=("${keep[@]}")
+  }
   echo "ctr_train, 2 workers, 1 ps task, $SAMPLES train samples, $REPS reps interleaved; straggler: rank 1 runs ${RUN_MS} ms, stopped ${RUN_MS} * (1 - speed) / speed ms"
   echo "load before: $(cut -d' ' -f1-3 /proc/loadavg)"
   for rep in $(seq "$REPS"); do
     for m in "${MODES[@]}"; do
       set -- $m
+      export CTR_EXTRA=${5:-}
       run "$1.1" "$2" "$3" 0 "$4"
       for sp in 0.75 0.5 0.25; do
         [ "$1" = collective ] && [ "$sp" != 0.5 ] && continue
         run "$1.$sp" "$2" "$3" 1 "$4" "$sp"
       done
     done
+    unset CTR_EXTRA
     echo "rep $rep done, load $(cut -d' ' -f1-3 /proc/loadavg)" >&2
   done
   echo "load after: $(cut -d' ' -f1-3 /proc/loadavg)"
@@ -147,7 +162,9 @@ if [ "${BENCH:-}" = age ]; then
   done
   printf "\n| mode | straggler speed | job samples/s (median) | sum of the workers' rates | job / sum |\n"
   printf "| --- | --- | --- | --- | --- |\n"
-  for m in steps_k4 age_k4; do
+  for m in "${MODES[@]}"; do
+    m=${m%% *}
+    [ "$m" = collective ] && continue
     full=$(col "$m.1" 2)
     for sp in 1 0.75 0.5 0.25; do
       sps=$(col "$m.$sp" 2)

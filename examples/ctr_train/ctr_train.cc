@@ -13,6 +13,10 @@
 //   hbrun -n 2 --ps 1 -- ctr_train ...   (parameter-server mode: the tables
 //                                 and dense parameters on the ps tasks;
 //                                 any job with ps tasks, e.g. TF_CONFIG's)
+//   hbrun -n 2 --ps 1 -- ctr_train --splits ...   (ps mode, dynamic splits:
+//                                 ps task 0 hands out the train samples in
+//                                 splits, a fast worker takes more, each
+//                                 sample trained exactly once)
 //
 // Per step, on every rank: hb_data_sync (with --files N the ranks hold
 // uneven shards; by default the samples are split evenly), one
@@ -105,6 +109,9 @@ struct Flags {
   bool digest = false;            // --digest: print the final state's digest
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
+  // --splits: ps mode with dynamic splits (sets HB_PS_SPLIT_SAMPLES to the
+  // train samples and, unless set, HB_PS_SPLIT_SIZE to 8 batches).
+  bool splits = false;
 };
 
 Flags parse_flags(int argc, char **argv) {
@@ -162,6 +169,8 @@ Flags parse_flags(int argc, char **argv) {
       f.digest = true;
     else if (a == "--no-pipeline")
       f.pipeline = false;
+    else if (a == "--splits")
+      f.splits = true;
     else {
       std::fprintf(
           stderr,
@@ -171,7 +180,7 @@ Flags parse_flags(int argc, char **argv) {
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
           "[--profile] [--no-pipeline] [--checkpoint-dir D [--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
-          "[--digest]\n");
+          "[--digest] [--splits]\n");
       std::exit(2);
     }
   }
@@ -1044,6 +1053,24 @@ int Trainer::run_ps() {
   std::fflush(stdout);
   const int64_t zero = 0;
   int64_t step = 0, mine = 0, interval = 0;
+  // Dynamic splits (option ps_split_samples: --splits, or set for the job):
+  // the train split's samples [0, N) handed out by ps task 0 in splits, a
+  // fast worker taking more, every sample exactly once.
+  char opt[32] = "0";
+  CHECK_HB(hb_context_get_option(ctx_, "ps_split_samples", opt, sizeof opt,
+                                 nullptr));
+  const bool splits = std::atoll(opt) > 0;
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
+  int64_t at = 0;  // the next sample of split sp
+  if (splits && ckpt_) {
+    std::fprintf(stderr,
+                 "ctr_train: dynamic splits with job checkpoints are not "
+                 "supported here (the checkpoint would not hold the split "
+                 "queue)\n");
+    return 2;
+  }
+  if (splits && chief)
+    std::printf("ctr_train: dynamic splits of %s samples\n", opt);
   // With job checkpoints (collective: every worker saves at the same step)
   // each worker makes the same number of steps; without, workers go on
   // until the job's sample counter says the data is done.
@@ -1059,11 +1086,21 @@ int Trainer::run_ps() {
   double t0 = now_s(), t_interval = t0;
   for (;;) {
     prof_.mark(StepProfile::kSync);
-    CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &seen));
-    if (steps >= 0 ? step >= steps
-                   : seen >= static_cast<float>(f_.train_samples))
-      break;
-    const int64_t lo = (step * world_ + rank_) * f_.batch, hi = lo + f_.batch;
+    int64_t lo = 0, hi = 0;
+    if (splits) {
+      if (sp.split < 0 || at >= sp.end) {
+        CHECK_HB(hb_ps_split_next(ctx_, &sp));
+        if (sp.split < 0) break;  // every split handed out
+        at = sp.from;
+      }
+      lo = at, hi = std::min(sp.end, at + f_.batch);
+    } else {
+      CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &seen));
+      if (steps >= 0 ? step >= steps
+                     : seen >= static_cast<float>(f_.train_samples))
+        break;
+      lo = (step * world_ + rank_) * f_.batch, hi = lo + f_.batch;
+    }
     prof_.mark(StepProfile::kDenseAllreduce);
     pull_dense();
     Batch &b = train_[0];
@@ -1071,6 +1108,11 @@ int Trainer::run_ps() {
     prof_.mark(StepProfile::kLookup);
     CHECK_HB(hb_collection_lookup(coll_, &b.jagged, b.pooled.data(), nullptr));
     forward(b);
+    // The position rides with this step's pushes (dense, tables, counter).
+    if (splits) {
+      CHECK_HB(hb_ps_split_commit(ctx_, sp.split, hi));
+      at = hi;
+    }
     // The gradient of the mean loss over a global batch of W local ones.
     backward(b, f_.batch * world_, [] {});
     prof_.mark(StepProfile::kSync);
@@ -1330,6 +1372,10 @@ int Trainer::train() {
 int main(int argc, char **argv) {
   blas_core::rerun_if_misdetected(argv);  // before any output or state
   Flags f = parse_flags(argc, argv);
+  if (f.splits) {  // before the context: ps task 0 reads them at its start
+    setenv("HB_PS_SPLIT_SAMPLES", std::to_string(f.train_samples).c_str(), 1);
+    setenv("HB_PS_SPLIT_SIZE", std::to_string(8 * f.batch).c_str(), 0);
+  }
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) {

@@ -34,6 +34,8 @@ class Reader {
   hb_reader_batch *next();
 
   uint64_t lines() const { return lines_; }
+  // Every line of the sequence was handed out.
+  bool done() const { return done_; }
   uint64_t skipped() const { return skipped_; }
   int64_t num_files() const { return static_cast<int64_t>(files_.size()); }
 

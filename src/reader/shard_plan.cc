@@ -64,12 +64,19 @@ std::vector<Chunk> plan_epoch(const std::vector<FileInfo> &files,
     return out;
   }
   // Fewer files than shards: the files laid end to end, cut into equal byte
-  // ranges; plain files are split at the cuts, a gzip file goes whole to the
-  // shard whose range holds its first byte.
+  // ranges.
   int64_t total = 0;
   for (int i : order) total += files[i].size;
-  const int64_t lo = range_start(total, shard, num_shards);
-  const int64_t hi = range_start(total, shard + 1, num_shards);
+  return plan_range(files, order, range_start(total, shard, num_shards),
+                    range_start(total, shard + 1, num_shards), chunk_bytes);
+}
+
+std::vector<Chunk> plan_range(const std::vector<FileInfo> &files,
+                              const std::vector<int> &order, int64_t lo,
+                              int64_t hi, int64_t chunk_bytes) {
+  // Plain files are split at the cuts, a gzip file goes whole to the range
+  // that holds its first byte.
+  std::vector<Chunk> out;
   int64_t at = 0;  // global offset of the current file
   for (int i : order) {
     const FileInfo &f = files[i];

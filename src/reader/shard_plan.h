@@ -49,5 +49,12 @@ std::vector<Chunk> plan_epoch(const std::vector<FileInfo> &files,
                               const std::vector<int> &order, int shard,
                               int num_shards, int64_t chunk_bytes);
 
+// The chunks of bytes [lo, hi) of the files laid end to end in `order`
+// (lines that start in (lo, hi], a file's first line in the range holding
+// its first byte): a shard of plan_epoch, or a dynamic split.
+std::vector<Chunk> plan_range(const std::vector<FileInfo> &files,
+                              const std::vector<int> &order, int64_t lo,
+                              int64_t hi, int64_t chunk_bytes);
+
 }  // namespace reader
 }  // namespace hb

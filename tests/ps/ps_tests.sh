@@ -35,6 +35,8 @@
 #       (to ps task i mod P) at a random step and restarts it; every sample
 #       is applied exactly once per epoch. With K large and W >= 3 the
 #       slowed chief takes fewer splits than worker W-1 (not killed).
+#   ps_tests.sh ... splits_order
+#       Dynamic splits' order is reproducible from the seed (see the case).
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -221,6 +223,29 @@ case $MODE in
         [ "$slow" -lt "$fast" ] || fail "run $i: the slowed chief took $slow splits, worker $((W - 1)) $fast"
       fi
     done
+    ;;
+  splits_order)
+    # Reproducible order: with nothing failing, the same seed hands out the
+    # same splits in the same order (one worker sees the whole order), each
+    # epoch a permutation of all splits; another seed, another order. With
+    # 3 workers every split of every epoch is taken exactly once.
+    export HB_PS_SPLIT_SAMPLES=3000 HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2
+    n=0
+    for args in "7 1" "7 1" "8 1" "7 3"; do
+      set -- $args
+      HB_PS_SPLIT_SEED=$1 "$HBRUN" -n "$2" --ps 1 --timeout 60 -- "$PS_TRAIN" \
+        splits "ok$n" --batch 50 --print-splits >"order$n.log" 2>&1 ||
+        fail "run $n (seed $1, $2 workers)"
+      cat "order$n.log" >>"$LOG"
+      sed -n 's/.*: split \([0-9]*\) epoch \([0-9]*\) from .*/\2 \1/p' \
+        "order$n.log" >"order$n"
+      [ "$(sort -u "order$n" | wc -l)" = 60 ] && [ "$(wc -l <"order$n")" = 60 ] ||
+        fail "run $n: not every split of both epochs exactly once"
+      n=$((n + 1))
+    done
+    cmp -s order0 order1 || fail "the same seed gave two orders"
+    ! cmp -s order0 order2 || fail "seeds 7 and 8 gave the same order"
+    [ "$(sort order0 | md5sum)" = "$(sort order3 | md5sum)" ] || fail "3 workers: other splits"
     ;;
   lost)
     # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it

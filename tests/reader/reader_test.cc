@@ -121,6 +121,77 @@ TEST(Reader, EveryLineExactlyOnceOver1To4Ranks) {
         }
 }
 
+// Dynamic splits (hb_reader_seek_split): the files' bytes cut into splits
+// of any size, each read in batches, with a fresh reader resuming at the
+// committed offset (hb_reader_split_offset) after every other batch --
+// every line exactly once, a split's lines in file order.
+TEST(Reader, SplitsEveryLineOnceResumedAtCommittedOffsets) {
+  rt::TempDir dir;
+  Corpus c = make_corpus(dir, 7, false, {0, 1, 37, 3, 0, 20, 2, 9});
+  hb_reader_config cfg = HB_READER_CONFIG_INIT;
+  cfg.batch_size = 3;
+  cfg.chunk_bytes = 97;
+  cfg.drop_last = 1;  // ignored by a split reader: nothing may be dropped
+  for (int64_t size : {int64_t{1}, int64_t{61}, int64_t{450}, int64_t{1} << 20})
+    for (int resume_every : {0, 1, 2}) {
+      SCOPED_TRACE("split size " + std::to_string(size) + " resume every " +
+                   std::to_string(resume_every));
+      hb_reader *r = open(c.paths, cfg);
+      ASSERT_TRUE(r);
+      int64_t total = 0;
+      ASSERT_EQ(hb_reader_total_bytes(r, &total), HB_OK) << hb_last_error();
+      int64_t off = 0;
+      EXPECT_EQ(hb_reader_split_offset(r, &off), HB_ERR_INVALID_ARGUMENT);
+      std::vector<int64_t> seen;
+      int batches = 0;
+      for (int64_t b = 0; b < total; b += size) {
+        const int64_t e = std::min(total, b + size);
+        ASSERT_EQ(hb_reader_seek_split(r, b, e), HB_OK) << hb_last_error();
+        int64_t last = b;
+        for (;;) {
+          hb_reader_batch *batch = nullptr;
+          ASSERT_EQ(hb_reader_next(r, &batch), HB_OK) << hb_last_error();
+          ASSERT_EQ(hb_reader_split_offset(r, &off), HB_OK);
+          ASSERT_GE(off, last);
+          ASSERT_LE(off, e);
+          last = off;
+          if (!batch) break;
+          EXPECT_EQ(batch->epoch, 0);
+          const int64_t n = batch->size;
+          for (int64_t i = 0; i < n; ++i) {
+            const int64_t *ids = batch->ids + batch->offsets[i];
+            seen.push_back(batch->offsets[i + 1] > batch->offsets[i] ? *ids
+                                                                     : -1);
+          }
+          hb_reader_batch_free(batch);
+          // A worker killed here: a new reader resumes at the offset.
+          if (resume_every && ++batches % resume_every == 0) {
+            hb_reader_destroy(r);
+            r = open(c.paths, cfg);
+            ASSERT_EQ(hb_reader_seek_split(r, off, e), HB_OK);
+          }
+        }
+        EXPECT_EQ(last, e);
+      }
+      hb_reader_destroy(r);
+      ASSERT_EQ(seen.size(), c.serials);
+      for (size_t i = 0; i < seen.size(); ++i)
+        ASSERT_EQ(seen[i], static_cast<int64_t>(i));
+    }
+  // Bad ranges, and gzip (cannot be cut).
+  hb_reader *r = open(c.paths, cfg);
+  EXPECT_EQ(hb_reader_seek_split(r, 5, 4), HB_ERR_INVALID_ARGUMENT);
+  EXPECT_EQ(hb_reader_seek_split(r, 0, 1 << 30), HB_ERR_INVALID_ARGUMENT);
+  hb_reader_destroy(r);
+  rt::TempDir gz;
+  Corpus z = make_corpus(gz, 8, true, {3});
+  r = open(z.paths, cfg);
+  int64_t total = 0;
+  EXPECT_EQ(hb_reader_total_bytes(r, &total), HB_ERR_UNSUPPORTED);
+  EXPECT_NE(std::string(hb_last_error()).find(".gz"), std::string::npos);
+  hb_reader_destroy(r);
+}
+
 TEST(Reader, FilesSmallerThanALineAndTinyRanges) {
   rt::TempDir dir;
   // Files of a few bytes: lines shorter than the ranges' cuts.

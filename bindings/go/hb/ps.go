@@ -70,6 +70,33 @@ func (c *Context) PSStats() (PSStats, error) {
 	return PSStats{s[0], s[1], s[2], s[3], s[4], s[5], s[6], s[7], s[8], s[9], s[10], s[11], s[12]}, nil
 }
 
+// PSSplit is a split of the job's input handed out by ps task 0
+// (hb_ps_split): samples (or reader bytes) [Begin, End), to be read from From
+// -- Begin, or where an earlier holder's pushes stopped.
+type PSSplit struct {
+	Split, Epoch, Begin, End, From int64
+}
+
+// PSSplitNext returns this worker's next split (dynamic splits: option
+// ps_split_samples on ps task 0), or nil when every split is handed out.
+func (c *Context) PSSplitNext() (*PSSplit, error) {
+	v := make([]int64, 5)
+	if err := capi.Hb_ps_split_next(c.raw(), ptr(v)); err != nil {
+		return nil, err
+	}
+	if v[0] < 0 {
+		return nil, nil
+	}
+	return &PSSplit{v[0], v[1], v[2], v[3], v[4]}, nil
+}
+
+// PSSplitCommit is called before a step's pushes (in place of PSSetPosition):
+// the step consumes split up to offset (its End finishes it). The position
+// rides with the pushes; the queue hears of it at the next call.
+func (c *Context) PSSplitCommit(split, offset int64) error {
+	return capi.Ps_split_commit(c.raw(), split, offset)
+}
+
 // PSDenseConfig mirrors hb_ps_dense_config. Start from DefaultPSDenseConfig,
 // which holds hb.h's defaults.
 type PSDenseConfig struct {

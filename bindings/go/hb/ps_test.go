@@ -238,4 +238,75 @@ func TestPSJob(t *testing.T) {
 	}
 	t.Logf("rank %d: ps table and dense buffer bit-equal to the reference after %d steps; %+v",
 		rank, psSteps, st)
+	psSplits(t, c, rank)
+}
+
+const psSplitSamples = 600 // HB_PS_SPLIT_SAMPLES of ctest go_ps
+
+// psSplits: dynamic splits (HB_PS_SPLIT_* set by ctest): each worker takes
+// splits until none is left, pushing -1 per sample with PSSplitCommit before
+// the push; after a barrier (every worker's splits table closed: nobody
+// waits for another's round) every sample's row is -1, exactly once.
+func psSplits(t *testing.T, c *Context, rank int) {
+	cfg := DefaultEmbeddingConfig("go_splits", 1)
+	cfg.NumRows, cfg.Placement, cfg.Optimizer, cfg.LearningRate = psSplitSamples, PlacementPS, OptSGD, 1
+	e, err := NewEmbedding(c, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	taken := 0
+	for {
+		sp, err := c.PSSplitNext()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if sp == nil {
+			break
+		}
+		if sp.From < sp.Begin || sp.From >= sp.End {
+			t.Fatalf("split %+v", *sp)
+		}
+		for at := sp.From; at < sp.End; {
+			end := at + 7
+			if end > sp.End {
+				end = sp.End
+			}
+			ids, g := []int64{}, []float32{}
+			for j := at; j < end; j++ {
+				ids, g = append(ids, j), append(g, -1)
+			}
+			if err := c.PSSplitCommit(sp.Split, end); err != nil {
+				t.Fatal(err)
+			}
+			if err := e.ApplyGradients(ids, g); err != nil {
+				t.Fatal(err)
+			}
+			taken += len(ids)
+			at = end
+		}
+	}
+	if err := c.PSSplitCommit(0, 1); err == nil || !strings.Contains(err.Error(), "not this worker's") {
+		t.Fatalf("a commit without a split: %v", err)
+	}
+	e.Close()
+	if err := c.Barrier(20000); err != nil {
+		t.Fatal(err)
+	}
+	if e, err = NewEmbedding(c, cfg); err != nil {
+		t.Fatal(err)
+	}
+	defer e.Close()
+	all, rows := make([]int64, psSplitSamples), make([]float32, psSplitSamples)
+	for i := range all {
+		all[i] = int64(i)
+	}
+	if err := e.Lookup(all, rows); err != nil {
+		t.Fatal(err)
+	}
+	for i, v := range rows {
+		if v != -1 {
+			t.Fatalf("sample %d: %v", i, v)
+		}
+	}
+	t.Logf("rank %d: took %d of %d samples in dynamic splits; each applied exactly once", rank, taken, psSplitSamples)
 }

@@ -130,3 +130,24 @@ func (r *Reader) SkippedLines() uint64 { return capi.Reader_skipped_lines(r.raw(
 
 // NumFiles is the number of files after glob expansion.
 func (r *Reader) NumFiles() int64 { return capi.Reader_num_files(r.raw()) }
+
+// TotalBytes is the files' bytes laid end to end: the input of dynamic
+// splits (plain files only).
+func (r *Reader) TotalBytes() (int64, error) {
+	var n int64
+	err := capi.Reader_total_bytes(r.raw(), &n)
+	return n, err
+}
+
+// SeekSplit makes the reader read split [from, end) of those bytes next.
+func (r *Reader) SeekSplit(from, end int64) error {
+	return capi.Reader_seek_split(r.raw(), from, end)
+}
+
+// SplitOffset is the offset to commit after the batches handed out so far
+// in the current split (the split's end at its end).
+func (r *Reader) SplitOffset() (int64, error) {
+	var n int64
+	err := capi.Reader_split_offset(r.raw(), &n)
+	return n, err
+}

@@ -1,5 +1,6 @@
 """hb.Context: a group of ranks (hb_context) and its collectives."""
 
+import collections
 import math
 import weakref
 
@@ -17,6 +18,10 @@ from ._handle import _Handle, _fill
 _PS_STATS = ("pulls", "pushes", "rows_pulled", "rows_pushed", "rounds", "max_staleness",
              "bound_violations", "duplicate_pushes", "workers_lost", "workers_rejoined",
              "busy_us", "workers_left", "workers_gone")
+
+
+# hb_ps_split: a split of the job's input (hb_ps_split_next); split -1: none left.
+PsSplit = collections.namedtuple("PsSplit", "split epoch begin end start")
 
 
 def _option_string(options):
@@ -125,6 +130,23 @@ class Context(_Handle):
         blob, n = _c.hb_ps_position(self._handle)
         blob = blob if n > 0 else None
         return (blob, n) if step else blob
+
+    def ps_split_next(self):
+        """Dynamic splits (option ps_split_samples on ps task 0): this
+        worker's next split as ``PsSplit(split, epoch, begin, end, start)``
+        -- samples (or reader bytes) [begin, end), to be read from
+        ``start`` (begin, or where an earlier holder's pushes stopped) --
+        or None when every split is handed out (hb_ps_split_next)."""
+        v = np.zeros(5, np.int64)
+        _c.hb_ps_split_next(self._handle, v)
+        return PsSplit(*v.tolist()) if v[0] >= 0 else None
+
+    def ps_split_commit(self, split, offset):
+        """Before a step's pushes (in place of ps_set_position): the step
+        consumes ``split`` up to ``offset`` (end finishes it). The position
+        rides with the pushes; the queue hears of it at the next call
+        (hb_ps_split_commit)."""
+        _c.hb_ps_split_commit(self._handle, int(split), int(offset))
 
     def ps_stats(self):
         """The ps tasks' counters (hb_ps_stats, summed; max_staleness the

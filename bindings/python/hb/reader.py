@@ -137,6 +137,44 @@ class Reader(_Handle):
                 return
             yield b
 
+    def total_bytes(self):
+        """The files' bytes laid end to end: the input of dynamic splits
+        (set ps_split_samples to it; hb_reader_total_bytes). Plain files
+        only."""
+        return _c.hb_reader_total_bytes(self._handle)
+
+    def seek_split(self, start, end):
+        """Read split [start, end) of those bytes next, replacing what the
+        reader was reading (hb_reader_seek_split)."""
+        _c.hb_reader_seek_split(self._handle, int(start), int(end))
+
+    def split_offset(self):
+        """The offset to commit after the batches handed out so far in the
+        current split (hb_reader_split_offset): a reader seeked to it reads
+        exactly the lines not handed out yet; the split's end at its end."""
+        return _c.hb_reader_split_offset(self._handle)
+
+    def splits(self, ctx):
+        """Batches of the splits ps task 0 hands this worker (ctx: the
+        worker's hb.Context), each as ``(batch, split, offset)``: call
+        ``ctx.ps_split_commit(split, offset)`` before the batch's pushes.
+        Ends when every split is handed out."""
+        while True:
+            sp = ctx.ps_split_next()
+            if sp is None:
+                return
+            self.seek_split(sp.start, sp.end)
+            last = sp.start
+            while True:
+                b = self.next()
+                offset = self.split_offset()
+                if b is None:
+                    if offset > last:  # the end, past the last line's start
+                        ctx.ps_split_commit(sp.split, offset)
+                    break
+                last = offset
+                yield b, sp.split, offset
+
     lines = property(lambda self: _c.hb_reader_lines(self._handle))
     skipped_lines = property(lambda self: _c.hb_reader_skipped_lines(self._handle))
     num_files = property(lambda self: _c.hb_reader_num_files(self._handle))

@@ -22,6 +22,13 @@ Context.serve, the workers train.
       hbrun restarts it, ps_position returns the position of the last step
       it applied, and it resumes there: every sample's row is applied
       exactly once (checked by the chief once the other has left).
+  ps_check.py splits DIR
+      Under ``hbrun -n 2 --ps 1 --max-restarts 1``: dynamic splits of a
+      reader's file (Reader.splits: byte ranges handed out by ps task 0, 2
+      epochs, split size 97 bytes, so splits cut lines); each worker pushes
+      -1 to the row of each line's serial with ctx.ps_split_commit before
+      the push; worker 1 SIGKILLs itself after a commit, before its push, on
+      its first start. Every line is applied exactly once per epoch.
 """
 
 import os
@@ -215,13 +222,66 @@ def restart(ctx):
         emb.close()
 
 
+LINES, EPOCHS, SPLIT_BYTES, SPLIT_KILL_AT = 300, 2, 97, 9
+
+
+def split_corpus():
+    """Lines "label<TAB>serial in hex", of uneven lengths."""
+    return "".join("%d\t%x\n" % (i % 2, i * 977) for i in range(LINES))
+
+
+def splits(ctx, directory):
+    rank, world = ctx.rank, ctx.world_size
+    path = os.path.join(directory, "part-0.tsv")
+    tmp = "%s.%d" % (path, os.getpid())
+    with open(tmp, "w") as f:  # every worker writes the same bytes
+        f.write(split_corpus())
+    os.replace(tmp, path)
+    emb = hb.Embedding(ctx, "py_splits", 1, num_rows=LINES * 977, placement=hb.PLACEMENT_PS,
+                       optimizer=hb.OPT_SGD, learning_rate=1.0)
+    reader = hb.Reader(path, columns="LC", batch_size=4, chunk_bytes=50)
+    assert reader.total_bytes() == len(split_corpus())
+    first = os.environ.get("HB_RESTART_COUNT", "0") == "0"
+    steps = taken = 0
+    for b, split, offset in reader.splits(ctx):
+        ids = b.ids.copy()
+        emb.lookup(ids)
+        ctx.ps_split_commit(split, offset)
+        if rank == 1 and first and steps == SPLIT_KILL_AT:
+            os.kill(os.getpid(), signal.SIGKILL)  # after the commit, before the push
+        emb.apply_gradients(ids, np.full((ids.size, 1), -1.0, np.float32))
+        steps, taken = steps + 1, taken + ids.size
+    print("rank %d: %d lines in %d steps (restart %s)" % (rank, taken, steps, not first), flush=True)
+    reader.close()
+    emb.close()
+    if rank == 0:
+        deadline = time.monotonic() + 60
+        while ctx.ps_stats()["workers_left"] < world - 1:
+            assert time.monotonic() < deadline, "the other workers did not finish"
+            time.sleep(0.05)
+        emb = hb.Embedding(ctx, "py_splits", 1, num_rows=LINES * 977, placement=hb.PLACEMENT_PS,
+                           optimizer=hb.OPT_SGD, learning_rate=1.0)
+        ids = np.arange(LINES, dtype=np.int64) * 977
+        rows = emb.lookup(ids).ravel()
+        bad = np.flatnonzero(rows != float(EPOCHS))
+        assert bad.size == 0, "lines %s applied %s times in %d epochs" % (bad[:5], rows[bad[:5]], EPOCHS)
+        assert ctx.ps_stats()["workers_lost"] >= 1
+        assert ctx.ps_split_next() is None  # every split handed out
+        print("splits: %d lines x %d epochs applied exactly once" % (LINES, EPOCHS))
+        emb.close()
+
+
 def main():
     mode = sys.argv[1]
+    if mode == "splits":  # ps task 0 reads the queue's options at its start
+        os.environ.update(HB_PS_SPLIT_SAMPLES=str(len(split_corpus())),
+                          HB_PS_SPLIT_SIZE=str(SPLIT_BYTES), HB_PS_SPLIT_EPOCHS=str(EPOCHS),
+                          HB_PS_SPLIT_SEED="11")
     with hb.Context() as ctx:
         if ctx.task_type == "ps":
             ctx.serve()
             return
-        {"train": train, "restart": restart}[mode](ctx, *sys.argv[2:])
+        {"train": train, "restart": restart, "splits": splits}[mode](ctx, *sys.argv[2:])
 
 
 if __name__ == "__main__":

@@ -81,6 +81,25 @@ public final class Context extends NativeHandle {
     return step[0] > 0 ? out[0] : null;
   }
 
+  /**
+   * Dynamic splits (option ps_split_samples on ps task 0): this worker's next
+   * split, or null when every split is handed out (hb_ps_split_next).
+   */
+  public PsSplit psSplitNext() throws HbException {
+    long[] v = new long[5];
+    HbNative.hb_ps_split_next(handle(), v);
+    return v[0] >= 0 ? new PsSplit(v) : null;
+  }
+
+  /**
+   * Before a step's pushes (in place of psSetPosition): the step consumes
+   * {@code split} up to {@code offset} (its end finishes it). The position
+   * rides with the pushes; the queue hears of it at the next call.
+   */
+  public void psSplitCommit(long split, long offset) throws HbException {
+    HbNative.hb_ps_split_commit(handle(), split, offset);
+  }
+
   /** The ps tasks' counters (summed; maxStaleness the largest). */
   public PsStats psStats() throws HbException {
     long[] v = new long[13];

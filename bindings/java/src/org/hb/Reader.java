@@ -44,6 +44,25 @@ public final class Reader extends NativeHandle {
   /** Files after glob expansion. */
   public long numFiles() { return HbNative.hb_reader_num_files(handle()); }
 
+  /** The files' bytes laid end to end: the input of dynamic splits. */
+  public long totalBytes() throws HbException {
+    long[] out = new long[1];
+    HbNative.hb_reader_total_bytes(handle(), out);
+    return out[0];
+  }
+
+  /** Reads split [from, end) of those bytes next (hb_reader_seek_split). */
+  public void seekSplit(long from, long end) throws HbException {
+    HbNative.hb_reader_seek_split(handle(), from, end);
+  }
+
+  /** The offset to commit after the batches handed out so far in the split. */
+  public long splitOffset() throws HbException {
+    long[] out = new long[1];
+    HbNative.hb_reader_split_offset(handle(), out);
+    return out[0];
+  }
+
   /**
    * One batch of n samples in the embedding collection's layout: labels[n],
    * dense[n * numDense] row-major, offsets[numSparse * n + 1] and ids:

@@ -165,6 +165,52 @@ public final class PsCheck {
         System.out.println("rank " + rank + ": ps table and dense buffer bit-equal to the reference after "
             + STEPS + " steps; " + st);
       }
+      splits(ctx, rank);
     }
+  }
+
+  static final int SPLIT_SAMPLES = 600;  // HB_PS_SPLIT_SAMPLES of ctest java_ps
+
+  /**
+   * Dynamic splits (HB_PS_SPLIT_* set by ctest): each worker takes splits
+   * until none is left, pushing -1 per sample with psSplitCommit before the
+   * push; after a barrier (every worker's table closed: nobody waits for
+   * another's round) every sample's row is -1, exactly once.
+   */
+  static void splits(Context ctx, int rank) throws HbException {
+    long taken = 0;
+    EmbeddingConfig cfg = new EmbeddingConfig("java_splits", 1).numRows(SPLIT_SAMPLES)
+        .optimizer(Hb.HB_OPT_SGD, 1.0).placement(Hb.HB_PLACEMENT_PS);
+    try (Embedding emb = Embedding.create(ctx, cfg)) {
+      for (PsSplit sp = ctx.psSplitNext(); sp != null; sp = ctx.psSplitNext()) {
+        check(sp.begin <= sp.from && sp.from < sp.end, sp.toString());
+        for (long at = sp.from; at < sp.end;) {
+          long end = Math.min(sp.end, at + 7);
+          long[] ids = new long[(int) (end - at)];
+          for (int k = 0; k < ids.length; ++k) ids[k] = at + k;
+          ctx.psSplitCommit(sp.split, end);
+          float[] g = new float[ids.length];
+          Arrays.fill(g, -1f);
+          emb.applyGradients(ids, g);
+          taken += ids.length;
+          at = end;
+        }
+      }
+      try {
+        ctx.psSplitCommit(0, 1);
+        check(false, "a commit without a split was taken");
+      } catch (HbException e) {
+        check(e.getMessage().contains("not this worker's"), e.getMessage());
+      }
+    }
+    ctx.barrier(20000);
+    try (Embedding emb = Embedding.create(ctx, cfg)) {
+      long[] all = new long[SPLIT_SAMPLES];
+      for (int i = 0; i < SPLIT_SAMPLES; ++i) all[i] = i;
+      float[] rows = emb.lookup(all);
+      for (int i = 0; i < SPLIT_SAMPLES; ++i) check(rows[i] == -1f, "sample " + i + ": " + rows[i]);
+    }
+    System.out.println("rank " + rank + ": took " + taken + " of " + SPLIT_SAMPLES
+        + " samples in dynamic splits; each applied exactly once");
   }
 }
