@@ -246,7 +246,7 @@ const psSplitSamples = 600 // HB_PS_SPLIT_SAMPLES of ctest go_ps
 // psSplits: dynamic splits (HB_PS_SPLIT_* set by ctest): each worker takes
 // splits until none is left, pushing -1 per sample with PSSplitCommit before
 // the push; after a barrier (every worker's splits table closed: nobody
-// waits for another's round) every sample's row is -1, exactly once.
+// waits for another's round) every sample's row is 1 (zeros minus -1), exactly once.
 func psSplits(t *testing.T, c *Context, rank int) {
 	cfg := DefaultEmbeddingConfig("go_splits", 1)
 	cfg.NumRows, cfg.Placement, cfg.Optimizer, cfg.LearningRate = psSplitSamples, PlacementPS, OptSGD, 1
@@ -304,7 +304,7 @@ func psSplits(t *testing.T, c *Context, rank int) {
 		t.Fatal(err)
 	}
 	for i, v := range rows {
-		if v != -1 {
+		if v != 1 {
 			t.Fatalf("sample %d: %v", i, v)
 		}
 	}

@@ -175,7 +175,7 @@ public final class PsCheck {
    * Dynamic splits (HB_PS_SPLIT_* set by ctest): each worker takes splits
    * until none is left, pushing -1 per sample with psSplitCommit before the
    * push; after a barrier (every worker's table closed: nobody waits for
-   * another's round) every sample's row is -1, exactly once.
+   * another's round) every sample's row is 1 (zeros minus -1), exactly once.
    */
   static void splits(Context ctx, int rank) throws HbException {
     long taken = 0;
@@ -208,7 +208,7 @@ public final class PsCheck {
       long[] all = new long[SPLIT_SAMPLES];
       for (int i = 0; i < SPLIT_SAMPLES; ++i) all[i] = i;
       float[] rows = emb.lookup(all);
-      for (int i = 0; i < SPLIT_SAMPLES; ++i) check(rows[i] == -1f, "sample " + i + ": " + rows[i]);
+      for (int i = 0; i < SPLIT_SAMPLES; ++i) check(rows[i] == 1f, "sample " + i + ": " + rows[i]);
     }
     System.out.println("rank " + rank + ": took " + taken + " of " + SPLIT_SAMPLES
         + " samples in dynamic splits; each applied exactly once");
