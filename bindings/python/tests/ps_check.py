@@ -27,8 +27,9 @@ Context.serve, the workers train.
       reader's file (Reader.splits: byte ranges handed out by ps task 0, 2
       epochs, split size 97 bytes, so splits cut lines); each worker pushes
       -1 to the row of each line's serial with ctx.ps_split_commit before
-      the push; worker 1 SIGKILLs itself after a commit, before its push, on
-      its first start. Every line is applied exactly once per epoch.
+      the push; worker 1 SIGKILLs itself after a push, before its next
+      commit (the queue one step behind the ps), on its first start. Every
+      line is applied exactly once per epoch.
 """
 
 import os
@@ -247,9 +248,11 @@ def splits(ctx, directory):
         ids = b.ids.copy()
         emb.lookup(ids)
         ctx.ps_split_commit(split, offset)
-        if rank == 1 and first and steps == SPLIT_KILL_AT:
-            os.kill(os.getpid(), signal.SIGKILL)  # after the commit, before the push
         emb.apply_gradients(ids, np.full((ids.size, 1), -1.0, np.float32))
+        if rank == 1 and first and steps == SPLIT_KILL_AT:
+            # After the push, before the next commit: the queue has not
+            # heard of this step's offset yet, the ps has it.
+            os.kill(os.getpid(), signal.SIGKILL)
         steps, taken = steps + 1, taken + ids.size
     print("rank %d: %d lines in %d steps (restart %s)" % (rank, taken, steps, not first), flush=True)
     reader.close()

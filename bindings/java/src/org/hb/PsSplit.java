@@ -8,12 +8,17 @@ package org.hb;
 public final class PsSplit {
   public final long split, epoch, begin, end, from;
 
+  /** v: hbw_ps_split_next's five values, in hb_ps_split's order. */
   PsSplit(long[] v) {
-    split = v[0];
-    epoch = v[1];
-    begin = v[2];
-    end = v[3];
-    from = v[4];
+    this(v[0], v[1], v[2], v[3], v[4]);
+  }
+
+  private PsSplit(long split, long epoch, long begin, long end, long from) {
+    this.split = split;
+    this.epoch = epoch;
+    this.begin = begin;
+    this.end = end;
+    this.from = from;
   }
 
   @Override
