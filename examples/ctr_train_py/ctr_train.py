@@ -21,6 +21,15 @@ the data position, the running metric); started again (by hand, or by
 --digest prints the final dense state's digest and the AUC in full, to
 compare runs bit for bit.
 
+    hbrun -n 2 --ps 1 -- python3 ctr_train.py --splits [--data GLOB] ...
+
+Parameter-server mode with dynamic splits (docs/parameter-servers.md): the
+tables and the MLP live on the ps tasks (the MLP as one hb.PsDense, Adagrad
+applied there); ps task 0 hands out the train samples (or, with --data, the
+files' bytes: Reader.splits) in splits, a fast worker takes more, and each
+worker commits its position with its pushes (every sample exactly once,
+whatever worker is killed when). The chief scores and saves at the end.
+
 The MLP's matrix products go to numpy's BLAS: with Debian's reference BLAS
 (libblas3) they are most of a step; an OpenBLAS (libopenblas0-serial or
 -pthread, which scripts/install-deps.sh installs) makes them ~30x faster.
@@ -70,6 +79,9 @@ def parse_flags(argv):
                    help="a background thread writes each checkpoint")
     p.add_argument("--digest", action="store_true",
                    help="print the final dense state's digest and the AUC in full")
+    p.add_argument("--splits", action="store_true",
+                   help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
+                        "samples, or of --data's bytes")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
@@ -165,8 +177,10 @@ class Trainer:
         self.rank, self.world = ctx.rank, ctx.world_size
         self.gen = synth.Generator(f.seed, f.vocab)
         self.dense = Dense(T * f.dim + DENSE, f.hidden, f.seed)
+        self.ps = ctx.num_ps > 0  # parameter-server mode (--splits)
         common = dict(partition=hb.PARTITION_MOD, seed=f.seed, optimizer=hb.OPT_ADAGRAD,
-                      learning_rate=f.lr, initial_accumulator=0.1)
+                      learning_rate=f.lr, initial_accumulator=0.1,
+                      placement=hb.PLACEMENT_PS if self.ps else hb.PLACEMENT_WORKERS)
         self.tables = [hb.Embedding(ctx, "cat_%02d" % t, f.dim, num_rows=f.vocab,
                                     initializer=hb.INIT_NORMAL, init_a=0.0, init_b=0.05, **common)
                        for t in range(T)]
@@ -175,6 +189,11 @@ class Trainer:
         # One collection: feature t < T reads table t (one id per sample),
         # feature T the wide table (T ids per sample); all sum-pooled.
         self.coll = hb.Collection(ctx, self.tables + [self.wide])
+        self.ps_dense = None
+        if self.ps:  # the MLP on the ps tasks, Adagrad applied there
+            self.ps_dense = hb.PsDense(ctx, "mlp", self.dense.flat_params.size,
+                                       init=self.dense.flat_params, optimizer=hb.OPT_ADAGRAD,
+                                       learning_rate=f.lr, initial_accumulator=0.1)
         self.reader, self.input_wait = None, 0.0
         if f.data:
             self.reader = hb.Reader([f.data], ctx, batch_size=f.batch, num_threads=2)
@@ -279,9 +298,11 @@ class Trainer:
         np.sum(dz1, axis=0, out=gb1)
         np.matmul(dl, buf["a1"], out=gw2)
         gb2[0] = dl.sum()
-        # Dense gradients: one fused allreduce over the four tensors.
-        self.ctx.allreduce_many(d.grads)
-        d.step(f.lr)
+        if self.ps_dense is not None:  # applied on the ps tasks
+            self.ps_dense.push(d.flat_grads)
+        else:  # dense gradients: one fused allreduce over the four tensors
+            self.ctx.allreduce_many(d.grads)
+            d.step(f.lr)
         # Sparse gradients go to the ranks that own the rows: one call, which
         # reuses the plan of this batch's lookup.
         self.coll.apply_gradients(buf["values"], buf["offsets"], grad)
@@ -400,10 +421,89 @@ class Trainer:
                    self.shard_end - self.shard_begin, f.batch, T, f.dim, T * f.dim + DENSE, f.hidden,
                    blas_library()))
 
+    def ps_batches(self):
+        """--splits: (split, offset, lo, hi) per step, from the splits ps
+        task 0 hands this worker -- sample ranges, or with --data the
+        reader's batches of byte-range splits (self.batch set)."""
+        if self.reader is not None:
+            lo = 0
+            for b, split, offset in self.reader.splits(self.ctx):
+                self.batch = b
+                yield split, offset, lo, lo + b.size
+                lo += b.size
+            return
+        while True:
+            sp = self.ctx.ps_split_next()
+            if sp is None:
+                return
+            for lo in range(sp.start, sp.end, self.f.batch):
+                hi = min(sp.end, lo + self.f.batch)
+                yield sp.split, hi, lo, hi
+
+    def close_model(self):
+        for o in [self.coll, self.ps_dense] + self.tables + [self.wide]:
+            o.close()
+
+    def run_ps(self):
+        """Parameter-server mode with dynamic splits: each worker at its own
+        pace until every split is handed out; then the chief waits for the
+        others to leave, scores the held-out split alone and saves."""
+        f, ctx = self.f, self.ctx
+        chief = ctx.is_chief
+        if chief:
+            print("%s: parameter-server mode, %d ps task(s), %d workers, dynamic splits of %s, "
+                  "batch %d/worker" % (os.path.basename(sys.argv[0]), ctx.num_ps, self.world,
+                                       "'%s'" % f.data if f.data else "%d samples" % f.train_samples,
+                                       f.batch), flush=True)
+        steps = mine = 0
+        t0 = time.monotonic()
+        for split, offset, lo, hi in self.ps_batches():
+            self.ps_dense.pull(self.dense.flat_params)
+            b = self.forward(0, lo, hi)
+            ctx.ps_split_commit(split, offset)  # rides with this step's pushes
+            self.backward(b, f.batch * self.world)
+            steps, mine = steps + 1, mine + (hi - lo)
+        train_s = time.monotonic() - t0
+        print("worker %d: %d steps, %d samples in %.3f s (%.0f samples/s)"
+              % (self.rank, steps, mine, train_s, mine / max(train_s, 1e-9)), flush=True)
+        if self.reader is not None:
+            self.reader.close()
+        self.close_model()  # leave: nobody's rounds wait for this worker
+        if not chief:
+            return 0
+        while ctx.ps_stats()["workers_gone"] < self.world - 1:
+            time.sleep(0.1)
+        job_s = time.monotonic() - t0
+        # The final model, as the ps tasks hold it.
+        self.__init__(ctx, f)
+        if self.reader is not None:
+            self.reader.close()  # scoring reads the generator's held-out split
+        self.ps_dense.pull(self.dense.flat_params)
+        with hb.Metric(hb.METRIC_AUC_EXACT) as model, hb.Metric(hb.METRIC_AUC_EXACT) as planted:
+            for lo in range(0, f.eval_samples, f.batch):
+                b = self.forward(1, lo, min(f.eval_samples, lo + f.batch))
+                model.update(b["label"], b["prob"])
+                planted.update(b["label"], b["s"].planted_prob)
+            auc, planted_auc = model.result(), planted.result()
+        ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
+        os.makedirs(ckpt, exist_ok=True)
+        os.makedirs(exp, exist_ok=True)
+        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+            tab.save(os.path.join(ckpt, name))  # the chief saves a ps table whole
+            tab.export(os.path.join(exp, name + ".hbe"))
+        self.close_model()
+        ok = auc >= planted_auc - f.max_gap
+        print("final: %.2f s (all workers); held-out exact AUC %.4f vs planted model %.4f "
+              "(gap %.4f, allowed %.2f): %s" % (job_s, auc, planted_auc, planted_auc - auc, f.max_gap,
+                                                "OK" if ok else "TOO LOW"), flush=True)
+        return 0 if ok else 1
+
     def run(self):
         """The training loop (shared with examples/ctr_train_torch, which
         overrides train_step, forward, save and banner)."""
         f, ctx = self.f, self.ctx
+        if self.ps:
+            return self.run_ps()
         chief = ctx.is_chief
         if chief:
             print(self.banner(), flush=True)
@@ -488,8 +588,22 @@ class Trainer:
 def main(argv, trainer=None):
     """Train with trainer (a Trainer subclass; default Trainer): exit status."""
     f = parse_flags(argv)
+    if f.splits:  # before the context: ps task 0 reads them at its start
+        total = f.train_samples
+        if f.data:
+            with hb.Reader([f.data]) as r:
+                total = r.total_bytes()
+        os.environ["HB_PS_SPLIT_SAMPLES"] = str(total)
+        os.environ.setdefault("HB_PS_SPLIT_SIZE", str(1 << 20 if f.data else 8 * f.batch))
     try:
         with hb.Context() as ctx:
+            if ctx.task_type == "ps":
+                ctx.serve()
+                return 0
+            if (ctx.num_ps > 0) != f.splits:
+                print("%s: --splits is parameter-server mode (hbrun --ps N) and needs it"
+                      % os.path.basename(sys.argv[0]), file=sys.stderr)
+                return 2
             return (trainer or Trainer)(ctx, f).run()
     except hb.HbError as e:
         print("%s: %s" % (os.path.basename(sys.argv[0]), e), file=sys.stderr)
