@@ -1621,7 +1621,9 @@ HB_API hb_status hb_reader_total_bytes(const hb_reader *r, int64_t *out);
  * split's `from`), replacing what it was reading (its sharding, epochs and
  * shuffle are not used: the queue orders the splits); hb_reader_next then
  * returns its lines in batches and NULL at its end. Batches of one split
- * have epoch 0.
+ * have epoch 0. Its position is the one committed with the pushes
+ * (hb_ps_split_commit), not a job checkpoint's: do not also register it
+ * with hb_checkpoint_add_reader.
  */
 HB_API hb_status hb_reader_seek_split(hb_reader *r, int64_t from, int64_t end);
 /**
