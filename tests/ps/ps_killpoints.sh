@@ -4,8 +4,10 @@
 # 0); each run kills worker 1 after one of its 2P per-step push requests
 # in turn. MODE=splits: its splits case instead (dynamic splits through
 # hb_ps_split_next / hb_ps_split_commit, worker 1 killed after one of its
-# push requests at a random step; BOUND=age for the age bound). Prints one
-# line per case; exits 1 if any failed.
+# push requests at a random step; BOUND=age for the age bound, with K large
+# enough that no push is scaled by 1/(1+age): the check counts the -1
+# gradients in the rows, e.g. K 1000). Prints one line per case; exits 1
+# if any failed.
 #   [MODE=splits [BOUND=age]] tests/ps/ps_killpoints.sh BUILD_DIR [RUNS] [K]
 set -u
 B=$(cd "$1" && pwd) RUNS=${2:-20} K=${3:-0} MODE=${MODE:-killpoint}
