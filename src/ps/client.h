@@ -63,9 +63,17 @@ class Client {
   // Dynamic splits (ps task 0's queue, split_queue.h): this worker's next
   // split (split -1: none left), and its progress in it -- send after the
   // step's pushes were all answered, so the offset is one every table on
-  // every ps task has.
+  // every ps task has. split_next waits (up to timeout_ms) while the queue
+  // says kWait, and asks every ps task how far its tables applied the
+  // split: the lease's replay_end says where the first batch must end.
   SplitLease split_next();
   void split_commit(int64_t split, int64_t offset, bool done);
+  // The pushes that follow carry samples [begin, end) of split l, so each
+  // ps table drops a batch it already applied (whoever pushed it). Cleared
+  // by split_next.
+  void split_batch(const SplitLease &l, int64_t begin, int64_t end);
+  // The tag that rides with a push ("" when none).
+  const std::string &split_tag() const { return split_tag_; }
 
   void add_table(PsTable *t);
   void remove_table(PsTable *t);
@@ -79,6 +87,8 @@ class Client {
   Health health_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::string position_;
+  std::string split_tag_;
+  int64_t timeout_ms_ = 0;
   int64_t step_ = 0;
   std::vector<PsTable *> tables_;
   std::mutex mu_;

@@ -35,6 +35,14 @@
 #       (to ps task i mod P) at a random step and restarts it; every sample
 #       is applied exactly once per epoch. With K large and W >= 3 the
 #       slowed chief takes fewer splits than worker W-1 (not killed).
+#   ps_tests.sh ... splitlost W P K RUNS
+#       Dynamic splits, worker 1 SIGKILLs itself after one of its push
+#       requests (to ps task i mod P) of a random step and is NOT
+#       restarted: once connect_timeout_ms passed, ps task 0 gives its
+#       split back at the queue's offset, another worker resumes it with a
+#       first batch up to where the ps tables have it, and every sample is
+#       applied exactly once per epoch (hbrun exits with the lost worker's
+#       137).
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -220,6 +228,29 @@ case $MODE in
         fast=$(sed -n "s/.*rank $((W - 1)): took \([0-9]*\) splits.*/\1/p" "run$i/log.txt")
         [ "$slow" -lt "$fast" ] || fail "run $i: the slowed chief took $slow splits, worker $((W - 1)) $fast"
       fi
+    done
+    ;;
+  splitlost)
+    W=$1 P=$2 K=$3 RUNS=$4
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=20000 HB_CONNECT_TIMEOUT_MS=4000 HB_STALENESS=$K \
+      HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 \
+      HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      J=$((i % P)) STEP=$((2 + RANDOM % 8))
+      mkdir -p "run$i"
+      echo "test: run $i: worker 1 dies at step $STEP after push request $J, for good" >>"$LOG"
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+        splits count_ok --batch 20 --step-ms 3 --victim 1 --victim-lost \
+        --kill-after "$STEP:$J" >log.txt 2>&1)
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 137 ] || fail "run $i: hbrun exited with $rc, expected 137 (the lost worker's)"
+      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
+      grep -q "goes back to the queue at sample" "run$i/log.txt" || fail "run $i: the split was not given back"
+      grep -q "resumes split .* first batch to" "run$i/log.txt" || fail "run $i: nobody resumed the pushed batch"
+      grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
     done
     ;;
   lost)

@@ -48,7 +48,7 @@
 //       based; tables in order, each to ps task 0, 1, ...: ps/test_hook.h),
 //       before the next one is sent.
 //   ps_train splits OUT [--batch B] [--step-ms MS] [--slow-rank R --slow-ms
-//                       MS] [--victim R --kill-after STEP:J]
+//                       MS] [--victim R --kill-after STEP:J [--victim-lost]]
 //       Dynamic splits (HB_PS_SPLIT_* options, ps task 0's queue): each
 //       worker takes the next split when it has finished its last, pushes
 //       a gradient of -1 per sample (ids: the sample) with its position
@@ -56,7 +56,9 @@
 //       step. A restarted worker resumes its own split where the ps tasks
 //       have it (hb_ps_position). The chief checks that every sample's row
 //       is exactly the number of epochs, prints the splits each rank took,
-//       and writes "count ok" to OUT.
+//       and writes "count ok" to OUT. --victim-lost: the victim is not
+//       restarted; another worker finishes its split (from where the ps
+//       tables have it) once ps task 0 gives it up.
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -130,6 +132,7 @@ struct Args {
   std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
+  bool victim_lost = false;  // splits: the victim is not restarted
   std::string ckpt;          // train: job checkpoints in this directory
   bool collection = false;   // train: the steps through one collection
   int64_t ckpt_every = 0;
@@ -168,6 +171,8 @@ Args parse(int argc, char **argv) {
       a.max_stall_ms = num();
     else if (s == "--victim")
       a.victim = num();
+    else if (s == "--victim-lost")
+      a.victim_lost = true;
     else if (s == "--collection")
       a.collection = true;
     else if (s == "--ckpt")
@@ -555,11 +560,12 @@ int compare(const Args &a) {
 
 // The chief waits until every other worker has left (a restarted one may
 // still be catching up).
-void wait_others_left(hb_context *ctx, int world) {
+// lost_too: a worker lost for good counts as gone.
+void wait_others_left(hb_context *ctx, int world, bool lost_too = false) {
   for (int tries = 0;; ++tries) {
     hb_ps_stats s = HB_PS_STATS_INIT;
     CHECK_HB(hb_ps_get_stats(ctx, &s));
-    if (s.workers_left >= world - 1) break;
+    if ((lost_too ? s.workers_gone : s.workers_left) >= world - 1) break;
     CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
           (long long)s.workers_left, world - 1);
     sleep_ms(50);
@@ -710,7 +716,15 @@ int splits(hb_context *ctx, const Args &a) {
     if (next >= l.end) client->split_commit(l.split, l.end, true);
     while (next < l.end) {
       if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
-      const int64_t end = std::min(l.end, next + a.batch);
+      // A batch some tables have already (its last holder was lost mid-
+      // step) is pushed again whole, whatever this worker's batch size.
+      const int64_t end =
+          next < l.replay_end ? l.replay_end : std::min(l.end, next + a.batch);
+      if (next < l.replay_end)
+        std::printf(
+            "rank %d: resumes split %lld at %lld, first batch to %lld\n", rank,
+            (long long)l.split, (long long)next, (long long)end);
+      client->split_batch(l, next, end);
       ids.clear();
       for (int64_t j = next; j < end; ++j) ids.push_back(j);
       rows.resize(ids.size());
@@ -734,7 +748,7 @@ int splits(hb_context *ctx, const Args &a) {
   hb_embedding_destroy(t);
   t = nullptr;
   if (rank == 0) {
-    wait_others_left(ctx, world);
+    wait_others_left(ctx, world, a.victim_lost);
     const int64_t n = ctx->options.get_int("ps_split_samples");
     const int64_t epochs = ctx->options.get_int("ps_split_epochs");
     t = make_table(ctx, "count", true);

@@ -567,6 +567,7 @@ Run drain(SplitQueue &q, int world, int64_t samples, int64_t epochs,
     if (over[r]) continue;
     if (!has[r]) {
       cur[r] = q.next(r);
+      if (cur[r].split == SplitLease::kWait) continue;  // another holds one
       if (cur[r].split < 0) {
         over[r] = 1, --live;
         continue;
@@ -645,6 +646,24 @@ TEST(SplitQueue, ARestartedWorkerGetsItsSplitBackAtItsCommittedOffset) {
   EXPECT_EQ(other.from, l.begin + 4);
   EXPECT_THROW(q.commit(1, l.split, l.begin + 5), Error);  // not its own now
   EXPECT_THROW(q.commit(0, l.split, l.end + 1), Error);    // outside
+}
+
+// A worker lost for good: the others are told to wait (not that all is
+// done) while it holds its split, and one of them finishes it once it is
+// given back.
+TEST(SplitQueue, OthersWaitForTheSplitOfALostWorker) {
+  SplitQueue q(20, 10, 1, 3, 2);
+  SplitLease a = q.next(0), b = q.next(1);
+  q.commit(1, b.split, b.begin + 4);
+  q.done(0, a.split);
+  EXPECT_EQ(q.next(0).split, SplitLease::kWait);
+  q.give_back(1);
+  SplitLease c = q.next(0);
+  EXPECT_EQ(c.split, b.split);
+  EXPECT_EQ(c.from, b.begin + 4);
+  q.done(0, c.split);
+  EXPECT_EQ(q.next(0).split, -1);
+  EXPECT_TRUE(q.finished());
 }
 
 TEST(SplitQueue, ASavedQueueResumesExactlyOnce) {
