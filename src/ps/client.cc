@@ -131,10 +131,9 @@ Stats Client::stats() {
   return sum;
 }
 
-SplitLease Client::split_next() {
+SplitLease Client::split_next(bool wait) {
   split_tag_.clear();
   SplitLease l;
-  bool idle = false;
   for (Deadline d(timeout_ms_);;) {
     Frame r = conn(0).call(request(kSplitNext), "next split");
     l.split = r.ints.at(0), l.epoch = r.ints.at(1), l.begin = r.ints.at(2);
@@ -143,9 +142,10 @@ SplitLease Client::split_next() {
     // Meanwhile this worker pushes nothing: it must not hold the holder
     // back (the staleness bound), so every ps task counts it out until its
     // next pull or push.
-    if (!idle)
+    if (!idle_)
       for (int i = 0; i < num_ps(); ++i) conn(i).call(request(kIdle), "idle");
-    idle = true;
+    idle_ = true;
+    if (!wait) return l;
     // Another worker holds the last splits: wait for it to finish them, or
     // to be given up (then one of them comes back here).
     if (d.expired())
@@ -155,6 +155,7 @@ SplitLease Client::split_next() {
            static_cast<long long>(timeout_ms_));
     std::this_thread::sleep_for(std::chrono::milliseconds(20));
   }
+  idle_ = false;  // its next pull or push revives it on every ps task
   l.replay_end = l.from;
   if (l.split < 0 || l.from >= l.end) return l;
   // How far each table on each ps task applied it: the queue's offset
@@ -166,6 +167,22 @@ SplitLease Client::split_next() {
   }
   l.replay_end = std::min(l.replay_end, l.end);
   return l;
+}
+
+bool Client::split_save(const std::string &dir, uint64_t nonce, uint64_t *bytes,
+                        uint64_t *checksum) {
+  Frame r = conn(0).call(
+      request(kSplitSave, {static_cast<int64_t>(nonce)}, {dir}), "split save");
+  if (r.ints.size() < 2) return false;
+  *bytes = static_cast<uint64_t>(r.ints[0]);
+  *checksum = static_cast<uint64_t>(r.ints[1]);
+  return true;
+}
+
+void Client::split_load(const std::string &dir, uint64_t nonce) {
+  split_tag_.clear();
+  conn(0).call(request(kSplitLoad, {static_cast<int64_t>(nonce)}, {dir}),
+               "split load");
 }
 
 void Client::split_batch(const SplitLease &l, int64_t begin, int64_t end) {

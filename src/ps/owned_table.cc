@@ -218,6 +218,10 @@ void OwnedTable::commit_staged(bool commit) {
     fail(HB_ERR_INVALID_ARGUMENT, "table '%s': nothing staged to load",
          spec_.name.c_str());
   shard_ = std::move(staged_);
+  // The batches applied since are gone with the rows: none may be dropped
+  // as a replay now (the queue, restored with them, resumes its splits at
+  // the checkpoint's offsets).
+  split_done_.clear();
   if (!staged_committed_) return;
   committed_ = std::move(staged_committed_->step);
   position_ = std::move(staged_committed_->position);

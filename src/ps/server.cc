@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/file_io.h"
 #include "common/health.h"
 #include "common/log.h"
 #include "embedding/checkpoint.h"
@@ -110,6 +111,9 @@ class Server {
   Frame load(const Frame &f, bool commit_step);
   Frame dump(const Frame &f);
   Frame position(int rank);
+  // The queue into / out of a job checkpoint (ps task 0).
+  Frame split_save(const Frame &f);
+  void split_load(const Frame &f);
   OwnedTable &table(int64_t id);
   void drop_peer(Peer &p, const std::string &why);
   void worker_lost(int rank, const std::string &why);
@@ -373,6 +377,13 @@ bool Server::serve_request(Peer &p, Frame &f) {
         r = ok_reply(0, std::move(ends));
         break;
       }
+      case kSplitSave:
+        r = split_save(f);
+        break;
+      case kSplitLoad:
+        split_load(f);
+        r = ok_reply(0);
+        break;
       case kSplitCommit:
         if (f.ints.at(2))
           splits().done(rank, f.ints.at(0));
@@ -689,6 +700,29 @@ Frame Server::position(int rank) {
     strs.push_back(t.position(rank));
   }
   return ok_reply(0, std::move(ints), std::move(strs));
+}
+
+Frame Server::split_save(const Frame &f) {
+  if (!splits_) return ok_reply(0);  // no queue: nothing to save
+  const std::string bytes = splits_->save();
+  AtomicFile file(f.strs.at(0) + "/" +
+                  SplitQueue::file_name(static_cast<uint64_t>(f.ints.at(0))));
+  file.write(bytes.data(), bytes.size());
+  file.commit();
+  return ok_reply(0, {static_cast<int64_t>(file.bytes()),
+                      static_cast<int64_t>(file.checksum())});
+}
+
+void Server::split_load(const Frame &f) {
+  SplitQueue &q = splits();
+  // Every split open in the checkpoint is handed out again from its offset
+  // there (the tables are the checkpoint's too); nothing held now remains.
+  const std::string path =
+      f.strs.at(0) + "/" +
+      SplitQueue::file_name(static_cast<uint64_t>(f.ints.at(0)));
+  q = SplitQueue::load(read_whole_file(path), world_);
+  HB_LOG_INFO("ps task 0: split queue restored from %s (%lld splits done)",
+              path.c_str(), static_cast<long long>(q.splits_done()));
 }
 
 void Server::retry_parked() {

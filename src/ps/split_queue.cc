@@ -131,6 +131,10 @@ SplitLease SplitQueue::give_back(int rank) {
   return l.from < l.end ? l : SplitLease();
 }
 
+std::string SplitQueue::file_name(uint64_t nonce) {
+  return format("split_queue.%016llx", static_cast<unsigned long long>(nonce));
+}
+
 std::string SplitQueue::save() const {
   using hb::put;
   std::string s(kMagic, 8);

@@ -83,6 +83,8 @@ class SplitQueue {
   // become given-back splits at their committed offsets).
   std::string save() const;
   static SplitQueue load(const std::string &bytes, int world);
+  // The queue's file in a job checkpoint's tables directory.
+  static std::string file_name(uint64_t nonce);
 
  private:
   struct Held {

@@ -44,8 +44,11 @@ enum MsgType : uint8_t {
   kSplitCommit = 35,   // (ps task 0) ints {split, offset, done?}
   kSplitApplied = 36,  // ints {epoch, split} -> ints {end applied}... per
                        // table that has a batch of it
-  kIdle = 37,  // waiting for a split: hold nobody back until the next pull
-               // or push
+  kIdle = 37,       // waiting for a split: hold nobody back until the next pull
+                    // or push
+  kSplitSave = 38,  // (ps task 0) ints {nonce}, strs {dir}
+                    //     -> ints {bytes, checksum}, or {} with no queue
+  kSplitLoad = 39,  // (ps task 0) ints {nonce}, strs {dir}
   kBye = 40,
   // ps -> worker
   kPong = 3,

@@ -60,6 +60,13 @@
 #       is SIGKILLed after a few checkpoints; hbrun restarts the whole job,
 #       which resumes from the latest checkpoint and ends with the same bits
 #       (tables, slots, dense buffer) as a run that was not interrupted.
+#   ps_tests.sh ... splitckpt W P RUNS
+#       Dynamic splits with job checkpoints (the queue saved with the
+#       tables): run i SIGKILLs ps task i mod P once a checkpoint of step
+#       10 or later is committed (its step drawn at random); hbrun restarts
+#       the job, which resumes the tables and the queue from the latest
+#       checkpoint: every sample applied exactly once per epoch (without
+#       the queue in the checkpoint, 800-900 samples are applied twice).
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -321,6 +328,38 @@ case $MODE in
       "$LOG" || fail "the restarted job did not resume from a checkpoint"
     "$PS_TRAIN" compare ref out >>"$LOG" 2>&1 || fail "compare"
     cmp ref/w.bin out/w.bin >>"$LOG" 2>&1 || fail "dense buffers differ"
+    ;;
+  splitckpt)
+    W=$1 P=$2 RUNS=$3
+    export HB_STALENESS=0 HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 \
+      HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      PS=$((i % P)) AT=$((10 + 5 * (RANDOM % 3)))
+      mkdir -p "run$i/pids"
+      echo "test: run $i: SIGKILL ps task $PS after the checkpoint of step $AT" >>"$LOG"
+      # Restarts to spare: a worker may see the ps task die (and exit)
+      # before hbrun does, and be restarted alone first.
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 4 --timeout 60 \
+        -- "$PS_TRAIN" splitckpt count_ok --ckpt ck --ckpt-every 5 --steps 40 \
+        --batch 20 --step-ms 30 --pid-dir pids >log.txt 2>&1) &
+      JOB=$!
+      for _ in $(seq 600); do
+        compgen -G "run$i/ck/ckpt-0000000000$AT-*/MANIFEST" >/dev/null && break
+        sleep 0.05
+      done
+      kill -KILL "$(cat "run$i/pids/ps$PS.pid")" || fail "run $i: no ps task to kill"
+      wait $JOB
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 0 ] || fail "run $i: the job exited with $rc"
+      grep -Eq "restarting the job \(restart [1-4] of 4\) after rank ps:$PS" "run$i/log.txt" ||
+        fail "run $i: hbrun did not restart the job after ps task $PS died"
+      grep -Eq "rank 0 starts at step [1-3][0-9] \(restart [1-4]\)" "run$i/log.txt" ||
+        fail "run $i: the restarted job did not resume from a checkpoint"
+      grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+    done
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with

@@ -59,6 +59,15 @@
 //       and writes "count ok" to OUT. --victim-lost: the victim is not
 //       restarted; another worker finishes its split (from where the ps
 //       tables have it) once ps task 0 gives it up.
+//   ps_train splitckpt OUT --ckpt DIR --ckpt-every N [--steps N]
+//                          [--batch B] [--step-ms MS]
+//       Dynamic splits with job checkpoints of the table (and so of ps task
+//       0's queue): N steps of one batch each (none while the queue has
+//       nothing for this worker: split_next without waiting), a collective
+//       checkpoint every N steps, resumed from the latest on start; then
+//       the rest of the splits without checkpoints. A run whose ps task is
+//       SIGKILLed and the job restarted from a checkpoint still applies
+//       every sample exactly once per epoch (the chief checks, as splits).
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -689,6 +698,34 @@ int count(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// One batch of split l from *next: pushes -1 per sample with the batch's
+// tag and commits it; false once the split is done.
+bool split_step(hb_context *ctx, hb::ps::Client &client, hb_embedding *t,
+                const hb::ps::SplitLease &l, int64_t *next, int64_t batch,
+                int rank) {
+  // A batch some tables have already (its last holder was lost mid-step)
+  // is pushed again whole, whatever this worker's batch size.
+  const int64_t end =
+      *next < l.replay_end ? l.replay_end : std::min(l.end, *next + batch);
+  if (*next < l.replay_end)
+    std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
+                rank, (long long)l.split, (long long)*next, (long long)end);
+  client.split_batch(l, *next, end);
+  std::vector<int64_t> ids;
+  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
+  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
+  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+  const int64_t p[2] = {l.split, end};
+  CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+  CHECK_HB(
+      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+  *next = end;
+  client.split_commit(l.split, end, end == l.end);
+  return end < l.end;
+}
+
+void check_splits(hb_context *ctx, int world, const Args &a);
+
 int splits(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "splits OUT");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
@@ -702,8 +739,6 @@ int splits(hb_context *ctx, const Args &a) {
   size_t len = 0;
   CHECK_HB(hb_ps_position(ctx, pos, sizeof pos, &len, &step));
   if (len != sizeof pos) pos[0] = -1;
-  std::vector<int64_t> ids;
-  std::vector<float> rows, grads;
   int64_t taken = 0, samples = 0;
   for (int64_t s = step;;) {
     hb::ps::SplitLease l = client->split_next();
@@ -716,28 +751,10 @@ int splits(hb_context *ctx, const Args &a) {
     if (next >= l.end) client->split_commit(l.split, l.end, true);
     while (next < l.end) {
       if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
-      // A batch some tables have already (its last holder was lost mid-
-      // step) is pushed again whole, whatever this worker's batch size.
-      const int64_t end =
-          next < l.replay_end ? l.replay_end : std::min(l.end, next + a.batch);
-      if (next < l.replay_end)
-        std::printf(
-            "rank %d: resumes split %lld at %lld, first batch to %lld\n", rank,
-            (long long)l.split, (long long)next, (long long)end);
-      client->split_batch(l, next, end);
-      ids.clear();
-      for (int64_t j = next; j < end; ++j) ids.push_back(j);
-      rows.resize(ids.size());
-      CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
-      const int64_t p[2] = {l.split, end};
-      CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+      const int64_t before = next;
       g_step = s++, g_sent = 0;
-      grads.assign(ids.size(), -1.0f);
-      CHECK_HB(hb_embedding_apply_gradients(t, ids.data(), ids.size(),
-                                            grads.data()));
-      samples += end - next;
-      next = end;
-      client->split_commit(l.split, end, end == l.end);
+      split_step(ctx, *client, t, l, &next, a.batch, rank);
+      samples += next - before;
       if (a.step_ms > 0) sleep_ms(a.step_ms);
     }
     pos[0] = -1;
@@ -747,34 +764,88 @@ int splits(hb_context *ctx, const Args &a) {
   std::fflush(stdout);
   hb_embedding_destroy(t);
   t = nullptr;
-  if (rank == 0) {
-    wait_others_left(ctx, world, a.victim_lost);
-    const int64_t n = ctx->options.get_int("ps_split_samples");
-    const int64_t epochs = ctx->options.get_int("ps_split_epochs");
-    t = make_table(ctx, "count", true);
-    std::vector<int64_t> all(n);
-    for (int64_t j = 0; j < n; ++j) all[j] = j;
-    std::vector<float> c(n);
-    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
-    size_t bad = 0;
-    for (int64_t j = 0; j < n; ++j)
-      if (c[j] != static_cast<float>(epochs)) {
-        if (bad < 5)
-          std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
-                       (long long)j, c[j], (long long)epochs);
-        ++bad;
-      }
-    std::printf(
-        "splits: %lld samples x %lld epochs, %zu not applied exactly "
-        "once per epoch\n",
-        (long long)n, (long long)epochs, bad);
-    CHECK(bad == 0, "%zu samples not applied exactly once", bad);
-    FILE *f = std::fopen(a.pos[0].c_str(), "w");
-    CHECK(f, "cannot write %s", a.pos[0].c_str());
-    std::fprintf(f, "count ok\n");
-    std::fclose(f);
-    hb_embedding_destroy(t);
+  if (rank == 0) check_splits(ctx, world, a);
+  return 0;
+}
+
+// The chief, once the others are gone: every sample of the queue applied
+// exactly once per epoch (a row of table "count" per sample, -1 a push).
+void check_splits(hb_context *ctx, int world, const Args &a) {
+  wait_others_left(ctx, world, a.victim_lost);
+  const int64_t n = ctx->options.get_int("ps_split_samples");
+  const int64_t epochs = ctx->options.get_int("ps_split_epochs");
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::vector<int64_t> all(n);
+  for (int64_t j = 0; j < n; ++j) all[j] = j;
+  std::vector<float> c(n);
+  CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
+  size_t bad = 0;
+  for (int64_t j = 0; j < n; ++j)
+    if (c[j] != static_cast<float>(epochs)) {
+      if (bad < 5)
+        std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
+                     (long long)j, c[j], (long long)epochs);
+      ++bad;
+    }
+  std::printf(
+      "splits: %lld samples x %lld epochs, %zu not applied exactly "
+      "once per epoch\n",
+      (long long)n, (long long)epochs, bad);
+  CHECK(bad == 0, "%zu samples not applied exactly once", bad);
+  FILE *f = std::fopen(a.pos[0].c_str(), "w");
+  CHECK(f, "cannot write %s", a.pos[0].c_str());
+  std::fprintf(f, "count ok\n");
+  std::fclose(f);
+  hb_embedding_destroy(t);
+}
+
+int splitckpt(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1 && !a.ckpt.empty() && a.ckpt_every > 0,
+        "splitckpt OUT --ckpt DIR --ckpt-every N");
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splitckpt");
+  hb_checkpoint *ck = nullptr;
+  hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
+  cc.dir = a.ckpt.c_str();
+  CHECK_HB(hb_checkpoint_create(ctx, &cc, &ck));
+  CHECK_HB(hb_checkpoint_add_table(ck, t));
+  int64_t start = 0;
+  CHECK_HB(hb_checkpoint_restore_latest(ck, &start));
+  if (start < 0) start = 0;
+  std::printf(
+      "rank %d starts at step %lld (restart %s)\n", rank, (long long)start,
+      std::getenv("HB_RESTART_COUNT") ? std::getenv("HB_RESTART_COUNT") : "0");
+  std::fflush(stdout);
+  hb::ps::SplitLease l;
+  bool has = false;
+  int64_t next = 0, taken = 0;
+  for (int64_t s = start; s < a.steps; ++s) {
+    if (!has) {
+      l = client->split_next(/*wait=*/false);
+      has = l.split >= 0, next = l.from, taken += has;
+    }
+    if (has) has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    if (a.step_ms > 0) sleep_ms(a.step_ms);
+    if ((s + 1) % a.ckpt_every == 0) CHECK_HB(hb_checkpoint_save(ck, s + 1));
   }
+  // The rest without checkpoints (a worker may wait here for a split that
+  // another holds).
+  for (;;) {
+    if (!has) {
+      l = client->split_next();
+      if (l.split < 0) break;
+      has = true, next = l.from, ++taken;
+    }
+    has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+  }
+  std::printf("rank %d: took %lld splits\n", rank, (long long)taken);
+  std::fflush(stdout);
+  CHECK_HB(hb_checkpoint_finish(ck));
+  hb_checkpoint_destroy(ck);
+  hb_embedding_destroy(t);
+  if (rank == 0) check_splits(ctx, world, a);
   return 0;
 }
 
@@ -833,13 +904,14 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
-  int rc = mode == "train"      ? train(ctx, a)
-           : mode == "reload"   ? reload(ctx, a)
-           : mode == "count"    ? count(ctx, a)
-           : mode == "splits"   ? splits(ctx, a)
-           : mode == "dense"    ? dense(ctx, a)
-           : mode == "evaluate" ? evaluate(ctx, a)
-                                : 2;
+  int rc = mode == "train"       ? train(ctx, a)
+           : mode == "reload"    ? reload(ctx, a)
+           : mode == "count"     ? count(ctx, a)
+           : mode == "splits"    ? splits(ctx, a)
+           : mode == "splitckpt" ? splitckpt(ctx, a)
+           : mode == "dense"     ? dense(ctx, a)
+           : mode == "evaluate"  ? evaluate(ctx, a)
+                                 : 2;
   hb_context_destroy(ctx);
   return rc;
 }
