@@ -61,6 +61,17 @@ void OwnedTable::attach(int rank) {
   clock_.attach(rank);
 }
 
+void OwnedTable::grow(int world) {
+  if (world <= clock_.world()) return;
+  clock_.grow(world);
+  pend_ids_.resize(world);
+  pend_grads_.resize(world);
+  has_pend_.resize(world, 0);
+  committed_.resize(world, {-1, -1});
+  position_.resize(world);
+  attached_.resize(world, 0);
+}
+
 void OwnedTable::revive(int rank) {
   attached_[rank] = 1;
   clock_.revive(rank);

@@ -43,6 +43,8 @@ class OwnedTable {
   void set_rows(const std::vector<int64_t> &ids, const std::vector<float> &w);
 
   void attach(int rank);
+  // Ranks up to world - 1 exist (workers that joined mid-job: clock.h).
+  void grow(int world);
   // A lost rank speaks again (same connection): it resumes at the slowest.
   void revive(int rank);
   // A push dropped as a replay still counts one step of rank's clock: a

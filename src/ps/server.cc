@@ -432,9 +432,20 @@ void Server::hello(Peer &p, const Frame &f) {
     if (cfg_.ps_index == 0 && cfg_.split_samples > 0)
       splits_.reset(new SplitQueue(cfg_.split_samples, cfg_.split_size,
                                    cfg_.split_epochs, cfg_.split_seed, world_));
-  } else if (world != world_) {
-    fail(HB_ERR_CONFIG, "rank %lld says the world has %lld workers, others %d",
-         static_cast<long long>(rank), static_cast<long long>(world), world_);
+  } else if (rank >= world_) {
+    // A worker beyond the world (elastic: a TF_CONFIG task started later):
+    // admitted, and the ranks between it and the old world (if any) are
+    // counted as gone until they come. Its clocks start at the slowest
+    // (clock.h), so it holds nobody back; it takes splits at once.
+    const int old = world_;
+    world_ = static_cast<int>(rank) + 1;
+    workers_.resize(world_);
+    for (int r = old; r < world_; ++r) workers_[r].state = kLeft;
+    workers_[rank].state = kExpected;
+    for (auto &t : tables_) t->grow(world_);
+    if (splits_) splits_->grow(world_);
+    HB_LOG_WARN("ps task %d: worker rank %lld joins (the world was %d)",
+                cfg_.ps_index, static_cast<long long>(rank), old);
   }
   Worker &w = workers_[rank];
   if (w.peer && w.peer != &p) {

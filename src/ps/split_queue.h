@@ -75,6 +75,11 @@ class SplitQueue {
   // went back (split -1: nothing).
   SplitLease give_back(int rank);
 
+  // Ranks up to world - 1 may ask (workers that joined mid-job).
+  void grow(int world) {
+    if (world > static_cast<int>(held_.size())) held_.resize(world);
+  }
+
   int64_t splits_done() const { return done_count_; }
   // Every split of every epoch finished.
   bool finished() const { return done_count_ == per_epoch_ * epochs_; }

@@ -67,6 +67,12 @@
 #       the job, which resumes the tables and the queue from the latest
 #       checkpoint: every sample applied exactly once per epoch (without
 #       the queue in the checkpoint, 800-900 samples are applied twice).
+#   ps_tests.sh ... join W P K
+#       Elastic: dynamic splits with W workers and P ps tasks started by
+#       hand (the HB_* variables hbrun would set), staleness K; once the
+#       job is under way a worker of rank W (HB_WORLD_SIZE W + 1) starts:
+#       the ps tasks admit it, it takes splits at once, and every sample is
+#       applied exactly once per epoch.
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -360,6 +366,50 @@ case $MODE in
       grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
       [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
     done
+    ;;
+  join)
+    W=$1 P=$2 K=$3
+    mkdir pids
+    HOSTS=
+    for p in $(seq 0 $((P - 1))); do
+      HOSTS=$HOSTS${HOSTS:+,}127.0.0.1:$((20000 + RANDOM % 20000))
+    done
+    export HB_PS_HOSTS=$HOSTS HB_HEARTBEAT_INTERVAL_MS=100 HB_STALENESS=$K \
+      HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 \
+      HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    PSS=()
+    for p in $(seq 0 $((P - 1))); do
+      HB_TASK_TYPE=ps HB_TASK_ID=$p "$PS_TRAIN" splits out >"ps$p.log" 2>&1 &
+      PSS+=($!)
+    done
+    PIDS=()
+    for r in $(seq 0 $((W - 1))); do
+      HB_RANK=$r HB_WORLD_SIZE=$W "$PS_TRAIN" splits count_ok --batch 20 \
+        --step-ms 15 --pid-dir pids --workers $((W + 1)) >"worker$r.log" 2>&1 &
+      PIDS+=($!)
+    done
+    # Under way: worker 0 is up and took a split or two.
+    [ -n "$(worker_pid 0)" ] || fail "worker 0 never started"
+    sleep 0.4
+    echo "test: worker $W joins" >>"$LOG"
+    HB_RANK=$W HB_WORLD_SIZE=$((W + 1)) "$PS_TRAIN" splits joined --batch 20 \
+      --step-ms 15 >"worker$W.log" 2>&1 &
+    PIDS+=($!)
+    bad=
+    for r in $(seq 0 $W); do
+      wait "${PIDS[$r]}" || bad="$bad worker $r exited with $?;"
+      cat "worker$r.log" >>"$LOG"
+    done
+    for p in $(seq 0 $((P - 1))); do
+      wait "${PSS[$p]}" || bad="$bad ps task $p exited with $?;"
+      cat "ps$p.log" >>"$LOG"
+    done
+    [ -z "$bad" ] || fail "$bad"
+    grep -q "worker rank $W joins" "$LOG" || fail "the ps tasks did not admit worker $W"
+    n=$(sed -n "s/.*rank $W: took \([0-9]*\) splits.*/\1/p" "worker$W.log")
+    [ "${n:-0}" -ge 1 ] || fail "the joined worker took no split"
+    grep -q " 0 not applied exactly once" "$LOG" || fail "counts"
+    [ -f count_ok ] || fail "no exactly-once verdict"
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with

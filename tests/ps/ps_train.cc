@@ -58,7 +58,8 @@
 //       is exactly the number of epochs, prints the splits each rank took,
 //       and writes "count ok" to OUT. --victim-lost: the victim is not
 //       restarted; another worker finishes its split (from where the ps
-//       tables have it) once ps task 0 gives it up.
+//       tables have it) once ps task 0 gives it up. --workers N: the chief
+//       waits for N workers to leave (some joined beyond its world).
 //   ps_train splitckpt OUT --ckpt DIR --ckpt-every N [--steps N]
 //                          [--batch B] [--step-ms MS]
 //       Dynamic splits with job checkpoints of the table (and so of ps task
@@ -142,6 +143,7 @@ struct Args {
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
   bool victim_lost = false;  // splits: the victim is not restarted
+  int64_t workers = 0;       // splits: the chief waits for this many
   std::string ckpt;          // train: job checkpoints in this directory
   bool collection = false;   // train: the steps through one collection
   int64_t ckpt_every = 0;
@@ -182,6 +184,8 @@ Args parse(int argc, char **argv) {
       a.victim = num();
     else if (s == "--victim-lost")
       a.victim_lost = true;
+    else if (s == "--workers")
+      a.workers = num();
     else if (s == "--collection")
       a.collection = true;
     else if (s == "--ckpt")
@@ -771,7 +775,9 @@ int splits(hb_context *ctx, const Args &a) {
 // The chief, once the others are gone: every sample of the queue applied
 // exactly once per epoch (a row of table "count" per sample, -1 a push).
 void check_splits(hb_context *ctx, int world, const Args &a) {
-  wait_others_left(ctx, world, a.victim_lost);
+  // --workers: more than the chief's world (some joined mid-job).
+  wait_others_left(ctx, a.workers > world ? static_cast<int>(a.workers) : world,
+                   a.victim_lost);
   const int64_t n = ctx->options.get_int("ps_split_samples");
   const int64_t epochs = ctx->options.get_int("ps_split_epochs");
   hb_embedding *t = make_table(ctx, "count", true);
