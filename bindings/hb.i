@@ -340,13 +340,14 @@ static hb_status hbw_ps_position(hb_context *ctx, void **out_bytes,
   *out_len = needed;
   return HB_OK;
 }
-/* split: 5 int64 -- split, epoch, begin, end, from (hb_ps_split in order;
- * split -1: none left). */
+/* split: 6 int64 -- split, epoch, begin, end, from, replay_end (hb_ps_split
+ * in order; split -1: none left). */
 static hb_status hbw_ps_split_next(hb_context *ctx, void *split_out) {
   hb_ps_split sp = HB_PS_SPLIT_INIT;
   hb_status s = hb_ps_split_next(ctx, &sp);
   if (s == HB_OK) {
-    int64_t v[5] = {sp.split, sp.epoch, sp.begin, sp.end, sp.from};
+    int64_t v[6] = {sp.split, sp.epoch, sp.begin, sp.end, sp.from,
+                    sp.replay_end};
     memcpy(split_out, v, sizeof v);
   }
   return s;

@@ -1576,9 +1576,14 @@ typedef struct hb_ps_split {
   /** Where to start: begin, or where the pushes of a worker that held the
    *  split before (this one before a restart, or a lost one) stopped. */
   int64_t from;
+  /** When greater than from: the first batch must end exactly here. A lost
+   *  holder's last batch reached some ps tables and not others; pushed again
+   *  whole, the tables that have it drop it (hb_ps_split_commit refuses any
+   *  other first offset). Workers with equal batch sizes meet it anyway. */
+  int64_t replay_end;
 } hb_ps_split;
 
-#define HB_PS_SPLIT_INIT { sizeof(hb_ps_split), -1, 0, 0, 0, 0 }
+#define HB_PS_SPLIT_INIT { sizeof(hb_ps_split), -1, 0, 0, 0, 0, 0 }
 
 /**
  * This worker's next split into *out (out->struct_size set by the caller):

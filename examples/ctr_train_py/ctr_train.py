@@ -436,9 +436,12 @@ class Trainer:
             sp = self.ctx.ps_split_next()
             if sp is None:
                 return
-            for lo in range(sp.start, sp.end, self.f.batch):
-                hi = min(sp.end, lo + self.f.batch)
+            lo = sp.start
+            while lo < sp.end:
+                # A lost holder's last batch goes again whole (replay_end).
+                hi = sp.replay_end if lo < sp.replay_end else min(sp.end, lo + self.f.batch)
                 yield sp.split, hi, lo, hi
+                lo = hi
 
     def close_model(self):
         for o in [self.coll, self.ps_dense] + self.tables + [self.wide]:

@@ -117,7 +117,7 @@ hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out) {
         hb::ps::client_of(c, "hb_ps_split_next")->split_take();
     hb_ps_split r = HB_PS_SPLIT_INIT;
     r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
-    r.from = l.from;
+    r.from = l.from, r.replay_end = l.replay_end;
     size_t n = std::min(out->struct_size, sizeof r);
     std::memcpy(out, &r, n);
     out->struct_size = n;

@@ -1,7 +1,9 @@
 #include "ps/client.h"
 
 #include <algorithm>
+#include <chrono>
 
+#include "common/clock.h"
 #include "context/context.h"
 #include "ps/ps_table.h"
 
@@ -23,6 +25,7 @@ Client::Client(hb_context &ctx) : rank_(ctx.cluster.rank) {
     cc.max_frame_bytes = static_cast<size_t>(o.get_int("max_frame_bytes"));
     conns_.emplace_back(new Conn(cc, &health_));
   }
+  timeout_ms_ = o.get_int("timeout_ms");
   heartbeat_ = std::thread(&Client::heartbeats, this,
                            o.get_int("heartbeat_interval_ms"));
 }
@@ -128,12 +131,63 @@ Stats Client::stats() {
   return sum;
 }
 
-SplitLease Client::split_next() {
-  Frame r = conn(0).call(request(kSplitNext), "next split");
+SplitLease Client::split_next(bool wait) {
+  split_tag_.clear();
   SplitLease l;
-  l.split = r.ints.at(0), l.epoch = r.ints.at(1), l.begin = r.ints.at(2);
-  l.end = r.ints.at(3), l.from = r.ints.at(4);
+  for (Deadline d(timeout_ms_);;) {
+    Frame r = conn(0).call(request(kSplitNext), "next split");
+    l.split = r.ints.at(0), l.epoch = r.ints.at(1), l.begin = r.ints.at(2);
+    l.end = r.ints.at(3), l.from = r.ints.at(4);
+    if (l.split != SplitLease::kWait) break;
+    // Meanwhile this worker pushes nothing: it must not hold the holder
+    // back (the staleness bound), so every ps task counts it out until its
+    // next pull or push.
+    if (!idle_)
+      for (int i = 0; i < num_ps(); ++i) conn(i).call(request(kIdle), "idle");
+    idle_ = true;
+    if (!wait) return l;
+    // Another worker holds the last splits: wait for it to finish them, or
+    // to be given up (then one of them comes back here).
+    if (d.expired())
+      fail(HB_ERR_TIMEOUT,
+           "next split: waited timeout_ms=%lld for the splits other workers "
+           "hold",
+           static_cast<long long>(timeout_ms_));
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  }
+  idle_ = false;  // its next pull or push revives it on every ps task
+  l.replay_end = l.from;
+  if (l.split < 0 || l.from >= l.end) return l;
+  // How far each table on each ps task applied it: the queue's offset
+  // lags the pushes when its last holder was lost before it committed.
+  for (int i = 0; i < num_ps(); ++i) {
+    Frame r = conn(i).call(request(kSplitApplied, {l.epoch, l.split}),
+                           "split applied");
+    for (int64_t e : r.ints) l.replay_end = std::max(l.replay_end, e);
+  }
+  l.replay_end = std::min(l.replay_end, l.end);
   return l;
+}
+
+bool Client::split_save(const std::string &dir, uint64_t nonce, uint64_t *bytes,
+                        uint64_t *checksum) {
+  Frame r = conn(0).call(
+      request(kSplitSave, {static_cast<int64_t>(nonce)}, {dir}), "split save");
+  if (r.ints.size() < 2) return false;
+  *bytes = static_cast<uint64_t>(r.ints[0]);
+  *checksum = static_cast<uint64_t>(r.ints[1]);
+  return true;
+}
+
+void Client::split_load(const std::string &dir, uint64_t nonce) {
+  split_tag_.clear();
+  conn(0).call(request(kSplitLoad, {static_cast<int64_t>(nonce)}, {dir}),
+               "split load");
+}
+
+void Client::split_batch(const SplitLease &l, int64_t begin, int64_t end) {
+  const int64_t t[4] = {l.epoch, l.split, begin, end};
+  split_tag_ = pack(t, 4);
 }
 
 void Client::split_commit(int64_t split, int64_t offset, bool done) {
@@ -186,7 +240,18 @@ void Client::split_step(int64_t split, int64_t offset) {
          static_cast<long long>(offset), static_cast<long long>(split),
          static_cast<long long>(held_offset_),
          static_cast<long long>(held_.end));
+  if (held_offset_ < held_.replay_end && offset != held_.replay_end)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "hb_ps_split_commit: the first batch of split %lld must end at its "
+         "replay_end %lld (a lost holder's last batch, applied by some ps "
+         "tables only), not at %lld",
+         static_cast<long long>(split),
+         static_cast<long long>(held_.replay_end),
+         static_cast<long long>(offset));
   split_flush();  // the last step's pushes were all answered
+  // The pushes that follow carry samples [held_offset_, offset): a table
+  // that applied them already (whoever pushed) drops them.
+  split_batch(held_, held_offset_, offset);
   held_offset_ = offset;
   pending_ = true;
   SplitPosition p;

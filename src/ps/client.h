@@ -64,8 +64,12 @@ class Client {
   // Dynamic splits (ps task 0's queue, split_queue.h): this worker's next
   // split (split -1: none left), and its progress in it -- send after the
   // step's pushes were all answered, so the offset is one every table on
-  // every ps task has.
-  SplitLease split_next();
+  // every ps task has. split_next waits (up to timeout_ms) while the queue
+  // says kWait, and asks every ps task how far its tables applied the
+  // split: the lease's replay_end says where the first batch must end.
+  // wait false: returns a kWait lease at once (the worker counted out, as
+  // while it waits) -- for a loop that must reach a collective checkpoint.
+  SplitLease split_next(bool wait = true);
   void split_commit(int64_t split, int64_t offset, bool done);
   // The public loop (hb_ps_split_next / hb_ps_split_commit): take flushes
   // the last step's offset to the queue, then leases the next split, from
@@ -74,6 +78,17 @@ class Client {
   // the next step's pushes, and flushes the step before.
   SplitLease split_take();
   void split_step(int64_t split, int64_t offset);
+  // The pushes that follow carry samples [begin, end) of split l, so each
+  // ps table drops a batch it already applied (whoever pushed it). Cleared
+  // by split_next.
+  void split_batch(const SplitLease &l, int64_t begin, int64_t end);
+  // The queue into a job checkpoint's tables directory (false: this job
+  // has no queue), and back out of one.
+  bool split_save(const std::string &dir, uint64_t nonce, uint64_t *bytes,
+                  uint64_t *checksum);
+  void split_load(const std::string &dir, uint64_t nonce);
+  // The tag that rides with a push ("" when none).
+  const std::string &split_tag() const { return split_tag_; }
 
   void add_table(PsTable *t);
   void remove_table(PsTable *t);
@@ -88,6 +103,9 @@ class Client {
   Health health_;
   std::vector<std::unique_ptr<Conn>> conns_;
   std::string position_;
+  std::string split_tag_;
+  bool idle_ = false;  // said kIdle since its last split
+  int64_t timeout_ms_ = 0;
   int64_t step_ = 0;
   std::vector<PsTable *> tables_;
   // Dynamic splits: the split held (split -1: none), the offset its last

@@ -57,6 +57,13 @@ class StalenessClock {
   }
   void lost(int r) { set_inactive(r, kLost); }
   void left(int r) { set_inactive(r, kLeft); }
+  // Workers joined beyond the world (elastic): the new ranks hold nobody
+  // back until they attach, and then start at the slowest clock (revive).
+  void grow(int world) {
+    if (world <= this->world()) return;
+    state_.resize(world, kLeft);
+    clock_.resize(world, 0);
+  }
   // r pushed once more.
   void tick(int r) {
     ++clock_[r];

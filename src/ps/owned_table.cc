@@ -61,6 +61,17 @@ void OwnedTable::attach(int rank) {
   clock_.attach(rank);
 }
 
+void OwnedTable::grow(int world) {
+  if (world <= clock_.world()) return;
+  clock_.grow(world);
+  pend_ids_.resize(world);
+  pend_grads_.resize(world);
+  has_pend_.resize(world, 0);
+  committed_.resize(world, {-1, -1});
+  position_.resize(world);
+  attached_.resize(world, 0);
+}
+
 void OwnedTable::revive(int rank) {
   attached_[rank] = 1;
   clock_.revive(rank);
@@ -94,9 +105,26 @@ void OwnedTable::step_rows(const int64_t *ids, size_t n, const float *g) {
     opt.step(shard_->get(ids[j]), g + j * spec_.dim);
 }
 
+bool OwnedTable::split_replay(const SplitTag &t) const {
+  if (!t.valid()) return false;
+  const int64_t applied = split_applied(t.epoch, t.split);
+  if (t.end <= applied) return true;
+  if (t.begin < applied)
+    fail(HB_ERR_INVALID_ARGUMENT,
+         "table '%s': a push of samples [%lld, %lld) of split %lld (epoch "
+         "%lld) straddles what ps task %d applied of it, up to %lld (resume a "
+         "split with a first batch that ends at the lease's replay_end)",
+         spec_.name.c_str(), static_cast<long long>(t.begin),
+         static_cast<long long>(t.end), static_cast<long long>(t.split),
+         static_cast<long long>(t.epoch), ps_index_,
+         static_cast<long long>(applied));
+  return false;
+}
+
 void OwnedTable::push(int rank, std::pair<int64_t, int64_t> step,
                       std::vector<int64_t> ids, std::vector<float> grads,
-                      const std::string &pos, Stats &st, int64_t pulled) {
+                      const std::string &pos, Stats &st, int64_t pulled,
+                      const SplitTag &tag) {
   const bool rounds = clock_.bound() == 0;
   if (rounds && has_pend_[rank])
     fail(HB_ERR_INTERNAL, "table '%s': rank %d pushed twice in round %lld",
@@ -118,6 +146,7 @@ void OwnedTable::push(int rank, std::pair<int64_t, int64_t> step,
   }
   committed_[rank] = step;
   position_[rank] = pos;
+  if (tag.valid()) split_done_[{tag.epoch, tag.split}] = tag.end;
   ++st.pushes;
   st.rows_pushed += static_cast<int64_t>(ids.size());
   if (rounds) {
@@ -200,6 +229,10 @@ void OwnedTable::commit_staged(bool commit) {
     fail(HB_ERR_INVALID_ARGUMENT, "table '%s': nothing staged to load",
          spec_.name.c_str());
   shard_ = std::move(staged_);
+  // The batches applied since are gone with the rows: none may be dropped
+  // as a replay now (the queue, restored with them, resumes its splits at
+  // the checkpoint's offsets).
+  split_done_.clear();
   if (!staged_committed_) return;
   committed_ = std::move(staged_committed_->step);
   position_ = std::move(staged_committed_->position);

@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <utility>
@@ -16,6 +17,7 @@
 #include "embedding/shard.h"
 #include "ps/clock.h"
 #include "ps/positions.h"
+#include "ps/split_queue.h"
 #include "ps/wire.h"
 
 namespace hb {
@@ -41,6 +43,8 @@ class OwnedTable {
   void set_rows(const std::vector<int64_t> &ids, const std::vector<float> &w);
 
   void attach(int rank);
+  // Ranks up to world - 1 exist (workers that joined mid-job: clock.h).
+  void grow(int world);
   // A lost rank speaks again (same connection): it resumes at the slowest.
   void revive(int rank);
   // A push dropped as a replay still counts one step of rank's clock: a
@@ -49,7 +53,15 @@ class OwnedTable {
   // (else a table whose push of the step was applied before the kill would
   // fall a step behind the others, and the worker could wait in one table
   // for workers that wait in another for it).
-  void replayed(int rank, Stats &st) {
+  // A replayed split batch (split_replay) pushed at a new step of rank
+  // commits that step with pos: what it carries is applied here already.
+  void replayed(int rank, Stats &st,
+                std::pair<int64_t, int64_t> step = {-1, -1},
+                const std::string *pos = nullptr) {
+    if (pos && step > committed_[rank]) {
+      committed_[rank] = step;
+      position_[rank] = *pos;
+    }
     clock_.tick(rank);
     apply_rounds(st);
   }
@@ -69,6 +81,17 @@ class OwnedTable {
     return step <= committed_[rank];
   }
 
+  // A push of a split batch this table already applied, from any rank
+  // (split_queue.h, SplitTag). HB_ERR_INVALID_ARGUMENT when the batch
+  // straddles what was applied (its holder must cut its first batch at the
+  // lease's replay_end).
+  bool split_replay(const SplitTag &t) const;
+  // The end of the last batch of (epoch, split) applied here; -1: none.
+  int64_t split_applied(int64_t epoch, int64_t split) const {
+    auto it = split_done_.find({epoch, split});
+    return it == split_done_.end() ? -1 : it->second;
+  }
+
   // The updates applied so far (a push applied, or a round): what a pull
   // returns with its rows, and a push says it computed its gradients on.
   int64_t version() const { return version_; }
@@ -81,9 +104,11 @@ class OwnedTable {
   // by 1 / (1 + age) -- staleness-aware async SGD (Zhang et al. 2016):
   // for SGD exactly the learning rate scaled; adaptive optimizers see the
   // scaled gradient.
+  // tag: the split batch it carries (if any), applied with it.
   void push(int rank, std::pair<int64_t, int64_t> step,
             std::vector<int64_t> ids, std::vector<float> grads,
-            const std::string &pos, Stats &st, int64_t pulled = -1);
+            const std::string &pos, Stats &st, int64_t pulled = -1,
+            const SplitTag &tag = SplitTag());
 
   emb::ShardFile save(const std::string &dir, uint64_t nonce);
   // What every rank committed, beside the shard (job checkpoints).
@@ -118,6 +143,10 @@ class OwnedTable {
   // the push's number within it) and the position that came with it.
   std::vector<std::pair<int64_t, int64_t>> committed_;
   std::vector<std::string> position_;
+  // Per (epoch, split) pushed here: the end of its last batch applied.
+  // Kept for the whole job (a late push of a finished split, from a worker
+  // that was stopped, must still be dropped): one map node per split.
+  std::map<std::pair<int64_t, int64_t>, int64_t> split_done_;
   std::vector<char> attached_;
   // Scratch of a round.
   emb::Dedup dedup_;

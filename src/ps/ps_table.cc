@@ -198,6 +198,7 @@ void PsTable::push_partials(const std::vector<emb::OwnerCall> &calls) {
       strs.push_back(std::move(grads));
     }
     strs.push_back(c.position());
+    if (!c.split_tag().empty()) strs.push_back(c.split_tag());
     req[p] = c.conn(p).start(request(kPush, std::move(ints), std::move(strs)));
     test_point("push_sent", p);
   }

@@ -16,6 +16,7 @@
 #include <vector>
 
 #include "common/clock.h"
+#include "common/file_io.h"
 #include "common/health.h"
 #include "common/log.h"
 #include "embedding/checkpoint.h"
@@ -47,8 +48,28 @@ struct Peer {
 
 enum WorkerState { kExpected, kLive, kLost, kLeft };
 
+// A push's split batch (its last payload after the position, when it has
+// one). Throws HB_ERR_CORRUPT when the frame's fields do not add up.
+SplitTag push_tag(const Frame &f) {
+  const size_t n = f.ints.size() / kPushInts;
+  if (f.ints.size() != kPushInts * n ||
+      (f.strs.size() != 2 * n + 1 && f.strs.size() != 2 * n + 2))
+    fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
+         f.strs.size());
+  SplitTag t;
+  if (f.strs.size() == 2 * n + 1) return t;
+  std::vector<int64_t> v = unpack<int64_t>(f.strs.back(), "split tag");
+  if (v.size() != 4 || v[1] < 0 || v[2] > v[3])
+    fail(HB_ERR_CORRUPT, "push: a malformed split tag (%zu values)", v.size());
+  t.epoch = v[0], t.split = v[1], t.begin = v[2], t.end = v[3];
+  return t;
+}
+
 struct Worker {
   WorkerState state = kExpected;
+  // Waiting for a split (kIdle): its clocks hold nobody back (left) until
+  // its next pull or push revives them at the slowest.
+  bool idle = false;
   Peer *peer = nullptr;
   int64_t lost_ms = 0;  // when it was lost
 };
@@ -90,6 +111,9 @@ class Server {
   Frame load(const Frame &f, bool commit_step);
   Frame dump(const Frame &f);
   Frame position(int rank);
+  // The queue into / out of a job checkpoint (ps task 0).
+  Frame split_save(const Frame &f);
+  void split_load(const Frame &f);
   OwnedTable &table(int64_t id);
   void drop_peer(Peer &p, const std::string &why);
   void worker_lost(int rank, const std::string &why);
@@ -288,8 +312,22 @@ bool Server::serve_request(Peer &p, Frame &f) {
         dirty_ = true;
         r = ok_reply(f.id);
         break;
+      case kIdle:
+        if (!workers_[rank].idle) {
+          workers_[rank].idle = true;
+          all_tables(rank, /*lost=*/false);
+        }
+        r = ok_reply(0);
+        break;
       case kPull:
       case kPush:
+        if (workers_[rank].idle) {
+          // Back from waiting for a split: it resumes at the slowest clock.
+          workers_[rank].idle = false;
+          for (auto &t : tables_)
+            if (t->attached(rank)) t->revive(rank);
+          dirty_ = true;
+        }
         if (blocking_table(rank, f) >= 0) return false;
         r = f.type == kPull ? pull(f) : push(rank, f);
         break;
@@ -330,6 +368,22 @@ bool Server::serve_request(Peer &p, Frame &f) {
         r = ok_reply(0, {l.split, l.epoch, l.begin, l.end, l.from});
         break;
       }
+      case kSplitApplied: {
+        std::vector<int64_t> ends;
+        for (const auto &t : tables_) {
+          const int64_t e = t->split_applied(f.ints.at(0), f.ints.at(1));
+          if (e >= 0) ends.push_back(e);
+        }
+        r = ok_reply(0, std::move(ends));
+        break;
+      }
+      case kSplitSave:
+        r = split_save(f);
+        break;
+      case kSplitLoad:
+        split_load(f);
+        r = ok_reply(0);
+        break;
       case kSplitCommit:
         if (f.ints.at(2))
           splits().done(rank, f.ints.at(0));
@@ -338,7 +392,7 @@ bool Server::serve_request(Peer &p, Frame &f) {
         r = ok_reply(0);
         break;
       case kBye:
-        if (splits_) splits_->give_back(rank);  // left: nothing to resume
+        if (splits_) (void)splits_->give_back(rank);  // left: resumed by others
         workers_[rank].state = kLeft;
         all_tables(rank, /*lost=*/false);
         r = ok_reply(0);
@@ -378,9 +432,20 @@ void Server::hello(Peer &p, const Frame &f) {
     if (cfg_.ps_index == 0 && cfg_.split_samples > 0)
       splits_.reset(new SplitQueue(cfg_.split_samples, cfg_.split_size,
                                    cfg_.split_epochs, cfg_.split_seed, world_));
-  } else if (world != world_) {
-    fail(HB_ERR_CONFIG, "rank %lld says the world has %lld workers, others %d",
-         static_cast<long long>(rank), static_cast<long long>(world), world_);
+  } else if (rank >= world_) {
+    // A worker beyond the world (elastic: a TF_CONFIG task started later):
+    // admitted, and the ranks between it and the old world (if any) are
+    // counted as gone until they come. Its clocks start at the slowest
+    // (clock.h), so it holds nobody back; it takes splits at once.
+    const int old = world_;
+    world_ = static_cast<int>(rank) + 1;
+    workers_.resize(world_);
+    for (int r = old; r < world_; ++r) workers_[r].state = kLeft;
+    workers_[rank].state = kExpected;
+    for (auto &t : tables_) t->grow(world_);
+    if (splits_) splits_->grow(world_);
+    HB_LOG_WARN("ps task %d: worker rank %lld joins (the world was %d)",
+                cfg_.ps_index, static_cast<long long>(rank), old);
   }
   Worker &w = workers_[rank];
   if (w.peer && w.peer != &p) {
@@ -459,14 +524,27 @@ int64_t Server::blocking_table(int rank, const Frame &f) const {
   // k, version} quads.
   const bool is_push = f.type == kPush;
   const size_t n = is_push ? f.ints.size() / kPushInts : f.strs.size();
+  SplitTag tag;
+  if (is_push) {
+    try {
+      tag = push_tag(f);
+    } catch (const Error &) {
+      return -1;  // the request fails when served
+    }
+  }
   for (size_t i = 0; i < n && i < f.ints.size(); ++i) {
     int64_t id = f.ints[is_push ? kPushInts * i : i];
     if (id < 0 || id >= static_cast<int64_t>(tables_.size()))
       continue;  // the request fails when served
     const OwnedTable &t = *tables_[id];
-    if (is_push &&
-        t.replay(rank, {f.ints[kPushInts * i + 1], f.ints[kPushInts * i + 2]}))
-      continue;  // dropped at once
+    try {
+      if (is_push && (t.replay(rank, {f.ints[kPushInts * i + 1],
+                                      f.ints[kPushInts * i + 2]}) ||
+                      t.split_replay(tag)))
+        continue;  // dropped at once
+    } catch (const Error &) {
+      return -1;  // a straddling batch: fails when served
+    }
     if (!t.clock().may_go(rank)) return id;
   }
   return -1;
@@ -537,9 +615,8 @@ Frame Server::pull(const Frame &f) {
 
 Frame Server::push(int rank, const Frame &f) {
   const size_t n = f.ints.size() / kPushInts;
-  if (f.ints.size() != kPushInts * n || f.strs.size() != 2 * n + 1)
-    fail(HB_ERR_CORRUPT, "push: %zu fields and %zu payloads", f.ints.size(),
-         f.strs.size());
+  const SplitTag tag = push_tag(f);
+  const std::string &pos = f.strs[2 * n];
   // Decode and check everything before anything changes.
   struct Item {
     OwnedTable *t;
@@ -547,6 +624,7 @@ Frame Server::push(int rank, const Frame &f) {
     int64_t pulled;
     std::vector<int64_t> ids;
     std::vector<float> grads;
+    bool split_replay;
   };
   std::vector<Item> items(n);
   for (size_t i = 0; i < n; ++i) {
@@ -557,6 +635,7 @@ Frame Server::push(int rank, const Frame &f) {
     it.pulled = q[3];
     it.ids = unpack<int64_t>(f.strs[2 * i], "ids");
     it.t->check_ids(it.ids);
+    it.split_replay = it.t->split_replay(tag);
     const emb::Spec &s = it.t->spec();
     const size_t m = it.ids.size() * static_cast<size_t>(s.dim);
     if (f.strs[2 * i + 1].size() != m * emb::wire_size(s.wire_dtype))
@@ -568,16 +647,18 @@ Frame Server::push(int rank, const Frame &f) {
   }
   int64_t dups = 0;
   for (Item &it : items) {
-    if (it.t->replay(rank, it.step)) {
+    if (it.t->replay(rank, it.step) || it.split_replay) {
       // A step this ps already has (a restarted worker resuming from an
-      // older position): applied once, so dropped.
+      // older position), or a split batch it has from whoever pushed it
+      // (a lost worker's split resumed by another): applied once, so
+      // dropped.
       ++dups;
       ++stats_.duplicate_pushes;
-      it.t->replayed(rank, stats_);
+      it.t->replayed(rank, stats_, it.step, &pos);
       continue;
     }
-    it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads),
-               f.strs.back(), stats_, it.pulled);
+    it.t->push(rank, it.step, std::move(it.ids), std::move(it.grads), pos,
+               stats_, it.pulled, tag);
   }
   dirty_ = true;
   return ok_reply(0, {dups});
@@ -632,6 +713,29 @@ Frame Server::position(int rank) {
   return ok_reply(0, std::move(ints), std::move(strs));
 }
 
+Frame Server::split_save(const Frame &f) {
+  if (!splits_) return ok_reply(0);  // no queue: nothing to save
+  const std::string bytes = splits_->save();
+  AtomicFile file(f.strs.at(0) + "/" +
+                  SplitQueue::file_name(static_cast<uint64_t>(f.ints.at(0))));
+  file.write(bytes.data(), bytes.size());
+  file.commit();
+  return ok_reply(0, {static_cast<int64_t>(file.bytes()),
+                      static_cast<int64_t>(file.checksum())});
+}
+
+void Server::split_load(const Frame &f) {
+  SplitQueue &q = splits();
+  // Every split open in the checkpoint is handed out again from its offset
+  // there (the tables are the checkpoint's too); nothing held now remains.
+  const std::string path =
+      f.strs.at(0) + "/" +
+      SplitQueue::file_name(static_cast<uint64_t>(f.ints.at(0)));
+  q = SplitQueue::load(read_whole_file(path), world_);
+  HB_LOG_INFO("ps task 0: split queue restored from %s (%lld splits done)",
+              path.c_str(), static_cast<long long>(q.splits_done()));
+}
+
 void Server::retry_parked() {
   while (dirty_) {
     dirty_ = false;
@@ -662,8 +766,17 @@ void Server::check_liveness() {
     // restarted worker gets its own split back, and its replayed pushes
     // are dropped: exactly once).
     if (w.state == kLost && splits_ &&
-        now - w.lost_ms > cfg_.connect_timeout_ms)
-      splits_->give_back(r);
+        now - w.lost_ms > cfg_.connect_timeout_ms) {
+      const SplitLease l = splits_->give_back(r);
+      if (l.split >= 0)
+        HB_LOG_WARN(
+            "ps task 0: worker rank %d did not come back within "
+            "connect_timeout_ms: its split %lld (epoch %lld) goes back to the "
+            "queue at sample %lld of [%lld, %lld)",
+            r, static_cast<long long>(l.split), static_cast<long long>(l.epoch),
+            static_cast<long long>(l.from), static_cast<long long>(l.begin),
+            static_cast<long long>(l.end));
+    }
   }
 }
 
@@ -692,6 +805,18 @@ bool Server::finished() {
   // No worker alive: a lost one may still be restarting (it gets the time
   // a worker has to connect).
   if (left + lost == world_ && now - last_lost_ms_ > cfg_.connect_timeout_ms) {
+    // With dynamic splits a worker given up lost only its split, which the
+    // others finished: the job is done when the queue is (ps task 0; the
+    // other ps tasks, which have no queue, once some worker left -- a
+    // worker leaves when the queue has nothing more).
+    if (cfg_.split_samples > 0 && left > 0 &&
+        (!splits_ || splits_->finished())) {
+      HB_LOG_WARN(
+          "ps task %d: %d worker(s) lost for good; the others finished their "
+          "splits",
+          cfg_.ps_index, lost);
+      return true;
+    }
     end_status_ = HB_ERR_PEER_FAILED;
     end_message_ = format(
         "ps task %d: %d worker(s) lost and none came back within "

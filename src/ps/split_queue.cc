@@ -81,7 +81,14 @@ SplitLease SplitQueue::next(int rank) {
     return lease(h);
   }
   if (next_ >= order_.size()) refill();
-  if (next_ >= order_.size()) return SplitLease();  // all handed out
+  if (next_ >= order_.size()) {
+    // All handed out. A split still held may yet come back (its holder lost
+    // for good): whoever is left must be there to finish it.
+    SplitLease l;
+    for (const Held &o : held_)
+      if (o.split >= 0) l.split = SplitLease::kWait;
+    return l;
+  }
   h.split = order_[next_++];
   h.epoch = epoch_;
   h.offset = h.split * split_size_;
@@ -110,16 +117,22 @@ void SplitQueue::done(int rank, int64_t split) {
   ++done_count_;
 }
 
-void SplitQueue::give_back(int rank) {
-  if (rank < 0 || rank >= static_cast<int>(held_.size())) return;
+SplitLease SplitQueue::give_back(int rank) {
+  if (rank < 0 || rank >= static_cast<int>(held_.size())) return SplitLease();
   Held &h = held_[rank];
-  if (h.split < 0) return;
+  if (h.split < 0) return SplitLease();
+  const SplitLease l = lease(h);
   // A split whose last sample was committed is finished, not handed out.
-  if (h.offset >= lease(h).end)
+  if (h.offset >= l.end)
     ++done_count_;
   else
     returned_.push_back(h);
   h = Held();
+  return l.from < l.end ? l : SplitLease();
+}
+
+std::string SplitQueue::file_name(uint64_t nonce) {
+  return format("split_queue.%016llx", static_cast<unsigned long long>(nonce));
 }
 
 std::string SplitQueue::save() const {

@@ -28,10 +28,28 @@ namespace hb {
 namespace ps {
 
 struct SplitLease {
-  int64_t split = -1;  // -1: nothing left (every epoch handed out)
+  // -1: nothing left (every epoch handed out and finished); kWait: nothing
+  // to hand out now, but another worker holds a split that may come back
+  // (it is lost and not given back yet): ask again.
+  int64_t split = -1;
   int64_t epoch = 0;
   int64_t begin = 0, end = 0;  // samples [begin, end)
   int64_t from = 0;            // resume here (begin, or a committed offset)
+  // > from: some ps tables already applied [from, replay_end) (its last
+  // holder was lost between its pushes of a batch, or before it committed
+  // the batch to the queue): the first batch must be exactly that, so
+  // every table either drops it or applies it whole (Client::split_next).
+  int64_t replay_end = 0;
+  static constexpr int64_t kWait = -2;
+};
+
+// The batch of a split that a push carries (Client::split_batch), so that
+// each ps table knows which samples of which split it applied, whoever
+// pushed them: a batch it already has is dropped (exactly once when a
+// lost worker's split is resumed by another, or its pushes arrive late).
+struct SplitTag {
+  int64_t epoch = -1, split = -1, begin = 0, end = 0;
+  bool valid() const { return split >= 0; }
 };
 
 class SplitQueue {
@@ -43,7 +61,8 @@ class SplitQueue {
 
   int64_t num_splits() const { return per_epoch_; }
   // rank's split: its own unfinished one, else one given back, else the
-  // next of the current epoch's order (then the next epoch's).
+  // next of the current epoch's order (then the next epoch's); kWait when
+  // none is left but another rank holds an unfinished one.
   SplitLease next(int rank);
   // rank reached `offset` in its split (a push committed it); offsets only
   // move forward. HB_ERR_INVALID_ARGUMENT when rank holds no such split or
@@ -52,8 +71,14 @@ class SplitQueue {
   // rank finished its split (offset = end): it is never handed out again.
   void done(int rank, int64_t split);
   // rank is lost for good (or left): its unfinished split goes back to
-  // the queue at its committed offset, for whoever asks next.
-  void give_back(int rank);
+  // the queue at its committed offset, for whoever asks next. Returns what
+  // went back (split -1: nothing).
+  SplitLease give_back(int rank);
+
+  // Ranks up to world - 1 may ask (workers that joined mid-job).
+  void grow(int world) {
+    if (world > static_cast<int>(held_.size())) held_.resize(world);
+  }
 
   int64_t splits_done() const { return done_count_; }
   // Every split of every epoch finished.
@@ -63,6 +88,8 @@ class SplitQueue {
   // become given-back splits at their committed offsets).
   std::string save() const;
   static SplitQueue load(const std::string &bytes, int world);
+  // The queue's file in a job checkpoint's tables directory.
+  static std::string file_name(uint64_t nonce);
 
  private:
   struct Held {

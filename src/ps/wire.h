@@ -30,18 +30,25 @@ enum MsgType : uint8_t {
   kPull = 12,    // ints {table...}, strs {ids...}
                  //                  -> ints {version...}, strs {rows...}
   kPush = 13,    // ints {table, step, k, version...}, strs {ids, grads...,
-                 //                                     position}
+                 //                       position[, split tag]}
                  //                                     -> ints {duplicates}
   kSave = 20,    // ints {table, nonce[, positions?]}, strs {dir}
                  //     -> ints {bytes, rows, checksum[, pos bytes, pos sum]}
   kLoad = 21,    // ints {table[, nonce, old num_ps]}, strs {dir}: stage a
                  // checkpoint's rows (and the positions it holds)
-  kLoadCommit = 22,   // ints {table, commit?}: swap the staged rows in / drop
-  kDump = 23,         // ints {table} -> strs {ids, records}
-  kPosition = 30,     // -> ints {table, step, k}..., strs {position}...
-  kStats = 31,        // -> ints (Stats fields)
-  kSplitNext = 34,    // (ps task 0) -> ints {split, epoch, begin, end, from}
-  kSplitCommit = 35,  // (ps task 0) ints {split, offset, done?}
+  kLoadCommit = 22,    // ints {table, commit?}: swap the staged rows in / drop
+  kDump = 23,          // ints {table} -> strs {ids, records}
+  kPosition = 30,      // -> ints {table, step, k}..., strs {position}...
+  kStats = 31,         // -> ints (Stats fields)
+  kSplitNext = 34,     // (ps task 0) -> ints {split, epoch, begin, end, from}
+  kSplitCommit = 35,   // (ps task 0) ints {split, offset, done?}
+  kSplitApplied = 36,  // ints {epoch, split} -> ints {end applied}... per
+                       // table that has a batch of it
+  kIdle = 37,       // waiting for a split: hold nobody back until the next pull
+                    // or push
+  kSplitSave = 38,  // (ps task 0) ints {nonce}, strs {dir}
+                    //     -> ints {bytes, checksum}, or {} with no queue
+  kSplitLoad = 39,  // (ps task 0) ints {nonce}, strs {dir}
   kBye = 40,
   // ps -> worker
   kPong = 3,

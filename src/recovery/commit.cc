@@ -61,6 +61,8 @@ void write_manifests(const Snapshot &s, const std::vector<RankFiles> &all) {
     m.files.push_back(
         {0, rel, text.size(), checksum64(text.data(), text.size())});
   }
+  for (const emb::ShardFile &f : s.ps_splits)
+    m.files.push_back({0, "tables/" + f.file, f.bytes, f.checksum});
   for (int r = 0; r < s.world; ++r)
     for (const FileEntry &e : all[r].files) m.files.push_back(e);
   std::string text = render_manifest(m);

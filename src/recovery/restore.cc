@@ -217,6 +217,23 @@ void load(hb_checkpoint &c, const std::string &path, const Manifest &m) {
     emb::load_checkpoint(*e->table, table_dir(path).c_str());
     if (e->gpu) e->gpu->upload();
   }
+  // The split queue of the checkpoint, when it has one (rank 0 has ps task
+  // 0 load it; the others wait): its open splits are handed out again from
+  // their offsets there.
+  if (ps_client) {
+    const std::string q = "tables/" + ps::SplitQueue::file_name(m.nonce);
+    bool has = false;
+    for (const FileEntry &e : m.files) has = has || e.path == q;
+    Outcome qo;
+    if (has && c.ctx->cluster.rank == 0) {
+      try {
+        ps_client->split_load(table_dir(path), m.nonce);
+      } catch (...) {
+        qo.capture();
+      }
+    }
+    if (has) agree(*c.x, qo, what);
+  }
   // Every worker goes on after what the ps tasks now hold for it.
   if (ps_client) ps_client->resync();
   test_point("restore_tables");

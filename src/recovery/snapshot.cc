@@ -109,6 +109,15 @@ void save_ps_tables(Snapshot &s) {
     t.ps_positions = std::move(f.positions);
     for (const emb::ShardFile &sf : t.ps_shards) s.state_bytes += sf.bytes;
   }
+  for (TableSnap &t : s.tables) {
+    if (!t.ps) continue;
+    emb::ShardFile f;
+    f.file = ps::SplitQueue::file_name(s.nonce);
+    if (t.ps->client().split_save(table_dir(s.ckpt), s.nonce, &f.bytes,
+                                  &f.checksum))
+      s.ps_splits.push_back(f);
+    break;  // one queue per job: through the first ps table's client
+  }
 }
 
 int ps_writers(const Manifest &m, const std::string &name) {

@@ -60,6 +60,9 @@ struct Snapshot {
   std::map<std::string, std::string> meta;
   std::vector<TableSnap> tables;
   std::vector<BlobSnap> blobs;
+  // The ps tier's split queue (ps task 0 wrote it; save_ps_tables), when
+  // the job has one.
+  std::vector<emb::ShardFile> ps_splits;
   uint64_t state_bytes = 0;  // what this rank saves
 };
 
@@ -68,6 +71,8 @@ Snapshot take_snapshot(hb_checkpoint &c, bool copy);
 // Rank 0, on the training thread once s.ckpt and s.nonce are set: the ps
 // tasks write the shards and positions of s's ps tables (the other workers
 // wait at the same step boundary, so nothing changes them meanwhile).
+// The split queue too (its offsets agree with the tables: every worker is
+// at the step boundary, its pushes answered and its offset committed).
 void save_ps_tables(Snapshot &s);
 // The number of ps tasks that wrote table `name` into checkpoint m (its
 // positions files; 0 when it was not on ps tasks).

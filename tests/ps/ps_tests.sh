@@ -37,6 +37,14 @@
 #       slowed chief takes fewer splits than worker W-1 (not killed).
 #   ps_tests.sh ... splits_order
 #       Dynamic splits' order is reproducible from the seed (see the case).
+#   ps_tests.sh ... splitlost W P K RUNS
+#       Dynamic splits, worker 1 SIGKILLs itself after one of its push
+#       requests (to ps task i mod P) of a random step and is NOT
+#       restarted: once connect_timeout_ms passed, ps task 0 gives its
+#       split back at the queue's offset, another worker resumes it with a
+#       first batch up to where the ps tables have it, and every sample is
+#       applied exactly once per epoch (hbrun exits with the lost worker's
+#       137).
 #   ps_tests.sh ... stop W P K
 #       Worker 1 is SIGSTOPped for longer than the peer timeout, then
 #       resumed: the others go on meanwhile, every sample exactly once.
@@ -54,6 +62,19 @@
 #       is SIGKILLed after a few checkpoints; hbrun restarts the whole job,
 #       which resumes from the latest checkpoint and ends with the same bits
 #       (tables, slots, dense buffer) as a run that was not interrupted.
+#   ps_tests.sh ... splitckpt W P RUNS
+#       Dynamic splits with job checkpoints (the queue saved with the
+#       tables): run i SIGKILLs ps task i mod P once a checkpoint of step
+#       10 or later is committed (its step drawn at random); hbrun restarts
+#       the job, which resumes the tables and the queue from the latest
+#       checkpoint: every sample applied exactly once per epoch (without
+#       the queue in the checkpoint, 800-900 samples are applied twice).
+#   ps_tests.sh ... join W P K
+#       Elastic: dynamic splits with W workers and P ps tasks started by
+#       hand (the HB_* variables hbrun would set), staleness K; once the
+#       job is under way a worker of rank W (HB_WORLD_SIZE W + 1) starts:
+#       the ps tasks admit it, it takes splits at once, and every sample is
+#       applied exactly once per epoch.
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -247,6 +268,29 @@ case $MODE in
     ! cmp -s order0 order2 || fail "seeds 7 and 8 gave the same order"
     [ "$(sort order0 | md5sum)" = "$(sort order3 | md5sum)" ] || fail "3 workers: other splits"
     ;;
+  splitlost)
+    W=$1 P=$2 K=$3 RUNS=$4
+    export HB_PEER_TIMEOUT_MS=1000 HB_HEARTBEAT_INTERVAL_MS=100 \
+      HB_TIMEOUT_MS=20000 HB_CONNECT_TIMEOUT_MS=4000 HB_STALENESS=$K \
+      HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 \
+      HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      J=$((i % P)) STEP=$((2 + RANDOM % 8))
+      mkdir -p "run$i"
+      echo "test: run $i: worker 1 dies at step $STEP after push request $J, for good" >>"$LOG"
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --timeout 60 -- "$PS_TRAIN" \
+        splits count_ok --batch 20 --step-ms 3 --victim 1 --victim-lost \
+        --kill-after "$STEP:$J" >log.txt 2>&1)
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 137 ] || fail "run $i: hbrun exited with $rc, expected 137 (the lost worker's)"
+      grep -q "killing myself at step $STEP" "run$i/log.txt" || fail "run $i: no kill"
+      grep -q "goes back to the queue at sample" "run$i/log.txt" || fail "run $i: the split was not given back"
+      grep -q "resumes split .* first batch to" "run$i/log.txt" || fail "run $i: nobody resumed the pushed batch"
+      grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+    done
+    ;;
   lost)
     # Worker 1 is SIGKILLed and not restarted: worker 0 finishes without it
     # (its rounds complete once rank 1 is lost), and hbrun then stops the
@@ -315,6 +359,83 @@ case $MODE in
       "$LOG" || fail "the restarted job did not resume from a checkpoint"
     "$PS_TRAIN" compare ref out >>"$LOG" 2>&1 || fail "compare"
     cmp ref/w.bin out/w.bin >>"$LOG" 2>&1 || fail "dense buffers differ"
+    ;;
+  splitckpt)
+    W=$1 P=$2 RUNS=$3
+    # The default peer timeout: nothing here is lost but the ps task, whose
+    # connections close (a 1 s timeout lost loaded workers in 1 of 80 runs).
+    export HB_STALENESS=0 HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 \
+      HB_PS_SPLIT_SIZE=100 HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    for i in $(seq 0 $((RUNS - 1))); do
+      PS=$((i % P)) AT=$((10 + 5 * (RANDOM % 3)))
+      mkdir -p "run$i/pids"
+      echo "test: run $i: SIGKILL ps task $PS after the checkpoint of step $AT" >>"$LOG"
+      # Restarts to spare: a worker may see the ps task die (and exit)
+      # before hbrun does, and be restarted alone first.
+      (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 4 --timeout 60 \
+        -- "$PS_TRAIN" splitckpt count_ok --ckpt ck --ckpt-every 5 --steps 40 \
+        --batch 20 --step-ms 30 --pid-dir pids >log.txt 2>&1) &
+      JOB=$!
+      for _ in $(seq 600); do
+        compgen -G "run$i/ck/ckpt-0000000000$AT-*/MANIFEST" >/dev/null && break
+        sleep 0.05
+      done
+      kill -KILL "$(cat "run$i/pids/ps$PS.pid")" || fail "run $i: no ps task to kill"
+      wait $JOB
+      rc=$?
+      cat "run$i/log.txt" >>"$LOG"
+      [ $rc = 0 ] || fail "run $i: the job exited with $rc"
+      grep -Eq "restarting the job \(restart [1-4] of 4\) after rank ps:$PS" "run$i/log.txt" ||
+        fail "run $i: hbrun did not restart the job after ps task $PS died"
+      grep -Eq "rank 0 starts at step [1-3][0-9] \(restart [1-4]\)" "run$i/log.txt" ||
+        fail "run $i: the restarted job did not resume from a checkpoint"
+      grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
+      [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+    done
+    ;;
+  join)
+    W=$1 P=$2 K=$3
+    mkdir pids
+    HOSTS=
+    for p in $(seq 0 $((P - 1))); do
+      HOSTS=$HOSTS${HOSTS:+,}127.0.0.1:$((20000 + RANDOM % 20000))
+    done
+    export HB_PS_HOSTS=$HOSTS HB_HEARTBEAT_INTERVAL_MS=100 HB_STALENESS=$K \
+      HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 \
+      HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    PSS=()
+    for p in $(seq 0 $((P - 1))); do
+      HB_TASK_TYPE=ps HB_TASK_ID=$p "$PS_TRAIN" splits out >"ps$p.log" 2>&1 &
+      PSS+=($!)
+    done
+    PIDS=()
+    for r in $(seq 0 $((W - 1))); do
+      HB_RANK=$r HB_WORLD_SIZE=$W "$PS_TRAIN" splits count_ok --batch 20 \
+        --step-ms 15 --pid-dir pids --workers $((W + 1)) >"worker$r.log" 2>&1 &
+      PIDS+=($!)
+    done
+    # Under way: worker 0 is up and took a split or two.
+    [ -n "$(worker_pid 0)" ] || fail "worker 0 never started"
+    sleep 0.4
+    echo "test: worker $W joins" >>"$LOG"
+    HB_RANK=$W HB_WORLD_SIZE=$((W + 1)) "$PS_TRAIN" splits joined --batch 20 \
+      --step-ms 15 >"worker$W.log" 2>&1 &
+    PIDS+=($!)
+    bad=
+    for r in $(seq 0 $W); do
+      wait "${PIDS[$r]}" || bad="$bad worker $r exited with $?;"
+      cat "worker$r.log" >>"$LOG"
+    done
+    for p in $(seq 0 $((P - 1))); do
+      wait "${PSS[$p]}" || bad="$bad ps task $p exited with $?;"
+      cat "ps$p.log" >>"$LOG"
+    done
+    [ -z "$bad" ] || fail "$bad"
+    grep -q "worker rank $W joins" "$LOG" || fail "the ps tasks did not admit worker $W"
+    n=$(sed -n "s/.*rank $W: took \([0-9]*\) splits.*/\1/p" "worker$W.log")
+    [ "${n:-0}" -ge 1 ] || fail "the joined worker took no split"
+    grep -q " 0 not applied exactly once" "$LOG" || fail "counts"
+    [ -f count_ok ] || fail "no exactly-once verdict"
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with

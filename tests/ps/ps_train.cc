@@ -48,7 +48,7 @@
 //       based; tables in order, each to ps task 0, 1, ...: ps/test_hook.h),
 //       before the next one is sent.
 //   ps_train splits OUT [--batch B] [--step-ms MS] [--slow-rank R --slow-ms
-//                       MS] [--victim R --kill-after STEP:J]
+//                       MS] [--victim R --kill-after STEP:J [--victim-lost]]
 //       Dynamic splits (HB_PS_SPLIT_* options, ps task 0's queue): each
 //       worker takes the next split when it has finished its last, pushes
 //       a gradient of -1 per sample (ids: the sample) with its position
@@ -59,6 +59,20 @@
 //       the splits each rank took, and writes "count ok" to OUT. Through the
 //       public API (hb_ps_split_next / hb_ps_split_commit). --print-splits: a
 //       line per split taken (the order test).
+//       --victim-lost: the victim is not restarted; another worker
+//       finishes its split (from where the ps tables have it, its first
+//       batch ending at the split's replay_end) once ps task 0 gives it
+//       up. --workers N: the chief waits for N workers to leave (some
+//       joined beyond its world).
+//   ps_train splitckpt OUT --ckpt DIR --ckpt-every N [--steps N]
+//                          [--batch B] [--step-ms MS]
+//       Dynamic splits with job checkpoints of the table (and so of ps task
+//       0's queue): N steps of one batch each (none while the queue has
+//       nothing for this worker: split_next without waiting), a collective
+//       checkpoint every N steps, resumed from the latest on start; then
+//       the rest of the splits without checkpoints. A run whose ps task is
+//       SIGKILLed and the job restarted from a checkpoint still applies
+//       every sample exactly once per epoch (the chief checks, as splits).
 //   ps_train dense [--steps N]
 //       A dense buffer on the ps: after N synchronous steps of known
 //       gradients, its value equals SGD on the rank-order sums.
@@ -132,6 +146,8 @@ struct Args {
   std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
+  bool victim_lost = false;  // splits: the victim is not restarted
+  int64_t workers = 0;       // splits: the chief waits for this many
   std::string ckpt;          // train: job checkpoints in this directory
   bool collection = false;   // train: the steps through one collection
   int64_t ckpt_every = 0;
@@ -173,6 +189,10 @@ Args parse(int argc, char **argv) {
       a.max_stall_ms = num();
     else if (s == "--victim")
       a.victim = num();
+    else if (s == "--victim-lost")
+      a.victim_lost = true;
+    else if (s == "--workers")
+      a.workers = num();
     else if (s == "--collection")
       a.collection = true;
     else if (s == "--ckpt")
@@ -560,11 +580,12 @@ int compare(const Args &a) {
 
 // The chief waits until every other worker has left (a restarted one may
 // still be catching up).
-void wait_others_left(hb_context *ctx, int world) {
+// lost_too: a worker lost for good counts as gone.
+void wait_others_left(hb_context *ctx, int world, bool lost_too = false) {
   for (int tries = 0;; ++tries) {
     hb_ps_stats s = HB_PS_STATS_INIT;
     CHECK_HB(hb_ps_get_stats(ctx, &s));
-    if (s.workers_left >= world - 1) break;
+    if ((lost_too ? s.workers_gone : s.workers_left) >= world - 1) break;
     CHECK(tries < 1200, "only %lld of %d workers left after 60 s",
           (long long)s.workers_left, world - 1);
     sleep_ms(50);
@@ -688,6 +709,34 @@ int count(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// One batch of split l from *next: pushes -1 per sample with the batch's
+// tag and commits it; false once the split is done.
+bool split_step(hb_context *ctx, hb::ps::Client &client, hb_embedding *t,
+                const hb::ps::SplitLease &l, int64_t *next, int64_t batch,
+                int rank) {
+  // A batch some tables have already (its last holder was lost mid-step)
+  // is pushed again whole, whatever this worker's batch size.
+  const int64_t end =
+      *next < l.replay_end ? l.replay_end : std::min(l.end, *next + batch);
+  if (*next < l.replay_end)
+    std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
+                rank, (long long)l.split, (long long)*next, (long long)end);
+  client.split_batch(l, *next, end);
+  std::vector<int64_t> ids;
+  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
+  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
+  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+  const int64_t p[2] = {l.split, end};
+  CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
+  CHECK_HB(
+      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+  *next = end;
+  client.split_commit(l.split, end, end == l.end);
+  return end < l.end;
+}
+
+void check_splits(hb_context *ctx, int world, const Args &a);
+
 int splits(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1, "splits OUT");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
@@ -709,7 +758,13 @@ int splits(hb_context *ctx, const Args &a) {
                   (long long)sp.split, (long long)sp.epoch, (long long)sp.from);
     for (int64_t next = sp.from; next < sp.end;) {
       if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
-      const int64_t end = std::min(sp.end, next + a.batch);
+      // A lost holder's last batch, applied by some ps tables and not
+      // others, is pushed again whole (the split's replay_end).
+      const int64_t end =
+          next < sp.replay_end ? sp.replay_end : std::min(sp.end, next + a.batch);
+      if (next < sp.replay_end)
+        std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
+                    rank, (long long)sp.split, (long long)next, (long long)end);
       ids.clear();
       for (int64_t j = next; j < end; ++j) ids.push_back(j);
       rows.resize(ids.size());
@@ -729,34 +784,90 @@ int splits(hb_context *ctx, const Args &a) {
   std::fflush(stdout);
   hb_embedding_destroy(t);
   t = nullptr;
-  if (rank == 0) {
-    wait_others_left(ctx, world);
-    const int64_t n = ctx->options.get_int("ps_split_samples");
-    const int64_t epochs = ctx->options.get_int("ps_split_epochs");
-    t = make_table(ctx, "count", true);
-    std::vector<int64_t> all(n);
-    for (int64_t j = 0; j < n; ++j) all[j] = j;
-    std::vector<float> c(n);
-    CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
-    size_t bad = 0;
-    for (int64_t j = 0; j < n; ++j)
-      if (c[j] != static_cast<float>(epochs)) {
-        if (bad < 5)
-          std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
-                       (long long)j, c[j], (long long)epochs);
-        ++bad;
-      }
-    std::printf(
-        "splits: %lld samples x %lld epochs, %zu not applied exactly "
-        "once per epoch\n",
-        (long long)n, (long long)epochs, bad);
-    CHECK(bad == 0, "%zu samples not applied exactly once", bad);
-    FILE *f = std::fopen(a.pos[0].c_str(), "w");
-    CHECK(f, "cannot write %s", a.pos[0].c_str());
-    std::fprintf(f, "count ok\n");
-    std::fclose(f);
-    hb_embedding_destroy(t);
+  if (rank == 0) check_splits(ctx, world, a);
+  return 0;
+}
+
+// The chief, once the others are gone: every sample of the queue applied
+// exactly once per epoch (a row of table "count" per sample, -1 a push).
+void check_splits(hb_context *ctx, int world, const Args &a) {
+  // --workers: more than the chief's world (some joined mid-job).
+  wait_others_left(ctx, a.workers > world ? static_cast<int>(a.workers) : world,
+                   a.victim_lost);
+  const int64_t n = ctx->options.get_int("ps_split_samples");
+  const int64_t epochs = ctx->options.get_int("ps_split_epochs");
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::vector<int64_t> all(n);
+  for (int64_t j = 0; j < n; ++j) all[j] = j;
+  std::vector<float> c(n);
+  CHECK_HB(hb_embedding_lookup(t, all.data(), all.size(), c.data()));
+  size_t bad = 0;
+  for (int64_t j = 0; j < n; ++j)
+    if (c[j] != static_cast<float>(epochs)) {
+      if (bad < 5)
+        std::fprintf(stderr, "sample %lld applied %g times in %lld epochs\n",
+                     (long long)j, c[j], (long long)epochs);
+      ++bad;
+    }
+  std::printf(
+      "splits: %lld samples x %lld epochs, %zu not applied exactly "
+      "once per epoch\n",
+      (long long)n, (long long)epochs, bad);
+  CHECK(bad == 0, "%zu samples not applied exactly once", bad);
+  FILE *f = std::fopen(a.pos[0].c_str(), "w");
+  CHECK(f, "cannot write %s", a.pos[0].c_str());
+  std::fprintf(f, "count ok\n");
+  std::fclose(f);
+  hb_embedding_destroy(t);
+}
+
+int splitckpt(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 1 && !a.ckpt.empty() && a.ckpt_every > 0,
+        "splitckpt OUT --ckpt DIR --ckpt-every N");
+  const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
+  write_pid(a.pid_dir, "worker" + std::to_string(rank));
+  hb_embedding *t = make_table(ctx, "count", true);
+  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splitckpt");
+  hb_checkpoint *ck = nullptr;
+  hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
+  cc.dir = a.ckpt.c_str();
+  CHECK_HB(hb_checkpoint_create(ctx, &cc, &ck));
+  CHECK_HB(hb_checkpoint_add_table(ck, t));
+  int64_t start = 0;
+  CHECK_HB(hb_checkpoint_restore_latest(ck, &start));
+  if (start < 0) start = 0;
+  std::printf(
+      "rank %d starts at step %lld (restart %s)\n", rank, (long long)start,
+      std::getenv("HB_RESTART_COUNT") ? std::getenv("HB_RESTART_COUNT") : "0");
+  std::fflush(stdout);
+  hb::ps::SplitLease l;
+  bool has = false;
+  int64_t next = 0, taken = 0;
+  for (int64_t s = start; s < a.steps; ++s) {
+    if (!has) {
+      l = client->split_next(/*wait=*/false);
+      has = l.split >= 0, next = l.from, taken += has;
+    }
+    if (has) has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    if (a.step_ms > 0) sleep_ms(a.step_ms);
+    if ((s + 1) % a.ckpt_every == 0) CHECK_HB(hb_checkpoint_save(ck, s + 1));
   }
+  // The rest without checkpoints (a worker may wait here for a split that
+  // another holds).
+  for (;;) {
+    if (!has) {
+      l = client->split_next();
+      if (l.split < 0) break;
+      has = true, next = l.from, ++taken;
+    }
+    has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+  }
+  std::printf("rank %d: took %lld splits\n", rank, (long long)taken);
+  std::fflush(stdout);
+  CHECK_HB(hb_checkpoint_finish(ck));
+  hb_checkpoint_destroy(ck);
+  hb_embedding_destroy(t);
+  if (rank == 0) check_splits(ctx, world, a);
   return 0;
 }
 
@@ -815,13 +926,14 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
-  int rc = mode == "train"      ? train(ctx, a)
-           : mode == "reload"   ? reload(ctx, a)
-           : mode == "count"    ? count(ctx, a)
-           : mode == "splits"   ? splits(ctx, a)
-           : mode == "dense"    ? dense(ctx, a)
-           : mode == "evaluate" ? evaluate(ctx, a)
-                                : 2;
+  int rc = mode == "train"       ? train(ctx, a)
+           : mode == "reload"    ? reload(ctx, a)
+           : mode == "count"     ? count(ctx, a)
+           : mode == "splits"    ? splits(ctx, a)
+           : mode == "splitckpt" ? splitckpt(ctx, a)
+           : mode == "dense"     ? dense(ctx, a)
+           : mode == "evaluate"  ? evaluate(ctx, a)
+                                 : 2;
   hb_context_destroy(ctx);
   return rc;
 }

@@ -22,6 +22,7 @@
 #include "embedding/spec.h"
 #include "ps/clock.h"
 #include "ps/conn.h"
+#include "ps/owned_table.h"
 #include "ps/positions.h"
 #include "ps/server.h"
 #include "ps/split_queue.h"
@@ -567,6 +568,7 @@ Run drain(SplitQueue &q, int world, int64_t samples, int64_t epochs,
     if (over[r]) continue;
     if (!has[r]) {
       cur[r] = q.next(r);
+      if (cur[r].split == SplitLease::kWait) continue;  // another holds one
       if (cur[r].split < 0) {
         over[r] = 1, --live;
         continue;
@@ -645,6 +647,68 @@ TEST(SplitQueue, ARestartedWorkerGetsItsSplitBackAtItsCommittedOffset) {
   EXPECT_EQ(other.from, l.begin + 4);
   EXPECT_THROW(q.commit(1, l.split, l.begin + 5), Error);  // not its own now
   EXPECT_THROW(q.commit(0, l.split, l.end + 1), Error);    // outside
+}
+
+// A worker lost for good: the others are told to wait (not that all is
+// done) while it holds its split, and one of them finishes it once it is
+// given back.
+TEST(SplitQueue, OthersWaitForTheSplitOfALostWorker) {
+  SplitQueue q(20, 10, 1, 3, 2);
+  SplitLease a = q.next(0), b = q.next(1);
+  q.commit(1, b.split, b.begin + 4);
+  q.done(0, a.split);
+  EXPECT_EQ(q.next(0).split, SplitLease::kWait);
+  q.give_back(1);
+  SplitLease c = q.next(0);
+  EXPECT_EQ(c.split, b.split);
+  EXPECT_EQ(c.from, b.begin + 4);
+  q.done(0, c.split);
+  EXPECT_EQ(q.next(0).split, -1);
+  EXPECT_TRUE(q.finished());
+}
+
+// A table knows which batches of which split it applied, whoever pushed
+// them: the same batch again is a replay, the next one is not, and one
+// that straddles what it applied is refused.
+TEST(OwnedTable, SplitBatchesAppliedOnceWhoeverPushes) {
+  OwnedTable t(sgd_spec("t", 100), 0, 1, 2, 1);
+  t.attach(0);
+  t.attach(1);
+  Stats st;
+  SplitTag a;
+  a.epoch = 1, a.split = 3, a.begin = 300, a.end = 320;
+  EXPECT_FALSE(t.split_replay(a));
+  t.push(0, {1, 0}, {1}, {-1.0f, -1.0f}, "p", st, -1, a);
+  EXPECT_EQ(t.split_applied(1, 3), 320);
+  EXPECT_EQ(t.split_applied(0, 3), -1);  // another epoch
+  EXPECT_TRUE(t.split_replay(a));        // rank 1 taking the split over
+  SplitTag b = a;
+  b.begin = 320, b.end = 340;
+  EXPECT_FALSE(t.split_replay(b));
+  b.begin = 310;
+  EXPECT_THROW(t.split_replay(b), Error);
+  EXPECT_FALSE(t.split_replay(SplitTag()));  // no split: never a replay
+  // A dropped batch at a new step commits that step for the pusher.
+  const std::string q = "q";
+  t.replayed(1, st, {4, 0}, &q);
+  EXPECT_EQ(t.committed(1), std::make_pair(int64_t{4}, int64_t{0}));
+  EXPECT_EQ(t.position(1), "q");
+}
+
+// A worker that joins beyond the world starts at the slowest clock.
+TEST(StalenessClock, AJoinerStartsAtTheSlowest) {
+  StalenessClock c(2, 1);
+  c.attach(0);
+  c.attach(1);
+  for (int i = 0; i < 5; ++i) c.tick(0);
+  for (int i = 0; i < 4; ++i) c.tick(1);
+  c.grow(3);
+  EXPECT_EQ(c.state(2), StalenessClock::kLeft);  // holds nobody back
+  EXPECT_EQ(c.slowest(), 4);
+  c.attach(2);
+  EXPECT_EQ(c.clock(2), 4);
+  EXPECT_TRUE(c.may_go(2));
+  EXPECT_TRUE(c.may_go(0));
 }
 
 TEST(SplitQueue, ASavedQueueResumesExactlyOnce) {

@@ -75,19 +75,22 @@ func (c *Context) PSStats() (PSStats, error) {
 // -- Begin, or where an earlier holder's pushes stopped.
 type PSSplit struct {
 	Split, Epoch, Begin, End, From int64
+	// ReplayEnd > From: the first batch must end here (a lost holder's
+	// last batch, pushed again whole).
+	ReplayEnd int64
 }
 
 // PSSplitNext returns this worker's next split (dynamic splits: option
 // ps_split_samples on ps task 0), or nil when every split is handed out.
 func (c *Context) PSSplitNext() (*PSSplit, error) {
-	v := make([]int64, 5)
+	v := make([]int64, 6)
 	if err := capi.Hb_ps_split_next(c.raw(), ptr(v)); err != nil {
 		return nil, err
 	}
 	if v[0] < 0 {
 		return nil, nil
 	}
-	return &PSSplit{v[0], v[1], v[2], v[3], v[4]}, nil
+	return &PSSplit{v[0], v[1], v[2], v[3], v[4], v[5]}, nil
 }
 
 // PSSplitCommit is called before a step's pushes (in place of PSSetPosition):

@@ -21,7 +21,7 @@ _PS_STATS = ("pulls", "pushes", "rows_pulled", "rows_pushed", "rounds", "max_sta
 
 
 # hb_ps_split: a split of the job's input (hb_ps_split_next); split -1: none left.
-PsSplit = collections.namedtuple("PsSplit", "split epoch begin end start")
+PsSplit = collections.namedtuple("PsSplit", "split epoch begin end start replay_end")
 
 
 def _option_string(options):
@@ -136,8 +136,10 @@ class Context(_Handle):
         worker's next split as ``PsSplit(split, epoch, begin, end, start)``
         -- samples (or reader bytes) [begin, end), to be read from
         ``start`` (begin, or where an earlier holder's pushes stopped) --
-        or None when every split is handed out (hb_ps_split_next)."""
-        v = np.zeros(5, np.int64)
+        or None when every split is handed out (hb_ps_split_next). When
+        ``replay_end`` > ``start`` the first batch must end there (a lost
+        holder's last batch, pushed again whole)."""
+        v = np.zeros(6, np.int64)
         _c.hb_ps_split_next(self._handle, v)
         return PsSplit(*v.tolist()) if v[0] >= 0 else None
 

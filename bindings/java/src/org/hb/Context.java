@@ -86,7 +86,7 @@ public final class Context extends NativeHandle {
    * split, or null when every split is handed out (hb_ps_split_next).
    */
   public PsSplit psSplitNext() throws HbException {
-    long[] v = new long[5];
+    long[] v = new long[6];
     HbNative.hb_ps_split_next(handle(), v);
     return v[0] >= 0 ? new PsSplit(v) : null;
   }

@@ -7,23 +7,22 @@ package org.hb;
  */
 public final class PsSplit {
   public final long split, epoch, begin, end, from;
+  /** Greater than from: the first batch must end here (hb_ps_split.replay_end). */
+  public final long replayEnd;
 
-  /** v: hbw_ps_split_next's five values, in hb_ps_split's order. */
+  /** v: hbw_ps_split_next's six values, in hb_ps_split's order. */
   PsSplit(long[] v) {
-    this(v[0], v[1], v[2], v[3], v[4]);
-  }
-
-  private PsSplit(long split, long epoch, long begin, long end, long from) {
-    this.split = split;
-    this.epoch = epoch;
-    this.begin = begin;
-    this.end = end;
-    this.from = from;
+    this.split = v[0];
+    this.epoch = v[1];
+    this.begin = v[2];
+    this.end = v[3];
+    this.from = v[4];
+    this.replayEnd = v[5];
   }
 
   @Override
   public String toString() {
     return "PsSplit{split=" + split + ", epoch=" + epoch + ", begin=" + begin + ", end=" + end
-        + ", from=" + from + "}";
+        + ", from=" + from + ", replayEnd=" + replayEnd + "}";
   }
 }
