@@ -1065,8 +1065,9 @@ int Trainer::run_ps() {
   if (splits && ckpt_) {
     std::fprintf(stderr,
                  "ctr_train: dynamic splits with job checkpoints are not "
-                 "supported here (the checkpoint would not hold the split "
-                 "queue)\n");
+                 "supported by this demo (its collective checkpoints need "
+                 "every worker at the same step, and hb_ps_split_next "
+                 "waits while other workers hold the last splits)\n");
     return 2;
   }
   if (splits && chief)
