@@ -64,6 +64,32 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
   rmdir(dir);
 }
 
+// The TCP mesh's bootstrap (comm/mesh_connect.h: one exchange routed
+// through rank 0, then the connects) with the victim killed 0-40 ms into its
+// first allreduce, in worlds of 5 and 6 TCP ranks: before it publishes its
+// ports, while rank 0 routes them, or while the pairs connect. Every
+// survivor must fail with HB_ERR_PEER_FAILED naming it within
+// peer_timeout_ms + 3 s (mp_connect_kill checks) and exit 0; none may hang.
+TEST(ConnectKill, TcpMeshBootstrapKillFailsEveryRank) {
+  std::mt19937 rng(34);
+  for (int trial = 0; trial < 8; ++trial) {
+    const int world = 5 + trial % 2;
+    const long after_us = std::uniform_int_distribution<long>(0, 40000)(rng);
+    RankRun t =
+        run_rank_processes(world, {HB_MP_CONNECT_KILL_BIN},
+                           {{"HB_TIMEOUT_MS", "60000"},
+                            {"HB_PEER_TIMEOUT_MS", "2000"},
+                            {"HB_CPU_TRANSPORT", "tcp"},
+                            {"HB_KILL_AFTER_US", std::to_string(after_us)}},
+                           20);
+    EXPECT_FALSE(t.hung) << "trial " << trial;
+    for (int r = 0; r < world - 1; ++r)
+      EXPECT_TRUE(WIFEXITED(t.status[r]) && WEXITSTATUS(t.status[r]) == 0)
+          << "trial " << trial << " (world " << world << ", kill after "
+          << after_us << " us): rank " << r << " status " << t.status[r];
+  }
+}
+
 // The victim stops (SIGSTOP) 0-6 ms into its first allreduce: alive but
 // silent, it never connects. The others must fail within peer_timeout_ms
 // (1 s here) plus the detection bound, not wait in Gloo's connect for five
