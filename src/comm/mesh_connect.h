@@ -49,9 +49,12 @@ class MeshContext : public gloo::rendezvous::Context {
   // (network order, 0 for this rank); throws if the pairs' hosts differ.
   std::string host_address() const;
   uint16_t port_to(int peer) const;
-  // Connects pair q to peer_addr[q]; throws what Gloo throws, or
-  // gloo::IoException carrying `why` once break_connect ran.
-  void connect_pairs(const std::vector<std::vector<char>> &peer_addr);
+  // Starts every pair's connect to peer_addr[q] (wait false: comm/
+  // tcp_pair.h's start_connect), or waits for them all and makes them the
+  // context's (wait true). Throws what Gloo throws, or gloo::IoException
+  // carrying `why` once break_connect ran.
+  void connect_pairs(const std::vector<std::vector<char>> &peer_addr,
+                     bool wait);
   void check_broken();
 
   std::mutex mu_;
