@@ -220,7 +220,7 @@ int main(int argc, char **argv) {
     report_r.push_back(rp[0]);
     pids.push_back(pid);
   }
-  const long rss0 = hbbench::rss_kib();
+  const long rss0 = hbbench::rss_kib(), hwm0 = hbbench::peak_rss_kib();
   hb::rdv::ServerConfig sc;
   sc.host = "127.0.0.1";
   sc.token = kToken;
@@ -252,8 +252,13 @@ int main(int argc, char **argv) {
   std::this_thread::sleep_for(std::chrono::duration<double>(idle_s));
   const double cpu_pct = 100 * (cpu_s() - c0) / (now_s() - w0);
   const double rss_mib = double(hbbench::rss_kib() - rss0) / 1024;
-  std::printf("idle     %8.2f %% of one core, server +%.1f MiB resident\n",
-              cpu_pct, rss_mib);
+  // The peak: replies queued at once (e.g. every rank's get of the
+  // gather's key answered in one loop iteration), whatever malloc kept.
+  const double hwm_mib = double(hbbench::peak_rss_kib() - hwm0) / 1024;
+  std::printf(
+      "idle     %8.2f %% of one core, server +%.1f MiB resident (peak "
+      "+%.1f MiB)\n",
+      cpu_pct, rss_mib, hwm_mib);
   // Failure: the victim process dies; everyone's pending get must fail.
   const double kill_at = now_s();
   kill(pids.back(), SIGKILL);

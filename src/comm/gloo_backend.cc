@@ -9,7 +9,6 @@
 #include <gloo/broadcast.h>
 #include <gloo/common/error.h>
 #include <gloo/rendezvous/context.h>
-#include <gloo/rendezvous/prefix_store.h>
 #include <gloo/transport/tcp/device.h>
 
 #include <pthread.h>
@@ -23,7 +22,6 @@
 
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
-#include "comm/kv_store.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
 #include "comm/p2p_collectives.h"
@@ -37,6 +35,7 @@
 #include "common/fd_limit.h"
 #include "common/health.h"
 #include "common/log.h"
+#include "rendezvous/kv.h"
 
 namespace hb {
 namespace comm {
@@ -272,17 +271,16 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     gloo::transport::tcp::attr attr;
     attr.hostname = cfg.hostname;
     dev_ = gloo::transport::tcp::CreateDevice(attr);
-    KVStore store(kv, cfg.key_prefix, cfg.timeout_ms);
-    auto connect = [&](const char *name,
-                       const std::shared_ptr<MeshContext> &ctx) {
+    for (const auto &ctx : {algo, coll})
       ctx->setTimeout(std::chrono::milliseconds(cfg.timeout_ms));
-      gloo::rendezvous::PrefixStore prefixed(name, store);
-      ctx->connect_mesh(prefixed, dev_);
-      links_->add_context(*ctx);
-      return std::shared_ptr<gloo::Context>(ctx);
-    };
-    algo_ctx_ = connect("algo", algo);
-    coll_ctx_ = connect("coll", coll);
+    // Both contexts in one exchange through the rendezvous (O(N) bytes per
+    // rank; comm/mesh_connect.h).
+    connect_meshes(kv, cfg.key_prefix + "mesh/", cfg.timeout_ms, dev_,
+                   {algo, coll});
+    links_->add_context(*algo);
+    links_->add_context(*coll);
+    algo_ctx_ = algo;
+    coll_ctx_ = coll;
     prints_ = std::make_unique<PairExchange>(
         *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
     if (algo_kind_ == Algo::kRankOrder)

@@ -1,5 +1,5 @@
 // The CPU backend across processes: Gloo's TCP transport, bootstrapped
-// through hb's rendezvous KV (comm/kv_store.h).
+// through hb's rendezvous KV (comm/mesh_connect.h).
 //
 // Allreduce, reduce_scatter and fused buckets run hb's rank-order reduction
 // by default (comm/rank_order.h: same bits on every rank and whatever the

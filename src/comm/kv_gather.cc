@@ -6,22 +6,37 @@
 namespace hb {
 namespace comm {
 
+namespace {
+
+// Rank 0's part of both gathers: every rank's value, its own included.
+std::vector<std::string> gather_at_root(rdv::KV &kv, const std::string &prefix,
+                                        int world, const std::string &value,
+                                        int64_t timeout_ms) {
+  std::vector<std::string> all(static_cast<size_t>(world));
+  all[0] = value;
+  for (int q = 1; q < world; ++q)
+    all[size_t(q)] = kv.get(prefix + std::to_string(q), timeout_ms);
+  return all;
+}
+
+}  // namespace
+
 std::vector<std::string> kv_allgather(rdv::KV &kv, const std::string &prefix,
                                       int rank, int world,
                                       const std::string &value,
                                       int64_t timeout_ms) {
-  std::vector<std::string> all(static_cast<size_t>(world));
-  all[size_t(rank)] = value;
   const std::string all_key = prefix + "all";
   if (rank == 0) {
+    std::vector<std::string> all =
+        gather_at_root(kv, prefix, world, value, timeout_ms);
     std::string packed;
-    for (int q = 0; q < world; ++q) {
-      if (q) all[size_t(q)] = kv.get(prefix + std::to_string(q), timeout_ms);
-      packed += std::to_string(all[size_t(q)].size()) + ':' + all[size_t(q)];
-    }
+    for (const std::string &v : all)
+      packed += std::to_string(v.size()) + ':' + v;
     kv.set(all_key, packed);
     return all;
   }
+  std::vector<std::string> all(static_cast<size_t>(world));
+  all[size_t(rank)] = value;
   kv.set(prefix + std::to_string(rank), value);
   const std::string packed = kv.get(all_key, timeout_ms);
   size_t at = 0;
@@ -41,6 +56,30 @@ std::vector<std::string> kv_allgather(rdv::KV &kv, const std::string &prefix,
     at = colon + 1 + len;
   }
   return all;
+}
+
+Routed kv_route(rdv::KV &kv, const std::string &prefix, int rank, int world,
+                const std::string &value, int64_t timeout_ms,
+                const RouteFn &route) {
+  const std::string common_key = prefix + "common";
+  const std::string to_key = prefix + "to/";
+  if (rank == 0) {
+    Routed out;
+    std::vector<std::string> each(static_cast<size_t>(world));
+    route(gather_at_root(kv, prefix, world, value, timeout_ms), out.common,
+          each);
+    // Per-rank keys first: a rank that sees the common key finds its own.
+    for (int q = 1; q < world; ++q)
+      kv.set(to_key + std::to_string(q), each[size_t(q)]);
+    kv.set(common_key, out.common);
+    out.mine = std::move(each[0]);
+    return out;
+  }
+  kv.set(prefix + std::to_string(rank), value);
+  Routed out;
+  out.common = kv.get(common_key, timeout_ms);
+  out.mine = kv.get(to_key + std::to_string(rank), timeout_ms);
+  return out;
 }
 
 }  // namespace comm

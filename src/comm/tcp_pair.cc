@@ -33,6 +33,13 @@ class TcpPair : public gloo::transport::tcp::Pair {
 
   // Called by the device's loop thread only; never throws.
   void handleEvents(int events) override;
+  // Gloo's connect, in two halves (start_connect, wait_connected).
+  void connect(const std::vector<char> &bytes) override;
+  // The peer's address; the side that dials (Gloo's rule: the greater
+  // address) starts its non-blocking connect. Waits for nothing.
+  void start_connect(const std::vector<char> &bytes);
+  // Until connected (accepted or dialled), failed, or the pair's timeout.
+  void wait_connected();
   // Receive buffers that hand out what arrived before the pair failed.
   std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
       int slot, void *ptr, size_t size) override;
@@ -132,6 +139,64 @@ void TcpPair::handleEvents(int events) {
   }
 }
 
+void TcpPair::connect(const std::vector<char> &bytes) {
+  start_connect(bytes);
+  wait_connected();
+}
+
+void TcpPair::start_connect(const std::vector<char> &bytes) {
+  // As Gloo's Pair::connect (tcp/pair.cc) up to its wait.
+  std::unique_lock<std::mutex> lock(m_);
+  throwIfException();
+  if (state_ == CLOSED) throw gloo::IoException("pair closed before connect");
+  peer_ = gloo::transport::tcp::Address(bytes);
+  const sockaddr_storage &self = self_.getSockaddr();
+  const sockaddr_storage &peer = peer_.getSockaddr();
+  if (self.ss_family != peer.ss_family)
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("address family mismatch");
+  int rv;
+  socklen_t len;
+  if (self.ss_family == AF_INET) {
+    auto *a = reinterpret_cast<const sockaddr_in *>(&self);
+    auto *b = reinterpret_cast<const sockaddr_in *>(&peer);
+    len = sizeof(sockaddr_in);
+    rv = std::memcmp(&a->sin_addr, &b->sin_addr, sizeof a->sin_addr);
+    if (rv == 0) rv = int(a->sin_port) - int(b->sin_port);
+  } else if (self.ss_family == AF_INET6) {
+    auto *a = reinterpret_cast<const sockaddr_in6 *>(&self);
+    auto *b = reinterpret_cast<const sockaddr_in6 *>(&peer);
+    len = sizeof(sockaddr_in6);
+    rv = std::memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr);
+    if (rv == 0) rv = int(a->sin6_port) - int(b->sin6_port);
+  } else {
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("unknown sa_family");
+  }
+  if (rv == 0) GLOO_THROW_INVALID_OPERATION_EXCEPTION("cannot connect to self");
+  is_client_ = rv > 0;
+  if (!is_client_ || state_ != LISTENING) return;  // accepts (or accepted)
+  device_->unregisterDescriptor(fd_, this);
+  ::close(fd_);
+  fd_ = ::socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
+  if (fd_ == -1)
+    signalAndThrowException(GLOO_ERROR_MSG("socket: ", std::strerror(errno)));
+  int on = 1;
+  if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == -1 ||
+      (::connect(fd_, reinterpret_cast<const sockaddr *>(&peer), len) == -1 &&
+       errno != EINPROGRESS)) {
+    const int err = errno;
+    ::close(fd_);
+    fd_ = -1;
+    signalAndThrowException(GLOO_ERROR_MSG("connect: ", std::strerror(err)));
+  }
+  changeState(CONNECTING);
+  device_->registerDescriptor(fd_, EPOLLIN | EPOLLOUT, this);
+}
+
+void TcpPair::wait_connected() {
+  std::unique_lock<std::mutex> lock(m_);
+  waitUntilConnected(lock, true);
+}
+
 void TcpPair::finish_accept() {
   // Non-blocking, so a connection reset before accept cannot block the loop.
   const int flags = fcntl(fd_, F_GETFL);
@@ -221,6 +286,16 @@ std::unique_ptr<gloo::transport::Pair> &TcpContext::createPair(int rank) {
   pairs_[rank] = std::unique_ptr<gloo::transport::Pair>(
       new TcpPair(this, device_.get(), rank, getTimeout()));
   return pairs_[rank];
+}
+
+void start_connect(gloo::transport::Pair &pair, const std::vector<char> &peer) {
+  if (auto *tcp = dynamic_cast<TcpPair *>(&pair))
+    return tcp->start_connect(peer);
+  pair.connect(peer);
+}
+
+void wait_connected(gloo::transport::Pair &pair) {
+  if (auto *tcp = dynamic_cast<TcpPair *>(&pair)) tcp->wait_connected();
 }
 
 std::shared_ptr<gloo::transport::Context> make_tcp_context(

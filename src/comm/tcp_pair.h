@@ -12,11 +12,13 @@
 #pragma once
 
 #include <memory>
+#include <vector>
 
 namespace gloo {
 namespace transport {
 class Context;
 class Device;
+class Pair;
 }  // namespace transport
 }  // namespace gloo
 
@@ -27,6 +29,14 @@ namespace comm {
 // of dev->createContext(rank, size)); any other device's own context.
 std::shared_ptr<gloo::transport::Context> make_tcp_context(
     const std::shared_ptr<gloo::transport::Device> &dev, int rank, int size);
+
+// Pair::connect in two halves, so that a rank dials all its peers before
+// it waits for any: start_connect records the peer's address and, on the
+// side that dials, starts a non-blocking connect; wait_connected waits
+// (the pair's timeout) until the pair is connected or failed. Pairs of
+// another transport connect (and wait) in start_connect.
+void start_connect(gloo::transport::Pair &pair, const std::vector<char> &peer);
+void wait_connected(gloo::transport::Pair &pair);
 
 }  // namespace comm
 }  // namespace hb

@@ -64,6 +64,51 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
   rmdir(dir);
 }
 
+// The TCP mesh's bootstrap (comm/mesh_connect.h: one exchange routed
+// through rank 0, then the connects) with the victim killed 0-40 ms into its
+// first allreduce, in worlds of 5 and 6 TCP ranks: before it publishes its
+// ports, while rank 0 routes them, or while the pairs connect. Every
+// survivor must fail with HB_ERR_PEER_FAILED naming it within
+// peer_timeout_ms + 3 s (mp_connect_kill checks) and exit 0; none may hang.
+TEST(ConnectKill, TcpMeshBootstrapKillFailsEveryRank) {
+  std::mt19937 rng(34);
+  char dir[] = "/tmp/hb_mesh_kill_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string prefix = std::string(dir) + "/stderr.";
+  // Survivors whose mesh never formed (mesh_connect.cc logs it once it
+  // has): the kill landed in the bootstrap. Counted to show it does.
+  int in_bootstrap = 0;
+  for (int trial = 0; trial < 8; ++trial) {
+    const int world = 5 + trial % 2;
+    const long after_us = std::uniform_int_distribution<long>(0, 40000)(rng);
+    const std::vector<std::pair<std::string, std::string>> env = {
+        {"HB_TIMEOUT_MS", "60000"},
+        {"HB_PEER_TIMEOUT_MS", "2000"},
+        {"HB_CPU_TRANSPORT", "tcp"},
+        {"HB_LOG_LEVEL", "debug"},
+        {"HB_KILL_AFTER_US", std::to_string(after_us)}};
+    const RankRun t =
+        run_rank_processes(world, {HB_MP_CONNECT_KILL_BIN}, env, 20, prefix);
+    ASSERT_FALSE(t.hung) << "trial " << trial;
+    std::string survivors;  // "rank: status" of each, and its stderr
+    for (int r = 0; r < world - 1; ++r) {
+      const std::string err = read_file(prefix + std::to_string(r));
+      in_bootstrap += err.find("gloo mesh of") == std::string::npos;
+      if (!WIFEXITED(t.status[r]) || WEXITSTATUS(t.status[r]) != 0)
+        survivors += std::to_string(r) + ": status " +
+                     std::to_string(t.status[r]) + ", stderr:\n" + err;
+    }
+    EXPECT_EQ(survivors, "") << "trial " << trial << " (world " << world
+                             << ", kill after " << after_us << " us)";
+  }
+  std::printf(
+      "[ note ] %d survivor(s) lost the victim before their mesh "
+      "formed\n",
+      in_bootstrap);
+  for (int r = 0; r < 6; ++r) std::remove((prefix + std::to_string(r)).c_str());
+  rmdir(dir);
+}
+
 // The victim stops (SIGSTOP) 0-6 ms into its first allreduce: alive but
 // silent, it never connects. The others must fail within peer_timeout_ms
 // (1 s here) plus the detection bound, not wait in Gloo's connect for five
