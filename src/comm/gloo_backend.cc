@@ -17,12 +17,14 @@
 
 #include <chrono>
 #include <climits>
+#include <functional>
 #include <cstring>
 #include <optional>
 #include <thread>
 
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
+#include "comm/hier_alltoallv.h"
 #include "comm/kv_store.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
@@ -33,6 +35,7 @@
 #include "comm/region_p2p.h"
 #include "comm/routed_p2p.h"
 #include "comm/shm_transport.h"
+#include "comm/traffic.h"
 #include "common/clock.h"
 #include "common/fd_limit.h"
 #include "common/health.h"
@@ -207,6 +210,10 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   else
     fail(HB_ERR_CONFIG, "option cpu_allreduce: unknown algorithm '%s'",
          a.c_str());
+  if (cfg.alltoallv != "auto" && cfg.alltoallv != "direct" &&
+      cfg.alltoallv != "hier")
+    fail(HB_ERR_CONFIG, "option cpu_alltoallv: unknown route '%s'",
+         cfg.alltoallv.c_str());
   if (algo_kind_ == Algo::kBcube && (world_size() & (world_size() - 1)))
     fail(HB_ERR_CONFIG,
          "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
@@ -260,7 +267,15 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     staged_board_ = cfg.shm_reduce == "board" ||
                     (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
     sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
+    // Mixed worlds: alltoallv through one leader per host where that
+    // saves network messages (comm/hier_alltoallv.h), or on request.
+    hosts_ = HostGroups::from_leaders(shm->host_leaders());
+    hier_ = !board_ && !hosts_.members.empty() &&
+            (cfg.alltoallv == "hier" ||
+             (cfg.alltoallv == "auto" && hosts_.hierarchical()));
   }
+  HB_LOG_DEBUG("cpu alltoallv, rank %d: %s", cfg.rank,
+               hier_ ? "hierarchical" : "direct");
   // Every call of such a world runs on the board or the shared-memory rings
   // (the same choice on every rank): no pair of the mesh would ever carry a
   // byte. Skipping it is what lets one host hold 128 ranks (docs/scaling.md:
@@ -305,6 +320,15 @@ void GlooBackend::ShmSlot::trip() {
 
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
+  HB_LOG_DEBUG(
+      "cpu traffic, rank %d of %d (alltoallv %s): %llu calls, tcp %llu "
+      "messages %llu bytes, shm %llu messages %llu bytes",
+      rank(), world_size(), hier_ ? "hierarchical" : "direct",
+      static_cast<unsigned long long>(seq_),
+      static_cast<unsigned long long>(traffic_.tcp_messages),
+      static_cast<unsigned long long>(traffic_.tcp_bytes),
+      static_cast<unsigned long long>(traffic_.shm_messages),
+      static_cast<unsigned long long>(traffic_.shm_bytes));
   // Buffers unregister from the pairs before they close.
   regions_.reset();
   prints_.reset();
@@ -340,18 +364,24 @@ template <class F>
 void GlooBackend::over_p2p(F &&fn) {
   flush_check();
   const uint32_t tag = next_tag();
+  const ShmTransport *shm = shm_.get();
+  auto counted = [&](P2P &p2p) {
+    CountingP2P<std::function<bool(int)>> c(
+        p2p, traffic_, [shm](int q) { return shm && shm->reaches(q); });
+    fn(static_cast<P2P &>(c));
+  };
   if (shm_ && shm_->reaches_all()) {
     ShmP2P p2p(*shm_);
-    return fn(static_cast<P2P &>(p2p));
+    return counted(p2p);
   }
   GlooP2P tcp(*coll_ctx_, tag, std::chrono::milliseconds(cfg_.timeout_ms),
               *breaker_);
   if (shm_ && shm_->reaches_any()) {
     ShmP2P near(*shm_);
     RoutedP2P p2p(*shm_, near, tcp);
-    return fn(static_cast<P2P &>(p2p));
+    return counted(p2p);
   }
-  fn(static_cast<P2P &>(tcp));
+  counted(tcp);
 }
 
 void GlooBackend::check(CallPrint print) {
@@ -387,6 +417,7 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes,
     board_wire_.resize(head);
     pending_.to_wire(n, board_wire_.data());
   }
+  traffic_.add(true, head + bytes);  // one post, read in place by all
   shm_->board_post(call, board_wire_.data(), head,
                    head ? CallPrint::wire_hash(board_wire_.data(), head) : 0,
                    payload, bytes);
@@ -677,7 +708,9 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
   if (registered_first() && regions_ && regions_->fits(bytes)) {
-    RegionP2P p2p(*regions_);
+    RegionP2P regions(*regions_);
+    CountingP2P<bool (*)(int)> p2p(regions, traffic_,
+                                   [](int) { return false; });
     return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
   }
   over_p2p([&](P2P &p2p) {
@@ -918,9 +951,14 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
         in_off = staged_off.data();
       }
       return over_p2p([&](P2P &p2p) {
-        p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
-                      static_cast<char *>(recv), recv_counts, recv_offsets,
-                      size_t(es));
+        if (hier_)
+          hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
+                         send_counts, in_off, static_cast<char *>(recv),
+                         recv_counts, recv_offsets, size_t(es));
+        else
+          p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                        static_cast<char *>(recv), recv_counts, recv_offsets,
+                        size_t(es));
       });
     }
     const bool send_direct =
@@ -936,6 +974,8 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     char *out = recv_direct
                     ? static_cast<char *>(recv)
                     : out_stage_.ensure(size_t(std::max<int64_t>(rtotal, 1)));
+    for (int q = 0; q < n; ++q)
+      if (q != rank() && sb[size_t(q)]) traffic_.add(false, size_t(sb[q]));
     gloo::AlltoallvOptions o(coll_ctx_);
     o.setInput<uint8_t>(bytes(in), sb);
     o.setOutput<uint8_t>(bytes(out), rb);
