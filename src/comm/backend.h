@@ -47,9 +47,9 @@ struct BackendConfig {
   // through the board's slots), "rings" or "auto" (board from 3 ranks).
   std::string shm_reduce = "auto";
   // Option cpu_alltoallv: how alltoallv routes in a world of several hosts
-  // (comm/hier_alltoallv.h): "auto" (through one leader per host when
-  // some host has several ranks), "hier" (through the leaders wherever
-  // ranks share memory with some peer) or "direct" (every pair).
+  // (comm/hier_alltoallv.h): "auto" (through one leader per host from 64
+  // ranks, when some host has several), "hier" (through the leaders
+  // wherever ranks share memory with some peer) or "direct" (every pair).
   std::string alltoallv = "auto";
   // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
   // sleeps on its futex (-1: by the CPUs this host's ranks share).

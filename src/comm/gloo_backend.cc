@@ -17,8 +17,8 @@
 
 #include <chrono>
 #include <climits>
-#include <functional>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <thread>
 
@@ -49,6 +49,11 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
+// cpu_alltoallv=auto routes through host leaders from this many ranks:
+// below it the model of docs/scaling.md has the leader's copies and two
+// extra hops cost about what the saved network messages do (and 2 hosts x
+// 2 ranks measured 2.3x slower per step on 2 oversubscribed cores).
+constexpr int kHierMinWorld = 64;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
@@ -267,12 +272,15 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     staged_board_ = cfg.shm_reduce == "board" ||
                     (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
     sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
-    // Mixed worlds: alltoallv through one leader per host where that
-    // saves network messages (comm/hier_alltoallv.h), or on request.
+    // Mixed worlds: alltoallv through one leader per host (comm/
+    // hier_alltoallv.h) on request, or (auto) from kHierMinWorld ranks,
+    // where the network messages it saves outweigh its two extra hops and
+    // the leader's copies (docs/scaling.md).
     hosts_ = HostGroups::from_leaders(shm->host_leaders());
     hier_ = !board_ && !hosts_.members.empty() &&
             (cfg.alltoallv == "hier" ||
-             (cfg.alltoallv == "auto" && hosts_.hierarchical()));
+             (cfg.alltoallv == "auto" && hosts_.hierarchical() &&
+              cfg.world_size >= kHierMinWorld));
   }
   HB_LOG_DEBUG("cpu alltoallv, rank %d: %s", cfg.rank,
                hier_ ? "hierarchical" : "direct");

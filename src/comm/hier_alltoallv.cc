@@ -65,8 +65,8 @@ void set_counts(std::vector<int64_t> &c, int n, const int64_t *send_counts,
 
 // A rank that is not its host's leader: counts and blocks up, its blocks
 // from the other hosts down, all over shared memory.
-void member(Call &c, const char *send, const int64_t *send_offsets,
-            char *recv, const int64_t *recv_offsets, size_t es) {
+void member(Call &c, const char *send, const int64_t *send_offsets, char *recv,
+            const int64_t *recv_offsets, size_t es) {
   const int leader = c.mine[0];
   c.s.counts.resize(1);
   c.p2p.send(leader, c.channel, c.s.counts[0].data(),
@@ -98,10 +98,9 @@ void member(Call &c, const char *send, const int64_t *send_offsets,
   }
 }
 
-void leader(Call &c, const char *send, const int64_t *send_offsets,
-            char *recv, const int64_t *recv_offsets, size_t es) {
-  const size_t m = c.mine.size(), nh = c.g.members.size(),
-               n = size_t(c.n);
+void leader(Call &c, const char *send, const int64_t *send_offsets, char *recv,
+            const int64_t *recv_offsets, size_t es) {
+  const size_t m = c.mine.size(), nh = c.g.members.size(), n = size_t(c.n);
   HierScratch &s = c.s;
   s.counts.resize(m);
   std::vector<int> ids(m, -1);
@@ -197,8 +196,8 @@ void leader(Call &c, const char *send, const int64_t *send_offsets,
 
 }  // namespace
 
-void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s,
-                    int channel, const char *send, const int64_t *send_counts,
+void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
+                    const char *send, const int64_t *send_counts,
                     const int64_t *send_offsets, char *recv,
                     const int64_t *recv_counts, const int64_t *recv_offsets,
                     size_t es) {

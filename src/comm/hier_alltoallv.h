@@ -55,8 +55,8 @@ struct HierScratch {
 // leaders of g. Counts must be consistent across ranks (checked by the
 // caller's fingerprint, or the sizes of the messages differ and the
 // transport fails the call).
-void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s,
-                    int channel, const char *send, const int64_t *send_counts,
+void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
+                    const char *send, const int64_t *send_counts,
                     const int64_t *send_offsets, char *recv,
                     const int64_t *recv_counts, const int64_t *recv_offsets,
                     size_t es);

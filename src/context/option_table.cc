@@ -91,8 +91,10 @@ const std::vector<OptionSpec> &option_table() {
        "shared memory, leaders exchange one message per pair of hosts over "
        "TCP, and hand each rank its blocks): a rank sends hosts - 1 network "
        "messages per call (leaders) or none instead of world - 1; direct = "
-       "every pair; auto = hier when the world spans several hosts and "
-       "some host has several ranks. Needs ranks that share memory (not "
+       "every pair; auto = hier from 64 ranks when the world spans several "
+       "hosts and some host has several (below that its two extra hops "
+       "and the leader's copies cost about what it saves). Needs ranks that "
+       "share memory (not "
        "cpu_transport=tcp). Same bits either way."},
       {"cpu_wait_spin_us", OptionType::kInt, "-1", nullptr, -1, 1000000,
        "How long a CPU collective's wait for a same-host peer spins before "

@@ -76,7 +76,8 @@ TEST(HierAlltoallv, SameBytesAsDirectAndOnlyLeadersUseTheNetwork) {
   // (ranks, hosts): 2+1, 3+2, 3+2+2 and 2+2 ranks per host.
   for (auto [n, hosts] :
        std::vector<std::pair<int, int>>{{3, 2}, {5, 2}, {7, 3}, {4, 2}}) {
-    ThreadWorld hier(n, config(hosts, "hier")), direct(n, config(hosts, "direct"));
+    ThreadWorld hier(n, config(hosts, "hier")),
+        direct(n, config(hosts, "direct"));
     for (unsigned seed = 1; seed <= 3; ++seed) {
       const Case c(n, seed * 100 + unsigned(n));
       std::vector<hb::comm::Traffic> before{size_t(n)};
@@ -100,9 +101,19 @@ TEST(HierAlltoallv, SameBytesAsDirectAndOnlyLeadersUseTheNetwork) {
     // The direct route sends every remote peer its block over TCP.
     uint64_t direct_tcp = 0;
     for (int r = 0; r < n; ++r)
-      if (!leader(r, n, hosts)) direct_tcp += direct.at(r).traffic().tcp_messages;
+      if (!leader(r, n, hosts))
+        direct_tcp += direct.at(r).traffic().tcp_messages;
     EXPECT_GT(direct_tcp, 0u) << "np" << n;
   }
+}
+
+// auto keeps small worlds direct (docs/scaling.md: below 64 ranks the
+// leader's hops and copies cost about what they save).
+TEST(HierAlltoallv, AutoKeepsSmallWorldsDirect) {
+  ThreadWorld w(4, config(2, "auto"));
+  const Case c(4, 11);
+  c.run(w);
+  EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
 }
 
 TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
@@ -122,7 +133,7 @@ TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
 // HB_ERR_PEER_FAILED, promptly.
 TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
   for (int victim : {1, 2}) {
-    ThreadWorld w(4, config(2, "auto"));
+    ThreadWorld w(4, config(2, "hier"));
     const Case c(4, 7);
     std::vector<std::vector<uint8_t>> recv(4);
     for (int r = 0; r < 4; ++r)
@@ -149,14 +160,14 @@ TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
           for (;;) call(r);
         },
         &msg);
-    const double s = std::chrono::duration<double>(
-                         std::chrono::steady_clock::now() - t0)
-                         .count();
+    const double s =
+        std::chrono::duration<double>(std::chrono::steady_clock::now() - t0)
+            .count();
     EXPECT_LT(s, 10.0);
     for (int r = 0; r < 4; ++r)
       if (r != victim) {
-        EXPECT_EQ(st[r], HB_ERR_PEER_FAILED) << "victim " << victim << ": "
-                                             << msg[r];
+        EXPECT_EQ(st[r], HB_ERR_PEER_FAILED)
+            << "victim " << victim << ": " << msg[r];
         EXPECT_NE(msg[r].find("rank " + std::to_string(victim)),
                   std::string::npos)
             << msg[r];
