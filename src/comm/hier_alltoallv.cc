@@ -4,6 +4,7 @@
 #include <cstring>
 
 #include "comm/p2p.h"
+#include "comm/p2p_collectives.h"
 
 namespace hb {
 namespace comm {
@@ -204,28 +205,13 @@ void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
   const int n = p2p.world_size(), r = p2p.rank();
   const int host = g.host_of[size_t(r)];
   const std::vector<int> &mine = g.members[size_t(host)];
-  const int m = int(mine.size());
   int me = 0;
   while (mine[size_t(me)] != r) ++me;
-  // 1. This host's blocks go directly (receives first, peers rotated as in
-  // p2p_alltoallv). Between two ranks of a host they come before the
-  // leader's messages, in the same order on both sides.
-  for (int k = 1; k < m; ++k) {
-    const int q = mine[size_t((me + m - k) % m)];
-    if (recv_counts[q])
-      p2p.recv(q, channel, recv + size_t(recv_offsets[q]) * es,
-               size_t(recv_counts[q]) * es);
-  }
-  for (int k = 1; k < m; ++k) {
-    const int q = mine[size_t((me + k) % m)];
-    if (send_counts[q])
-      p2p.send(q, channel, send + size_t(send_offsets[q]) * es,
-               size_t(send_counts[q]) * es);
-  }
-  if (send_counts[r])
-    std::memmove(recv + size_t(recv_offsets[r]) * es,
-                 send + size_t(send_offsets[r]) * es,
-                 size_t(send_counts[r]) * es);
+  // 1. This host's blocks go directly. Between two ranks of a host they
+  // come before the leader's messages, in the same order on both sides.
+  p2p_alltoallv_post(p2p, channel, mine.data(), int(mine.size()), me, send,
+                     send_counts, send_offsets, recv, recv_counts, recv_offsets,
+                     es);
   s.counts.resize(std::max<size_t>(s.counts.size(), 1));
   set_counts(s.counts[0], n, send_counts, recv_counts, es);
   Call c{p2p, g, s, channel, n, host, mine};

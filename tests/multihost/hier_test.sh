@@ -20,28 +20,9 @@ if [ $# -ne 4 ]; then
 fi
 HBRUN=$1 COLL=$2 CTR=$3 KILL=$4
 
-skip() {
-  echo "SKIP: $*"
-  exit 77
-}
 . "$(dirname "$0")/netns.sh"
-why=$(netns_check) || skip "$why"
-
 ADDR_A=10.214.0.1 ADDR_B=10.214.0.2 PORT=29410
-WORK=$(mktemp -d /tmp/hb_hier.XXXXXX)
-cleanup() {
-  netns_destroy
-  rm -rf "$WORK"
-}
-trap cleanup EXIT
-trap 'exit 1' INT TERM HUP
-
-netns_create "$ADDR_A" "$ADDR_B"
-case $? in
-  0) ;;
-  2) skip "cannot create network namespaces here (ip netns add failed)" ;;
-  *) echo "FAIL: setting up the namespaces and their veth pair failed"; exit 1 ;;
-esac
+netns_test_setup "$ADDR_A" "$ADDR_B"
 
 failures=0
 fail() {
