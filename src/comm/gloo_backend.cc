@@ -25,6 +25,7 @@
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
 #include "comm/hier_alltoallv.h"
+#include "comm/kv_gather.h"
 #include "comm/kv_store.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
@@ -277,6 +278,7 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     // where the network messages it saves outweigh its two extra hops and
     // the leader's copies (docs/scaling.md).
     hosts_ = HostGroups::from_leaders(shm->host_leaders());
+    if (!board_) agree_route(cfg, kv);
     hier_ = !board_ && !hosts_.members.empty() &&
             (cfg.alltoallv == "hier" ||
              (cfg.alltoallv == "auto" && hosts_.hierarchical() &&
@@ -312,6 +314,26 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
       regions_ = std::make_unique<PairRegions>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
   });
+}
+
+void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
+  // Ranks on different routes would post messages their peers do not
+  // expect: every rank reads every rank's choice and all fail alike.
+  const std::vector<std::string> routes =
+      kv_allgather(kv, cfg.key_prefix + "alltoallv/", cfg.rank, cfg.world_size,
+                   cfg.alltoallv, cfg.timeout_ms);
+  std::map<std::string, std::string> ranks_of;
+  for (int q = 0; q < cfg.world_size; ++q) {
+    std::string &r = ranks_of[routes[size_t(q)]];
+    r += (r.empty() ? "" : ",") + std::to_string(q);
+  }
+  if (ranks_of.size() == 1) return;
+  std::string what;
+  for (const auto &kv_ranks : ranks_of)
+    what += format("%s%s (ranks %s)", what.empty() ? "" : " vs ",
+                   kv_ranks.first.c_str(), kv_ranks.second.c_str());
+  fail(HB_ERR_CONFIG, "option cpu_alltoallv differs across ranks: %s",
+       what.c_str());
 }
 
 void GlooBackend::ShmSlot::set(const std::shared_ptr<ShmTransport> &s) {

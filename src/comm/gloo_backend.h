@@ -136,6 +136,9 @@ class GlooBackend final : public Backend {
                     const std::shared_ptr<MeshContext> &coll);
   // True when the world's collectives run over P2P (some pair shares
   // memory): then every call of every rank does, whatever its own peers.
+  // Every rank's cpu_alltoallv, gathered: HB_ERR_CONFIG on every rank
+  // naming them when they differ (mixed worlds, where the route matters).
+  void agree_route(const BackendConfig &cfg, rdv::KV &kv);
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
   // buffers (one hop) although the world runs over P2P: unless every pair

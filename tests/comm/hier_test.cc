@@ -10,6 +10,7 @@
 #include <cstdint>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "thread_world.h"
@@ -125,6 +126,35 @@ TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
             hb::guard([&] { hb::comm::make_backend(cfg, &kv, h); }));
   EXPECT_NE(std::string(hb_last_error()).find("cpu_alltoallv"),
             std::string::npos);
+}
+
+// Every rank reads every rank's route: ranks set differently all fail at
+// creation, naming them, instead of posting messages nobody expects.
+TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
+  hb::rdv::MemoryKV kv;
+  std::vector<hb::Health> health(4);
+  std::vector<hb_status> st(4);
+  std::vector<std::string> msg(4);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < 4; ++r)
+    threads.emplace_back([&, r] {
+      hb::comm::BackendConfig cfg = config(2, r < 2 ? "hier" : "direct");
+      cfg.rank = r;
+      cfg.world_size = 4;
+      cfg.key_prefix = "routes/";
+      std::shared_ptr<hb::comm::Backend> b;
+      st[r] =
+          hb::guard([&] { b = hb::comm::make_backend(cfg, &kv, health[r]); });
+      if (st[r] != HB_OK) msg[r] = hb_last_error();
+    });
+  for (auto &t : threads) t.join();
+  for (int r = 0; r < 4; ++r) {
+    EXPECT_EQ(st[r], HB_ERR_CONFIG) << "rank " << r;
+    EXPECT_NE(msg[r].find("cpu_alltoallv differs across ranks: direct (ranks "
+                          "2,3) vs hier (ranks 0,1)"),
+              std::string::npos)
+        << msg[r];
+  }
 }
 
 // A leader (rank 2) or another rank (rank 1) of 2 hosts x 2 ranks leaves
