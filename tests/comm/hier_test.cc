@@ -120,10 +120,7 @@ TEST(HierAlltoallv, AutoKeepsSmallWorldsDirect) {
 TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
   hb::comm::BackendConfig cfg = config(2, "leaders");
   cfg.world_size = 2;
-  hb::Health h;
-  hb::rdv::MemoryKV kv;
-  EXPECT_EQ(HB_ERR_CONFIG,
-            hb::guard([&] { hb::comm::make_backend(cfg, &kv, h); }));
+  EXPECT_EQ(HB_ERR_CONFIG, hb::test::make_backend_alone(cfg));
   EXPECT_NE(std::string(hb_last_error()).find("cpu_alltoallv"),
             std::string::npos);
 }
