@@ -4,9 +4,9 @@
 // several ranks as threads in one process over rdv::MemoryKV.
 //
 // make_backend picks the implementation: a world of one copies locally (no
-// network, no Gloo); otherwise Gloo over TCP. A same-host shared-memory path
-// combined hierarchically with the cross-host one would be a third Backend
-// returned by make_backend; callers only ever see this interface.
+// network, no Gloo); otherwise Gloo over TCP, with shared memory between
+// the ranks of a host (alltoallv routed through one leader per host when
+// the world spans several hosts); callers only ever see this interface.
 //
 // Arguments reaching a Backend are already validated (src/comm/validate.h):
 // dtype and op known, counts consistent, pointers non-NULL where needed.
@@ -18,6 +18,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/traffic.h"
 #include "hb.h"
 
 namespace hb {
@@ -45,6 +46,11 @@ struct BackendConfig {
   // inline payload run where every pair shares memory: "board" (staged
   // through the board's slots), "rings" or "auto" (board from 3 ranks).
   std::string shm_reduce = "auto";
+  // Option cpu_alltoallv: how alltoallv routes in a world of several hosts
+  // (comm/hier_alltoallv.h): "auto" (through one leader per host from 64
+  // ranks, when some host has several), "hier" (through the leaders
+  // wherever ranks share memory with some peer) or "direct" (every pair).
+  std::string alltoallv = "auto";
   // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
   // sleeps on its futex (-1: by the CPUs this host's ranks share).
   int64_t wait_spin_us = -1;
@@ -104,6 +110,8 @@ class Backend {
                          hb_dtype dtype, int root) = 0;
   virtual void reduce_scatter(const void *send, void *recv, size_t recv_count,
                               hb_dtype dtype, hb_reduce_op op) = 0;
+  // What this rank sent so far, by transport (comm/traffic.h).
+  virtual Traffic traffic() const { return Traffic(); }
 
  protected:
   Backend(int rank, int world) : rank_(rank), world_(world) {}

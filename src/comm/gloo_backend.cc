@@ -17,11 +17,13 @@
 #include <chrono>
 #include <climits>
 #include <cstring>
+#include <functional>
 #include <optional>
 #include <thread>
 
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
+#include "comm/hier_alltoallv.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
 #include "comm/p2p_collectives.h"
@@ -31,6 +33,7 @@
 #include "comm/region_p2p.h"
 #include "comm/routed_p2p.h"
 #include "comm/shm_transport.h"
+#include "comm/traffic.h"
 #include "common/clock.h"
 #include "common/fd_limit.h"
 #include "common/health.h"
@@ -45,6 +48,11 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
+// cpu_alltoallv=auto routes through host leaders from this many ranks:
+// below it the model of docs/scaling.md has the leader's copies and two
+// extra hops cost about what the saved network messages do (and 2 hosts x
+// 2 ranks measured 2.3x slower per step on 2 oversubscribed cores).
+constexpr int kHierMinWorld = 64;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
@@ -206,6 +214,10 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   else
     fail(HB_ERR_CONFIG, "option cpu_allreduce: unknown algorithm '%s'",
          a.c_str());
+  if (cfg.alltoallv != "auto" && cfg.alltoallv != "direct" &&
+      cfg.alltoallv != "hier")
+    fail(HB_ERR_CONFIG, "option cpu_alltoallv: unknown route '%s'",
+         cfg.alltoallv.c_str());
   if (algo_kind_ == Algo::kBcube && (world_size() & (world_size() - 1)))
     fail(HB_ERR_CONFIG,
          "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
@@ -259,7 +271,19 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     staged_board_ = cfg.shm_reduce == "board" ||
                     (cfg.shm_reduce == "auto" && cfg.world_size >= 3);
     sockets_free_ = board_ && algo_kind_ == Algo::kRankOrder;
+    // Mixed worlds: alltoallv through one leader per host (comm/
+    // hier_alltoallv.h) on request, or (auto) from kHierMinWorld ranks,
+    // where the network messages it saves outweigh its two extra hops and
+    // the leader's copies (docs/scaling.md).
+    hosts_ = HostGroups::from_leaders(shm->host_leaders());
+    if (!board_) agree_route(cfg, kv);
+    hier_ = !board_ && !hosts_.members.empty() &&
+            (cfg.alltoallv == "hier" ||
+             (cfg.alltoallv == "auto" && hosts_.hierarchical() &&
+              cfg.world_size >= kHierMinWorld));
   }
+  HB_LOG_DEBUG("cpu alltoallv, rank %d: %s", cfg.rank,
+               hier_ ? "hierarchical" : "direct");
   // Every call of such a world runs on the board or the shared-memory rings
   // (the same choice on every rank): no pair of the mesh would ever carry a
   // byte. Skipping it is what lets one host hold 128 ranks (docs/scaling.md:
@@ -289,6 +313,26 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   });
 }
 
+void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
+  // Ranks on different routes would post messages their peers do not
+  // expect: every rank reads every rank's choice and all fail alike.
+  const std::vector<std::string> routes =
+      kv_allgather(kv, cfg.key_prefix + "alltoallv/", cfg.rank, cfg.world_size,
+                   cfg.alltoallv, cfg.timeout_ms);
+  std::map<std::string, std::string> ranks_of;
+  for (int q = 0; q < cfg.world_size; ++q) {
+    std::string &r = ranks_of[routes[size_t(q)]];
+    r += (r.empty() ? "" : ",") + std::to_string(q);
+  }
+  if (ranks_of.size() == 1) return;
+  std::string what;
+  for (const auto &kv_ranks : ranks_of)
+    what += format("%s%s (ranks %s)", what.empty() ? "" : " vs ",
+                   kv_ranks.first.c_str(), kv_ranks.second.c_str());
+  fail(HB_ERR_CONFIG, "option cpu_alltoallv differs across ranks: %s",
+       what.c_str());
+}
+
 void GlooBackend::ShmSlot::set(const std::shared_ptr<ShmTransport> &s) {
   std::lock_guard<std::mutex> lock(mu);
   shm = s;
@@ -303,6 +347,15 @@ void GlooBackend::ShmSlot::trip() {
 
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
+  HB_LOG_DEBUG(
+      "cpu traffic, rank %d of %d (alltoallv %s): %llu calls, tcp %llu "
+      "messages %llu bytes, shm %llu messages %llu bytes",
+      rank(), world_size(), hier_ ? "hierarchical" : "direct",
+      static_cast<unsigned long long>(seq_),
+      static_cast<unsigned long long>(traffic_.tcp_messages),
+      static_cast<unsigned long long>(traffic_.tcp_bytes),
+      static_cast<unsigned long long>(traffic_.shm_messages),
+      static_cast<unsigned long long>(traffic_.shm_bytes));
   // Buffers unregister from the pairs before they close.
   regions_.reset();
   prints_.reset();
@@ -338,18 +391,24 @@ template <class F>
 void GlooBackend::over_p2p(F &&fn) {
   flush_check();
   const uint32_t tag = next_tag();
+  const ShmTransport *shm = shm_.get();
+  auto counted = [&](P2P &p2p) {
+    CountingP2P<std::function<bool(int)>> c(
+        p2p, traffic_, [shm](int q) { return shm && shm->reaches(q); });
+    fn(static_cast<P2P &>(c));
+  };
   if (shm_ && shm_->reaches_all()) {
     ShmP2P p2p(*shm_);
-    return fn(static_cast<P2P &>(p2p));
+    return counted(p2p);
   }
   GlooP2P tcp(*coll_ctx_, tag, std::chrono::milliseconds(cfg_.timeout_ms),
               *breaker_);
   if (shm_ && shm_->reaches_any()) {
     ShmP2P near(*shm_);
     RoutedP2P p2p(*shm_, near, tcp);
-    return fn(static_cast<P2P &>(p2p));
+    return counted(p2p);
   }
-  fn(static_cast<P2P &>(tcp));
+  counted(tcp);
 }
 
 void GlooBackend::check(CallPrint print) {
@@ -385,6 +444,7 @@ uint64_t GlooBackend::board_exchange(const char *payload, size_t bytes,
     board_wire_.resize(head);
     pending_.to_wire(n, board_wire_.data());
   }
+  traffic_.add(true, head + bytes);  // one post, read in place by all
   shm_->board_post(call, board_wire_.data(), head,
                    head ? CallPrint::wire_hash(board_wire_.data(), head) : 0,
                    payload, bytes);
@@ -675,7 +735,9 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
   if (registered_first() && regions_ && regions_->fits(bytes)) {
-    RegionP2P p2p(*regions_);
+    RegionP2P regions(*regions_);
+    CountingP2P<bool (*)(int)> p2p(regions, traffic_,
+                                   [](int) { return false; });
     return rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
   }
   over_p2p([&](P2P &p2p) {
@@ -916,9 +978,14 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
         in_off = staged_off.data();
       }
       return over_p2p([&](P2P &p2p) {
-        p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
-                      static_cast<char *>(recv), recv_counts, recv_offsets,
-                      size_t(es));
+        if (hier_)
+          hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
+                         send_counts, in_off, static_cast<char *>(recv),
+                         recv_counts, recv_offsets, size_t(es));
+        else
+          p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                        static_cast<char *>(recv), recv_counts, recv_offsets,
+                        size_t(es));
       });
     }
     const bool send_direct =
@@ -934,6 +1001,8 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     char *out = recv_direct
                     ? static_cast<char *>(recv)
                     : out_stage_.ensure(size_t(std::max<int64_t>(rtotal, 1)));
+    for (int q = 0; q < n; ++q)
+      if (q != rank() && sb[size_t(q)]) traffic_.add(false, size_t(sb[q]));
     gloo::AlltoallvOptions o(coll_ctx_);
     o.setInput<uint8_t>(bytes(in), sb);
     o.setOutput<uint8_t>(bytes(out), rb);

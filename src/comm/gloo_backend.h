@@ -30,8 +30,10 @@
 #include "comm/backend.h"
 #include "comm/fingerprint.h"
 #include "comm/gloo_p2p.h"
+#include "comm/hier_alltoallv.h"
 #include "comm/rank_order.h"
 #include "comm/scratch.h"
+#include "comm/traffic.h"
 
 namespace gloo {
 class Algorithm;
@@ -55,6 +57,11 @@ class GlooBackend final : public Backend {
   GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health);
   ~GlooBackend() override;
   const char *name() const override { return "gloo"; }
+  Traffic traffic() const override {
+    Traffic t = traffic_;
+    t.calls = seq_;
+    return t;
+  }
 
   void allreduce(const void *send, void *recv, size_t count, hb_dtype dtype,
                  hb_reduce_op op) override;
@@ -129,6 +136,9 @@ class GlooBackend final : public Backend {
                     const std::shared_ptr<MeshContext> &coll);
   // True when the world's collectives run over P2P (some pair shares
   // memory): then every call of every rank does, whatever its own peers.
+  // Every rank's cpu_alltoallv, gathered: HB_ERR_CONFIG on every rank
+  // naming them when they differ (mixed worlds, where the route matters).
+  void agree_route(const BackendConfig &cfg, rdv::KV &kv);
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
   // buffers (one hop) although the world runs over P2P: unless every pair
@@ -206,6 +216,11 @@ class GlooBackend final : public Backend {
   };
   std::shared_ptr<ShmSlot> shm_slot_ = std::make_shared<ShmSlot>();
   uint64_t seq_ = 0;  // collective calls so far
+  // alltoallv through one leader per host (option cpu_alltoallv).
+  HostGroups hosts_;
+  bool hier_ = false;
+  HierScratch hier_scratch_;
+  Traffic traffic_;  // what this rank sent, logged at destruction
   // The call board (comm/shm_transport.h): used when every peer shares
   // memory. Such a world's rank-order calls touch no socket, so they skip
   // the SIGPIPE guard too.

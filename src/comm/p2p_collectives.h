@@ -20,6 +20,16 @@ void p2p_alltoallv(P2P &p2p, int channel, const char *send,
                    char *recv, const int64_t *recv_counts,
                    const int64_t *recv_offsets, size_t es);
 
+// The blocks of p2p_alltoallv between this rank and the m ranks of group
+// only (ascending, this rank at group[me]; peers rotated likewise), and
+// its own block copied; posted, not finished (comm/hier_alltoallv.h adds
+// messages of its own before the finish).
+void p2p_alltoallv_post(P2P &p2p, int channel, const int *group, int m, int me,
+                        const char *send, const int64_t *send_counts,
+                        const int64_t *send_offsets, char *recv,
+                        const int64_t *recv_counts, const int64_t *recv_offsets,
+                        size_t es);
+
 // send (send_count elements) lands at recv + recv_offsets[rank]; send may
 // be exactly that block, else it must not overlap recv.
 void p2p_allgatherv(P2P &p2p, int channel, const char *send, char *recv,

@@ -332,6 +332,18 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
       if (!pair && q == rank) peer_[size_t(p)].reset();
     }
   world_all_shm_ = world > 1 && missing.empty();
+  // Hosts: from the whole matrix, so every rank derives the same ones.
+  leaders_.assign(size_t(world), -1);
+  for (int p = 0; p < world; ++p)
+    for (int q = 0; q <= p && leaders_[size_t(p)] < 0; ++q)
+      if (q == p || (opened(p, q) && opened(q, p))) leaders_[size_t(p)] = q;
+  for (int p = 0; p < world && !leaders_.empty(); ++p)
+    for (int q = p + 1; q < world; ++q)
+      if ((opened(p, q) && opened(q, p)) !=
+          (leaders_[size_t(p)] == leaders_[size_t(q)])) {
+        leaders_.clear();
+        break;
+      }
   // Every rank has attached (or given up): nothing needs the names now.
   if (mine_) mine_->unlink();
   for (int q = 0; q < world; ++q)

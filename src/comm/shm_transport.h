@@ -105,6 +105,11 @@ class ShmTransport {
   // True when every pair of the world shares memory (the same on every
   // rank): then the call board can carry every call.
   bool world_all_shm() const { return world_all_shm_; }
+  // Every rank's host leader: the lowest rank it shares memory with (or
+  // itself), the same vector on every rank; empty when sharing is not an
+  // equivalence (some rank shares with two ranks that do not share with
+  // each other), so hosts are not well defined (comm/hier_alltoallv.h).
+  const std::vector<int> &host_leaders() const { return leaders_; }
 
   // The call board (world_all_shm() only). Calls are numbered 1, 2, ... in
   // the same order on every rank. board_post() publishes this rank's
@@ -166,6 +171,7 @@ class ShmTransport {
   bool world_all_shm_ = false;
   std::atomic<bool> tripped_{false};
   std::vector<int> all_peers_;
+  std::vector<int> leaders_;
 };
 
 // P2P over the rings of a ShmTransport: serves one call (the channels'

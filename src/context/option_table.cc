@@ -84,6 +84,18 @@ const std::vector<OptionSpec> &option_table() {
        "out; rings = the rank-order reduce-scatter and gather over the "
        "shared-memory rings; auto = board from 3 ranks, rings at 2 (where "
        "they measured faster). Same bits either way."},
+      {"cpu_alltoallv", OptionType::kEnum, "auto", "auto|direct|hier", 0, 0,
+       "How alltoallv (and so every embedding collection's exchange) routes "
+       "in a world of several hosts: hier = through one leader per host "
+       "(each rank sends its leader its blocks for the other hosts over "
+       "shared memory, leaders exchange one message per pair of hosts over "
+       "TCP, and hand each rank its blocks): a rank sends hosts - 1 network "
+       "messages per call (leaders) or none instead of world - 1; direct = "
+       "every pair; auto = hier from 64 ranks when the world spans several "
+       "hosts and some host has several (below that its two extra hops "
+       "and the leader's copies cost about what it saves). Needs ranks that "
+       "share memory (not "
+       "cpu_transport=tcp). Same bits either way."},
       {"cpu_wait_spin_us", OptionType::kInt, "-1", nullptr, -1, 1000000,
        "How long a CPU collective's wait for a same-host peer spins before "
        "it sleeps on its futex (it never yields: a yield while another "

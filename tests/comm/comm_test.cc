@@ -546,10 +546,7 @@ TEST(CollectivesAlgorithms, BcubeNeedsPowerOfTwo) {
   hb::comm::BackendConfig cfg;
   cfg.allreduce_algorithm = "bcube";
   cfg.world_size = 3;
-  hb::Health h;
-  hb::rdv::MemoryKV kv;
-  EXPECT_EQ(HB_ERR_CONFIG,
-            hb::guard([&] { hb::comm::make_backend(cfg, &kv, h); }));
+  EXPECT_EQ(HB_ERR_CONFIG, hb::test::make_backend_alone(cfg));
   EXPECT_NE(std::string(hb_last_error()).find("power-of-two"),
             std::string::npos);
 }

@@ -75,5 +75,13 @@ class ThreadWorld {
   std::vector<std::shared_ptr<comm::Backend>> backends_;
 };
 
+// One rank's backend made alone: for configurations that fail before any
+// peer is needed. Returns the status (HB_OK if it was made).
+inline hb_status make_backend_alone(const comm::BackendConfig &cfg) {
+  Health h;
+  rdv::MemoryKV kv;
+  return guard([&] { comm::make_backend(cfg, &kv, h); });
+}
+
 }  // namespace test
 }  // namespace hb

@@ -3,7 +3,10 @@
 // allreduce loop; each other rank must get HB_ERR_PEER_FAILED naming it
 // within 5 s of the kill. Its own hbrun stops the victim's neighbours with
 // SIGTERM, so SIGTERM is blocked here: they report first, then exit 0.
-//   mh_kill VICTIM FILE
+// With "alltoallv" the loop is of uneven alltoallv calls instead (the
+// collection's exchange: hierarchical across hosts, tests/multihost/
+// hier_test.sh).
+//   mh_kill VICTIM FILE [alltoallv]
 #include <signal.h>
 #include <time.h>
 
@@ -30,10 +33,11 @@ int64_t wall_ms() {
 }  // namespace
 
 int main(int argc, char **argv) {
-  if (argc != 3) {
-    std::fprintf(stderr, "usage: mh_kill VICTIM FILE\n");
+  if (argc != 3 && !(argc == 4 && !std::strcmp(argv[3], "alltoallv"))) {
+    std::fprintf(stderr, "usage: mh_kill VICTIM FILE [alltoallv]\n");
     return 2;
   }
+  const bool a2a = argc == 4;
   sigset_t term;
   sigemptyset(&term);
   sigaddset(&term, SIGTERM);
@@ -60,9 +64,19 @@ int main(int argc, char **argv) {
     std::fclose(f);
     raise(SIGKILL);
   }
+  // alltoallv: rank r sends 100 (r + q + 1) floats to rank q.
+  const int n = hb_context_world_size(ctx);
+  std::vector<int64_t> sc(n), so(n), rc(n), ro(n);
+  for (int q = 0, s = 0, r = 0; q < n; s += sc[q], r += rc[q], ++q) {
+    sc[q] = rc[q] = 100 * (g_mp_rank + q + 1);
+    so[q] = s, ro[q] = r;
+  }
   const int64_t give_up = wall_ms() + 30000;
   while (st == HB_OK && wall_ms() < give_up)
-    st = hb_allreduce(ctx, a.data(), b.data(), a.size(), HB_FLOAT32, HB_SUM);
+    st = a2a ? hb_alltoallv(ctx, a.data(), sc.data(), so.data(), b.data(),
+                            rc.data(), ro.data(), HB_FLOAT32)
+             : hb_allreduce(ctx, a.data(), b.data(), a.size(), HB_FLOAT32,
+                            HB_SUM);
   const int64_t seen = wall_ms();
   CHECK(st == HB_ERR_PEER_FAILED, "after rank %d was killed: %s: %s", victim,
         hb_status_name(st), hb_last_error());

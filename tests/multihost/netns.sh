@@ -10,6 +10,11 @@
 #                               1 if a later step failed
 #   netns_destroy               kills what runs in them and deletes them
 #                               (call it from an EXIT trap; idempotent)
+#   netns_test_setup ADDR_A ADDR_B
+#                               for a test script: netns_create, or exit 77
+#                               (skip) saying why namespaces cannot be made
+#                               here, or 1 if setting them up failed; makes
+#                               $WORK; both go on exit (EXIT trap)
 
 netns_check() {
   if [ "$(id -u)" != 0 ]; then
@@ -54,4 +59,18 @@ netns_destroy() {
 netns_tf_config() {
   printf '{"cluster":{"chief":["%s:%d"],"worker":["%s:%d"]},"task":{"type":"%s","index":0}}' \
     "$1" "$3" "$2" "$3" "$4"
+}
+
+netns_test_setup() {
+  local why
+  why=$(netns_check) || { echo "SKIP: $why"; exit 77; }
+  WORK=$(mktemp -d /tmp/hb_netns_test.XXXXXX)
+  trap 'netns_destroy; rm -rf "$WORK"' EXIT
+  trap 'exit 1' INT TERM HUP
+  netns_create "$1" "$2"
+  case $? in
+    0) ;;
+    2) echo "SKIP: cannot create network namespaces here (ip netns add failed)"; exit 77 ;;
+    *) echo "FAIL: setting up the namespaces and their veth pair failed"; exit 1 ;;
+  esac
 }

@@ -1,0 +1,112 @@
+#!/usr/bin/env bash
+# The hierarchical alltoallv (src/comm/hier_alltoallv.h) across two "hosts"
+# (network namespaces joined by a veth pair, tests/multihost/netns.sh),
+# 2 ranks each: every collection exchange routed through one leader per
+# host must give the same bytes as the direct route.
+#   - mp_collection train (bit-equal to its single-process reference) with
+#     cpu_alltoallv=hier and =direct; the tables it exports byte-identical;
+#   - the CTR demo (ctr_train) trained with each route: its exported tables
+#     byte-identical, and the same digest of the final state;
+#   - the route each rank took, from its debug log;
+#   - a SIGKILL of rank 1 (not a leader) and of rank 2 (host B's leader)
+#     while every rank loops on hierarchical alltoallv calls: every other
+#     rank reports HB_ERR_PEER_FAILED naming it within 5 s (mh_kill).
+# Needs root (ip netns); skips (exit 77) with the reason otherwise.
+#   hier_test.sh HBRUN MP_COLLECTION CTR_TRAIN MH_KILL
+set -u
+if [ $# -ne 4 ]; then
+  echo "usage: $0 HBRUN MP_COLLECTION CTR_TRAIN MH_KILL" >&2
+  exit 2
+fi
+HBRUN=$1 COLL=$2 CTR=$3 KILL=$4
+
+. "$(dirname "$0")/netns.sh"
+ADDR_A=10.214.0.1 ADDR_B=10.214.0.2 PORT=29410
+netns_test_setup "$ADDR_A" "$ADDR_B"
+
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# on_hosts NAME ROUTE WANT_A WANT_B -- program args: hbrun -n 2 on each
+# host with cpu_alltoallv=ROUTE; exit codes must be WANT_A and WANT_B.
+on_hosts() {
+  local name=$1 route=$2 want_a=$3 want_b=$4
+  shift 5
+  local start=$SECONDS pids=() codes=() ns host type
+  echo "== $name ($route): ${*##*/}"
+  for host in a b; do
+    ns=$NETNS_A type=chief
+    [ $host = b ] && ns=$NETNS_B type=worker
+    ip netns exec "$ns" env HB_LOG_LEVEL=debug HB_CPU_ALLTOALLV="$route" \
+      TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
+      "$HBRUN" -n 2 --timeout 90 --grace-ms 10000 -- "$@" \
+      >"$WORK/$name.$host.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p"
+    codes+=($?)
+  done
+  echo "   exit ${codes[0]}/${codes[1]} ($((SECONDS - start)) s)"
+  if [ "${codes[0]}" != "$want_a" ] || [ "${codes[1]}" != "$want_b" ]; then
+    fail "$name: exit codes ${codes[0]}/${codes[1]}, expected $want_a/$want_b"
+    tail -n 30 "$WORK/$name.a.log" "$WORK/$name.b.log" | grep -v " DEBUG "
+  fi
+  # The route every rank took.
+  local want=hierarchical
+  [ "$route" = direct ] && want=direct
+  for r in 0 1 2 3; do
+    grep -qh "cpu alltoallv, rank $r: $want" "$WORK/$name".?.log ||
+      fail "$name: rank $r did not take the $want route"
+  done
+}
+
+CTR_ARGS=(--train-samples 6000 --eval-samples 500 --batch 128 --lr 0.2
+  --vocab 2048 --seed 5 --log-every 1000 --eval-every 1000 --max-gap 1
+  --digest)
+for route in hier direct; do
+  mkdir -p "$WORK/coll_$route"
+  on_hosts "coll_$route" $route 0 0 -- "$COLL" train "$WORK/coll_$route"
+  on_hosts "ctr_$route" $route 0 0 -- "$CTR" "${CTR_ARGS[@]}" \
+    --out "$WORK/ctr_$route"
+done
+n=0
+for f in "$WORK"/coll_direct/*.hbe; do
+  cmp -s "$f" "$WORK/coll_hier/${f##*/}" || fail "collection export ${f##*/} differs"
+  n=$((n + 1))
+done
+[ $n -gt 0 ] || fail "mp_collection exported no table"
+echo "   $n collection tables byte-identical"
+n=0
+while IFS= read -r -d '' f; do
+  rel=${f#"$WORK"/ctr_direct/}
+  cmp -s "$f" "$WORK/ctr_hier/$rel" || fail "ctr_train export $rel differs"
+  n=$((n + 1))
+done < <(find "$WORK/ctr_direct" -type f -name '*.hbe' -print0)
+[ $n -gt 0 ] || fail "ctr_train exported no table"
+echo "   $n CTR demo tables byte-identical"
+dh=$(grep -h 'digest:' "$WORK"/ctr_hier.?.log)
+dd=$(grep -h 'digest:' "$WORK"/ctr_direct.?.log)
+[ -n "$dh" ] && [ "$dh" = "$dd" ] && echo "   $dh" || fail "ctr_train digests: '$dh' vs '$dd'"
+
+# Kills: host A's hbrun exits 137 when its rank 1 dies, host B's when 2.
+for victim in 1 2; do
+  want_a=0 want_b=137
+  [ $victim = 1 ] && want_a=137 want_b=0
+  on_hosts "kill$victim" hier $want_a $want_b -- "$KILL" $victim \
+    "$WORK/killed$victim" alltoallv
+  for r in 0 1 2 3; do
+    [ $r = $victim ] && continue
+    line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/kill$victim.?.log)
+    if [ -n "$line" ]; then echo "   $line"; else fail "kill$victim: rank $r did not report HB_ERR_PEER_FAILED"; fi
+  done
+done
+
+if [ $failures -ne 0 ]; then
+  echo "$failures failure(s)"
+  exit 1
+fi
+echo "hierarchical alltoallv across hosts: all phases passed"
