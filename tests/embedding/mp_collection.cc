@@ -50,6 +50,20 @@ using hbtest::CollCase;
 using hbtest::CollRef;
 using hbtest::JBatch;
 
+// The case's features over these tables.
+std::vector<hb_collection_feature> feature_list(
+    const CollCase &c, const std::vector<hb_embedding *> &tables) {
+  std::vector<hb_collection_feature> fs;
+  for (size_t f = 0; f < c.features.size(); ++f) {
+    hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
+    x.name = c.names[f].c_str();
+    x.table = tables[c.features[f].table];
+    x.pooling = c.features[f].pooling;
+    fs.push_back(x);
+  }
+  return fs;
+}
+
 struct Model {
   std::vector<hb_embedding *> tables;
   hb_collection *coll = nullptr;
@@ -59,16 +73,10 @@ struct Model {
       CHECK_OK(hb_embedding_create(ctx, &cfg, &e));
       tables.push_back(e);
     }
-    std::vector<hb_collection_feature> fs;
-    for (size_t f = 0; f < c.features.size(); ++f) {
-      hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
-      x.name = c.names[f].c_str();
-      x.table = tables[c.features[f].table];
-      x.pooling = c.features[f].pooling;
+    std::vector<hb_collection_feature> fs = feature_list(c, tables);
+    for (hb_collection_feature &x : fs)
       if (alt_pooling && x.pooling == HB_POOLING_SUM)
         x.pooling = HB_POOLING_MEAN;
-      fs.push_back(x);
-    }
     CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &coll));
   }
   ~Model() {
@@ -173,14 +181,7 @@ void mode_train(hb_context *ctx, const std::string &dir) {
 // message naming the feature, what differs (its table, pooling, dim) and
 // every rank's value; rank 1 is the odd one.
 void create_mismatch(hb_context *ctx, const CollCase &c, const Model &m) {
-  std::vector<hb_collection_feature> fs;
-  for (size_t f = 0; f < c.features.size(); ++f) {
-    hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
-    x.name = c.names[f].c_str();
-    x.table = m.tables[c.features[f].table];
-    x.pooling = c.features[f].pooling;
-    fs.push_back(x);
-  }
+  std::vector<hb_collection_feature> fs = feature_list(c, m.tables);
   if (g_rank == 1) {
     fs[2].pooling = HB_POOLING_SUM;  // SQRTN elsewhere
     fs[4].table = m.tables[0];       // 'ta' (dim 3) for 'tc' (dim 2)
@@ -473,21 +474,6 @@ double now_ms() {
   return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
 }
 
-hb_collection *make_collection(hb_context *ctx, const CollCase &c,
-                               const Model &m) {
-  std::vector<hb_collection_feature> fs;
-  for (size_t f = 0; f < c.features.size(); ++f) {
-    hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
-    x.name = c.names[f].c_str();
-    x.table = m.tables[c.features[f].table];
-    x.pooling = c.features[f].pooling;
-    fs.push_back(x);
-  }
-  hb_collection *coll = nullptr;
-  CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &coll));
-  return coll;
-}
-
 void mode_async(hb_context *&ctx) {
   CollCase c = hbtest::standard_case();
   CollRef ref(c);
@@ -536,7 +522,8 @@ void mode_async(hb_context *&ctx) {
   // rank (the peers' progress threads run their halves), so a second
   // collection over the same tables works at once.
   hb_collection_destroy(m->coll);
-  m->coll = make_collection(ctx, c, *m);
+  std::vector<hb_collection_feature> fs = feature_list(c, m->tables);
+  CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &m->coll));
   CHECK_OK(hb_collection_lookup(m->coll, &views[kSteps],
                                 outs[kSteps]->out.data(),
                                 outs[kSteps]->up.data()));
