@@ -160,6 +160,11 @@ std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx) {
     cpu_backend(c);  // the context's own first (the same order on every rank)
     BackendConfig cfg = cpu_backend_config(c);
     cfg.key_prefix = "hb/comm/cpu-progress/";
+    // The job's waits overlap its own process's compute: a long spin there
+    // takes the core the caller's MLP runs on (2 ranks on 2 cores halved
+    // the overlapped step in the A/B of docs/performance.md). Spin briefly,
+    // then sleep on the futex, unless the option says otherwise.
+    if (cfg.wait_spin_us < 0) cfg.wait_spin_us = 5;
     c.cpu_progress = std::make_shared<Progress>(
         make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms);
   }
