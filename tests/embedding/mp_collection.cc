@@ -528,6 +528,15 @@ void mode_async(hb_context *&ctx) {
                                 outs[kSteps]->out.data(),
                                 outs[kSteps]->up.data()));
   outs[kSteps]->check(ref, all[kSteps][g_rank], kSteps);
+  // A mismatched call still fails everywhere: rank 0 starts (its rounds on
+  // the progress thread; it learns at its wait), the others look up.
+  hb_status st = g_rank == 0 ? start(m->coll, kSteps)
+                             : hb_collection_lookup(m->coll, &views[kSteps],
+                                                    outs[kSteps]->out.data(),
+                                                    outs[kSteps]->up.data());
+  if (g_rank == 0 && st == HB_OK) st = hb_collection_lookup_wait(m->coll);
+  expect_all_fail(st, HB_ERR_MISMATCH, "start against a lookup",
+                  "made a different call");
   // The context destroyed with a start in flight, then the collection and
   // its tables (as after a failure): no hang, nothing used after free.
   CHECK_OK(start(m->coll, kSteps + 1));
