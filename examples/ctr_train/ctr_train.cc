@@ -28,9 +28,10 @@
 // hb_collection_apply_gradients (it reuses the lookup's plan: one exchange).
 // The step is pipelined as TorchRec's (--no-pipeline: one lookup per step):
 // the next batch's lookup is started (hb_collection_lookup_start: its ids go
-// to their owners) before this batch's update and finished
-// (hb_collection_lookup_wait: the rows, read after that update) at the top
-// of the next step; the results are bit-identical.
+// to their owners on the collection's progress thread while this batch's
+// MLP runs) and finished (hb_collection_lookup_wait: the rows, read after
+// this batch's update) at the top of the next step; the results are
+// bit-identical.
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -650,11 +651,8 @@ class Trainer {
   // The forward pass of b, whose pooled rows were looked up.
   void forward(Batch &b);
   // Backward pass and updates; `global_n` is the step's sample count over
-  // all ranks (the loss is a mean over the global batch). `between` runs
-  // after the dense update, before the sparse one (the pipelined step
-  // starts the next batch's lookup there).
-  template <class F>
-  void backward(Batch &b, int64_t global_n, F &&between);
+  // all ranks (the loss is a mean over the global batch).
+  void backward(Batch &b, int64_t global_n);
   double evaluate(double *planted_auc);
   // Scores the held-out split (this rank's share) into the metrics.
   void score_held_out(hb_metric *model, hb_metric *planted);
@@ -817,8 +815,7 @@ void Trainer::forward(Batch &b) {
   }
 }
 
-template <class F>
-void Trainer::backward(Batch &b, int64_t global_n, F &&between) {
+void Trainer::backward(Batch &b, int64_t global_n) {
   const int64_t n = static_cast<int64_t>(b.samples.size()), D = f_.dim,
                 T = synth::kTables;
   const int64_t in = dense_.in, H = dense_.hidden;
@@ -863,7 +860,6 @@ void Trainer::backward(Batch &b, int64_t global_n, F &&between) {
     prof_.mark(StepProfile::kDenseOptimizer);
     dense_.step(static_cast<float>(f_.lr));
   }
-  between();
   prof_.mark(StepProfile::kSparseUpdate);
   // Sparse gradients go to the ranks that own the rows: one call, which
   // reuses the plan of this batch's lookup.
@@ -1117,7 +1113,7 @@ int Trainer::run_ps() {
       at = hi;
     }
     // The gradient of the mean loss over a global batch of W local ones.
-    backward(b, f_.batch * world_, [] {});
+    backward(b, f_.batch * world_);
     prof_.mark(StepProfile::kSync);
     const float minus_n = -static_cast<float>(hi - lo);
     CHECK_HB(hb_embedding_apply_gradients(samples_, &zero, 1, &minus_n));
@@ -1247,6 +1243,28 @@ int Trainer::train() {
       CHECK_HB(hb_collection_lookup_wait(coll_));
     }
     started = false;
+    // The evaluation after this step looks up on its own: no lookup may be
+    // pending then.
+    const bool eval_next = (step + 1) % f_.eval_every == 0;
+    // Nor at a checkpoint: it saves the position after this batch, and the
+    // reader must not have handed out the next one yet.
+    const bool save_next = ckpt_ && f_.checkpoint_every > 0 &&
+                           (step + 1) % f_.checkpoint_every == 0;
+    if (f_.pipeline && !eval_next && !save_next) {
+      // Pipelined: the next batch's ids go to their owners now, on the
+      // collection's progress thread while this batch's MLP runs (and its
+      // dense allreduce, on the context's own communicator); its rows come
+      // back at the top of the next step, after this batch's update.
+      Batch &nb = train_[1 - cur];
+      if (!next_batch(nb)) {
+        done = true;
+      } else {
+        prof_.mark(StepProfile::kLookupStart);
+        CHECK_HB(hb_collection_lookup_start(coll_, &nb.jagged, nb.pooled.data(),
+                                            nullptr));
+        started = true;
+      }
+    }
     forward(b);
     const int64_t n = static_cast<int64_t>(b.samples.size());
     interval_losses.push_back(loss_sum(b));
@@ -1255,27 +1273,7 @@ int Trainer::train() {
         local_tally_.add(ckpt::fingerprint(smp));
     prof_.mark(StepProfile::kGlobalBatch);
     int64_t global_n = global_batch(step, n);
-    // The evaluation after this step looks up on its own: no lookup may be
-    // pending then.
-    const bool eval_next = (step + 1) % f_.eval_every == 0;
-    // Nor at a checkpoint: it saves the position after this batch, and the
-    // reader must not have handed out the next one yet.
-    const bool save_next = ckpt_ && f_.checkpoint_every > 0 &&
-                           (step + 1) % f_.checkpoint_every == 0;
-    backward(b, global_n, [&] {
-      if (!f_.pipeline || eval_next || save_next) return;
-      // Pipelined: the next batch's ids go to their owners now; its rows
-      // come back at the top of the next step, after this batch's update.
-      Batch &nb = train_[1 - cur];
-      if (!next_batch(nb)) {
-        done = true;
-        return;
-      }
-      prof_.mark(StepProfile::kLookupStart);
-      CHECK_HB(hb_collection_lookup_start(coll_, &nb.jagged, nb.pooled.data(),
-                                          nullptr));
-      started = true;
-    });
+    backward(b, global_n);
     prof_.mark(StepProfile::kMetric);
     CHECK_HB(hb_metric_update(running_auc, b.label.data(), b.prob.data(),
                               nullptr, n));

@@ -66,6 +66,12 @@ void uniform_blocks(size_t count, int world, std::vector<int64_t> &counts,
 Backend &cpu_backend(hb_context &ctx) {
   if (ctx.cpu_comm) return *ctx.cpu_comm;
   ensure_world(ctx);  // parameter-server mode: formed on first use
+  ctx.cpu_comm =
+      make_backend(cpu_backend_config(ctx), ctx.client.get(), ctx.health);
+  return *ctx.cpu_comm;
+}
+
+BackendConfig cpu_backend_config(hb_context &ctx) {
   BackendConfig cfg;
   cfg.rank = ctx.cluster.rank;
   cfg.world_size = ctx.cluster.world_size;
@@ -89,9 +95,7 @@ Backend &cpu_backend(hb_context &ctx) {
 #ifdef NDEBUG
   cfg.check_calls_where_free = check == "auto";
 #endif
-  rdv::KV *kv = ctx.client.get();
-  ctx.cpu_comm = make_backend(cfg, kv, ctx.health);
-  return *ctx.cpu_comm;
+  return cfg;
 }
 
 namespace {

@@ -20,12 +20,16 @@ namespace hb {
 namespace comm {
 
 class Backend;
+struct BackendConfig;
 
 // Where every buffer of one call lives.
 enum class Memory { kHost, kCuda };
 
 // The context's CPU backend (created on first use).
 Backend &cpu_backend(hb_context &ctx);
+// The configuration cpu_backend builds its backend with (the context's
+// options); comm/progress.cc builds its second communicator from it.
+BackendConfig cpu_backend_config(hb_context &ctx);
 
 void allreduce(hb_context &ctx, Memory mem, const void *send, void *recv,
                size_t count, hb_dtype dtype, hb_reduce_op op);

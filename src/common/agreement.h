@@ -6,6 +6,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -26,6 +27,14 @@ class Exchange {
   // recv_bytes[me] on rank p.
   virtual void alltoallv(const void *send, const int64_t *send_bytes,
                          void *recv, const int64_t *recv_bytes) = 0;
+  // Asynchronous rounds (comm/progress.h): post() runs job on the
+  // exchange's progress thread after every job posted before it; settle()
+  // waits, bounded, for them all. The job must not throw (it keeps its own
+  // outcome). The default, an exchange without a progress thread, runs the
+  // job now on the caller's thread.
+  virtual void post(std::function<void()> job) { job(); }
+  virtual void settle() {}
+  virtual bool async() const { return false; }
 };
 
 // Which collective a rank is making, checked across ranks by the first

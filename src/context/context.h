@@ -22,6 +22,7 @@ class Server;
 }  // namespace rdv
 namespace comm {
 class Backend;
+class Progress;
 }  // namespace comm
 namespace gpu {
 struct ContextState;
@@ -79,6 +80,10 @@ struct hb_context {
   // is bound where the type is complete).
   std::shared_ptr<hb::comm::Backend> cpu_comm;
   std::shared_ptr<hb::gpu::ContextState> gpu;
+  // The asynchronous exchange of host collections (comm/progress.h): a
+  // second CPU communicator and its progress thread, created with the first
+  // collection that uses it (option cpu_async_exchange).
+  std::shared_ptr<hb::comm::Progress> cpu_progress;
   // Parameter-server mode: the worker's connections to the ps tasks
   // (src/ps), created on first use.
   std::mutex ps_mu;

@@ -107,6 +107,14 @@ const std::vector<OptionSpec> &option_table() {
        "rank would hold the core a peer needs). On a host whose cores are "
        "shared with busy normal-priority processes, a shorter spin (say "
        "50) keeps more of the rank's CPU share for its work."},
+      {"cpu_async_exchange", OptionType::kInt, "1", nullptr, 0, 1,
+       "1: a host embedding collection exchanges over a CPU communicator "
+       "and progress thread of its own, so the rounds that "
+       "hb_collection_lookup_start posts run while the caller computes "
+       "(and beside the context's own collectives); the thread sleeps "
+       "while nothing is posted. 0: every round runs in the calling "
+       "thread, on the context's communicator. Same bits either way. Read "
+       "when a collection is created."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "

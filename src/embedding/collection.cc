@@ -2,6 +2,7 @@
 
 #include <cmath>
 #include <cstring>
+#include <exception>
 #include <optional>
 
 #include "abi/error.h"
@@ -443,6 +444,7 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
 void CollectionBase::lookup(const JaggedBatch &in, float *out,
                             float *const *unpooled) {
   const char *what = "hb_collection_lookup";
+  settle();  // a started lookup's rounds first (then refused: it is pending)
   call_seq_ = seq_;
   ++stats_.lookups;
   // Refused while a started lookup is pending: then the plan of the lookup
@@ -478,16 +480,36 @@ void CollectionBase::swap_state() {
 
 void CollectionBase::lookup_start(const JaggedBatch &in, float *out,
                                   float *const *unpooled) {
-  const char *what = "hb_collection_lookup_start";
+  static const char *const what = "hb_collection_lookup_start";
+  settle();  // one started before it (this start is then refused)
   call_seq_ = seq_;
   Outcome o;
-  if (!pending_) swap_state();  // plan into the spare state
+  const bool was_pending = pending_;
+  if (!was_pending) swap_state();  // plan into the spare state
   try {
     read_lookup(in, what, out, unpooled);
   } catch (...) {
     o.capture();
   }
-  const bool was_pending = pending_;
+  pending_in_ = in;
+  pending_out_ = out;
+  pending_unpooled_ = unpooled;
+  if (x_->async() && !was_pending && o.status == HB_OK) {
+    // The header and ids rounds run on the exchange's progress thread while
+    // the caller computes; settle() collects them (swap back, outcome).
+    pending_ = true;
+    inflight_ = true;
+    x_->post([this, o]() mutable {
+      try {
+        plan_and_route(o, kLookupStart, what);
+      } catch (...) {
+        start_error_ = std::current_exception();
+      }
+    });
+    return;
+  }
+  // Here: no progress thread, or this rank already failed (it reports at
+  // once; its peers learn it in the same header round, at their wait).
   try {
     plan_and_route(o, kLookupStart, what);
   } catch (...) {
@@ -499,17 +521,46 @@ void CollectionBase::lookup_start(const JaggedBatch &in, float *out,
   ++stats_.lookups;
   swap_state();
   pending_ = true;
-  pending_in_ = in;
-  pending_out_ = out;
-  pending_unpooled_ = unpooled;
+}
+
+void CollectionBase::settle() {
+  if (!inflight_) return;
+  x_->settle();  // bounded; throws (still in flight) on a timeout
+  inflight_ = false;
+  // As the synchronous start: the started state back into the spare set,
+  // the last finished lookup's in place for its apply_gradients.
+  swap_state();
+  if (!start_error_) ++stats_.lookups;
+}
+
+void CollectionBase::drop_inflight() {
+  // The job reads and writes this collection: it must end before the
+  // members go. Its rounds are bounded by the exchange's timeout, and the
+  // peers' progress threads run their halves of them without their
+  // callers, so this returns once they are done (or failed).
+  for (;;) {
+    try {
+      settle();
+      return;
+    } catch (...) {
+    }
+  }
 }
 
 void CollectionBase::lookup_wait() {
+  settle();
   HB_CHECK_ARG(pending_,
                "hb_collection_lookup_wait: no lookup was started on this "
                "collection (hb_collection_lookup_start)");
-  swap_state();
   pending_ = false;
+  if (start_error_) {
+    // The start's rounds failed (on every rank): nothing is pending, the
+    // lookup before it keeps its plan.
+    std::exception_ptr e = start_error_;
+    start_error_ = nullptr;
+    std::rethrow_exception(e);
+  }
+  swap_state();
   plan_valid_ = false;
   rows_and_pool(pending_in_, pending_out_, pending_unpooled_);
   plan_valid_ = true;
@@ -519,6 +570,7 @@ void CollectionBase::apply_gradients(const JaggedBatch &in,
                                      const float *grad_out,
                                      const float *const *grad_unpooled) {
   const char *what = "hb_collection_apply_gradients";
+  settle();  // the started lookup's rounds (the rows wait for the wait)
   call_seq_ = seq_;
   ++stats_.updates;
   const bool speculate = plan_valid_;  // the same on every rank
@@ -561,6 +613,8 @@ Collection::Collection(std::vector<Feature> features,
       spare_bags_(features_.size()) {
   if (!tables_.empty()) batch_ = tables_[0]->batch_with(tables_);
 }
+
+Collection::~Collection() { drop_inflight(); }
 
 void Collection::swap_state() {
   CollectionBase::swap_state();

@@ -24,6 +24,7 @@
 #endif
 
 #include <cstdint>
+#include <exception>
 #include <memory>
 #include <string>
 #include <vector>
@@ -92,6 +93,10 @@ class CollectionBase {
   void lookup_start(const JaggedBatch &in, float *out, float *const *unpooled);
   void lookup_wait();
   bool pending() const { return pending_; }
+  // Waits (bounded) for a start's rounds posted to the exchange's progress
+  // thread (Exchange::post): every call but the start's own settles first,
+  // so the caller's thread and the job never touch the collection at once.
+  void settle();
 
  protected:
   // Collective: checks that every rank passed the same features. device:
@@ -162,6 +167,12 @@ class CollectionBase {
   std::unique_ptr<Exchange> x_;
   int rank_, world_;
   uint64_t id_ = 0;
+  // A start's rounds are running on the progress thread (settle()); their
+  // failure, reported by the wait.
+  bool inflight_ = false;
+  std::exception_ptr start_error_;
+  // For a derived destructor: settles whatever the outcome.
+  void drop_inflight();
   // Matched calls so far: part of every header. Like a table's call
   // counter it advances only when every rank made the same call (whether
   // or not some rank then failed it), so a mismatched call leaves the
@@ -213,6 +224,7 @@ class Collection : public CollectionBase {
  public:
   // Collective: checks that every rank passed the same features.
   Collection(std::vector<Feature> features, std::unique_ptr<Exchange> x);
+  ~Collection() override;
 
  private:
   // A feature's bags in this call: ids[0, n), bag b = [bag[b], bag[b+1]).

@@ -8,6 +8,7 @@
 
 #include "abi/error.h"
 #include "comm/context_exchange.h"
+#include "comm/progress.h"
 #include "context/context.h"
 #include "tables/collection_handle.h"
 #include "tables/handle.h"
@@ -97,8 +98,14 @@ hb_status hb_collection_create(hb_context *ctx,
     std::unique_ptr<hb_collection> h(new hb_collection);
     h->ctx = ctx;
     h->tables = std::move(tables);
-    auto x = on_ps ? hb::comm::make_local_exchange()
-                   : hb::comm::make_context_exchange(ctx);
+    // Host tables in a world of several: the rounds run over the context's
+    // progress channel, so a started lookup's overlap the caller's compute
+    // (option cpu_async_exchange; comm/progress.h).
+    const bool async = !on_ps && !device && c.cluster.world_size > 1 &&
+                       c.options.get_int("cpu_async_exchange") != 0;
+    auto x = on_ps   ? hb::comm::make_local_exchange()
+             : async ? hb::comm::make_progress_exchange(ctx)
+                     : hb::comm::make_context_exchange(ctx);
     if (device)
       h->coll.reset(new hb::emb::DeviceCollection(std::move(fs), std::move(x)));
     else
@@ -171,6 +178,7 @@ hb_status hb_collection_get_stats(const hb_collection *coll,
     HB_CHECK_ARG(out->struct_size >= sizeof(size_t),
                  "hb_collection_get_stats: struct_size %zu is too small",
                  out->struct_size);
+    coll->coll->settle();  // a started lookup's rounds count when done
     const hb::emb::CollectionStats &s = coll->coll->stats();
     hb_collection_stats r = HB_COLLECTION_STATS_INIT;
     r.lookups = s.lookups, r.updates = s.updates,
@@ -188,6 +196,7 @@ hb_status hb_collection_get_stats(const hb_collection *coll,
 hb_status hb_collection_reset_stats(hb_collection *coll) {
   return hb::guard([&] {
     HB_CHECK_ARG(coll, "hb_collection_reset_stats: collection is NULL");
+    coll->coll->settle();
     coll->coll->reset_stats();
   });
 }

@@ -16,14 +16,24 @@
 //                            bit-equal to the reference's unpipelined one,
 //                            in as many rounds; misuse and a bad batch on
 //                            one rank fail every rank at once
+//   mp_collection async      the asynchronous start (progress thread):
+//                            it returns before a late peer joins its
+//                            rounds, the steps stay bit-equal, a collection
+//                            or a context destroyed with a start in flight
+//                            goes cleanly
+//   mp_collection asyncpeer  the last rank dies while the others' start is
+//                            in flight: their wait fails with
+//                            HB_ERR_PEER_FAILED
 // Every rank computes the whole reference itself from the shared seeds.
 #define HB_EXPERIMENTAL 1
+#include <unistd.h>
 
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <ctime>
 #include <memory>
+#include <random>
 #include <string>
 
 #include "collection_ref.h"
@@ -40,6 +50,20 @@ using hbtest::CollCase;
 using hbtest::CollRef;
 using hbtest::JBatch;
 
+// The case's features over these tables.
+std::vector<hb_collection_feature> feature_list(
+    const CollCase &c, const std::vector<hb_embedding *> &tables) {
+  std::vector<hb_collection_feature> fs;
+  for (size_t f = 0; f < c.features.size(); ++f) {
+    hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
+    x.name = c.names[f].c_str();
+    x.table = tables[c.features[f].table];
+    x.pooling = c.features[f].pooling;
+    fs.push_back(x);
+  }
+  return fs;
+}
+
 struct Model {
   std::vector<hb_embedding *> tables;
   hb_collection *coll = nullptr;
@@ -49,16 +73,10 @@ struct Model {
       CHECK_OK(hb_embedding_create(ctx, &cfg, &e));
       tables.push_back(e);
     }
-    std::vector<hb_collection_feature> fs;
-    for (size_t f = 0; f < c.features.size(); ++f) {
-      hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
-      x.name = c.names[f].c_str();
-      x.table = tables[c.features[f].table];
-      x.pooling = c.features[f].pooling;
+    std::vector<hb_collection_feature> fs = feature_list(c, tables);
+    for (hb_collection_feature &x : fs)
       if (alt_pooling && x.pooling == HB_POOLING_SUM)
         x.pooling = HB_POOLING_MEAN;
-      fs.push_back(x);
-    }
     CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &coll));
   }
   ~Model() {
@@ -163,14 +181,7 @@ void mode_train(hb_context *ctx, const std::string &dir) {
 // message naming the feature, what differs (its table, pooling, dim) and
 // every rank's value; rank 1 is the odd one.
 void create_mismatch(hb_context *ctx, const CollCase &c, const Model &m) {
-  std::vector<hb_collection_feature> fs;
-  for (size_t f = 0; f < c.features.size(); ++f) {
-    hb_collection_feature x = HB_COLLECTION_FEATURE_INIT;
-    x.name = c.names[f].c_str();
-    x.table = m.tables[c.features[f].table];
-    x.pooling = c.features[f].pooling;
-    fs.push_back(x);
-  }
+  std::vector<hb_collection_feature> fs = feature_list(c, m.tables);
   if (g_rank == 1) {
     fs[2].pooling = HB_POOLING_SUM;  // SQRTN elsewhere
     fs[4].table = m.tables[0];       // 'ta' (dim 3) for 'tc' (dim 2)
@@ -415,6 +426,10 @@ void mode_pipeline(hb_context *ctx) {
       hb_status st = hb_collection_lookup_start(
           m.coll, g_rank == bad ? &small : &views[s + 1],
           outs[s + 1]->out.data(), outs[s + 1]->up.data());
+      // The bad rank fails at once; a good one whose start posted its
+      // rounds to the progress thread (option cpu_async_exchange) learns
+      // it at its wait.
+      if (st == HB_OK && g_rank != bad) st = hb_collection_lookup_wait(m.coll);
       expect_all_fail(st, HB_ERR_INVALID_ARGUMENT, "bad start",
                       g_rank == bad ? "is too small" : "failed with");
       expect_all_fail(hb_collection_lookup_wait(m.coll),
@@ -453,6 +468,110 @@ void mode_pipeline(hb_context *ctx) {
         (unsigned long long)updates);
 }
 
+double now_ms() {
+  timespec t;
+  clock_gettime(CLOCK_MONOTONIC, &t);
+  return t.tv_sec * 1e3 + t.tv_nsec / 1e6;
+}
+
+void mode_async(hb_context *&ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  auto *m = new Model(ctx, c);
+  std::mt19937_64 g(321);
+  const int kSteps = 4;
+  std::vector<std::vector<JBatch>> all;
+  for (int s = 0; s <= kSteps + 1; ++s)
+    all.push_back(hbtest::make_step(g, c, g_world));
+  std::vector<std::unique_ptr<Outputs>> outs;
+  for (int s = 0; s <= kSteps + 1; ++s)
+    outs.emplace_back(new Outputs(m->coll, c, all[s][g_rank]));
+  std::vector<hb_jagged_batch> views;
+  for (int s = 0; s <= kSteps + 1; ++s) views.push_back(all[s][g_rank].view());
+  auto start = [&](hb_collection *coll, int s) {
+    return hb_collection_lookup_start(coll, &views[s], outs[s]->out.data(),
+                                      outs[s]->up.data());
+  };
+  CHECK_OK(start(m->coll, 0));
+  for (int s = 0; s < kSteps; ++s) {
+    CHECK_OK(hb_collection_lookup_wait(m->coll));
+    outs[s]->check(ref, all[s][g_rank], s);
+    // Step 1: the other ranks start 300 ms late. Rank 0's start must not
+    // wait for them (its rounds run on the progress thread), and the
+    // allreduce it makes meanwhile runs on the context's own communicator.
+    const bool late = s == 1 && g_world > 1;
+    if (late && g_rank != 0) usleep(300 * 1000);
+    const double t0 = now_ms();
+    CHECK_OK(start(m->coll, s + 1));
+    const double took = now_ms() - t0;
+    if (late && g_rank == 0) {
+      CHECK(took < 150, "the start waited %.0f ms for its late peers", took);
+      float x = 1, y = 0;
+      CHECK_OK(hb_allreduce(ctx, &x, &y, 1, HB_FLOAT32, HB_SUM));
+      CHECK(y == float(g_world), "allreduce beside the start: %g", double(y));
+    } else if (late) {
+      float x = 1, y = 0;
+      CHECK_OK(hb_allreduce(ctx, &x, &y, 1, HB_FLOAT32, HB_SUM));
+    }
+    CHECK_OK(hb_collection_apply_gradients(m->coll, &views[s],
+                                           all[s][g_rank].grad_out.data(),
+                                           outs[s]->gup.data()));
+    ref.apply(all[s]);
+  }
+  // A collection destroyed with a start in flight: its rounds end on every
+  // rank (the peers' progress threads run their halves), so a second
+  // collection over the same tables works at once.
+  hb_collection_destroy(m->coll);
+  std::vector<hb_collection_feature> fs = feature_list(c, m->tables);
+  CHECK_OK(hb_collection_create(ctx, fs.data(), fs.size(), &m->coll));
+  CHECK_OK(hb_collection_lookup(m->coll, &views[kSteps],
+                                outs[kSteps]->out.data(),
+                                outs[kSteps]->up.data()));
+  outs[kSteps]->check(ref, all[kSteps][g_rank], kSteps);
+  // A mismatched call still fails everywhere: rank 0 starts (its rounds on
+  // the progress thread; it learns at its wait), the others look up.
+  hb_status st = g_rank == 0 ? start(m->coll, kSteps)
+                             : hb_collection_lookup(m->coll, &views[kSteps],
+                                                    outs[kSteps]->out.data(),
+                                                    outs[kSteps]->up.data());
+  if (g_rank == 0 && st == HB_OK) st = hb_collection_lookup_wait(m->coll);
+  expect_all_fail(st, HB_ERR_MISMATCH, "start against a lookup",
+                  "made a different call");
+  // The context destroyed with a start in flight, then the collection and
+  // its tables (as after a failure): no hang, nothing used after free.
+  CHECK_OK(start(m->coll, kSteps + 1));
+  hb_context_destroy(ctx);
+  ctx = nullptr;
+  delete m;
+}
+
+void mode_async_peer(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  Model m(ctx, c);
+  std::mt19937_64 g(77);
+  std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+  JBatch &b = all[g_rank];
+  Outputs out(m.coll, c, b);
+  hb_jagged_batch v = b.view();
+  CHECK_OK(hb_collection_lookup(m.coll, &v, out.out.data(), out.up.data()));
+  CHECK_OK(hb_context_barrier(ctx, 0));
+  const int victim = g_world - 1;
+  if (g_rank == victim) {
+    usleep(400 * 1000);  // the others' starts are in flight by now
+    std::fflush(stdout);
+    _exit(0);  // dies without a word (no BYE)
+  }
+  CHECK_OK(
+      hb_collection_lookup_start(m.coll, &v, out.out.data(), out.up.data()));
+  const double t0 = now_ms();
+  hb_status st = hb_collection_lookup_wait(m.coll);
+  CHECK(st == HB_ERR_PEER_FAILED, "wait after rank %d died: %s: %s", victim,
+        hb_status_name(st), hb_last_error());
+  std::printf("rank %d: wait failed after %.0f ms: %s\n", g_rank, now_ms() - t0,
+              hb_last_error());
+  // Nothing pending any more; destroying everything is clean (Model).
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -460,7 +579,8 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
   std::string options = "timeout_ms=" + std::to_string(kBadTimeoutMs);
-  if (mode == "badbatch" || mode == "pipeline") opts.options = options.c_str();
+  if (mode == "badbatch" || mode == "pipeline" || mode == "async")
+    opts.options = options.c_str();
   CHECK_OK(hb_context_create(&opts, &ctx));
   g_rank = g_mp_rank = hb_context_rank(ctx);
   g_world = hb_context_world_size(ctx);
@@ -472,6 +592,10 @@ int main(int argc, char **argv) {
     mode_bad_batch(ctx);
   else if (mode == "pipeline")
     mode_pipeline(ctx);
+  else if (mode == "async")
+    mode_async(ctx);
+  else if (mode == "asyncpeer")
+    mode_async_peer(ctx);
   else
     CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);

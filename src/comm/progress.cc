@@ -1,0 +1,175 @@
+#include "comm/progress.h"
+
+#include <chrono>
+#include <condition_variable>
+#include <deque>
+#include <functional>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+#include "abi/error.h"
+#include "comm/backend.h"
+#include "comm/communicator.h"
+#include "context/context.h"
+#include "rendezvous/client.h"
+#include "timeline/timeline.h"
+
+namespace hb {
+namespace comm {
+
+class Progress {
+ public:
+  Progress(std::shared_ptr<Backend> backend, int64_t timeout_ms)
+      : backend_(std::move(backend)),
+        // A job's rounds end within the backend's timeout (a lost peer
+        // sooner); the margin covers the job's local work around them.
+        settle_ms_(timeout_ms + 10000),
+        thread_([this] { loop(); }) {}
+  ~Progress() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    wake_.notify_all();
+    thread_.join();  // after the jobs posted so far (each bounded)
+  }
+  Backend &backend() { return *backend_; }
+  std::thread::id thread_id() const { return thread_.get_id(); }
+
+  void post(std::function<void()> job) {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      jobs_.push_back(std::move(job));
+    }
+    wake_.notify_one();
+  }
+
+  void settle() {
+    std::unique_lock<std::mutex> lock(mu_);
+    const auto deadline = std::chrono::steady_clock::now() +
+                          std::chrono::milliseconds(settle_ms_);
+    if (!idle_.wait_until(lock, deadline,
+                          [this] { return !running_ && jobs_.empty(); }))
+      fail(HB_ERR_TIMEOUT,
+           "an asynchronous exchange (hb_collection_lookup_start) did not "
+           "finish within %lld ms",
+           (long long)settle_ms_);
+  }
+
+ private:
+  void loop() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      // Asleep on the condition variable while nothing is posted.
+      wake_.wait(lock, [this] { return stop_ || !jobs_.empty(); });
+      if (jobs_.empty()) return;  // stop_, and every job has run
+      std::function<void()> job = std::move(jobs_.front());
+      jobs_.pop_front();
+      running_ = true;
+      lock.unlock();
+      try {
+        job();  // jobs report their own failures; nothing may escape here
+      } catch (...) {
+      }
+      job = nullptr;  // its captures go before the caller is told
+      lock.lock();
+      running_ = false;
+      if (jobs_.empty()) idle_.notify_all();
+    }
+  }
+
+  std::shared_ptr<Backend> backend_;
+  const int64_t settle_ms_;
+  std::mutex mu_;
+  std::condition_variable wake_, idle_;
+  std::deque<std::function<void()>> jobs_;
+  bool running_ = false, stop_ = false;
+  std::thread thread_;  // last: started once the members above exist
+};
+
+namespace {
+
+// Holds the channel weakly: the context owns it, and destroying the
+// context joins the thread (after the job in flight), so a collection that
+// outlives its context finds nothing in flight.
+class ProgressExchange : public Exchange {
+ public:
+  ProgressExchange(hb_context &ctx, const std::shared_ptr<Progress> &p)
+      : ctx_(ctx),
+        p_(p),
+        raw_(p.get()),
+        thread_(p->thread_id()),
+        rank_(ctx.cluster.rank),
+        world_(ctx.cluster.world_size) {}
+  int rank() const override { return rank_; }
+  int world() const override { return world_; }
+
+  void alltoall(const int64_t *send, int64_t *recv, size_t k) override {
+    std::vector<int64_t> bytes(world(), static_cast<int64_t>(k * 8));
+    alltoallv(send, bytes.data(), recv, bytes.data());
+  }
+  void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
+                 const int64_t *recv_bytes) override {
+    // On the progress thread the channel is alive (its owner joins the
+    // thread before it goes); elsewhere, after the rounds posted before.
+    std::shared_ptr<Progress> held;
+    Progress *p = raw_;
+    if (std::this_thread::get_id() != thread_) {
+      held = p_.lock();
+      if (!held)
+        fail(HB_ERR_INVALID_ARGUMENT,
+             "the collection's context was destroyed before it");
+      held->settle();
+    }
+    ctx_.check();
+    timeline::Span span("alltoallv", "comm");
+    std::vector<int64_t> so(world()), ro(world());
+    for (int r = 1; r < world(); ++r) {
+      so[r] = so[r - 1] + send_bytes[r - 1];
+      ro[r] = ro[r - 1] + recv_bytes[r - 1];
+    }
+    p->backend().alltoallv(send, send_bytes, so.data(), recv, recv_bytes,
+                           ro.data(), HB_UINT8);
+  }
+  void post(std::function<void()> job) override {
+    if (std::shared_ptr<Progress> p = p_.lock())
+      p->post(std::move(job));
+    else
+      job();  // fails in its first round: the context is gone
+  }
+  void settle() override {
+    if (std::shared_ptr<Progress> p = p_.lock()) p->settle();
+  }
+  bool async() const override { return true; }
+
+ private:
+  hb_context &ctx_;
+  std::weak_ptr<Progress> p_;
+  Progress *raw_;  // for the thread's own rounds
+  std::thread::id thread_;
+  int rank_, world_;
+};
+
+}  // namespace
+
+std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx) {
+  hb_context &c = ctx_ref(ctx);
+  c.check();
+  if (!c.cpu_progress) {
+    cpu_backend(c);  // the context's own first (the same order on every rank)
+    BackendConfig cfg = cpu_backend_config(c);
+    cfg.key_prefix = "hb/comm/cpu-progress/";
+    // The job's waits overlap its own process's compute: a long spin there
+    // takes the core the caller's MLP runs on (2 ranks on 2 cores halved
+    // the overlapped step in the A/B of docs/performance.md). Spin briefly,
+    // then sleep on the futex, unless the option says otherwise.
+    if (cfg.wait_spin_us < 0) cfg.wait_spin_us = 5;
+    c.cpu_progress = std::make_shared<Progress>(
+        make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms);
+  }
+  return std::unique_ptr<Exchange>(new ProgressExchange(c, c.cpu_progress));
+}
+
+}  // namespace comm
+}  // namespace hb
