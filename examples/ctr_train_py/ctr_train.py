@@ -342,7 +342,9 @@ class Trainer:
 
     @staticmethod
     def loss_sum(b):
-        p = np.clip(b["prob"].astype(np.float64), 1e-7, 1 - 1e-7)
+        # np.minimum / np.maximum: what np.clip computes, without its
+        # per-call argument checks (~0.5 ms a call on numpy 1.24).
+        p = np.minimum(np.maximum(b["prob"].astype(np.float64), 1e-7), 1 - 1e-7)
         return float(-np.log(np.where(b["label"] > 0.5, p, 1 - p)).sum())
 
     def evaluate(self):
