@@ -8,16 +8,21 @@
 # within seconds of each other, so the machine's slow drift affects them
 # alike; the medians are over REPEATS.
 #   bench/ctr_cpu/two_ranks_vs_two_jobs.sh BUILD_DIR
-# Environment: SAMPLES=960000, VOCAB=2048, REPEATS=3.
+# Environment: SAMPLES=960000, VOCAB=2048, REPEATS=3, PROFILE=0 (1: the
+# jobs run with --profile and their per-rank phase times, ms per step,
+# follow the table: where a 2-rank step's extra time goes, beside the same
+# phases of the two independent jobs).
 set -u
 B=$(cd "$1" && pwd)
 S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
-job() {  # np out -> train seconds
-  "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" \
+P=""; [ "${PROFILE:-0}" = 1 ] && P=--profile
+job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
+  "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" $P \
     --train-samples "$S" --vocab "$V" --eval-samples 8000 \
-    --eval-every 1000000 --max-gap 1 --out "$W/$2" 2>&1 |
-    sed -n 's/.*final: [0-9]* steps in \([0-9.]*\) s.*/\1/p'
+    --eval-every 1000000 --max-gap 1 --out "$W/$2" > "$W/log_$2" 2>&1
+  grep 'profile rank' "$W/log_$2" | sed "s/^/# $2 (np $1): /" > "$W/prof_$2"
+  sed -n 's/.*final: [0-9]* steps in \([0-9.]*\) s.*/\1/p' "$W/log_$2"
 }
 echo "| repeat | 1 rank | two 1-rank jobs | 2 ranks | jobs / 1 rank | 2 ranks / 1 rank | 2 ranks / jobs |"
 echo "|---|---|---|---|---|---|---|"
@@ -30,7 +35,9 @@ for r in $(seq 1 "$R"); do
   awk -v r="$r" -v S="$S" -v a="$a" -v b1="$(cat "$W/b1")" -v b2="$(cat "$W/c1")" -v c="$c" \
     'BEGIN { A = S / a; Bs = S / b1 + S / b2; C = S / c;
              printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", r, A, Bs, C, Bs / A, C / A, C / Bs }'
+  cat "$W/prof_a" "$W/prof_b" "$W/prof_c" "$W/prof_d" >> "$W/profiles"
 done | tee "$W/rows"
+[ -s "$W/profiles" ] && cat "$W/profiles"
 # Medians of each column over the repeats.
 awk -F'|' '{ for (i = 3; i <= 8; ++i) v[i, NR] = $i } END {
   printf "| median |"

@@ -114,12 +114,16 @@ class Generator:
                    & _U64(self.vocab - 1)).astype(np.int64)
             dense = gauss(mix(base + self._dense_salt)).astype(np.float32)
             # The logit's terms in the C++ order (-1, the tables', the dense
-            # features'); add.accumulate sums them left to right, as C++ does.
+            # features'), summed left to right as C++ does: one vector add
+            # per term (np.add.accumulate along the rows does the same adds
+            # but took ~3 ms a batch, a row at a time).
             terms = np.empty((n, 1 + TABLES + DENSE))
             terms[:, 0] = -1.0
             terms[:, 1:1 + TABLES] = self._weight[self._tables, ids]
             np.multiply(self._dense_weight, dense, out=terms[:, 1 + TABLES:])
-            logit = np.add.accumulate(terms, axis=1)[:, -1]
+            logit = terms[:, 0].copy()
+            for j in range(1, terms.shape[1]):
+                logit += terms[:, j]
             p = 1.0 / (1.0 + np.exp(-logit))
             label = (unit(mix(base[:, 0] + _U64(4242))) < p).astype(np.float32)
         return Samples(ids, dense, label, p.astype(np.float32))

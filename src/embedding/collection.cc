@@ -672,18 +672,23 @@ void Collection::route_ids() {
   std::vector<size_t> eight(T, 8);
   layouts(0, eight, /*back=*/false);
   sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
+  // The ids this rank sends itself skip the exchange (copied straight from
+  // the plan below); at world 1 nothing is exchanged.
   for (size_t t = 0; t < T; ++t) {
     const StepPlan &pl = plans_[t];
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.send_counts()[p];
-      if (c)
+      if (c && p != rank_)
         std::memcpy(sbuf_.data() + sat(p, t), pl.send_ids().data() + from,
                     c * 8);
       from += c;
     }
   }
-  exchange();
+  if (world_ > 1)
+    exchange();
+  else
+    count_round();
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     StepPlan &pl = plans_[t];
@@ -692,7 +697,11 @@ void Collection::route_ids() {
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
       if (c)
-        std::memcpy(s.recv_ids.data() + to, rbuf_.data() + rat(p, t), c * 8);
+        std::memcpy(s.recv_ids.data() + to,
+                    p == rank_ ? reinterpret_cast<const unsigned char *>(
+                                     pl.send_ids().data() + send_at(pl, p))
+                               : rbuf_.data() + rat(p, t),
+                    c * 8);
       to += c;
     }
     s.owner_nu = pl.owner_dedup(s.recv_ids.data(), s.recv_ids.size());
@@ -721,24 +730,38 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
                   nullptr};
   }
   if (batch_) batch_->encode_rows(calls);
+  // This rank's own rows skip the exchange: the requester decodes them from
+  // the owner's wire buffer (the bytes the exchange would have carried). At
+  // world 1 with float32 rows the owner writes them straight into the
+  // partial rows (received order = send order there): one copy, not four.
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
+    if (!batch_ && direct_rows(t)) {
+      s.partial.resize(pl.send_ids().size() * tables_[t]->spec().dim);
+      tables_[t]->encode_rows(
+          s.recv_ids.data(), s.recv_ids.size(), s.owner_nu, pl.owner(),
+          reinterpret_cast<unsigned char *>(s.partial.data()));
+      continue;
+    }
     if (!batch_)
       tables_[t]->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
                               pl.owner(), s.wire.data());
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
-      if (c)
+      if (c && p != rank_)
         std::memcpy(sbuf_.data() + sat(p, t), s.wire.data() + from * rbt,
                     c * rbt);
       from += c;
     }
     stats_.dedup_bound_bytes += pl.remote_sent() * rbt;
   }
-  exchange();
+  if (world_ > 1)
+    exchange();
+  else
+    count_round();
 
   // Requester: each table's rows in send order, then pooled per feature.
   phase.emplace("emb.pool", "embedding");
@@ -746,11 +769,15 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
     const Spec &sp = tables_[t]->spec();
+    if (!batch_ && direct_rows(t)) continue;
     s.partial.resize(pl.send_ids().size() * sp.dim);
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.send_counts()[p];
-      wire_decode(rbuf_.data() + rat(p, t), c * sp.dim, sp.wire_dtype,
+      const unsigned char *src =
+          p == rank_ ? s.wire.data() + recv_at(pl, rank_) * row_bytes_[t]
+                     : rbuf_.data() + rat(p, t);
+      wire_decode(src, c * sp.dim, sp.wire_dtype,
                   s.partial.data() + from * sp.dim);
       from += c;
     }
@@ -769,6 +796,22 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
                pooling, none ? unpooled[f] : out + column_[f], pooled_width_);
     });
   }
+}
+
+bool Collection::direct_rows(size_t t) const {
+  return world_ == 1 && tables_[t]->spec().wire_dtype == HB_FLOAT32;
+}
+
+int64_t Collection::send_at(const StepPlan &pl, int rank) {
+  int64_t at = 0;
+  for (int p = 0; p < rank; ++p) at += pl.send_counts()[p];
+  return at;
+}
+
+int64_t Collection::recv_at(const StepPlan &pl, int rank) {
+  int64_t at = 0;
+  for (int p = 0; p < rank; ++p) at += pl.recv_counts()[p];
+  return at;
 }
 
 bool Collection::same_ids() {
@@ -826,6 +869,9 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   verdict(o, ok, h);
   for (int p = 0; p < world_; ++p)
     std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
+  // This rank's own partial sums skip the exchange (encoded straight into
+  // the owner's wire buffer below); at world 1 nothing is exchanged and the
+  // float32 ones go to the optimizer from the partial sums themselves.
   if (ok)
     for (size_t t = 0; t < T; ++t) {
       const Slot &s = slots_[t];
@@ -834,16 +880,22 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       int64_t from = 0;
       for (int p = 0; p < world_; ++p) {
         int64_t c = pl.send_counts()[p];
-        wire_encode(s.partial.data() + from * sp.dim, c * sp.dim, sp.wire_dtype,
-                    sbuf_.data() + sat(p, t));
+        if (p != rank_)
+          wire_encode(s.partial.data() + from * sp.dim, c * sp.dim,
+                      sp.wire_dtype, sbuf_.data() + sat(p, t));
         from += c;
       }
       stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
     }
-  exchange();
   std::vector<int64_t> hv(world_ * kVerdictWords);
-  for (int p = 0; p < world_; ++p)
-    std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
+  if (world_ > 1) {
+    exchange();
+    for (int p = 0; p < world_; ++p)
+      std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
+  } else {
+    count_round();
+    std::memcpy(hv.data(), h, H);
+  }
   if (!verdicts(hv.data(), o, what)) return false;
   // Owners: one optimizer step per unique id.
   phase.emplace("emb.optimizer", "embedding");
@@ -852,11 +904,22 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
+    if (!batch_ && direct_rows(t)) {
+      tables_[t]->apply_received(
+          s.recv_ids.data(), s.recv_ids.size(), s.owner_nu, pl.owner(),
+          reinterpret_cast<const unsigned char *>(s.partial.data()));
+      continue;
+    }
     s.wire.resize(s.recv_ids.size() * rbt);
     int64_t to = 0;
+    const int64_t self_from = send_at(pl, rank_);
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
-      if (c)
+      const Spec &sp = tables_[t]->spec();
+      if (c && p == rank_)
+        wire_encode(s.partial.data() + self_from * sp.dim, c * sp.dim,
+                    sp.wire_dtype, s.wire.data() + to * rbt);
+      else if (c)
         std::memcpy(s.wire.data() + to * rbt, rbuf_.data() + rat(p, t),
                     c * rbt);
       to += c;

@@ -254,6 +254,12 @@ class Collection : public CollectionBase {
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
   void swap_state() override;
   void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
+  // Table t's rows and partial sums skip the wire buffers (world 1, float32
+  // wire rows): the owner's rows are the requester's, byte for byte.
+  bool direct_rows(size_t t) const;
+  // Where rank's share starts in a plan's send / received order.
+  static int64_t send_at(const StepPlan &pl, int rank);
+  static int64_t recv_at(const StepPlan &pl, int rank);
 
   std::vector<Slot> slots_, spare_slots_;
   std::vector<Bags> bags_, spare_bags_;
