@@ -24,6 +24,7 @@
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
 #include "comm/hier_alltoallv.h"
+#include "comm/kv_gather.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
 #include "comm/p2p_collectives.h"
