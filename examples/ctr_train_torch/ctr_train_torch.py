@@ -106,6 +106,7 @@ class Trainer(numpy_demo.Trainer):
     def __init__(self, ctx, f, device="cpu"):  # no super().__init__: it would build the numpy model
         self.ctx, self.f = ctx, f
         self.rank, self.world = ctx.rank, ctx.world_size
+        self.ps = False  # no parameter-server mode (the numpy demo's --splits)
         self.gen = synth.Generator(f.seed, f.vocab)
         self.device = cuda_device(ctx) if device == "cuda" else torch.device("cpu")
         self.model = CtrModel(ctx, f, self.device)
