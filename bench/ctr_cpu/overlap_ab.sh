@@ -5,7 +5,7 @@
 # thread), interleaved per world size and repeat, with the PyTorch
 # table-wise peer beside them; one RESULT line per launch (ctr_compare.sh's,
 # tagged async=0|1). Run from the repository root:
-#   REPEATS=3 NPS="1 2 4" bench/ctr_overlap_ab.sh _build
+#   REPEATS=3 NPS="1 2 4" bench/ctr_cpu/overlap_ab.sh _build
 # PEER= (empty) skips the peer. Other variables go to ctr_compare.sh
 # (SAMPLES, VOCAB, LOAD).
 set -u
