@@ -1091,8 +1091,8 @@ int Trainer::run_ps() {
         at = sp.from;
       }
       // A lost holder's last batch goes again whole (hb_ps_split).
-      lo = at, hi = at < sp.replay_end ? sp.replay_end
-                                       : std::min(sp.end, at + f_.batch);
+      lo = at,
+      hi = at < sp.replay_end ? sp.replay_end : std::min(sp.end, at + f_.batch);
     } else {
       CHECK_HB(hb_embedding_lookup(samples_, &zero, 1, &seen));
       if (steps >= 0 ? step >= steps

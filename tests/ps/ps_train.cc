@@ -760,11 +760,13 @@ int splits(hb_context *ctx, const Args &a) {
       if (rank == a.slow_rank && a.slow_ms > 0) sleep_ms(a.slow_ms);
       // A lost holder's last batch, applied by some ps tables and not
       // others, is pushed again whole (the split's replay_end).
-      const int64_t end =
-          next < sp.replay_end ? sp.replay_end : std::min(sp.end, next + a.batch);
+      const int64_t end = next < sp.replay_end
+                              ? sp.replay_end
+                              : std::min(sp.end, next + a.batch);
       if (next < sp.replay_end)
-        std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
-                    rank, (long long)sp.split, (long long)next, (long long)end);
+        std::printf(
+            "rank %d: resumes split %lld at %lld, first batch to %lld\n", rank,
+            (long long)sp.split, (long long)next, (long long)end);
       ids.clear();
       for (int64_t j = next; j < end; ++j) ids.push_back(j);
       rows.resize(ids.size());
