@@ -32,8 +32,9 @@ class PsParameters:
             if not isinstance(p, torch.Tensor):
                 raise HbTypeError("params[%d]: expected a torch.Tensor, got %s" % (i, type(p).__name__))
             if p.device.type != "cpu" or p.dtype != torch.float32:
-                raise HbDeviceError("params[%d]: a %s %s tensor; PsParameters holds float32 CPU parameters"
-                                    % (i, p.device, p.dtype))
+                err = HbDeviceError if p.device.type != "cpu" else HbTypeError
+                raise err("params[%d]: a %s %s tensor; PsParameters holds float32 CPU parameters"
+                          % (i, p.device, p.dtype))
         unknown = sorted(set(optimizer_args) - set(_OPTIMIZER_ARGS))
         if unknown:
             raise HbTypeError("PsParameters %r: unknown argument(s) %s (optimizer arguments: %s)"
