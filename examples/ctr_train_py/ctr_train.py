@@ -459,7 +459,7 @@ class Trainer:
             os.makedirs(ckpt, exist_ok=True)
             os.makedirs(exp, exist_ok=True)
         self.ctx.barrier()
-        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+        for name, tab in self.named_tables():
             tab.save(os.path.join(ckpt, name))
             tab.export(os.path.join(exp, name + ".hbe"))
 
@@ -499,6 +499,24 @@ class Trainer:
                 yield sp.split, hi, lo, hi
                 lo = hi
 
+    def ps_step(self, split, offset, lo, hi):
+        """--splits: one step on train samples [lo, hi) with the ps tasks'
+        model, this worker's position in split committed with its pushes
+        (overridden by examples/ctr_train_torch, as ps_pull, named_tables
+        and close_model are)."""
+        self.ps_pull()
+        b = self.forward(0, lo, hi)
+        self.ctx.ps_split_commit(split, offset)  # rides with this step's pushes
+        self.backward(b, self.f.batch * self.world)
+
+    def ps_pull(self):
+        """The MLP as the ps tasks hold it."""
+        self.ps_dense.pull(self.dense.flat_params)
+
+    def named_tables(self):
+        """(name, hb.Embedding) of every table, in order."""
+        return list(zip(["cat_%02d" % t for t in range(T)] + ["wide"], self.tables + [self.wide]))
+
     def close_model(self):
         for o in [self.coll, self.ps_dense] + self.tables + [self.wide]:
             o.close()
@@ -517,10 +535,7 @@ class Trainer:
         steps = mine = 0
         t0 = time.monotonic()
         for split, offset, lo, hi in self.ps_batches():
-            self.ps_dense.pull(self.dense.flat_params)
-            b = self.forward(0, lo, hi)
-            ctx.ps_split_commit(split, offset)  # rides with this step's pushes
-            self.backward(b, f.batch * self.world)
+            self.ps_step(split, offset, lo, hi)
             steps, mine = steps + 1, mine + (hi - lo)
         train_s = time.monotonic() - t0
         print("worker %d: %d steps, %d samples in %.3f s (%.0f samples/s)"
@@ -537,7 +552,7 @@ class Trainer:
         self.__init__(ctx, f)
         if self.reader is not None:
             self.reader.close()  # scoring reads the generator's held-out split
-        self.ps_dense.pull(self.dense.flat_params)
+        self.ps_pull()
         with hb.Metric(hb.METRIC_AUC_EXACT) as model, hb.Metric(hb.METRIC_AUC_EXACT) as planted:
             for lo in range(0, f.eval_samples, f.batch):
                 b = self.forward(1, lo, min(f.eval_samples, lo + f.batch))
@@ -547,7 +562,7 @@ class Trainer:
         ckpt, exp = os.path.join(f.out, "checkpoint"), os.path.join(f.out, "export")
         os.makedirs(ckpt, exist_ok=True)
         os.makedirs(exp, exist_ok=True)
-        for tab, name in zip(self.tables + [self.wide], ["cat_%02d" % t for t in range(T)] + ["wide"]):
+        for name, tab in self.named_tables():
             tab.save(os.path.join(ckpt, name))  # the chief saves a ps table whole
             tab.export(os.path.join(exp, name + ".hbe"))
         self.close_model()

@@ -25,6 +25,15 @@ tables with their slots, the module's state_dict in place, the optimizer's
 state_dict, the data position and the running metric); started again, the
 job resumes from the newest one.
 
+    hbrun -n 2 --ps 1 -- python3 ctr_train_torch.py --splits ...
+
+Parameter-server mode with dynamic splits, the numpy demo's (its
+Trainer.run_ps loop, docs/parameter-servers.md): the tables are
+TableConfig(placement="ps") tables and the MLP an hb.torch.PsParameters
+(one hb.PsDense, Adagrad applied on the ps tasks); each worker takes the
+train samples in splits from ps task 0, a fast worker more, and commits
+its position with its pushes (every sample exactly once). Host only.
+
 --device cpu (default) keeps everything on the host. --device cuda puts
 the tables (hb GPU tables) and the MLP on the GPU of each rank: hb's
 context device, which is cuda:0 of the worker's own CUDA_VISIBLE_DEVICES
@@ -58,10 +67,10 @@ CAT = ["cat_%02d" % t for t in range(T)]
 class CtrModel(nn.Module):
     """26 embedded categorical features, a wide (linear) part and an MLP."""
 
-    def __init__(self, ctx, f, device):
+    def __init__(self, ctx, f, device, placement="workers"):
         super().__init__()
         adagrad = dict(seed=f.seed, optimizer="adagrad", learning_rate=f.lr, initial_accumulator=0.1,
-                       device="cuda" if device.type == "cuda" else "cpu")
+                       device="cuda" if device.type == "cuda" else "cpu", placement=placement)
         # Gradients arrive already divided by the global batch (see Trainer.step):
         # the tables sum them over the ranks, as the MLP's allreduce does.
         self.sparse = ht.EmbeddingCollection(ctx, [
@@ -106,12 +115,25 @@ class Trainer(numpy_demo.Trainer):
     def __init__(self, ctx, f, device="cpu"):  # no super().__init__: it would build the numpy model
         self.ctx, self.f = ctx, f
         self.rank, self.world = ctx.rank, ctx.world_size
-        self.ps = False  # no parameter-server mode (the numpy demo's --splits)
+        self.ps = ctx.num_ps > 0  # parameter-server mode (--splits): the numpy demo's run_ps
+        if self.ps and device == "cuda":
+            raise hb.HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
+                             "--splits keeps the tables and the MLP on the ps tasks' hosts; pass --device cpu")
         self.gen = synth.Generator(f.seed, f.vocab)
         self.device = cuda_device(ctx) if device == "cuda" else torch.device("cpu")
-        self.model = CtrModel(ctx, f, self.device)
-        self.ddp = ht.DistributedDataParallel(self.model, ctx, average_gradients=False)
-        self.opt = torch.optim.Adagrad(self.ddp.parameters(), lr=f.lr, initial_accumulator_value=0.1, eps=0.0)
+        self.model = CtrModel(ctx, f, self.device, placement="ps" if self.ps else "workers")
+        if self.ps:
+            # The MLP on the ps tasks (the numpy demo's PsDense: the same
+            # flat layout and initial values), Adagrad applied there; no
+            # DDP, whose broadcast and allreduce would form the workers'
+            # collective world.
+            self.ddp = self.opt = None
+            self.ps_mlp = ht.PsParameters(ctx, "mlp", self.model.mlp.parameters(), optimizer="adagrad",
+                                          learning_rate=f.lr, initial_accumulator=0.1)
+        else:
+            self.ddp = ht.DistributedDataParallel(self.model, ctx, average_gradients=False)
+            self.opt = torch.optim.Adagrad(self.ddp.parameters(), lr=f.lr, initial_accumulator_value=0.1,
+                                           eps=0.0)
         self.shard_begin, self.shard_end = numpy_demo.plan_train_shard(f, self.world, self.rank)
 
     def forward(self, split, begin, end):
@@ -137,6 +159,29 @@ class Trainer(numpy_demo.Trainer):
         (loss_sum / global_n).backward()  # the tables step here; the MLP's gradients are summed
         self.opt.step()
         return int(global_n), stats[1].item(), s.label, torch.sigmoid(logits.detach()).cpu().numpy()
+
+    def ps_step(self, split, offset, lo, hi):
+        """--splits: one step on samples [lo, hi) with the ps tasks' model;
+        the tables push inside backward, after the position's commit."""
+        self.ps_pull()
+        s = self.samples(0, lo, hi)
+        loss_sum = nn.functional.binary_cross_entropy_with_logits(
+            self.model(*self.inputs(s)), torch.from_numpy(s.label), reduction="sum")
+        self.ctx.ps_split_commit(split, offset)  # rides with this step's pushes
+        self.ps_mlp.zero_grad()
+        # Divided by the full global batch, as the numpy demo's ps mode.
+        (loss_sum / (self.f.batch * self.world)).backward()
+        self.ps_mlp.push()
+
+    def ps_pull(self):
+        self.ps_mlp.pull()
+
+    def named_tables(self):
+        return list(self.model.sparse.tables.items())
+
+    def close_model(self):
+        self.model.sparse.close()
+        self.ps_mlp.close()
 
     def open_checkpoint(self, running_auc):
         """hb.torch.Checkpoint of the model (tables, state_dict) and the

@@ -15,6 +15,8 @@
   :func:`allreduce_gradients`): dense data parallelism; after backward the
   gradients are averaged with ``allreduce_many`` (hb's buckets), bit-equal
   on every rank.
+- :class:`PsParameters`: a module's dense parameters on the job's ps tasks
+  (parameter-server mode; pull before forward, push after backward).
 - :class:`Metric`, :func:`data_sync`, :func:`all_reduce`: hb's metrics and
   collectives taking tensors.
 - :func:`save` / :func:`load`: a module's dense state_dict and its hb tables
@@ -39,7 +41,7 @@ training is matched by one backward on every rank.
 
 The package's modules, by concern: ``jagged`` (KeyedJaggedTensor),
 ``config`` (TableConfig, the cross-rank config check), ``collection``
-(EmbeddingCollection), ``ddp`` (dense data parallelism), ``tensor_ops``
+(EmbeddingCollection), ``ddp`` (dense data parallelism), ``ps`` (dense parameters on ps tasks), ``tensor_ops``
 (metrics and collectives on tensors), ``checkpoint`` (save / load,
 Checkpoint), ``_tensors`` (the hand-over of tensors to hb). Import from
 ``hb.torch``: the modules' layout may change.
@@ -57,8 +59,9 @@ from .collection import EmbeddingCollection, EmbeddingOutput  # noqa: F401
 from .config import POOLINGS, TableConfig, _differences, _rank_list, _table_fields  # noqa: F401
 from .ddp import DistributedDataParallel, _module_fields, allreduce_gradients, broadcast_parameters  # noqa: F401
 from .jagged import KeyedJaggedTensor  # noqa: F401
+from .ps import PsParameters  # noqa: F401
 from .tensor_ops import Metric, all_reduce, data_sync  # noqa: F401
 
 __all__ = ["KeyedJaggedTensor", "TableConfig", "EmbeddingCollection", "EmbeddingOutput", "DistributedDataParallel",
-           "broadcast_parameters", "allreduce_gradients", "Metric", "data_sync", "all_reduce",
+           "broadcast_parameters", "allreduce_gradients", "PsParameters", "Metric", "data_sync", "all_reduce",
            "save", "load", "POOLINGS"]
