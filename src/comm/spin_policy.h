@@ -25,9 +25,11 @@ class SpinPolicy {
   // A sample is reused this long: a wait costs a clock read, not a syscall.
   static constexpr std::chrono::milliseconds kSampleEvery{20};
   // Long spins come back only after this many fitting samples in a row
-  // (one busy sample turns them off): a sample taken while a peer sleeps
-  // undercounts the job's own runnable ranks by one.
-  static constexpr int kFitsToGoLong = 3;
+  // (500 ms; one busy sample turns them off): a sample taken while a peer
+  // sleeps undercounts the job's own runnable ranks by one, and a shared
+  // host's load comes in bursts (3 samples: 0.95x of 25 at 2 ranks, quiet;
+  // docs/performance.md).
+  static constexpr int kFitsToGoLong = 25;
 
   // ranks: this host's ranks of the job; cpus: the CPUs they may run on
   // (the union of their affinity masks); fixed_us >= 0: always that
