@@ -52,7 +52,8 @@ struct BackendConfig {
   // wherever ranks share memory with some peer) or "direct" (every pair).
   std::string alltoallv = "auto";
   // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
-  // sleeps on its futex (-1: by the CPUs this host's ranks share).
+  // sleeps on its futex (-1: auto, by the CPUs this host's ranks share
+  // and the host's load, comm/spin_policy.h).
   int64_t wait_spin_us = -1;
   // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls;
   // check_calls_where_free: only where the print rides along with the

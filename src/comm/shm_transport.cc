@@ -50,11 +50,11 @@ size_t ring_bytes_for(int world) {
 // that yielded ran at half its quiet speed (docs/performance.md). A futex
 // sleeper instead preempts such a task as soon as it is woken. Spinning
 // keeps the core, so it is bounded by the spin budget (ShmTransport::spin_,
-// from option cpu_wait_spin_us): long enough to cover the drift between
-// ranks of a step where every rank has a core, short where the ranks of
-// this host outnumber its CPUs (a spinning rank would then hold the core a
-// peer needs to reach the call).
-constexpr std::chrono::microseconds kSpinCores(2000), kSpinShared(5);
+// comm/spin_policy.h: option cpu_wait_spin_us, else 2 ms while every rank
+// of this host has a CPU that no other runnable task wants, to cover the
+// drift between ranks of a step, and 5 us where the ranks outnumber the
+// CPUs or the host is loaded: a spinning rank would then hold the CPU
+// share a peer needs to reach the call).
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -143,7 +143,7 @@ struct SegHeader {
   std::atomic<uint32_t> sleepers;
   std::atomic<uint32_t> state;  // 0 ok, 1 failed, 2 gone
   // The CPUs this rank may run on (all set if unknown): with the peers'
-  // masks, whether the host's ranks outnumber their CPUs (kSpinCores).
+  // masks, whether the host's ranks outnumber their CPUs (SpinPolicy).
   cpu_set_t cpus;
 };
 static_assert(sizeof(SegHeader) <= kHeaderBytes, "segment header");
@@ -356,7 +356,7 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
          "option cpu_transport=shm: ranks %s cannot share memory (rank %d: "
          "%s)",
          missing.c_str(), rank, mine_ ? "segment made" : why.c_str());
-  // The spin budget (see kSpinCores), from the CPUs that this rank and
+  // The spin budget (see SpinPolicy), from the CPUs that this rank and
   // its shared-memory peers may run on together (a launcher that pins
   // each rank to its own core leaves every rank one CPU of its own).
   cpu_set_t host_cpus;
@@ -364,9 +364,8 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
   if (mine_) host_cpus = mine_->hdr()->cpus;
   for (int q : all_peers_)
     CPU_OR(&host_cpus, &host_cpus, &peer_[size_t(q)]->hdr()->cpus);
-  spin_ = spin_us >= 0 ? std::chrono::microseconds(spin_us)
-          : reached_ + 1 > CPU_COUNT(&host_cpus) ? kSpinShared
-                                                 : kSpinCores;
+  spin_ = std::make_unique<SpinPolicy>(reached_ + 1, CPU_COUNT(&host_cpus),
+                                       spin_us);
   if (!reached_) mine_.reset();
 }
 
@@ -527,7 +526,7 @@ void ShmTransport::board_wait(uint64_t call) {
     return false;
   };
   if (ready()) return;
-  Backoff backoff(spin_);
+  Backoff backoff(spin_->budget());
   uint32_t spins = 0;
   while (backoff.pause()) {
     if (ready()) return;
@@ -697,7 +696,7 @@ bool ShmP2P::progress() {
 }
 
 void ShmP2P::wait_until(const std::function<bool()> &done) {
-  Backoff backoff(t_.spin_);
+  Backoff backoff(t_.spin_->budget());
   bool have_deadline = false;
   while (!done()) {
     const uint32_t seen = t_.doorbell();

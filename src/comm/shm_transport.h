@@ -46,6 +46,7 @@
 #include <vector>
 
 #include "comm/p2p.h"
+#include "comm/spin_policy.h"
 
 namespace hb {
 namespace rdv {
@@ -80,7 +81,8 @@ class ShmTransport {
   // and never share memory, even where they could open each other's
   // segment (two network namespaces on one machine share /dev/shm).
   // spin_us: how long a wait spins before it sleeps (option
-  // cpu_wait_spin_us); -1 chooses by the CPUs this host's ranks share.
+  // cpu_wait_spin_us); -1 chooses by the CPUs this host's ranks share and
+  // by the host's load (comm/spin_policy.h).
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
                const std::string &mode, int64_t timeout_ms,
                const std::string &host, int64_t spin_us = -1);
@@ -162,7 +164,7 @@ class ShmTransport {
 
   int rank_, world_;
   int64_t timeout_ms_;
-  std::chrono::nanoseconds spin_{0};  // a wait's spin before it sleeps
+  std::unique_ptr<SpinPolicy> spin_;  // a wait's spin before it sleeps
   size_t ring_bytes_;
   std::unique_ptr<ShmSegment> mine_;
   std::vector<std::unique_ptr<ShmSegment>> peer_;  // null: not same host

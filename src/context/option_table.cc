@@ -100,13 +100,11 @@ const std::vector<OptionSpec> &option_table() {
        "How long a CPU collective's wait for a same-host peer spins before "
        "it sleeps on its futex (it never yields: a yield while another "
        "task is runnable can lose the core for a scheduler tick). -1 = "
-       "2000 where every rank of this host has a CPU of its own (ranks "
-       "drift apart by hundreds of microseconds in a training step; "
-       "spinning through that keeps the wake-up off the step), 5 where the "
-       "ranks of this host outnumber the CPUs they may run on (a spinning "
-       "rank would hold the core a peer needs). On a host whose cores are "
-       "shared with busy normal-priority processes, a shorter spin (say "
-       "50) keeps more of the rank's CPU share for its work."},
+       "auto: 5 where the ranks of this host outnumber the CPUs they may "
+       "run on; else 2000 while the host's runnable tasks (/proc/loadavg, "
+       "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
+       "(a long spin would take the waited-for peer's CPU share). >= 0: "
+       "that spin, fixed."},
       {"cpu_async_exchange", OptionType::kInt, "1", nullptr, 0, 1,
        "1: a host embedding collection exchanges over a CPU communicator "
        "and progress thread of its own, so the rounds that "

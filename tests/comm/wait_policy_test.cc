@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "comm/backend.h"
+#include "comm/spin_policy.h"
 #include "thread_world.h"
 
 namespace {
@@ -90,6 +91,60 @@ TEST(WaitPolicy, WaiterKeepsItsCoreBesideANiceBusyLoop) {
   EXPECT_LT(loaded, 1.5 * quiet + 0.1)
       << "quiet " << quiet * 1e3 << " ms, beside a nice-19 loop "
       << loaded * 1e3 << " ms for " << kRounds << " rounds";
+}
+
+// The adaptive spin budget reads the host's runnable tasks (a fake
+// /proc/loadavg here) at most every kSampleEvery, spins long only while
+// every runnable task has a CPU, and turns long spins back on only after
+// kFitsToGoLong fitting samples in a row.
+TEST(WaitPolicy, SpinsLongOnlyWhileTheHostHasACpuPerRunnableTask) {
+  using hb::comm::SpinPolicy;
+  using std::chrono::milliseconds;
+  using ns = std::chrono::nanoseconds;
+  const ns kLong = SpinPolicy::kLong, kShort = SpinPolicy::kShort;
+  int runnable = 2, reads = 0;
+  auto fake = [&] {
+    ++reads;
+    return runnable;
+  };
+  auto t = SpinPolicy::Clock::time_point() + std::chrono::hours(1);
+  const auto step = SpinPolicy::kSampleEvery;
+
+  // The option overrides; ranks outnumbering CPUs spin briefly.
+  EXPECT_EQ(SpinPolicy(2, 2, 7, fake).budget(t),
+            ns(std::chrono::microseconds(7)));
+  EXPECT_EQ(SpinPolicy(3, 2, -1, fake).budget(t), kShort);
+  EXPECT_EQ(reads, 0);
+
+  SpinPolicy p(2, 2, -1, fake);
+  // Quiet (the two ranks alone): long after kFitsToGoLong samples.
+  for (int i = 1; i < SpinPolicy::kFitsToGoLong; ++i, t += step)
+    EXPECT_EQ(p.budget(t), kShort) << "sample " << i;
+  EXPECT_EQ(p.budget(t), kLong);
+  EXPECT_EQ(reads, SpinPolicy::kFitsToGoLong);
+  // Cached: waits within kSampleEvery read nothing.
+  for (int i = 0; i < 100; ++i) EXPECT_EQ(p.budget(t + milliseconds(1)), kLong);
+  EXPECT_EQ(reads, SpinPolicy::kFitsToGoLong);
+  // One busy loop beside the ranks: short at the next sample.
+  runnable = 3;
+  t += step;
+  EXPECT_EQ(p.budget(t), kShort);
+  // Quiet again (or a peer asleep hid the loop): short until the run of
+  // fitting samples is long enough.
+  runnable = 2;
+  for (int i = 1; i < SpinPolicy::kFitsToGoLong; ++i) {
+    t += step;
+    EXPECT_EQ(p.budget(t), kShort) << "sample " << i;
+  }
+  t += step;
+  EXPECT_EQ(p.budget(t), kLong);
+  // Unreadable load: the CPU rule alone.
+  SpinPolicy blind(2, 2, -1, [] { return -1; });
+  for (int i = 0; i < SpinPolicy::kFitsToGoLong; ++i, t += step)
+    blind.budget(t);
+  EXPECT_EQ(blind.budget(t), kLong);
+  // The real reader counts at least the calling thread.
+  EXPECT_GE(hb::comm::read_host_runnable(), 1);
 }
 
 }  // namespace

@@ -1,0 +1,61 @@
+#include "comm/spin_policy.h"
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <cstdlib>
+
+namespace hb::comm {
+
+int read_host_runnable() {
+  // "0.52 0.58 0.59 3/467 12345": the 4th field is running/total tasks.
+  // One open+read+close per sample (every kSampleEvery at most).
+  const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return -1;
+  char buf[128];
+  const ssize_t n = read(fd, buf, sizeof buf - 1);
+  close(fd);
+  if (n <= 0) return -1;
+  buf[n] = 0;
+  const char *p = buf;
+  for (int field = 0; field < 3 && p; ++field) {
+    while (*p && *p != ' ') ++p;
+    while (*p == ' ') ++p;
+  }
+  char *end = nullptr;
+  const long running = strtol(p, &end, 10);
+  return end != p && *end == '/' && running >= 0 ? int(running) : -1;
+}
+
+SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
+                       std::function<int()> runnable)
+    : ranks_(ranks), cpus_(cpus), runnable_(std::move(runnable)) {
+  if (fixed_us >= 0) fixed_ = std::chrono::microseconds(fixed_us);
+}
+
+std::chrono::nanoseconds SpinPolicy::budget(Clock::time_point now) {
+  if (fixed_.count() >= 0) return fixed_;
+  if (ranks_ > cpus_) return kShort;  // the ranks alone fill the CPUs
+  constexpr auto r = std::memory_order_relaxed;
+  const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(
+                        now.time_since_epoch())
+                        .count();
+  if (t >= next_sample_ns_.load(r)) {
+    next_sample_ns_.store(t + std::chrono::nanoseconds(kSampleEvery).count(),
+                          r);
+    // The sample counts the job's running ranks (the sampler among them):
+    // the host fits when all runnable tasks do, and a sleeping peer's
+    // absence is covered by asking for several fitting samples in a row.
+    // Unreadable (no /proc): the CPU rule alone, as before.
+    const int n = runnable_();
+    if (n < 0 || n <= cpus_) {
+      if (fits_.fetch_add(1, r) + 1 >= kFitsToGoLong) long_.store(true, r);
+    } else {
+      fits_.store(0, r);
+      long_.store(false, r);
+    }
+  }
+  return long_.load(r) ? std::chrono::nanoseconds(kLong) : kShort;
+}
+
+}  // namespace hb::comm

@@ -1,0 +1,55 @@
+// How long a shared-memory wait spins before it sleeps on its futex (the
+// spin budget), chosen from the host's load. A spinning rank keeps its
+// core: worth it (the wake-up stays off the step) only while every rank of
+// the job has a CPU that nothing else wants. Where other tasks are
+// runnable, a long spin takes their CPU share from the peer the waiter is
+// waiting for (measured: 1.7-1.9x slower at 2 ranks beside busy
+// processes, docs/performance.md), so the wait spins briefly and sleeps.
+#pragma once
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+
+namespace hb::comm {
+
+// The host's runnable tasks right now (nr_running, counting the caller and
+// the job's own running ranks), from /proc/loadavg; -1 if unreadable.
+int read_host_runnable();
+
+class SpinPolicy {
+ public:
+  using Clock = std::chrono::steady_clock;
+  static constexpr std::chrono::microseconds kLong{2000}, kShort{5};
+  // A sample is reused this long: a wait costs a clock read, not a syscall.
+  static constexpr std::chrono::milliseconds kSampleEvery{20};
+  // Long spins come back only after this many fitting samples in a row
+  // (500 ms; one busy sample turns them off): a sample taken while a peer
+  // sleeps undercounts the job's own runnable ranks by one, and a shared
+  // host's load comes in bursts (3 samples: 0.95x of 25 at 2 ranks, quiet;
+  // docs/performance.md).
+  static constexpr int kFitsToGoLong = 25;
+
+  // ranks: this host's ranks of the job; cpus: the CPUs they may run on
+  // (the union of their affinity masks); fixed_us >= 0: always that
+  // budget (option cpu_wait_spin_us), -1: auto. runnable: the load reader
+  // (tests inject a fake one).
+  SpinPolicy(int ranks, int cpus, int64_t fixed_us,
+             std::function<int()> runnable = read_host_runnable);
+
+  // The budget for a wait that starts at `now`.
+  std::chrono::nanoseconds budget(Clock::time_point now = Clock::now());
+
+ private:
+  int ranks_, cpus_;
+  std::chrono::nanoseconds fixed_{-1};
+  std::function<int()> runnable_;
+  // Relaxed atomics: two threads waiting on one transport (a P2P wait
+  // beside a board wait) may sample together; either answer is fine.
+  std::atomic<int64_t> next_sample_ns_{INT64_MIN};
+  std::atomic<int> fits_{0};
+  std::atomic<bool> long_{false};
+};
+
+}  // namespace hb::comm
