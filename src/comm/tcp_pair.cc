@@ -194,7 +194,16 @@ void TcpPair::start_connect(const std::vector<char> &bytes) {
 
 void TcpPair::wait_connected() {
   std::unique_lock<std::mutex> lock(m_);
-  waitUntilConnected(lock, true);
+  // Gloo's waitUntilConnected, instantiated here: its condition wait then
+  // runs in hb's code, where TSan sees the mutex released while it waits
+  // (inside the uninstrumented libgloo it reported the loop thread's
+  // try_lock in handleEvents as a double lock).
+  waitUntil(
+      [&] {
+        throwIfException();
+        return state_ >= CONNECTED;
+      },
+      lock, true);
 }
 
 void TcpPair::finish_accept() {
