@@ -6,6 +6,7 @@
 #include <memory>
 
 #include "abi/error.h"
+#include "abi/struct_out.h"
 #include "context/context.h"
 #include "ps/client.h"
 #include "ps/server.h"
@@ -101,9 +102,7 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
     r.workers_rejoined = s.workers_rejoined, r.busy_us = s.busy_us;
     r.workers_left = s.workers_left;
     r.workers_gone = s.workers_gone;
-    size_t n = std::min(out->struct_size, sizeof r);
-    std::memcpy(out, &r, n);
-    out->struct_size = n;
+    hb::copy_struct_out(r, out);
   });
 }
 
@@ -118,9 +117,7 @@ hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out) {
     hb_ps_split r = HB_PS_SPLIT_INIT;
     r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
     r.from = l.from, r.replay_end = l.replay_end;
-    size_t n = std::min(out->struct_size, sizeof r);
-    std::memcpy(out, &r, n);
-    out->struct_size = n;
+    hb::copy_struct_out(r, out);
   });
 }
 

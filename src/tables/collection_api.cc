@@ -7,6 +7,7 @@
 #include <memory>
 
 #include "abi/error.h"
+#include "abi/struct_out.h"
 #include "comm/context_exchange.h"
 #include "comm/progress.h"
 #include "context/context.h"
@@ -187,9 +188,7 @@ hb_status hb_collection_get_stats(const hb_collection *coll,
     r.wire_bytes_sent = s.wire_bytes_sent,
     r.wire_bytes_recv = s.wire_bytes_recv,
     r.dedup_bound_bytes = s.dedup_bound_bytes;
-    size_t n = std::min(out->struct_size, sizeof r);
-    std::memcpy(out, &r, n);
-    out->struct_size = n;
+    hb::copy_struct_out(r, out);
   });
 }
 
