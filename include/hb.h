@@ -1095,6 +1095,64 @@ HB_API hb_status hb_collection_lookup_start(hb_collection *coll,
 HB_API hb_status hb_collection_lookup_wait(hb_collection *coll);
 
 
+/* ---- Asynchronous allreduce --------------------------------------------- */
+/*
+ * MPI_Iallreduce for host buffers: the allreduce runs on a progress
+ * thread of the context, over a CPU communicator of its own (created by the
+ * first start; option cpu_async_exchange), while the caller computes --
+ * e.g. the embedding update, whose rounds run on the collection's channel:
+ *
+ *   hb_allreduce_request *req;
+ *   hb_allreduce_start(ctx, grads, grads, n, HB_FLOAT32, HB_SUM, &req);
+ *   hb_collection_apply_gradients(coll, &batch, grad_pooled, NULL);
+ *   hb_allreduce_wait(req);                 grads are reduced
+ *   dense optimizer step
+ *
+ * The result is bit-identical to hb_allreduce's (the same rank-order
+ * reduction). Ordering: the started allreduces of a context run one at a
+ * time, in start order, and complete in that order; every rank must start
+ * them in the same order with matching arguments, as for the blocking
+ * collectives. A mismatch (other counts, dtype or op) is HB_ERR_MISMATCH
+ * from the wait on every rank where calls are checked (option
+ * cpu_check_calls; on by default between ranks that share memory), a
+ * timeout otherwise; a start that a peer matches with no start at all
+ * (e.g. a blocking hb_allreduce) is HB_ERR_TIMEOUT on both; never a wrong
+ * result. While requests are in flight any other call may be made on the
+ * context (they run on other communicators): the blocking collectives,
+ * embedding and collection calls, more starts. With cpu_async_exchange=0,
+ * or in a world of one, the allreduce runs inside hb_allreduce_start on
+ * the context's communicator and the wait only reports. CUDA buffers are
+ * HB_ERR_UNSUPPORTED (hb_allreduce is already asynchronous there, on the
+ * context's stream). Thread safety: as the context's collectives.
+ */
+
+/** An allreduce in flight. Opaque. */
+typedef struct hb_allreduce_request hb_allreduce_request;
+
+/**
+ * Collective: starts hb_allreduce(ctx, send, recv, count, dtype, op) (in
+ * place when send == recv) and returns at once with *out set. Until the
+ * matching hb_allreduce_wait returns, the caller must not modify or free
+ * send or recv, nor read recv. A start that fails here (bad arguments, a
+ * failed context) sets *out to NULL and leaves nothing in flight; its peers
+ * then fail in their wait (HB_ERR_TIMEOUT at the latest).
+ */
+HB_API hb_status hb_allreduce_start(hb_context *ctx, const void *send,
+                                    void *recv, size_t count, hb_dtype dtype,
+                                    hb_reduce_op op,
+                                    hb_allreduce_request **out);
+/**
+ * Waits for the request and frees it: HB_OK once recv holds the result, or
+ * the allreduce's failure (HB_ERR_PEER_FAILED when a rank died,
+ * HB_ERR_MISMATCH, HB_ERR_TIMEOUT, HB_ERR_ABORTED). Bounded by timeout_ms
+ * plus 10 s; if the allreduce is still in flight then, HB_ERR_TIMEOUT and
+ * the request is NOT freed (its buffers are still in use): wait again.
+ * Every request must be waited for, also after hb_context_destroy (which
+ * first lets the requests in flight end; the wait then reports them).
+ * NULL is HB_ERR_INVALID_ARGUMENT.
+ */
+HB_API hb_status hb_allreduce_wait(hb_allreduce_request *req);
+
 /* ---- Job checkpoints ---------------------------------------------------- */
 /*
  * One checkpoint of a whole training job (docs/fault-tolerance.md): every

@@ -31,7 +31,10 @@
 // to their owners on the collection's progress thread while this batch's
 // MLP runs) and finished (hb_collection_lookup_wait: the rows, read after
 // this batch's update) at the top of the next step; the results are
-// bit-identical.
+// bit-identical. The dense gradients' allreduce overlaps the sparse update
+// (--no-overlap: hb_allreduce_many first): hb_allreduce_start runs it on the
+// context's progress thread while hb_collection_apply_gradients runs here,
+// then hb_allreduce_wait; the same bits (rank order per element).
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -110,6 +113,7 @@ struct Flags {
   bool digest = false;            // --digest: print the final state's digest
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
+  bool overlap = true;   // --no-overlap: the dense allreduce before the update
   // --splits: ps mode with dynamic splits (sets HB_PS_SPLIT_SAMPLES to the
   // train samples and, unless set, HB_PS_SPLIT_SIZE to 8 batches).
   bool splits = false;
@@ -170,6 +174,8 @@ Flags parse_flags(int argc, char **argv) {
       f.digest = true;
     else if (a == "--no-pipeline")
       f.pipeline = false;
+    else if (a == "--no-overlap")
+      f.overlap = false;
     else if (a == "--splits")
       f.splits = true;
     else {
@@ -179,7 +185,7 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--checkpoint-dir D [--checkpoint-every "
+          "[--profile] [--no-pipeline] [--no-overlap] [--checkpoint-dir D [--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
           "[--digest] [--splits]\n");
       std::exit(2);
@@ -290,8 +296,15 @@ struct Dense {
     pack(out, {&gw1, &gb1, &gw2, &gb2});
   }
   void unpack_params(const std::vector<float> &in) {
+    unpack(in, {&w1, &b1, &w2, &b2});
+  }
+  void unpack_grads(const std::vector<float> &in) {
+    unpack(in, {&gw1, &gb1, &gw2, &gb2});
+  }
+  static void unpack(const std::vector<float> &in,
+                     std::initializer_list<std::vector<float> *> parts) {
     size_t at = 0;
-    for (auto *v : {&w1, &b1, &w2, &b2}) {
+    for (auto *v : parts) {
       std::copy(in.begin() + at, in.begin() + at + v->size(), v->begin());
       at += v->size();
     }
@@ -851,6 +864,25 @@ void Trainer::backward(Batch &b, int64_t global_n) {
   size_t counts[4] = {dense_.gw1.size(), dense_.gb1.size(), dense_.gw2.size(),
                       dense_.gb2.size()};
   prof_.mark(StepProfile::kDenseAllreduce);
+  if (!ps_ && f_.overlap) {
+    // The dense allreduce runs on the context's progress thread while the
+    // sparse update runs here (its rounds on the collection's channel); the
+    // dense step waits for it. Packed into one buffer: per element the same
+    // rank-order sum as hb_allreduce_many's, so the same bits.
+    dense_.pack_grads(&flat_);
+    hb_allreduce_request *req = nullptr;
+    CHECK_HB(hb_allreduce_start(ctx_, flat_.data(), flat_.data(), flat_.size(),
+                                HB_FLOAT32, HB_SUM, &req));
+    prof_.mark(StepProfile::kSparseUpdate);
+    CHECK_HB(hb_collection_apply_gradients(coll_, &b.jagged,
+                                           b.grad_pooled.data(), nullptr));
+    prof_.mark(StepProfile::kDenseAllreduce);  // what the update left to wait
+    CHECK_HB(hb_allreduce_wait(req));
+    dense_.unpack_grads(flat_);
+    prof_.mark(StepProfile::kDenseOptimizer);
+    dense_.step(static_cast<float>(f_.lr));
+    return;
+  }
   if (ps_) {
     // The ps tasks sum the workers' gradients and apply Adagrad.
     dense_.pack_grads(&flat_);

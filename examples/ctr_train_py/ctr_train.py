@@ -10,7 +10,9 @@ written by hand. Per step: hb data_sync (with --files N ranks hold uneven shards
 collection lookup for all 27 features (hb.Collection: the 26 one-hot
 categorical features and the wide feature's 26 ids per sample, sum-pooled),
 dense gradients through allreduce_many, sparse gradients through one
-collection apply_gradients (it reuses the lookup's plan). Every --eval-every steps the held-out split is
+collection apply_gradients (it reuses the lookup's plan). The dense
+allreduce runs beside the sparse update (Context.allreduce_start before it,
+the wait after it; --no-overlap: allreduce_many first), the same bits. Every --eval-every steps the held-out split is
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
@@ -79,6 +81,8 @@ def parse_flags(argv):
                    help="a background thread writes each checkpoint")
     p.add_argument("--digest", action="store_true",
                    help="print the final dense state's digest and the AUC in full")
+    p.add_argument("--no-overlap", dest="overlap", action="store_false",
+                   help="the dense allreduce before the sparse update, not beside it")
     p.add_argument("--splits", action="store_true",
                    help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
                         "samples, or of --data's bytes")
@@ -352,6 +356,15 @@ class Trainer:
         np.sum(dz1, axis=0, out=gb1)
         np.matmul(dl, buf["a1"], out=gw2)
         gb2[0] = dl.sum()
+        if self.ps_dense is None and f.overlap:
+            # The dense gradients (one flat buffer) are summed on the
+            # context's progress thread while the sparse update runs here:
+            # per element the same rank-order sum as allreduce_many's.
+            req = self.ctx.allreduce_start(d.flat_grads, recv=d.flat_grads)
+            self.coll.apply_gradients(buf["values"], buf["offsets"], grad)
+            req.wait()
+            d.step(f.lr)
+            return
         if self.ps_dense is not None:  # applied on the ps tasks
             self.ps_dense.push(d.flat_grads)
         else:  # dense gradients: one fused allreduce over the four tensors

@@ -35,6 +35,7 @@ class Progress {
     thread_.join();  // after the jobs posted so far (each bounded)
   }
   Backend &backend() { return *backend_; }
+  int64_t settle_ms() const { return settle_ms_; }
   std::thread::id thread_id() const { return thread_.get_id(); }
 
   void post(std::function<void()> job) {
@@ -52,8 +53,8 @@ class Progress {
     if (!idle_.wait_until(lock, deadline,
                           [this] { return !running_ && jobs_.empty(); }))
       fail(HB_ERR_TIMEOUT,
-           "an asynchronous exchange (hb_collection_lookup_start) did not "
-           "finish within %lld ms",
+           "an asynchronous exchange (hb_collection_lookup_start or "
+           "hb_allreduce_start) did not finish within %lld ms",
            (long long)settle_ms_);
   }
 
@@ -153,22 +154,82 @@ class ProgressExchange : public Exchange {
 
 }  // namespace
 
-std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx) {
-  hb_context &c = ctx_ref(ctx);
-  c.check();
-  if (!c.cpu_progress) {
+namespace {
+
+// One of ctx's channels, created by the first call on every rank
+// (collective): slot is c.cpu_progress or c.cpu_async_allreduce, each with
+// its own rendezvous prefix.
+const std::shared_ptr<Progress> &channel(hb_context &c,
+                                         std::shared_ptr<Progress> &slot,
+                                         const char *prefix) {
+  if (!slot) {
     cpu_backend(c);  // the context's own first (the same order on every rank)
     BackendConfig cfg = cpu_backend_config(c);
-    cfg.key_prefix = "hb/comm/cpu-progress/";
+    cfg.key_prefix = prefix;
     // The job's waits overlap its own process's compute: a long spin there
     // takes the core the caller's MLP runs on (2 ranks on 2 cores halved
     // the overlapped step in the A/B of docs/performance.md). Spin briefly,
     // then sleep on the futex, unless the option says otherwise.
     if (cfg.wait_spin_us < 0) cfg.wait_spin_us = 5;
-    c.cpu_progress = std::make_shared<Progress>(
+    slot = std::make_shared<Progress>(
         make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms);
   }
-  return std::unique_ptr<Exchange>(new ProgressExchange(c, c.cpu_progress));
+  return slot;
+}
+
+}  // namespace
+
+std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx) {
+  hb_context &c = ctx_ref(ctx);
+  c.check();
+  return std::unique_ptr<Exchange>(new ProgressExchange(
+      c, channel(c, c.cpu_progress, "hb/comm/cpu-progress/")));
+}
+
+void AsyncCall::finish(std::exception_ptr error) {
+  {
+    std::lock_guard<std::mutex> lock(mu_);
+    error_ = std::move(error);
+    done_ = true;
+  }
+  cv_.notify_all();
+}
+
+bool AsyncCall::wait() {
+  std::unique_lock<std::mutex> lock(mu_);
+  if (!cv_.wait_for(lock, std::chrono::milliseconds(wait_ms_),
+                    [this] { return done_; }))
+    return false;
+  if (error_) std::rethrow_exception(error_);
+  return true;
+}
+
+std::shared_ptr<AsyncCall> allreduce_async(hb_context &c, const void *send,
+                                           void *recv, size_t count,
+                                           hb_dtype dtype, hb_reduce_op op) {
+  c.check();
+  if (c.cluster.world_size == 1 ||
+      c.options.get_int("cpu_async_exchange") == 0) {
+    auto call = std::make_shared<AsyncCall>(0);
+    allreduce(c, Memory::kHost, send, recv, count, dtype, op);
+    call->finish(nullptr);
+    return call;
+  }
+  const std::shared_ptr<Progress> &p =
+      channel(c, c.cpu_async_allreduce, "hb/comm/cpu-async-allreduce/");
+  auto call = std::make_shared<AsyncCall>(p->settle_ms());
+  Progress *raw = p.get();  // alive while its thread runs the job
+  p->post([raw, call, send, recv, count, dtype, op] {
+    try {
+      timeline::Span span("allreduce_async", "comm",
+                          static_cast<int64_t>(count * hb_dtype_size(dtype)));
+      raw->backend().allreduce(send, recv, count, dtype, op);
+      call->finish(nullptr);
+    } catch (...) {
+      call->finish(std::current_exception());
+    }
+  });
+  return call;
 }
 
 }  // namespace comm

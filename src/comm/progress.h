@@ -1,8 +1,10 @@
-// A context's asynchronous CPU exchange (docs/embedding-collections.md,
-// "Pipelined lookup"): a communicator of its own -- a second CPU Backend,
+// A context's asynchronous CPU exchanges (docs/embedding-collections.md,
+// "Pipelined lookup"; hb_allreduce_start, docs/collectives.md): each one a
+// channel, i.e. a communicator of its own -- another CPU Backend,
 // bootstrapped under its own rendezvous prefix, so its rounds never share
 // a call board, ring or TCP pair with the context's collectives -- and one
-// progress thread that runs the posted jobs in order.
+// progress thread that runs the posted jobs in order. Collections share
+// one channel; started allreduces have another.
 //
 // Why a second communicator and not non-blocking calls on the context's:
 // every CPU transport (shared-memory call board, routed and region p2p,
@@ -18,7 +20,10 @@
 // peer fails the context's Health, which breaks them).
 #pragma once
 
+#include <condition_variable>
+#include <exception>
 #include <memory>
+#include <mutex>
 
 #include "common/agreement.h"
 #include "hb.h"
@@ -34,6 +39,37 @@ class Progress;
 // progress thread settles first, so rounds never interleave. Collective:
 // the channel is created by the first call on every rank (world > 1).
 std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx);
+
+// The outcome of one call posted to the progress channel (hb_allreduce_start):
+// the job finishes it, any thread waits for it. It holds no reference to the
+// context, so it can be waited for after the context is destroyed (whose
+// destructor joins the thread once the job has ended).
+class AsyncCall {
+ public:
+  explicit AsyncCall(int64_t wait_ms) : wait_ms_(wait_ms) {}
+  void finish(std::exception_ptr error);
+  // Bounded by the channel's timeout plus a margin (the job's rounds end
+  // within the timeout, a lost peer sooner): false while the job is still
+  // in flight then; else rethrows the job's failure, or true.
+  bool wait();
+
+ private:
+  const int64_t wait_ms_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  bool done_ = false;
+  std::exception_ptr error_;
+};
+
+// hb_allreduce_start on host buffers: the rank-order allreduce of the
+// context's backend (comm/rank_order.h), the same bits as comm::allreduce,
+// run after every allreduce started before it, on a channel of its own
+// (not the collections': their rounds, e.g. the sparse update's, would
+// otherwise queue behind the allreduce instead of running beside it). In a world of one, or with cpu_async_exchange=0, it
+// runs here, on the context's communicator, and the call is born finished.
+std::shared_ptr<AsyncCall> allreduce_async(hb_context &ctx, const void *send,
+                                           void *recv, size_t count,
+                                           hb_dtype dtype, hb_reduce_op op);
 
 }  // namespace comm
 }  // namespace hb

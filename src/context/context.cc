@@ -203,7 +203,8 @@ hb_context::~hb_context() {
   ps.reset();  // BYE to the ps tasks: this worker leaves, it is not lost
   // Backends first: they may still talk through the client.
   gpu.reset();
-  cpu_progress.reset();  // joins its thread (each posted job is bounded)
+  cpu_async_allreduce.reset();  // joins its thread (each job is bounded)
+  cpu_progress.reset();
   cpu_comm.reset();
   if (client) {
     try {

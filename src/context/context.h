@@ -84,6 +84,11 @@ struct hb_context {
   // second CPU communicator and its progress thread, created with the first
   // collection that uses it (option cpu_async_exchange).
   std::shared_ptr<hb::comm::Progress> cpu_progress;
+  // hb_allreduce_start's channel: the same, for allreduces only, so that a
+  // collection's rounds (hb_collection_apply_gradients) run beside a dense
+  // allreduce in flight instead of queueing behind it. Created by the first
+  // start (world > 1, cpu_async_exchange=1).
+  std::shared_ptr<hb::comm::Progress> cpu_async_allreduce;
   // Parameter-server mode: the worker's connections to the ps tasks
   // (src/ps), created on first use.
   std::mutex ps_mu;

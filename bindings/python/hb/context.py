@@ -9,7 +9,7 @@ import numpy as np
 from . import capi as _c
 from ._arrays import _DeviceArray, _NP_DTYPE, _array, _check_size, _counts, _extent, _hb_dtype, \
     _same_memory, _user
-from ._clib import ERR_UNSUPPORTED, SUM  # noqa: F401
+from ._clib import ERR_TIMEOUT, ERR_UNSUPPORTED, SUM  # noqa: F401
 from ._errors import HbError, HbTypeError, HbValueError
 from ._handle import _Handle, _fill
 
@@ -235,6 +235,19 @@ class Context(_Handle):
         _c.hb_allreduce(self._handle, send, recv, send.size, dt, SUM if op is None else op)  # noqa: F821
         return _user(recv)
 
+    def allreduce_start(self, send, recv=None, op=None, dtype=None, convert=False):
+        """Starts allreduce(send, recv, op) on the context's progress thread
+        (hb_allreduce_start) and returns an AllreduceRequest at once; its
+        wait() returns recv, bit-identical to allreduce's. The request holds
+        send and recv until then: do not modify send or read recv before.
+        Started allreduces run in start order; any other call may run on the
+        context meanwhile. Host (numpy) arrays only."""
+        send, dt = self._send(send, dtype, convert)
+        recv = self._recv(recv, send, send.shape)
+        handle = _c.hb_allreduce_start(self._handle, send, recv, send.size, dt,  # noqa: F821
+                                       SUM if op is None else op)
+        return AllreduceRequest(handle, send, recv)
+
     def allgather(self, send, recv=None, dtype=None, convert=False):
         """Every rank's send, stacked: shape (world_size,) + send.shape."""
         send, dt = self._send(send, dtype, convert)
@@ -324,3 +337,42 @@ class Context(_Handle):
         self._cuda(arrays[0], "arrays")
         _c.hb_allreduce_many(self._handle, arrays, dt, SUM if op is None else op)  # noqa: F821
         return [_user(a) for a in arrays]
+
+
+class AllreduceRequest:
+    """An allreduce in flight (Context.allreduce_start). wait() once; a
+    request dropped without a wait is waited for by its finalizer (the
+    library writes into recv until then)."""
+
+    def __init__(self, handle, send, recv):
+        self._req, self._send, self._recv = handle, send, recv
+
+    @property
+    def done(self):
+        """True once wait() has returned (or raised, other than a timeout)."""
+        return self._req is None
+
+    def wait(self):
+        """recv, reduced; raises HbError (e.g. HB_ERR_PEER_FAILED). After
+        HB_ERR_TIMEOUT the allreduce is still in flight: wait again."""
+        if self._req is None:
+            raise HbValueError("AllreduceRequest.wait: already waited for")
+        try:
+            _c.hb_allreduce_wait(self._req)
+        except HbError as e:
+            if e.status != ERR_TIMEOUT:  # else still in flight, kept
+                self._release()
+            raise
+        recv = self._recv
+        self._release()
+        return _user(recv)
+
+    def _release(self):
+        self._req = self._send = self._recv = None
+
+    def __del__(self):
+        if getattr(self, "_req", None) is not None:
+            try:
+                self.wait()
+            except Exception:  # noqa: BLE001 (a finalizer raises nothing)
+                pass

@@ -26,6 +26,32 @@ def check_allreduce(ctx):
     assert g.tolist() == [[r] * 3 for r in range(world)], g
 
 
+def check_allreduce_start(ctx):
+    rank, world = ctx.rank, ctx.world_size
+    rng = np.random.default_rng(rank)
+    # Magnitudes far apart: any other order than rank order changes bits.
+    xs = [(rng.standard_normal(3001) * 10.0 ** rng.integers(-6, 7, 3001)).astype(np.float32)
+          for _ in range(2)]
+    want = [ctx.allreduce(x) for x in xs]
+    # Two in flight, one in place, a blocking collective between start and wait.
+    inplace = xs[1].copy()
+    reqs = [ctx.allreduce_start(xs[0]), ctx.allreduce_start(inplace, recv=inplace)]
+    assert ctx.allreduce(np.ones(2, dtype=np.int64)).tolist() == [world, world]
+    got = [r.wait() for r in reqs]
+    assert got[1] is inplace and all(r.done for r in reqs)
+    for g, w in zip(got, want):
+        assert g.tobytes() == w.tobytes(), "allreduce_start differs from allreduce"
+    try:
+        reqs[0].wait()
+    except hb.HbValueError as e:
+        assert "already waited" in str(e), e
+    else:
+        raise AssertionError("a second wait accepted")
+    # The request keeps the arrays alive: nothing else refers to them here.
+    req = ctx.allreduce_start(np.full(5, rank + 1, dtype=np.float64), op=hb.MAX)
+    assert req.wait().tolist() == [float(world)] * 5
+
+
 def check_embedding(ctx):
     rank, world = ctx.rank, ctx.world_size
     lr, init = 0.125, 0.5
@@ -100,6 +126,7 @@ def main():
     with hb.Context() as ctx:
         assert ctx.world_size >= 2, "run me under hbrun -n 2 or more"
         check_allreduce(ctx)
+        check_allreduce_start(ctx)
         check_embedding(ctx)
         check_auc(ctx)
         check_train(ctx)
