@@ -185,7 +185,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--checkpoint-dir D [--checkpoint-every "
+          "[--profile] [--no-pipeline] [--no-overlap] [--checkpoint-dir D "
+          "[--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
           "[--digest] [--splits]\n");
       std::exit(2);

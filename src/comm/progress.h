@@ -65,8 +65,9 @@ class AsyncCall {
 // context's backend (comm/rank_order.h), the same bits as comm::allreduce,
 // run after every allreduce started before it, on a channel of its own
 // (not the collections': their rounds, e.g. the sparse update's, would
-// otherwise queue behind the allreduce instead of running beside it). In a world of one, or with cpu_async_exchange=0, it
-// runs here, on the context's communicator, and the call is born finished.
+// otherwise queue behind the allreduce instead of running beside it). In a
+// world of one, or with cpu_async_exchange=0, it runs here, on the context's
+// communicator, and the call is born finished.
 std::shared_ptr<AsyncCall> allreduce_async(hb_context &ctx, const void *send,
                                            void *recv, size_t count,
                                            hb_dtype dtype, hb_reduce_op op);

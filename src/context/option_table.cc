@@ -110,9 +110,12 @@ const std::vector<OptionSpec> &option_table() {
        "and progress thread of its own, so the rounds that "
        "hb_collection_lookup_start posts run while the caller computes "
        "(and beside the context's own collectives); the thread sleeps "
-       "while nothing is posted. 0: every round runs in the calling "
-       "thread, on the context's communicator. Same bits either way. Read "
-       "when a collection is created."},
+       "while nothing is posted; hb_allreduce_start runs its allreduces "
+       "likewise, on a communicator and thread of their own. 0: every "
+       "round runs in the calling thread, on the context's communicator "
+       "(hb_allreduce_start then reduces before it returns). Same bits "
+       "either way. Read when a collection is created, and by every "
+       "hb_allreduce_start."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "

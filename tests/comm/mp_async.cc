@@ -109,18 +109,18 @@ void mode_equal(hb_context *ctx) {
   std::vector<float> in = input<float>(g_mp_rank, 513, 9), out(513), ref(513);
   const std::vector<float> copy = in;
   hb_allreduce_request *req = nullptr;
-  CHECK_OK(hb_allreduce_start(ctx, in.data(), out.data(), in.size(),
-                              HB_FLOAT32, HB_SUM, &req));
+  CHECK_OK(hb_allreduce_start(ctx, in.data(), out.data(), in.size(), HB_FLOAT32,
+                              HB_SUM, &req));
   CHECK_OK(hb_allreduce_wait(req));
-  CHECK_OK(hb_allreduce(ctx, in.data(), ref.data(), in.size(), HB_FLOAT32,
-                        HB_SUM));
+  CHECK_OK(
+      hb_allreduce(ctx, in.data(), ref.data(), in.size(), HB_FLOAT32, HB_SUM));
   CHECK(in == copy && std::memcmp(out.data(), ref.data(), 513 * 4) == 0,
         "out of place: send changed or result differs");
   // Argument errors: nothing in flight, *out NULL, the peers unaffected
   // (every rank makes them).
   req = reinterpret_cast<hb_allreduce_request *>(&in);
-  hb_status st = hb_allreduce_start(ctx, nullptr, out.data(), 4, HB_FLOAT32,
-                                    HB_SUM, &req);
+  hb_status st =
+      hb_allreduce_start(ctx, nullptr, out.data(), 4, HB_FLOAT32, HB_SUM, &req);
   CHECK(st == HB_ERR_INVALID_ARGUMENT && req == nullptr &&
             std::strstr(hb_last_error(), "send"),
         "NULL send: %s: %s", hb_status_name(st), hb_last_error());
@@ -147,8 +147,8 @@ void mode_equal(hb_context *ctx) {
 void expect_mismatch(hb_allreduce_request *req, const char *what) {
   const double t0 = now_ms();
   hb_status st = hb_allreduce_wait(req);
-  CHECK(st == HB_ERR_MISMATCH, "%s: wait gave %s: %s", what,
-        hb_status_name(st), hb_last_error());
+  CHECK(st == HB_ERR_MISMATCH, "%s: wait gave %s: %s", what, hb_status_name(st),
+        hb_last_error());
   std::printf("rank %d: %s: HB_ERR_MISMATCH after %.0f ms: %s\n", g_mp_rank,
               what, now_ms() - t0, hb_last_error());
 }

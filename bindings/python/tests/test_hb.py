@@ -211,6 +211,18 @@ def test_collectives_world_of_one(ctx):
     assert ctx.data_sync(False, drop_remainder=True)[0] is False
 
 
+def test_allreduce_start_world_of_one(ctx):
+    x = np.arange(6, dtype=np.float32).reshape(2, 3)
+    req = ctx.allreduce_start(x)
+    out = req.wait()
+    assert req.done and out.shape == x.shape and np.array_equal(out, x)
+    with pytest.raises(hb.HbValueError, match="already waited"):
+        req.wait()
+    ctx.allreduce_start(x, recv=x, op=hb.MAX)  # dropped: its finalizer waits
+    with pytest.raises(TypeError, match="send: expected a numpy array"):
+        ctx.allreduce_start([1.0, 2.0])
+
+
 def test_collective_argument_errors(ctx):
     with pytest.raises(TypeError, match="send: expected a numpy array, got list"):
         ctx.allreduce([1.0, 2.0])
