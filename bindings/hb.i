@@ -428,15 +428,16 @@ static void hbw_flat_free(hbw_flat *f) {
 %ignore hb_collection_feature_dim;
 %ignore hb_collection_lookup;
 /* hb_allreduce_start keeps send and recv until its wait: Python's
-   hb.Context.allreduce_start holds the arrays in its request. Java's and
-   Go's buffers are pinned only for the length of one call (JNI array
-   elements, cgo's pointer rules), so they do not get it yet. */
-#ifdef SWIGPYTHON
-%apply void *HB_HANDLE { hb_allreduce_request * };
-%apply void **HB_HANDLE_OUT { hb_allreduce_request **out };
-#else
+   hb.Context.allreduce_start holds the arrays in its request, Java's
+   Context.allreduceStart takes direct ByteBuffers only (a Java array is
+   pinned or copied for one call only) and holds them. Go's memory may not
+   be kept by C after a call (cgo's pointer rules): not bound there yet. */
+#ifdef SWIGGO
 %ignore hb_allreduce_start;
 %ignore hb_allreduce_wait;
+#else
+%apply void *HB_HANDLE { hb_allreduce_request * };
+%apply void **HB_HANDLE_OUT { hb_allreduce_request **out };
 #endif
 /* The pipelined lookup keeps the caller's arrays until its wait: C and
    C++ only for now. */

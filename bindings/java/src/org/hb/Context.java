@@ -1,5 +1,7 @@
 package org.hb;
 
+import java.nio.ByteBuffer;
+
 /**
  * A group of ranks (hb_context). Creating one is collective: every rank must.
  * Buffers are primitive arrays (dtype from the array type) or direct
@@ -153,6 +155,23 @@ public final class Context extends NativeHandle {
     long n = Buffers.elements(send, dtype, "send");
     Buffers.require(recv, dtype, n, "recv");
     HbNative.hb_allreduce(handle(), send, recv, n, dtype, op);
+  }
+
+  /**
+   * Starts allreduce(send, recv) on the context's progress thread
+   * (hb_allreduce_start) and returns at once; the request's waitFor()
+   * completes it, bit-identical to allreduce. send and recv (may be the same
+   * buffer) must be direct, native-order ByteBuffers: a Java array is
+   * pinned or copied for one native call only, and the library writes recv
+   * after this call returns. The request holds both until waitFor().
+   */
+  public AllreduceRequest allreduceStart(ByteBuffer send, ByteBuffer recv, int dtype, int op)
+      throws HbException {
+    long n = Buffers.elements(send, dtype, "send");
+    Buffers.require(recv, dtype, n, "recv");
+    long[] out = new long[1];
+    HbNative.hb_allreduce_start(handle(), send, recv, n, dtype, op, out);
+    return new AllreduceRequest(out[0], send, recv);
   }
 
   /** recv gets worldSize blocks: rank r's send at r * send's length. */

@@ -203,6 +203,26 @@ public class HbTest {
       bb.putShort(0, (short) 0x3C00);
       ctx.allreduce(bb, bb, Hb.HB_FLOAT16, Hb.HB_SUM);
       assertEquals(0x3C00, bb.getShort(0));
+      ByteBuffer ab = ByteBuffer.allocateDirect(12).order(ByteOrder.nativeOrder());
+      ab.putFloat(0, 1.5f).putFloat(8, -2f);
+      try (AllreduceRequest req = ctx.allreduceStart(ab, ab, Hb.HB_FLOAT32, Hb.HB_MAX)) {
+        req.waitFor();
+        assertTrue(req.done());
+        assertEquals(1.5f, ab.getFloat(0), 0f);
+        assertEquals(-2f, ab.getFloat(8), 0f);
+        try {
+          req.waitFor();
+          fail("a second wait accepted");
+        } catch (IllegalStateException e) {
+          assertTrue(e.getMessage(), e.getMessage().contains("already waited"));
+        }
+      }
+      try {
+        ctx.allreduceStart(ByteBuffer.allocate(8), ab, Hb.HB_FLOAT32, Hb.HB_SUM);
+        fail("a heap ByteBuffer accepted");
+      } catch (IllegalArgumentException e) {
+        assertTrue(e.getMessage(), e.getMessage().startsWith("send: the ByteBuffer is not direct"));
+      }
       double[] a = {1}, b = {2, 2};
       ctx.allreduceMany(new Object[] {a, b}, Hb.HB_SUM);
       assertArrayEquals(new double[] {2, 2}, b, 0);
