@@ -430,15 +430,10 @@ static void hbw_flat_free(hbw_flat *f) {
 /* hb_allreduce_start keeps send and recv until its wait: Python's
    hb.Context.allreduce_start holds the arrays in its request, Java's
    Context.allreduceStart takes direct ByteBuffers only (a Java array is
-   pinned or copied for one call only) and holds them. Go's memory may not
-   be kept by C after a call (cgo's pointer rules): not bound there yet. */
-#ifdef SWIGGO
-%ignore hb_allreduce_start;
-%ignore hb_allreduce_wait;
-#else
+   pinned or copied for one call only) and holds them, Go's AllreduceStart
+   stages the data in C memory (cgo forbids C to keep a Go pointer). */
 %apply void *HB_HANDLE { hb_allreduce_request * };
 %apply void **HB_HANDLE_OUT { hb_allreduce_request **out };
-#endif
 /* The pipelined lookup keeps the caller's arrays until its wait: C and
    C++ only for now. */
 %ignore hb_collection_lookup_start;

@@ -405,6 +405,54 @@ func Allreduce[T Number](c *Context, send, recv []T, op ReduceOp) error {
 	return capi.Allreduce(c.raw(), ptr(send), ptr(recv), int64(len(send)), dtypeOf[T](), op)
 }
 
+// AllreduceRequest is an allreduce in flight (AllreduceStart). cgo forbids
+// C to keep a Go pointer after a call returns, so the data lives in C memory
+// meanwhile: the start copies send there, Wait copies the result out.
+type AllreduceRequest[T Number] struct {
+	h   uintptr
+	buf *capi.BufferList
+	n   int
+}
+
+// AllreduceStart starts Allreduce(send) on the context's progress thread
+// (hb_allreduce_start) and returns at once; send may change afterwards.
+// Wait gives the result, bit-identical to Allreduce's. Started allreduces
+// run in start order; any other call may run on the context meanwhile.
+func AllreduceStart[T Number](c *Context, send []T, op ReduceOp) (*AllreduceRequest[T], error) {
+	var zero T
+	buf := capi.NewBufferList([]int{len(send)}, int(unsafe.Sizeof(zero)))
+	copy(unsafe.Slice((*T)(buf.Data(0)), len(send)), send)
+	var h uintptr // a local: cgo refuses a pointer into a struct that holds Go pointers
+	err := capi.Allreduce_start(c.raw(), buf.Data(0), buf.Data(0), int64(len(send)), dtypeOf[T](), op, &h)
+	if err != nil {
+		buf.Free()
+		return nil, err
+	}
+	return &AllreduceRequest[T]{h: h, buf: buf, n: len(send)}, nil
+}
+
+// Wait waits for the allreduce (hb_allreduce_wait) and copies its result
+// into recv (at least as long as send). On ErrTimeout it is still in
+// flight: wait again. Call it once per request, also after an error.
+func (r *AllreduceRequest[T]) Wait(recv []T) error {
+	if r.buf == nil {
+		return argError("AllreduceRequest.Wait: already waited for")
+	}
+	if err := needLen("recv", len(recv), r.n); err != nil {
+		return err
+	}
+	err := capi.Allreduce_wait(r.h)
+	if e, ok := err.(*Error); ok && e.Status == ErrTimeout {
+		return err // the library still writes the staged buffer
+	}
+	if err == nil {
+		copy(recv, unsafe.Slice((*T)(r.buf.Data(0)), r.n))
+	}
+	r.buf.Free()
+	r.buf = nil
+	return err
+}
+
 // Allgather puts rank r's send at recv[r*len(send):].
 func Allgather[T Number](c *Context, send, recv []T) error {
 	if err := needLen("recv", len(recv), len(send)*c.WorldSize()); err != nil {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"math/rand"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -210,6 +211,17 @@ func TestCollectivesInAWorldOfOne(t *testing.T) {
 	if err := Allreduce(c, h, h, Max); err != nil || h[0] != 0x3C00 {
 		t.Fatal(h, err)
 	}
+	req, err := AllreduceStart(c, x, Sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	z := make([]float32, 3)
+	if err := req.Wait(z); err != nil || z[0] != 1 || z[2] != 3 {
+		t.Fatal(z, err)
+	}
+	if err := req.Wait(z); err == nil || !strings.Contains(err.Error(), "already waited") {
+		t.Fatal("a second Wait:", err)
+	}
 	g := make([]int64, 2)
 	if err := Allgather(c, []int64{7, 8}, g); err != nil || g[1] != 8 {
 		t.Fatal(g, err)
@@ -221,7 +233,7 @@ func TestCollectivesInAWorldOfOne(t *testing.T) {
 	if err := Allreduce(c, x, y[:2], Sum); err == nil || err.Error() != "HB_ERR_INVALID_ARGUMENT: recv: needs 3 elements, has 2" {
 		t.Fatal(err)
 	}
-	err := Allreduce(c, x, y, 77)
+	err = Allreduce(c, x, y, 77)
 	if e, ok := err.(*Error); !ok || e.Status != ErrInvalidArgument || !strings.Contains(e.Message, "77") {
 		t.Fatal(err)
 	}
@@ -377,6 +389,52 @@ func TestMultiRank(t *testing.T) {
 	for i, v := range x {
 		if v != float32(i)*factor {
 			t.Fatalf("allreduce element %d: %v", i, v)
+		}
+	}
+
+	// AllreduceStart: bit-identical to Allreduce, two in flight, a blocking
+	// collective between start and wait. Magnitudes far apart: any other
+	// order than rank order changes bits.
+	rng := rand.New(rand.NewSource(int64(rank)))
+	a := make([]float32, 3001)
+	for i := range a {
+		a[i] = float32(rng.NormFloat64() * math.Pow(10, float64(rng.Intn(13)-6)))
+	}
+	neg := make([]float64, 77)
+	for i := range neg {
+		neg[i] = -float64(a[i])
+	}
+	ra, err := AllreduceStart(c, a, Sum)
+	if err != nil {
+		t.Fatal(err)
+	}
+	rb, err := AllreduceStart(c, neg, Min)
+	if err != nil {
+		t.Fatal(err)
+	}
+	wantA := append([]float32(nil), a...)
+	if err := Allreduce(c, wantA, wantA, Sum); err != nil {
+		t.Fatal(err)
+	}
+	wantB := append([]float64(nil), neg...)
+	if err := Allreduce(c, wantB, wantB, Min); err != nil {
+		t.Fatal(err)
+	}
+	gotA, gotB := make([]float32, len(a)), make([]float64, len(neg))
+	if err := ra.Wait(gotA); err != nil {
+		t.Fatal(err)
+	}
+	if err := rb.Wait(gotB); err != nil {
+		t.Fatal(err)
+	}
+	for i := range gotA {
+		if math.Float32bits(gotA[i]) != math.Float32bits(wantA[i]) {
+			t.Fatalf("AllreduceStart element %d: %v != %v", i, gotA[i], wantA[i])
+		}
+	}
+	for i := range gotB {
+		if gotB[i] != wantB[i] {
+			t.Fatalf("AllreduceStart (min) element %d: %v != %v", i, gotB[i], wantB[i])
 		}
 	}
 
