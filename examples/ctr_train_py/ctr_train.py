@@ -14,6 +14,12 @@ collection apply_gradients (it reuses the lookup's plan). Every --eval-every ste
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
+The next train batch is generated on a thread while the current step runs
+(--no-prefetch: in the step; the same samples either way); the step's
+global sample count comes from the shard plan, as in the C++ demo, and the
+loss is summed over the ranks once per log line. --profile prints the time
+of each step phase per rank, in the C++ demo's --profile format.
+
 With --checkpoint-dir D --checkpoint-every N, a checkpoint of the whole job
 every N steps (hb.Checkpoint: the tables, the MLP and its Adagrad slots,
 the data position, the running metric); started again (by hand, or by
