@@ -16,6 +16,12 @@ the wait after it; --no-overlap: allreduce_many first), the same bits. Every --e
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
+The next train batch is generated on a thread while the current step runs
+(--no-prefetch: in the step; the same samples either way); the step's
+global sample count comes from the shard plan, as in the C++ demo, and the
+loss is summed over the ranks once per log line. --profile prints the time
+of each step phase per rank, in the C++ demo's --profile format.
+
 With --checkpoint-dir D --checkpoint-every N, a checkpoint of the whole job
 every N steps (hb.Checkpoint: the tables, the MLP and its Adagrad slots,
 the data position, the running metric); started again (by hand, or by
@@ -39,6 +45,7 @@ The banner names the BLAS numpy loaded.
 """
 
 import argparse
+import concurrent.futures
 import os
 import sys
 import time
@@ -86,6 +93,11 @@ def parse_flags(argv):
     p.add_argument("--splits", action="store_true",
                    help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
                         "samples, or of --data's bytes")
+    p.add_argument("--profile", action="store_true",
+                   help="time per step phase, per rank (the C++ demo's phases), printed at the end")
+    p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
+                   help="generate each train batch in the step that uses it, not on a thread "
+                        "during the step before")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
@@ -108,6 +120,72 @@ def plan_train_shard(f, world, rank):
     file_begin = np.floor(f.train_samples * cum / cum[-1] + 0.5).astype(np.int64)
     fb, fe = hb.shard_range(f.files, world, rank)
     return int(file_begin[fb]), int(file_begin[fe])
+
+
+class StepProfile:
+    """--profile: wall time of each phase of the training steps (evaluation
+    excluded), summed over the steps; the C++ demo's StepProfile, with its
+    phase names, so the two demos' lines compare phase by phase."""
+
+    PHASES = ("data", "lookup", "lookup_start", "mlp_fwd", "global_batch", "mlp_bwd",
+              "dense_allreduce", "dense_optim", "sparse_update", "data_sync", "metric")
+
+    def __init__(self, on):
+        self.on, self.paused = on, False
+        self.total = dict.fromkeys(self.PHASES, 0.0)
+        self.running, self.since = None, 0.0
+
+    def mark(self, phase):
+        """Starts phase (None: none), ending the running one."""
+        if not self.on or self.paused:
+            return
+        t = time.perf_counter()
+        if self.running is not None:
+            self.total[self.running] += t - self.since
+        self.running, self.since = phase, t
+
+    def stop(self):
+        self.mark(None)
+
+    def line(self, rank, steps):
+        parts = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.total.items())
+        return "profile rank %d: ms/step %s | total %.3f" % (rank, parts,
+                                                            1e3 * sum(self.total.values()) / steps)
+
+
+class Prefetcher:
+    """The train batch after the one handed out, generated on a thread while
+    the step that uses the current one runs: numpy's array operations and
+    hb's calls (the binding is built with SWIG's -threads) release the GIL,
+    so the generator runs beside the lookup, the GEMMs and the exchanges.
+    Sample i depends only on (seed, split, i): a prefetched batch is the one
+    generated in place, bit for bit. A range it did not guess (a resume, an
+    empty batch) is generated in place."""
+
+    def __init__(self, gen, batch, shard_end):
+        self.gen, self.batch, self.shard_end = gen, batch, shard_end
+        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ctr-prefetch")
+        self.pending = None  # (begin, end, future)
+
+    def take(self, begin, end):
+        """Train samples [begin, end); starts generating [end, end + batch)."""
+        s = None
+        if self.pending is not None:
+            b, e, fut = self.pending
+            self.pending = None
+            s = fut.result()  # also on a miss: its error, if any, is not lost
+            if (b, e) != (begin, end):
+                s = None
+        if s is None:
+            s = self.gen.sample(0, begin, end)
+        nb, ne = end, min(self.shard_end, end + self.batch)
+        if ne > nb:
+            self.pending = (nb, ne, self.pool.submit(self.gen.sample, 0, nb, ne))
+        return s
+
+    def close(self):
+        self.pending = None
+        self.pool.shutdown(wait=True)
 
 
 class Dense:
@@ -229,6 +307,10 @@ def rerun_if_misdetected():
 class Trainer:
     reader = None  # hb.Reader with --data (subclasses may not set it)
     input_wait = 0.0
+    prefetcher = None  # Prefetcher of the train batches, while run() trains
+    step_no = 0  # the training step running (from 0)
+    _shard_sizes = None  # every rank's train samples (synthetic data), for global_batch
+    prof = StepProfile(False)  # --profile (run() sets it)
 
     def __init__(self, ctx, f):
         self.ctx, self.f = ctx, f
@@ -289,6 +371,7 @@ class Trainer:
         collective: ranks without data call this with an empty range."""
         f, d = self.f, self.dense
         td = T * f.dim
+        self.prof.mark("data")
         s = self.samples(split, begin, end)
         n = s.ids.shape[0]
         b = self.buffers(n)
@@ -297,7 +380,9 @@ class Trainer:
         values = b["values"]
         values[:T * n].reshape(T, n)[...] = s.ids.T
         np.add(s.ids, self.table_offsets, out=values[T * n:].reshape(n, T))
+        self.prof.mark("lookup")
         pooled = self.coll.lookup(values, b["offsets"], out=b["pooled"])  # n x (T * dim + 1)
+        self.prof.mark("mlp_fwd")
         x = b["x"]
         x[:, :td] = pooled[:, :td]
         x[:, td:] = s.dense
@@ -323,6 +408,8 @@ class Trainer:
     def samples(self, split, begin, end):
         """Samples [begin, end) of split: the generator's, or with --data the
         fetched batch (one id per table; an empty field reads as id 0)."""
+        if split == 0 and self.prefetcher is not None:
+            return self.prefetcher.take(begin, end)
         if split != 0 or self.reader is None:
             return self.gen.sample(split, begin, end)
         b = self.batch
@@ -340,6 +427,7 @@ class Trainer:
         """Gradients of the mean logistic loss over the global batch."""
         f, d, buf = self.f, self.dense, b["buf"]
         td = T * f.dim
+        self.prof.mark("mlp_bwd")
         # dloss/dlogit = (p - y) / N, as C++: times the float32 inverse.
         dl = np.subtract(b["prob"], b["label"], out=buf["dl"])
         dl *= np.float32(1.0) / np.float32(global_n)
@@ -356,20 +444,26 @@ class Trainer:
         np.sum(dz1, axis=0, out=gb1)
         np.matmul(dl, buf["a1"], out=gw2)
         gb2[0] = dl.sum()
+        self.prof.mark("dense_allreduce")
         if self.ps_dense is None and f.overlap:
             # The dense gradients (one flat buffer) are summed on the
             # context's progress thread while the sparse update runs here:
             # per element the same rank-order sum as allreduce_many's.
             req = self.ctx.allreduce_start(d.flat_grads, recv=d.flat_grads)
+            self.prof.mark("sparse_update")
             self.coll.apply_gradients(buf["values"], buf["offsets"], grad)
+            self.prof.mark("dense_allreduce")  # what the overlap left to wait
             req.wait()
+            self.prof.mark("dense_optim")
             d.step(f.lr)
             return
         if self.ps_dense is not None:  # applied on the ps tasks
             self.ps_dense.push(d.flat_grads)
         else:  # dense gradients: one fused allreduce over the four tensors
             self.ctx.allreduce_many(d.grads)
+            self.prof.mark("dense_optim")
             d.step(f.lr)
+        self.prof.mark("sparse_update")
         # Sparse gradients go to the ranks that own the rows: one call, which
         # reuses the plan of this batch's lookup.
         self.coll.apply_gradients(buf["values"], buf["offsets"], grad)
@@ -385,6 +479,13 @@ class Trainer:
         """Exact AUC of the model and of the planted model on the held-out
         split, merged over the ranks."""
         f = self.f
+        self.prof.paused = True  # evaluation is not a training step
+        try:
+            return self.score_held_out(f)
+        finally:
+            self.prof.paused = False
+
+    def score_held_out(self, f):
         with hb.Metric(hb.METRIC_AUC_EXACT, self.ctx) as model, \
                 hb.Metric(hb.METRIC_AUC_EXACT, self.ctx) as planted:
             begin, end = hb.shard_range(f.eval_samples, self.world, self.rank)
@@ -400,13 +501,27 @@ class Trainer:
 
     def train_step(self, lo, hi):
         """One step on train samples [lo, hi) (maybe empty): returns the
-        global sample count and loss sum, and this rank's labels and
-        predictions (float32 arrays)."""
+        global sample count, this rank's loss sum (run() sums the ranks' at
+        each log line), labels and predictions (float32 arrays)."""
         b = self.forward(0, lo, hi)
-        # Step statistics: global sample count and loss sum.
-        stats = self.ctx.allreduce(np.array([hi - lo, self.loss_sum(b)], np.float64))
-        self.backward(b, int(stats[0]))
-        return int(stats[0]), float(stats[1]), b["label"], b["prob"]
+        loss = self.loss_sum(b)
+        self.prof.mark("global_batch")
+        global_n = self.global_batch(hi - lo)
+        self.backward(b, global_n)
+        return global_n, loss, b["label"], b["prob"]
+
+    def global_batch(self, local_n):
+        """The step's sample count over all ranks (self.step_no, from 0):
+        from the shard plan, as the C++ demo (each rank's batch is
+        min(batch, what its shard has left); no collective per step), or
+        with --data, where only each rank knows its batch, by an allreduce."""
+        if self.reader is not None:
+            return int(self.ctx.allreduce(np.array([local_n], np.int64))[0])
+        if self._shard_sizes is None:
+            self._shard_sizes = [e - b for b, e in (plan_train_shard(self.f, self.world, r)
+                                                    for r in range(self.world))]
+        done = self.step_no * self.f.batch
+        return sum(min(self.f.batch, max(0, size - done)) for size in self._shard_sizes)
 
     def job_id(self):
         """The model and data a checkpoint directory belongs to: another
@@ -598,15 +713,23 @@ class Trainer:
         self.pos = np.array([self.shard_begin], np.int64)  # next sample of this rank's shard
         ckpt = self.open_checkpoint(running_auc) if f.checkpoint_dir else None
         step = self.resume(ckpt)
-        saved, interval_samples, interval_loss = step, 0, 0.0
+        # This rank's loss sum of each step since the last log line; summed
+        # over the ranks when printed (one allreduce per log line).
+        saved, interval_samples, interval_losses = step, 0, []
+        self.prof = StepProfile(f.profile)
+        if f.prefetch and self.reader is None:
+            self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end)
         t0 = t_interval = time.monotonic()
         step_s = 0.0
         while True:
             t_step = time.monotonic()
+            self.prof.mark("data")
             pos = int(self.pos[0])
             has_data = self.fetch() if self.reader is not None else pos < self.shard_end
+            self.prof.mark("data_sync")
             cont, empty = ctx.data_sync(has_data)
             if not cont:
+                self.prof.stop()
                 break
             lo = pos
             if self.reader is not None:
@@ -614,12 +737,16 @@ class Trainer:
             else:
                 hi = pos if empty else min(self.shard_end, pos + f.batch)
             self.pos[0] = hi
+            self.step_no = step
             n, loss, label, prob = self.train_step(lo, hi)
+            self.prof.mark("metric")
             running_auc.update(label, prob)
             interval_samples += n
-            interval_loss += loss
+            interval_losses.append(loss)
             step += 1
             if step % f.log_every == 0:
+                interval_loss = float(ctx.allreduce(np.array(interval_losses, np.float64)).sum())
+                interval_losses = []
                 r = running_auc.result()
                 running_auc.reset()
                 now = time.monotonic()
@@ -627,7 +754,8 @@ class Trainer:
                     print("step %5d  samples/s %9.0f  loss %.4f  running AUC %.4f"
                           % (step, interval_samples / (now - t_interval), interval_loss / interval_samples, r),
                           flush=True)
-                t_interval, interval_samples, interval_loss = now, 0, 0.0
+                t_interval, interval_samples = now, 0
+            self.prof.stop()
             step_s += time.monotonic() - t_step
             if step % f.eval_every == 0:
                 auc, planted = self.evaluate()
@@ -647,6 +775,11 @@ class Trainer:
         running_auc_state = running_auc.result() if f.digest else 0.0
         running_auc.close()
         train_s = time.monotonic() - t0
+        if self.prefetcher is not None:
+            self.prefetcher.close()
+            self.prefetcher = None
+        if f.profile and step > 0:
+            print(self.prof.line(self.rank, step), flush=True)
         if self.reader is not None:
             # Time in Reader.next against the training steps' (evaluation
             # excluded); the maximum of each over the ranks.

@@ -153,12 +153,12 @@ class Trainer(numpy_demo.Trainer):
         label = torch.from_numpy(s.label).to(self.device)
         logits = self.ddp(*self.inputs(s))
         loss_sum = nn.functional.binary_cross_entropy_with_logits(logits, label, reduction="sum")
-        stats = ht.all_reduce(self.ctx, torch.tensor([float(hi - lo), loss_sum.item()], dtype=torch.float64))
-        global_n = stats[0].item()
+        global_n = self.global_batch(hi - lo)  # the numpy demo's: from the shard plan
         self.opt.zero_grad()
         (loss_sum / global_n).backward()  # the tables step here; the MLP's gradients are summed
         self.opt.step()
-        return int(global_n), stats[1].item(), s.label, torch.sigmoid(logits.detach()).cpu().numpy()
+        # This rank's loss sum: the numpy demo's loop sums the ranks' at each log line.
+        return global_n, loss_sum.item(), s.label, torch.sigmoid(logits.detach()).cpu().numpy()
 
     def ps_step(self, split, offset, lo, hi):
         """--splits: one step on samples [lo, hi) with the ps tasks' model;
