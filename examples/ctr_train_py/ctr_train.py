@@ -520,26 +520,37 @@ class Trainer:
         started by the step before (or is made now), and the next batch's
         is started before this one's MLP, as in the C++ demo; its rows are
         read in the next step's wait, after this step's update."""
-        if self.started is None:
-            b = self.forward(0, lo, hi)
-        else:
+        b = None
+        if self.started is not None:
             (slo, shi), s, buf = self.started
             self.started = None
             assert (slo, shi) == (lo, hi), ((slo, shi), (lo, hi))
             self.prof.mark("lookup")
-            b = self.mlp_forward(s, buf, self.coll.lookup_wait())
+            pooled = self.coll.lookup_wait()  # buf["pooled"]
+        elif self.pipeline_ok:  # forward's lookup; the MLP after the start below
+            self.prof.mark("data")
+            s, buf = self.batch_ids(0, lo, hi, self.slot)
+            self.prof.mark("lookup")
+            pooled = self.coll.lookup(buf["values"], buf["offsets"], out=buf["pooled"])
+        else:
+            b = self.forward(0, lo, hi)
         if self.pipeline_ok:
+            # The next batch's ids go to their owners now, before this
+            # batch's MLP (the collection's progress thread runs the rounds
+            # meanwhile); its rows come in the next step's wait, after this
+            # batch's update.
             self.prof.mark("data")
             nxt = self.next_range()  # collective (data_sync): every rank asks here
             if nxt is None:
                 self.out_of_data = True
             else:
                 self.slot ^= 1
-                s, buf = self.batch_ids(0, nxt[0], nxt[1], self.slot)
+                ns, nbuf = self.batch_ids(0, nxt[0], nxt[1], self.slot)
                 self.prof.mark("lookup_start")
-                self.coll.lookup_start(buf["values"], buf["offsets"], out=buf["pooled"])
-                self.started = (nxt, s, buf)
-            self.prof.mark("mlp_fwd")
+                self.coll.lookup_start(nbuf["values"], nbuf["offsets"], out=nbuf["pooled"])
+                self.started = (nxt, ns, nbuf)
+        if b is None:
+            b = self.mlp_forward(s, buf, pooled)
         loss = self.loss_sum(b)
         self.prof.mark("global_batch")
         global_n = self.global_batch(hi - lo)
