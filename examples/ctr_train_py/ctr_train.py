@@ -539,12 +539,12 @@ class Trainer:
             # batch's MLP (the collection's progress thread runs the rounds
             # meanwhile); its rows come in the next step's wait, after this
             # batch's update.
-            self.prof.mark("data")
             nxt = self.next_range()  # collective (data_sync): every rank asks here
             if nxt is None:
                 self.out_of_data = True
             else:
                 self.slot ^= 1
+                self.prof.mark("data")
                 ns, nbuf = self.batch_ids(0, nxt[0], nxt[1], self.slot)
                 self.prof.mark("lookup_start")
                 self.coll.lookup_start(nbuf["values"], nbuf["offsets"], out=nbuf["pooled"])
