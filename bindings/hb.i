@@ -434,8 +434,9 @@ static void hbw_flat_free(hbw_flat *f) {
    stages the data in C memory (cgo forbids C to keep a Go pointer). */
 %apply void *HB_HANDLE { hb_allreduce_request * };
 %apply void **HB_HANDLE_OUT { hb_allreduce_request **out };
-/* The pipelined lookup keeps the caller's arrays until its wait: C and
-   C++ only for now. */
+/* The pipelined lookup keeps the caller's arrays until its wait: Python
+   has it through hbpy_collection_lookup_start / _wait (hb_python.i, which
+   keeps the flat batch until the wait); Java and Go not yet. */
 %ignore hb_collection_lookup_start;
 %ignore hb_collection_lookup_wait;
 %ignore hb_collection_apply_gradients;

@@ -80,6 +80,7 @@ static int hbpy_device_ok(const char *fn, const char *param) {
       {"hbpy_collection_lookup", " values offsets weights out unpooled "},
       {"hbpy_collection_apply_gradients",
        " values offsets weights grad_out grad_unpooled "},
+      {"hbpy_collection_lookup_start", " values offsets weights out unpooled "},
       {NULL, NULL}};
   char word[40];
   size_t i;
@@ -397,6 +398,50 @@ static hb_status hbpy_collection_apply_gradients(
                                       (const float *const *)f.rows);
   }
   hbw_flat_free(&f);
+  return s;
+}
+%}
+
+/* The pipelined lookup (hb_collection_lookup_start / _wait). libhb reads
+ * the batch's per-feature pointer arrays until the wait, so the start keeps
+ * its flat batch on the heap and hands it to Python as an opaque int64
+ * (pending); the wait frees it whatever its result, as does
+ * hbpy_collection_pending_free when the collection is closed with a lookup
+ * still started (destroy first: it drops the lookup). A failed start frees
+ * it at once (libhb leaves nothing pending). The Python layer keeps the
+ * numpy arrays themselves alive until then. */
+%apply int64_t *OUTPUT { int64_t *pending };
+%inline %{
+static hb_status hbpy_collection_lookup_start(
+    hb_collection *coll, int64_t batch, const int64_t *values,
+    const int64_t *offsets, const float *weights, void *out, void *unpooled,
+    const int64_t *row_starts, int64_t *pending) {
+  hbw_flat *f = (hbw_flat *)calloc(1, sizeof *f);
+  hb_status s = f ? hbw_flat_init(f, coll, batch, values, offsets, weights,
+                                  NULL)
+                  : HB_ERR_OUT_OF_MEMORY;
+  *pending = 0;
+  if (s == HB_OK) {
+    hbpy_split_rows(f, coll, (float *)unpooled, row_starts);
+    s = hb_collection_lookup_start(coll, &f->b, (float *)out, f->rows);
+  }
+  if (s == HB_OK) {
+    *pending = (int64_t)(intptr_t)f;
+  } else if (f) {
+    hbw_flat_free(f);
+    free(f);
+  }
+  return s;
+}
+static void hbpy_collection_pending_free(int64_t pending) {
+  hbw_flat *f = (hbw_flat *)(intptr_t)pending;
+  if (f) hbw_flat_free(f);
+  free(f);
+}
+static hb_status hbpy_collection_lookup_wait(hb_collection *coll,
+                                             int64_t pending) {
+  hb_status s = hb_collection_lookup_wait(coll);
+  hbpy_collection_pending_free(pending);
   return s;
 }
 %}

@@ -22,6 +22,15 @@ global sample count comes from the shard plan, as in the C++ demo, and the
 loss is summed over the ranks once per log line. --profile prints the time
 of each step phase per rank, in the C++ demo's --profile format.
 
+The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
+step): the next batch's lookup is started (Collection.lookup_start: its ids
+go to their owners) before this batch's MLP runs and finished
+(Collection.lookup_wait: the rows, read after this batch's update) at the
+top of the next step, so the exchange absorbs the skew between the ranks;
+the results are bit-identical. The pipeline is drained before an
+evaluation, a checkpoint and the end of the data; with --data (a reader)
+the step is not pipelined.
+
 With --checkpoint-dir D --checkpoint-every N, a checkpoint of the whole job
 every N steps (hb.Checkpoint: the tables, the MLP and its Adagrad slots,
 the data position, the running metric); started again (by hand, or by
@@ -95,6 +104,8 @@ def parse_flags(argv):
                         "samples, or of --data's bytes")
     p.add_argument("--profile", action="store_true",
                    help="time per step phase, per rank (the C++ demo's phases), printed at the end")
+    p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
+                   help="one lookup per step, not the next batch's started before this one's MLP")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="generate each train batch in the step that uses it, not on a thread "
                         "during the step before")
@@ -311,6 +322,14 @@ class Trainer:
     step_no = 0  # the training step running (from 0)
     _shard_sizes = None  # every rank's train samples (synthetic data), for global_batch
     prof = StepProfile(False)  # --profile (run() sets it)
+    # The pipelined step (Trainer.train_step): may this step start the next
+    # one's lookup; the next step's (lo, hi), its samples and buffers when
+    # started; every rank out of data (seen by the started step's data_sync);
+    # which of two buffer sets the started batch uses.
+    pipeline_ok = False
+    started = None
+    out_of_data = False
+    slot = 0
 
     def __init__(self, ctx, f):
         self.ctx, self.f = ctx, f
@@ -344,13 +363,14 @@ class Trainer:
         self.table_offsets = np.arange(T, dtype=np.int64) * f.vocab
         self._buffers = {}  # per batch size: the step's arrays, reused
 
-    def buffers(self, n):
+    def buffers(self, n, slot=0):
         """The arrays of a batch of n samples (float32 but for the ids),
-        made once per batch size and reused by every step."""
-        b = self._buffers.get(n)
+        made once per batch size and slot and reused by every step (two
+        slots: the pipelined step's batch and the next one, started)."""
+        b = self._buffers.get((n, slot))
         if b is None:
-            if len(self._buffers) >= 4:  # the full batch stays; odd sizes come and go
-                self._buffers.pop(next(k for k in self._buffers if k != self.f.batch))
+            if len(self._buffers) >= 6:  # the full batches stay; odd sizes come and go
+                self._buffers.pop(next(k for k in self._buffers if k[0] != self.f.batch))
             h, p = self.f.hidden, T * self.f.dim + 1
             b = dict(values=np.empty(2 * T * n, np.int64),
                      # Feature t < T: one id per sample; feature T: T ids per sample.
@@ -360,28 +380,37 @@ class Trainer:
                      z1=np.empty((n, h), np.float32), a1=np.empty((n, h), np.float32),
                      dz1=np.empty((n, h), np.float32), dl=np.empty(n, np.float32),
                      grad=np.empty((n, p), np.float32))
-            self._buffers[n] = b
+            self._buffers[(n, slot)] = b
         return b
 
     def plan_train_shard(self):
         return plan_train_shard(self.f, self.world, self.rank)
 
-    def forward(self, split, begin, end):
-        """Samples [begin, end) of split through the model. Lookups are
-        collective: ranks without data call this with an empty range."""
-        f, d = self.f, self.dense
-        td = T * f.dim
-        self.prof.mark("data")
+    def batch_ids(self, split, begin, end, slot=0):
+        """(samples [begin, end) of split, their buffers with the ids filled
+        in as a flat KeyedJaggedTensor: the T categorical features' ids
+        feature by feature, then the wide feature's T ids per sample)."""
         s = self.samples(split, begin, end)
         n = s.ids.shape[0]
-        b = self.buffers(n)
-        # The batch as a flat KeyedJaggedTensor: the T categorical features'
-        # ids feature by feature, then the wide feature's T ids per sample.
+        b = self.buffers(n, slot)
         values = b["values"]
         values[:T * n].reshape(T, n)[...] = s.ids.T
         np.add(s.ids, self.table_offsets, out=values[T * n:].reshape(n, T))
+        return s, b
+
+    def forward(self, split, begin, end):
+        """Samples [begin, end) of split through the model. Lookups are
+        collective: ranks without data call this with an empty range."""
+        self.prof.mark("data")
+        s, b = self.batch_ids(split, begin, end, self.slot)
         self.prof.mark("lookup")
-        pooled = self.coll.lookup(values, b["offsets"], out=b["pooled"])  # n x (T * dim + 1)
+        pooled = self.coll.lookup(b["values"], b["offsets"], out=b["pooled"])  # n x (T * dim + 1)
+        return self.mlp_forward(s, b, pooled)
+
+    def mlp_forward(self, s, b, pooled):
+        """The MLP and the wide part on a looked-up batch."""
+        f, d = self.f, self.dense
+        td = T * f.dim
         self.prof.mark("mlp_fwd")
         x = b["x"]
         x[:, :td] = pooled[:, :td]
@@ -502,13 +531,64 @@ class Trainer:
     def train_step(self, lo, hi):
         """One step on train samples [lo, hi) (maybe empty): returns the
         global sample count, this rank's loss sum (run() sums the ranks' at
-        each log line), labels and predictions (float32 arrays)."""
-        b = self.forward(0, lo, hi)
+        each log line), labels and predictions (float32 arrays).
+        Pipelined (self.pipeline_ok, set by run()): this batch's lookup was
+        started by the step before (or is made now), and the next batch's
+        is started before this one's MLP, as in the C++ demo; its rows are
+        read in the next step's wait, after this step's update."""
+        b = None
+        if self.started is not None:
+            (slo, shi), s, buf = self.started
+            self.started = None
+            assert (slo, shi) == (lo, hi), ((slo, shi), (lo, hi))
+            self.prof.mark("lookup")
+            pooled = self.coll.lookup_wait()  # buf["pooled"]
+        elif self.pipeline_ok:  # forward's lookup; the MLP after the start below
+            self.prof.mark("data")
+            s, buf = self.batch_ids(0, lo, hi, self.slot)
+            self.prof.mark("lookup")
+            pooled = self.coll.lookup(buf["values"], buf["offsets"], out=buf["pooled"])
+        else:
+            b = self.forward(0, lo, hi)
+        if self.pipeline_ok:
+            # The next batch's ids go to their owners now, before this
+            # batch's MLP (the collection's progress thread runs the rounds
+            # meanwhile); its rows come in the next step's wait, after this
+            # batch's update.
+            nxt = self.next_range()  # collective (data_sync): every rank asks here
+            if nxt is None:
+                self.out_of_data = True
+            else:
+                self.slot ^= 1
+                self.prof.mark("data")
+                ns, nbuf = self.batch_ids(0, nxt[0], nxt[1], self.slot)
+                self.prof.mark("lookup_start")
+                self.coll.lookup_start(nbuf["values"], nbuf["offsets"], out=nbuf["pooled"])
+                self.started = (nxt, ns, nbuf)
+        if b is None:
+            b = self.mlp_forward(s, buf, pooled)
         loss = self.loss_sum(b)
         self.prof.mark("global_batch")
         global_n = self.global_batch(hi - lo)
         self.backward(b, global_n)
         return global_n, loss, b["label"], b["prob"]
+
+    def next_range(self):
+        """Collective (data_sync): this rank's next train range [lo, hi)
+        (empty when its data ran out and others' did not), taken from its
+        position; None when every rank is out of data."""
+        pos = int(self.pos[0])
+        has_data = self.fetch() if self.reader is not None else pos < self.shard_end
+        self.prof.mark("data_sync")
+        cont, empty = self.ctx.data_sync(has_data)
+        if not cont:
+            return None
+        if self.reader is not None:
+            hi = pos if empty else pos + self.batch.size
+        else:
+            hi = pos if empty else min(self.shard_end, pos + self.f.batch)
+        self.pos[0] = hi
+        return pos, hi
 
     def global_batch(self, local_n):
         """The step's sample count over all ranks (self.step_no, from 0):
@@ -721,23 +801,26 @@ class Trainer:
             self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end)
         t0 = t_interval = time.monotonic()
         step_s = 0.0
+        # Only the synthetic data pipelines: a reader's next batch would
+        # replace the one the step trains on.
+        pipeline = f.pipeline and self.reader is None
         while True:
             t_step = time.monotonic()
-            self.prof.mark("data")
-            pos = int(self.pos[0])
-            has_data = self.fetch() if self.reader is not None else pos < self.shard_end
-            self.prof.mark("data_sync")
-            cont, empty = ctx.data_sync(has_data)
-            if not cont:
-                self.prof.stop()
-                break
-            lo = pos
-            if self.reader is not None:
-                hi = pos if empty else pos + self.batch.size
+            if self.started is not None:  # this step's range came with its started lookup
+                lo, hi = self.started[0]
             else:
-                hi = pos if empty else min(self.shard_end, pos + f.batch)
-            self.pos[0] = hi
+                self.prof.mark("data")
+                nxt = self.next_range()
+                if nxt is None:
+                    self.prof.stop()
+                    break
+                lo, hi = nxt
             self.step_no = step
+            # No lookup may be pending at an evaluation (it looks up on its
+            # own) or a checkpoint (it saves the position after this batch:
+            # the next one must not be taken yet).
+            self.pipeline_ok = pipeline and (step + 1) % f.eval_every != 0 and not (
+                ckpt is not None and f.checkpoint_every and (step + 1) % f.checkpoint_every == 0)
             n, loss, label, prob = self.train_step(lo, hi)
             self.prof.mark("metric")
             running_auc.update(label, prob)
@@ -765,6 +848,8 @@ class Trainer:
             if ckpt is not None and f.checkpoint_every and step % f.checkpoint_every == 0:
                 ckpt.save(step)
                 saved = step
+            if self.out_of_data:
+                break
         if ckpt is not None:
             # The end of training is a checkpoint too: a job started again
             # after it only evaluates and exports.

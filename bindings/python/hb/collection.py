@@ -62,6 +62,7 @@ class Collection(_Handle):
             tables.append(t)
             pooling.append(int(p))
         handles = np.array([t._handle for t in tables], dtype=np.int64)
+        self._pending = None  # (the flat batch in C, the arrays) of lookup_start
         super().__init__(_c.hb_collection_create(ctx._handle, handles,
                                                  np.array(pooling, dtype=np.int64), len(tables)))
         self._tables = tables  # keep them alive
@@ -161,11 +162,9 @@ class Collection(_Handle):
             raise HbValueError("%s: needs %d elements, the array has %d" % (param, at, arr.size))
         return (arr, starts) if self._none else (None, None)
 
-    def lookup(self, values, offsets, weights=None, out=None, unpooled=None, host_offsets=None):
-        """Collective. Returns the pooled (B, pooled_width) float32 matrix
-        (``out`` when given); pooling-NONE rows go to ``unpooled`` (allocated
-        when None on the host, and kept as ``self.last_unpooled``). GPU
-        tables: CUDA arrays, ``out`` (and ``unpooled``) required."""
+    def _lookup_args(self, values, offsets, weights, out, unpooled, host_offsets):
+        """The C lookup's arguments after the handle, checked; out and
+        unpooled allocated when None (host tables)."""
         values, offsets, weights, b, host_offsets = self._batch(values, offsets, weights, host_offsets)
         want = b * self.pooled_width
         if out is None:
@@ -179,9 +178,65 @@ class Collection(_Handle):
                 raise HbValueError("out: needs %d x %d elements, the array has %d"
                                    % (b, self.pooled_width, out.size))
         unpooled, starts = self._rows(unpooled, host_offsets, "unpooled", True)
-        _c.hbpy_collection_lookup(self._handle, b, values, offsets, weights, out, unpooled, starts)
+        return b, values, offsets, weights, out, unpooled, starts
+
+    def _lookup_done(self, out, unpooled):
         self.last_unpooled = None if unpooled is None else _user(unpooled)
         return _user(out)
+
+    def _not_started(self, call):
+        if self._pending is not None:
+            raise HbValueError("%s: a lookup started by lookup_start() is pending on this collection; "
+                               "call lookup_wait() first (only apply_gradients may come in between)" % call)
+
+    def lookup(self, values, offsets, weights=None, out=None, unpooled=None, host_offsets=None):
+        """Collective. Returns the pooled (B, pooled_width) float32 matrix
+        (``out`` when given); pooling-NONE rows go to ``unpooled`` (allocated
+        when None on the host, and kept as ``self.last_unpooled``). GPU
+        tables: CUDA arrays, ``out`` (and ``unpooled``) required."""
+        self._not_started("lookup")
+        args = self._lookup_args(values, offsets, weights, out, unpooled, host_offsets)
+        _c.hbpy_collection_lookup(self._handle, *args)
+        return self._lookup_done(args[4], args[5])
+
+    def lookup_start(self, values, offsets, weights=None, out=None, unpooled=None, host_offsets=None):
+        """Collective: the first half of :meth:`lookup` (the ids are checked,
+        deduplicated and sent to their owners); :meth:`lookup_wait` finishes
+        it and returns the pooled matrix. The arguments are as lookup's; the
+        collection keeps them alive until the wait, and they must not be
+        modified in between (libhb reads the batch and writes out /
+        unpooled in the wait). Between start and wait only
+        :meth:`apply_gradients` (of the batch looked up before) may be
+        called on this collection; a second start or a lookup is an
+        :class:`HbValueError`. Results are bit-identical to lookup after the
+        update (hb.h: hb_collection_lookup_start). A failed start leaves
+        nothing started."""
+        self._not_started("lookup_start")
+        args = self._lookup_args(values, offsets, weights, out, unpooled, host_offsets)
+        pending = _c.hbpy_collection_lookup_start(self._handle, *args)
+        self._pending = (pending, args)
+
+    def lookup_wait(self):
+        """Collective: finishes the lookup started by :meth:`lookup_start`
+        and returns its pooled (B, pooled_width) matrix (pooling-NONE rows in
+        ``self.last_unpooled``, as lookup). The GIL is released while it
+        waits. Afterwards nothing is started, whether it succeeded or
+        raised (e.g. a lost peer)."""
+        if self._pending is None:
+            raise HbValueError("lookup_wait: no lookup started on this collection (call lookup_start() first)")
+        handle = self._handle  # a closed collection has dropped its lookup
+        pending, args = self._pending
+        self._pending = None
+        _c.hbpy_collection_lookup_wait(handle, pending)
+        return self._lookup_done(args[4], args[5])
+
+    def close(self):
+        """Free the collection (not collective); a started lookup is
+        dropped."""
+        pending, self._pending = getattr(self, "_pending", None), None
+        super().close()  # hb_collection_destroy drops the started lookup first
+        if pending is not None:
+            _c.hbpy_collection_pending_free(pending[0])
 
     def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None, host_offsets=None):
         """Collective: grad_out is the gradient of the pooled output (B x

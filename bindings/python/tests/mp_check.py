@@ -107,6 +107,94 @@ def check_train(ctx):
     assert all(abs(r.values["auc"] - want) < 1e-12 for r in history), history
 
 
+def check_pipelined_lookup(ctx):
+    """Collection.lookup_start / lookup_wait, pipelined as a training step
+    (the next batch started before this one's update), bit-equal to
+    lookup after the update on twin tables; ranks with different batch
+    sizes (one empty); then the misuse errors."""
+    rank, world = ctx.rank, ctx.world_size
+    cfg = dict(num_rows=40, initializer=hb.INIT_CONSTANT, init_a=0.25, optimizer=hb.OPT_ADAGRAD,
+               learning_rate=0.1)
+    colls = []
+    for twin in ("sync", "pipe"):
+        a = hb.Embedding(ctx, "pl_a_" + twin, 3, **cfg)
+        b = hb.Embedding(ctx, "pl_b_" + twin, 2, **cfg)
+        # Different rows per id (the same on both twins), so a wrong row shows.
+        every = np.arange(40, dtype=np.int64)
+        a.apply_gradients(every, np.sin(np.arange(120, dtype=np.float32)).reshape(40, 3))
+        b.apply_gradients(every, np.cos(np.arange(80, dtype=np.float32)).reshape(40, 2))
+        colls.append(((a, b), hb.Collection(ctx, [(a, hb.POOLING_SUM), (b, hb.POOLING_NONE),
+                                                  (a, hb.POOLING_MEAN)])))
+    rng = np.random.default_rng(7 + rank)
+    batches = []
+    for k in range(5):
+        B = 0 if (k == 2 and rank == 1) else 3 + rank
+        lengths = rng.integers(0, 4, size=3 * B)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        values = rng.integers(0, 40, size=int(offsets[-1])).astype(np.int64)
+        weights = rng.uniform(0.5, 2, size=values.size).astype(np.float32)
+        grad = rng.uniform(-1, 1, size=(B, 6)).astype(np.float32)
+        grad_unp = rng.uniform(-1, 1, size=int(offsets[2 * B] - offsets[B]) * 2).astype(np.float32)
+        batches.append((values, offsets, weights, grad, grad_unp))
+    (_, sync), (tables, pipe) = colls
+    want = []
+    for values, offsets, weights, grad, grad_unp in batches:  # the reference: one lookup per step
+        want.append((sync.lookup(values, offsets, weights=weights).copy(), sync.last_unpooled.copy()))
+        sync.apply_gradients(values, offsets, grad, weights=weights, grad_unpooled=grad_unp)
+    values, offsets, weights = batches[0][:3]
+    pipe.lookup_start(values, offsets, weights=weights)
+    for k, (values, offsets, weights, grad, grad_unp) in enumerate(batches):
+        out = pipe.lookup_wait()
+        unpooled = pipe.last_unpooled
+        if k + 1 < len(batches):
+            nv, no, nw = batches[k + 1][:3]
+            pipe.lookup_start(nv, no, weights=nw)
+        assert np.array_equal(out, want[k][0]) and np.array_equal(unpooled, want[k][1]), (rank, k)
+        pipe.apply_gradients(values, offsets, grad, weights=weights, grad_unpooled=grad_unp)
+    every = np.arange(40, dtype=np.int64)
+    for t_sync, t_pipe in zip(colls[0][0], tables):
+        assert np.array_equal(t_sync.lookup(every), t_pipe.lookup(every)), rank
+    # Misuse: errors naming what to call, on every rank alike; a start
+    # refused by libhb (an id out of range on rank 0 only) fails everywhere
+    # and leaves nothing started.
+    values, offsets = batches[0][:2]
+    for bad in ("wait", "start", "lookup"):
+        try:
+            if bad == "wait":
+                pipe.lookup_wait()
+            else:
+                pipe.lookup_start(values, offsets)
+                getattr(pipe, "lookup_start" if bad == "start" else "lookup")(values, offsets)
+        except hb.HbValueError as e:
+            assert ("lookup_start() first" if bad == "wait" else "call lookup_wait() first") in str(e), e
+        else:
+            raise AssertionError("pipelined misuse accepted: " + bad)
+        if bad != "wait":
+            pipe.lookup_wait()
+    bad_values = values.copy()
+    if rank == 0 and bad_values.size:
+        bad_values[0] = 99
+    try:  # libhb finds the bad id in the start or in the wait (on its owner)
+        pipe.lookup_start(bad_values, offsets)
+        pipe.lookup_wait()
+    except hb.HbError as e:
+        assert e.status == hb.ERR_INVALID_ARGUMENT and "99" in e.message, e
+    else:
+        raise AssertionError("id 99 of a 40-row table accepted")
+    try:
+        pipe.lookup_wait()
+    except hb.HbValueError:
+        pass
+    else:
+        raise AssertionError("a failed lookup left a lookup to wait for")
+    # Closing with a lookup started drops it (and frees its batch).
+    pipe.lookup_start(values, offsets)
+    for (a, b), c in colls:
+        c.close()
+        a.close()
+        b.close()
+
+
 def check_errors(ctx):
     try:
         ctx.set_option("no_such_option", "1")
@@ -130,6 +218,7 @@ def main():
         check_embedding(ctx)
         check_auc(ctx)
         check_train(ctx)
+        check_pipelined_lookup(ctx)
         check_errors(ctx)
         ctx.barrier()
         print("rank %d of %d: python binding ok" % (ctx.rank, ctx.world_size))

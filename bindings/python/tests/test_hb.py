@@ -548,3 +548,29 @@ def test_collection_argument_errors(ctx):
         hb.Collection(ctx, ["not a table"])
     out = coll.lookup(np.zeros(0, dtype=np.int64), np.zeros(1, dtype=np.int64))  # B = 0
     assert out.shape == (0, 4)
+
+
+def test_collection_pipelined_lookup_one_rank(ctx):
+    """lookup_start / lookup_wait at one rank: the rows after the update
+    made between them (as lookup after it), the misuse errors, and close()
+    with a lookup started (the batch freed: bindings/python/hb_python.i)."""
+    cfg = dict(num_rows=8, initializer=hb.INIT_CONSTANT, init_a=0.5, optimizer=hb.OPT_SGD,
+               learning_rate=1.0)
+    coll = hb.Collection(ctx, [hb.Embedding(ctx, "pl1", 2, **cfg)])
+    ids, offsets = np.array([1, 2, 1], dtype=np.int64), np.array([0, 1, 3], dtype=np.int64)
+    coll.lookup(ids, offsets)
+    coll.lookup_start(ids, offsets)
+    with pytest.raises(hb.HbValueError, match="call lookup_wait"):
+        coll.lookup(ids, offsets)
+    with pytest.raises(hb.HbValueError, match="call lookup_wait"):
+        coll.lookup_start(ids, offsets)
+    coll.apply_gradients(ids, offsets, np.ones((2, 2), dtype=np.float32))  # the lookup before the start
+    got = coll.lookup_wait()
+    # id 1 had two gradients of 1 (samples 0 and 1), id 2 one.
+    assert np.array_equal(got, np.array([[0.5 - 2] * 2, [(0.5 - 1) + (0.5 - 2)] * 2], np.float32)), got
+    with pytest.raises(hb.HbValueError, match="lookup_start"):
+        coll.lookup_wait()
+    coll.lookup_start(ids, offsets)
+    coll.close()
+    with pytest.raises(hb.HbValueError):
+        coll.lookup_wait()
