@@ -136,8 +136,9 @@ class GlooBackend final : public Backend {
                     const std::shared_ptr<MeshContext> &coll);
   // True when the world's collectives run over P2P (some pair shares
   // memory): then every call of every rank does, whatever its own peers.
-  // Every rank's cpu_alltoallv, gathered: HB_ERR_CONFIG on every rank
-  // naming them when they differ (mixed worlds, where the route matters).
+  // Every rank's cpu_alltoallv and cpu_allreduce_route, gathered:
+  // HB_ERR_CONFIG on every rank naming them when one differs (mixed
+  // worlds, where the route matters).
   void agree_route(const BackendConfig &cfg, rdv::KV &kv);
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
@@ -219,6 +220,8 @@ class GlooBackend final : public Backend {
   // alltoallv through one leader per host (option cpu_alltoallv).
   HostGroups hosts_;
   bool hier_ = false;
+  // The rank-order reductions likewise (option cpu_allreduce_route).
+  bool hier_reduce_ = false;
   HierScratch hier_scratch_;
   Traffic traffic_;  // what this rank sent, logged at destruction
   // The call board (comm/shm_transport.h): used when every peer shares
