@@ -374,6 +374,9 @@ TEST(HierAllreduce, ReduceScatterAndBucketsSameBitsAsDirect) {
       ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 3001 * sizeof(float)))
           << "rank " << r;
   }
+  for (int r = 0; r < n; ++r)  // every call went through the leaders
+    if (!leader(r, n, hosts))
+      EXPECT_EQ(hier.at(r).traffic().tcp_messages, 0u) << "rank " << r;
 }
 
 TEST(HierAllreduce, UnknownRouteIsAConfigError) {
