@@ -45,6 +45,10 @@ int main() {
   constexpr int kTables = 26, kDim = 8, kDense = 14273;
   const int steps = env_int("STEPS", 20), warm = env_int("WARM", 3);
   const int64_t batch = env_int("BATCH", 512), vocab = env_int("VOCAB", 10000);
+  // The counts are read from the context's backend: the collection's
+  // rounds must run there, not on the progress channel's own backend
+  // (cpu_async_exchange, on by default, would leave only the allreduce).
+  setenv("HB_CPU_ASYNC_EXCHANGE", "0", 0);
   hb_context *ctx = nullptr;
   check(hb_context_create(nullptr, &ctx), "context");
   const int rank = hb_context_rank(ctx), np = hb_context_world_size(ctx);
