@@ -39,6 +39,25 @@ bool leader(int r, int n, int hosts) {
   return r == 0 || r * hosts / n != (r - 1) * hosts / n;
 }
 
+// The TCP messages every rank but the leaders sent so far.
+uint64_t non_leader_tcp(ThreadWorld &w, int hosts) {
+  uint64_t t = 0;
+  for (int r = 0; r < w.size(); ++r)
+    if (!leader(r, w.size(), hosts)) t += w.at(r).traffic().tcp_messages;
+  return t;
+}
+
+// Since before: a leader sent at most `most` TCP messages, another none.
+void expect_only_leaders_on_tcp(ThreadWorld &w, int r, int hosts,
+                                const hb::comm::Traffic &before, uint64_t most,
+                                const std::string &at) {
+  const uint64_t tcp = w.at(r).traffic().tcp_messages - before.tcp_messages;
+  if (leader(r, w.size(), hosts))
+    EXPECT_LE(tcp, most) << at;
+  else
+    EXPECT_EQ(tcp, 0u) << at;
+}
+
 // One call's blocks: counts[s][d] bytes from s to d, strided offsets.
 struct Case {
   int n;
@@ -98,20 +117,13 @@ TEST(HierAlltoallv, SameBytesAsDirectAndOnlyLeadersUseTheNetwork) {
             ASSERT_EQ(a[r][size_t(c.ro[r][p] + i)],
                       c.send[p][size_t(c.so[p][r] + i)])
                 << "np" << n << " rank " << r << " from " << p;
-        const uint64_t tcp =
-            hier.at(r).traffic().tcp_messages - before[r].tcp_messages;
-        if (leader(r, n, hosts))
-          EXPECT_LE(tcp, uint64_t(hosts - 1)) << "np" << n << " rank " << r;
-        else
-          EXPECT_EQ(tcp, 0u) << "np" << n << " rank " << r;
+        expect_only_leaders_on_tcp(
+            hier, r, hosts, before[r], uint64_t(hosts - 1),
+            "np" + std::to_string(n) + " rank " + std::to_string(r));
       }
     }
     // The direct route sends every remote peer its block over TCP.
-    uint64_t direct_tcp = 0;
-    for (int r = 0; r < n; ++r)
-      if (!leader(r, n, hosts))
-        direct_tcp += direct.at(r).traffic().tcp_messages;
-    EXPECT_GT(direct_tcp, 0u) << "np" << n;
+    EXPECT_GT(non_leader_tcp(direct, hosts), 0u) << "np" << n;
   }
 }
 
@@ -124,19 +136,25 @@ TEST(HierAlltoallv, AutoKeepsSmallWorldsDirect) {
   EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
 }
 
-TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
-  hb::comm::BackendConfig cfg = config(2, "leaders");
+// An unknown route names its option; ranks set differently all fail at
+// creation, naming them, instead of posting messages nobody expects
+// (every rank reads every rank's routes).
+using Route = std::string hb::comm::BackendConfig::*;
+
+void expect_unknown_route(Route route, const std::string &option) {
+  hb::comm::BackendConfig cfg = config(2, "auto");
+  cfg.*route = "leaders";
   cfg.world_size = 2;
   EXPECT_EQ(HB_ERR_CONFIG, hb::test::make_backend_alone(cfg));
-  EXPECT_NE(std::string(hb_last_error()).find("cpu_alltoallv"),
-            std::string::npos);
+  EXPECT_NE(std::string(hb_last_error())
+                .find("option " + option + ": unknown route 'leaders'"),
+            std::string::npos)
+      << hb_last_error();
 }
 
-// Every rank reads every rank's routes: ranks set differently all fail at
-// creation, naming them, instead of posting messages nobody expects.
-void expect_routes_disagree(
-    const std::function<void(hb::comm::BackendConfig &, bool)> &set,
-    const std::string &want) {
+void expect_routes_disagree(Route route, const std::string &option) {
+  const std::string want =
+      option + " differs across ranks: direct (ranks 2,3) vs hier (ranks 0,1)";
   hb::rdv::MemoryKV kv;
   std::vector<hb::Health> health(4);
   std::vector<hb_status> st(4);
@@ -145,7 +163,7 @@ void expect_routes_disagree(
   for (int r = 0; r < 4; ++r)
     threads.emplace_back([&, r] {
       hb::comm::BackendConfig cfg = config(2, "auto");
-      set(cfg, r < 2);
+      cfg.*route = r < 2 ? "hier" : "direct";
       cfg.rank = r;
       cfg.world_size = 4;
       cfg.key_prefix = "routes/";
@@ -161,13 +179,12 @@ void expect_routes_disagree(
   }
 }
 
+TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
+  expect_unknown_route(&hb::comm::BackendConfig::alltoallv, "cpu_alltoallv");
+}
+
 TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
-  expect_routes_disagree(
-      [](hb::comm::BackendConfig &c, bool low) {
-        c.alltoallv = low ? "hier" : "direct";
-      },
-      "cpu_alltoallv differs across ranks: direct (ranks 2,3) vs hier (ranks "
-      "0,1)");
+  expect_routes_disagree(&hb::comm::BackendConfig::alltoallv, "cpu_alltoallv");
 }
 
 // A leader (rank 2) or another rank (rank 1) of 2 hosts x 2 ranks leaves
@@ -312,12 +329,8 @@ void expect_same_bits(ThreadWorld &hier, ThreadWorld &direct, int n, int hosts,
         ASSERT_EQ(0, std::memcmp(a[r].data(), ref.data(), count * sizeof(T)))
             << at;
         // At most one message to each other host's leader per round.
-        const uint64_t tcp =
-            hier.at(r).traffic().tcp_messages - before[r].tcp_messages;
-        if (leader(r, n, hosts))
-          EXPECT_LE(tcp, uint64_t(2 * (hosts - 1))) << at;
-        else
-          EXPECT_EQ(tcp, 0u) << at;
+        expect_only_leaders_on_tcp(hier, r, hosts, before[r],
+                                   uint64_t(2 * (hosts - 1)), at);
       }
     }
 }
@@ -332,11 +345,7 @@ TEST(HierAllreduce, SameBitsAsDirectAndRankOrderAndOnlyLeadersUseTheNetwork) {
     expect_same_bits<double>(hier, direct, n, hosts, HB_FLOAT64);
     expect_same_bits<int32_t>(hier, direct, n, hosts, HB_INT32);
     // The direct route sends every remote peer its part over TCP.
-    uint64_t direct_tcp = 0;
-    for (int r = 0; r < n; ++r)
-      if (!leader(r, n, hosts))
-        direct_tcp += direct.at(r).traffic().tcp_messages;
-    EXPECT_GT(direct_tcp, 0u) << "np" << n;
+    EXPECT_GT(non_leader_tcp(direct, hosts), 0u) << "np" << n;
   }
 }
 
@@ -374,26 +383,18 @@ TEST(HierAllreduce, ReduceScatterAndBucketsSameBitsAsDirect) {
       ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 3001 * sizeof(float)))
           << "rank " << r;
   }
-  for (int r = 0; r < n; ++r)  // every call went through the leaders
-    if (!leader(r, n, hosts))
-      EXPECT_EQ(hier.at(r).traffic().tcp_messages, 0u) << "rank " << r;
+  // Every call went through the leaders.
+  EXPECT_EQ(non_leader_tcp(hier, hosts), 0u);
 }
 
 TEST(HierAllreduce, UnknownRouteIsAConfigError) {
-  hb::comm::BackendConfig cfg = reduce_config(2, "leaders");
-  cfg.world_size = 2;
-  EXPECT_EQ(HB_ERR_CONFIG, hb::test::make_backend_alone(cfg));
-  EXPECT_NE(std::string(hb_last_error()).find("cpu_allreduce_route"),
-            std::string::npos);
+  expect_unknown_route(&hb::comm::BackendConfig::allreduce_route,
+                       "cpu_allreduce_route");
 }
 
 TEST(HierAllreduce, RanksOnDifferentRoutesFailAlike) {
-  expect_routes_disagree(
-      [](hb::comm::BackendConfig &c, bool low) {
-        c.allreduce_route = low ? "hier" : "direct";
-      },
-      "cpu_allreduce_route differs across ranks: direct (ranks 2,3) vs hier "
-      "(ranks 0,1)");
+  expect_routes_disagree(&hb::comm::BackendConfig::allreduce_route,
+                         "cpu_allreduce_route");
 }
 
 // auto keeps small worlds direct, as cpu_alltoallv's.
