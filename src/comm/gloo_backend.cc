@@ -50,10 +50,12 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
-// cpu_alltoallv=auto routes through host leaders from this many ranks:
-// below it the model of docs/scaling.md has the leader's copies and two
-// extra hops cost about what the saved network messages do (and 2 hosts x
-// 2 ranks measured 2.3x slower per step on 2 oversubscribed cores).
+// cpu_alltoallv=auto and cpu_allreduce_route=auto route through host
+// leaders from this many ranks: below it the model of docs/scaling.md has
+// the leader's copies and two extra hops per round cost about what the
+// saved network messages do (the allreduce's break-even lies between 14
+// and 110 ranks by the per-message cost; routed, it measured 6-16 ms
+// slower per step at 2 hosts x 2 and x 4 ranks on 2 shared cores).
 constexpr int kHierMinWorld = 64;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
