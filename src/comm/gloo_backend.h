@@ -8,6 +8,9 @@
 // algo_ctx_, large ones over per-call buffers (comm/gloo_p2p.h) on
 // coll_ctx_, same-host peers over shared memory. A world whose every pair
 // shares memory makes no socket at all (its calls never touch one).
+// In a world of several hosts both of their rounds may route through one
+// leader per host instead (option cpu_allreduce_route, comm/hier_reduce.h;
+// same bits), as alltoallv may (cpu_alltoallv, comm/hier_alltoallv.h).
 //
 // Option cpu_allreduce can pick one of Gloo's algorithms instead. Their
 // objects are bound to one buffer and to slots taken from the context in
