@@ -9,10 +9,13 @@
 namespace hb {
 namespace comm {
 
-void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
-                            int channel, const RankOrderOp &op, const char *x,
-                            const Blocks &b, char *own_out, char *gather,
-                            Scratch &peer_scratch) {
+namespace {
+
+// One piece: both rounds over blocks b (offsets into x and gather; own_out
+// is this rank's block of this piece).
+void reduce_piece(P2P &p2p, const HostGroups &g, HierScratch &hs, int channel,
+                  const RankOrderOp &op, const char *x, const Blocks &b,
+                  char *own_out, char *gather, Scratch &peer_scratch) {
   const int n = p2p.world_size(), r = p2p.rank();
   const size_t es = op.elem_size, nn = size_t(n);
   const int64_t mine = int64_t(b.len[size_t(r)]);
@@ -49,6 +52,33 @@ void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
   }
   hier_alltoallv(p2p, g, hs, channel, own_out, sc.data(), so.data(), gather,
                  rc.data(), ro.data(), es);
+}
+
+}  // namespace
+
+void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
+                            int channel, const RankOrderOp &op, const char *x,
+                            const Blocks &b, char *own_out, char *gather,
+                            Scratch &peer_scratch) {
+  // In pieces of about piece_bytes per rank (piece_bytes / n of every
+  // block): a leader buffers its members' parts of a piece, so its memory
+  // stays ~3 x ranks-per-host x piece_bytes whatever the buffer's size.
+  // Each element's fold is the same in any piece, so are the bits.
+  const size_t n = size_t(p2p.world_size()), r = size_t(p2p.rank());
+  const size_t piece = std::max<size_t>(1, op.piece_bytes / (op.elem_size * n));
+  size_t most = 0;
+  for (size_t len : b.len) most = std::max(most, len);
+  Blocks part = b;
+  for (size_t at = 0; at == 0 || at < most; at += piece) {
+    for (size_t q = 0; q < n; ++q) {
+      const size_t len = b.len[q] > at ? std::min(piece, b.len[q] - at) : 0;
+      part.lo[q] = b.lo[q] + std::min(at, b.len[q]);
+      part.len[q] = len;
+    }
+    reduce_piece(p2p, g, hs, channel, op, x, part,
+                 own_out + std::min(at, b.len[r]) * op.elem_size, gather,
+                 peer_scratch);
+  }
 }
 
 }  // namespace comm

@@ -27,7 +27,8 @@ class Scratch;
 
 // As rank_order_reduce (same arguments, same result), each round routed
 // through the leaders of g over p2p (shared memory within a host, TCP
-// between hosts). channel carries both rounds.
+// between hosts), in pieces of about op.piece_bytes per rank (bounding
+// the leader's buffers). channel carries both rounds.
 void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
                             int channel, const RankOrderOp &op, const char *x,
                             const Blocks &b, char *own_out, char *gather,

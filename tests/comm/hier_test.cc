@@ -389,6 +389,33 @@ TEST(HierAllreduce, ReduceScatterAndBucketsSameBitsAsDirect) {
   EXPECT_EQ(non_leader_tcp(hier, hosts), 0u);
 }
 
+// A buffer of many pieces (the leaders' buffers hold one piece at a time):
+// same bits, in place and not, allreduce and reduce_scatter.
+TEST(HierAllreduce, ManyPiecesSameBits) {
+  const int n = 5, hosts = 2;
+  hb::comm::BackendConfig cfg = reduce_config(hosts, "hier");
+  cfg.piece_bytes = 4096;  // 204 floats of each block per piece
+  ThreadWorld hier(n, cfg);
+  const auto x = inputs<float>(n, 20011, HB_SUM, 21);
+  const auto ref = fold_reference(x, HB_SUM);
+  for (bool in_place : {false, true}) {
+    const auto y = allreduce_all(hier, x, HB_FLOAT32, HB_SUM, in_place);
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 20011 * sizeof(float)))
+          << "in place " << in_place << " rank " << r;
+  }
+  const size_t per = 4001;
+  std::vector<std::vector<float>> out(n, std::vector<float>(per));
+  hier.run([&](int r) {
+    hier.at(r).reduce_scatter(x[r].data(), out[r].data(), per, HB_FLOAT32,
+                              HB_SUM);
+  });
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(0, std::memcmp(out[r].data(), ref.data() + r * per,
+                             per * sizeof(float)))
+        << "reduce_scatter rank " << r;
+}
+
 TEST(HierAllreduce, UnknownRouteIsAConfigError) {
   expect_unknown_route(&hb::comm::BackendConfig::allreduce_route,
                        "cpu_allreduce_route");
