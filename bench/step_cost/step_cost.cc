@@ -6,7 +6,7 @@
 // sent per step by transport (messages, bytes), its collective calls
 // (rounds), and the step time (the median over steps of the slowest
 // rank's). Prints one line per rank:
-//   STEP np=N rank=R route=hierarchical|direct calls=.. tcp_msgs=..
+//   STEP np=N rank=R route=ALLTOALLV/ALLREDUCE calls=.. tcp_msgs=..
 //        tcp_bytes=.. shm_msgs=.. shm_bytes=.. step_us=..
 // (per step). Run under hbrun; bench/step_cost/step_cost.sh runs it at 2-16
 // ranks on this host and across two network namespaces.
@@ -45,6 +45,10 @@ int main() {
   constexpr int kTables = 26, kDim = 8, kDense = 14273;
   const int steps = env_int("STEPS", 20), warm = env_int("WARM", 3);
   const int64_t batch = env_int("BATCH", 512), vocab = env_int("VOCAB", 10000);
+  // The counts are read from the context's backend: the collection's
+  // rounds must run there, not on the progress channel's own backend
+  // (cpu_async_exchange, on by default, would leave only the allreduce).
+  setenv("HB_CPU_ASYNC_EXCHANGE", "0", 0);
   hb_context *ctx = nullptr;
   check(hb_context_create(nullptr, &ctx), "context");
   const int rank = hb_context_rank(ctx), np = hb_context_world_size(ctx);
@@ -110,11 +114,14 @@ int main() {
   double med = us[us.size() / 2];
   // The step is as slow as its slowest rank (outside the counted steps).
   check(hb_allreduce(ctx, &med, &med, 1, HB_FLOAT64, HB_MAX), "max");
-  const char *route = std::getenv("HB_CPU_ALLTOALLV");
+  const char *a2a = std::getenv("HB_CPU_ALLTOALLV");
+  const char *ar = std::getenv("HB_CPU_ALLREDUCE_ROUTE");
+  const std::string route =
+      std::string(a2a ? a2a : "auto") + "/" + (ar ? ar : "auto");
   std::printf(
       "STEP np=%d rank=%d route=%s calls=%.1f tcp_msgs=%.1f tcp_bytes=%.0f "
       "shm_msgs=%.1f shm_bytes=%.0f step_us=%.0f\n",
-      np, rank, route ? route : "auto", double(t1.calls - t0.calls) / steps,
+      np, rank, route.c_str(), double(t1.calls - t0.calls) / steps,
       double(t1.tcp_messages - t0.tcp_messages) / steps,
       double(t1.tcp_bytes - t0.tcp_bytes) / steps,
       double(t1.shm_messages - t0.shm_messages) / steps,

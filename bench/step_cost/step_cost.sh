@@ -4,8 +4,10 @@
 #   - on this host at NPS_LOCAL ranks (default "2 4 8 16": oversubscribed,
 #     so times bound per-message costs from above);
 #   - across two network namespaces (tests/multihost/netns.sh) at
-#     2 hosts x PER_HOST ranks (default "1 2 4"), with cpu_alltoallv=direct
-#     and =hier, interleaved, REPEATS times (median step time).
+#     2 hosts x PER_HOST ranks (default "1 2 4"), on each of ROUTES
+#     (cpu_alltoallv/cpu_allreduce_route; default "direct/direct
+#     hier/direct hier/hier"), interleaved, REPEATS times (median step
+#     time).
 # Prints, per configuration, the mean and max over ranks of collective
 # calls, TCP and shared-memory messages and bytes per step, and the step
 # time. Needs root for the namespaces (skips that part otherwise).
@@ -16,6 +18,7 @@ build=$(cd "${1:-$here/../../_build}" && pwd)
 NPS_LOCAL=${NPS_LOCAL:-"2 4 8 16"}
 PER_HOST=${PER_HOST:-"1 2 4"}
 REPEATS=${REPEATS:-3}
+ROUTES=${ROUTES:-"direct/direct hier/direct hier/hier"}
 hbrun=$build/src/launcher/hbrun
 prog=$build/bench/step_cost/step_cost
 for f in "$hbrun" "$prog"; do
@@ -57,24 +60,25 @@ ADDR_A=10.215.0.1 ADDR_B=10.215.0.2 PORT=29520
 trap netns_destroy EXIT
 trap 'exit 1' INT TERM HUP
 netns_create "$ADDR_A" "$ADDR_B" || { echo "cannot set up the namespaces" >&2; exit 2; }
-# two_hosts ROUTE PER_HOST LOG: hbrun -n PER_HOST in each namespace.
+# two_hosts ALLTOALLV/ALLREDUCE PER_HOST LOG: hbrun -n PER_HOST in each
+# namespace.
 two_hosts() {
   local route=$1 k=$2 log=$3 pids=() ns type
   for ns in "$NETNS_A" "$NETNS_B"; do
     type=chief
     [ "$ns" = "$NETNS_B" ] && type=worker
     ip netns exec "$ns" env TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
-      HB_CPU_ALLTOALLV="$route" timeout 600 "$hbrun" -n "$k" --timeout 300 -- "$prog" \
+      HB_CPU_ALLTOALLV="${route%/*}" HB_CPU_ALLREDUCE_ROUTE="${route#*/}" timeout 600 "$hbrun" -n "$k" --timeout 300 -- "$prog" \
       >"$log.$type" 2>&1 &
     pids+=($!)
   done
   for p in "${pids[@]}"; do wait "$p" || echo "FAILED: $route 2x$k (see $log.*)"; done
 }
-echo "== two hosts (namespaces), cpu_alltoallv direct vs hier, $REPEATS interleaved launches"
+echo "== two hosts (namespaces), routes (cpu_alltoallv/cpu_allreduce_route) $ROUTES, $REPEATS interleaved launches"
 for rep in $(seq 1 "$REPEATS"); do
   for k in $PER_HOST; do
-    for route in direct hier; do
-      log=$OUT/2x$k.$route.rep$rep
+    for route in $ROUTES; do
+      log=$OUT/2x$k.${route/\//-}.rep$rep
       two_hosts $route "$k" "$log"
       summarize "2x$k $route rep$rep" "$log".*
     done
@@ -82,7 +86,7 @@ for rep in $(seq 1 "$REPEATS"); do
 done
 echo "== medians over launches (step_us); counts are the same every launch"
 for k in $PER_HOST; do
-  for route in direct hier; do
+  for route in $ROUTES; do
     grep "^2x$k $route " "$raw" | sed 's/.*step_us=//' | sort -n |
       awk -v l="2x$k $route" '{ t[NR] = $1 } END { if (NR) printf "%s: median step %d us over %d launches\n", l, t[int((NR + 1) / 2)], NR }'
   done

@@ -51,6 +51,10 @@ struct BackendConfig {
   // ranks, when some host has several), "hier" (through the leaders
   // wherever ranks share memory with some peer) or "direct" (every pair).
   std::string alltoallv = "auto";
+  // Option cpu_allreduce_route: the same choice for the rank-order
+  // reductions (allreduce, fused buckets, reduce_scatter;
+  // comm/hier_reduce.h), same auto rule. Same bits either way.
+  std::string allreduce_route = "auto";
   // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
   // sleeps on its futex (-1: auto, by the CPUs this host's ranks share
   // and the host's load, comm/spin_policy.h).

@@ -86,6 +86,7 @@ BackendConfig cpu_backend_config(hb_context &ctx) {
   cfg.transport = ctx.options.get_string("cpu_transport");
   cfg.shm_reduce = ctx.options.get_string("cpu_shm_reduce");
   cfg.alltoallv = ctx.options.get_string("cpu_alltoallv");
+  cfg.allreduce_route = ctx.options.get_string("cpu_allreduce_route");
   cfg.wait_spin_us = ctx.options.get_int("cpu_wait_spin_us");
   // cpu_check_calls=auto: everywhere in debug builds; in release builds
   // only where it is (nearly) free -- over TCP the print is a round of its

@@ -24,6 +24,7 @@
 #include "abi/error.h"
 #include "comm/gloo_p2p.h"
 #include "comm/hier_alltoallv.h"
+#include "comm/hier_reduce.h"
 #include "comm/kv_gather.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
@@ -49,10 +50,12 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
-// cpu_alltoallv=auto routes through host leaders from this many ranks:
-// below it the model of docs/scaling.md has the leader's copies and two
-// extra hops cost about what the saved network messages do (and 2 hosts x
-// 2 ranks measured 2.3x slower per step on 2 oversubscribed cores).
+// cpu_alltoallv=auto and cpu_allreduce_route=auto route through host
+// leaders from this many ranks: below it the model of docs/scaling.md has
+// the leader's copies and two extra hops per round cost about what the
+// saved network messages do (the allreduce's break-even lies between 14
+// and 110 ranks by the per-message cost; routed, it measured 6-16 ms
+// slower per step at 2 hosts x 2 and x 4 ranks on 2 shared cores).
 constexpr int kHierMinWorld = 64;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
@@ -215,10 +218,13 @@ GlooBackend::GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health)
   else
     fail(HB_ERR_CONFIG, "option cpu_allreduce: unknown algorithm '%s'",
          a.c_str());
-  if (cfg.alltoallv != "auto" && cfg.alltoallv != "direct" &&
-      cfg.alltoallv != "hier")
-    fail(HB_ERR_CONFIG, "option cpu_alltoallv: unknown route '%s'",
-         cfg.alltoallv.c_str());
+  for (const auto &[option, route] :
+       {std::pair<const char *, const std::string &>{"cpu_alltoallv",
+                                                     cfg.alltoallv},
+        {"cpu_allreduce_route", cfg.allreduce_route}})
+    if (route != "auto" && route != "direct" && route != "hier")
+      fail(HB_ERR_CONFIG, "option %s: unknown route '%s'", option,
+           route.c_str());
   if (algo_kind_ == Algo::kBcube && (world_size() & (world_size() - 1)))
     fail(HB_ERR_CONFIG,
          "option cpu_allreduce=bcube needs a power-of-two world size, not %d",
@@ -278,13 +284,17 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     // the leader's copies (docs/scaling.md).
     hosts_ = HostGroups::from_leaders(shm->host_leaders());
     if (!board_) agree_route(cfg, kv);
-    hier_ = !board_ && !hosts_.members.empty() &&
-            (cfg.alltoallv == "hier" ||
-             (cfg.alltoallv == "auto" && hosts_.hierarchical() &&
-              cfg.world_size >= kHierMinWorld));
+    auto leaders = [&](const std::string &route) {
+      return !board_ && !hosts_.members.empty() &&
+             (route == "hier" || (route == "auto" && hosts_.hierarchical() &&
+                                  cfg.world_size >= kHierMinWorld));
+    };
+    hier_ = leaders(cfg.alltoallv);
+    hier_reduce_ = leaders(cfg.allreduce_route);
   }
-  HB_LOG_DEBUG("cpu alltoallv, rank %d: %s", cfg.rank,
-               hier_ ? "hierarchical" : "direct");
+  HB_LOG_DEBUG("cpu alltoallv, rank %d: %s; reductions: %s", cfg.rank,
+               hier_ ? "hierarchical" : "direct",
+               hier_reduce_ ? "hierarchical" : "direct");
   // Every call of such a world runs on the board or the shared-memory rings
   // (the same choice on every rank): no pair of the mesh would ever carry a
   // byte. Skipping it is what lets one host hold 128 ranks (docs/scaling.md:
@@ -316,22 +326,29 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
 
 void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
   // Ranks on different routes would post messages their peers do not
-  // expect: every rank reads every rank's choice and all fail alike.
+  // expect: every rank reads every rank's choices (both options in one
+  // round of the rendezvous) and all fail alike.
   const std::vector<std::string> routes =
       kv_allgather(kv, cfg.key_prefix + "alltoallv/", cfg.rank, cfg.world_size,
-                   cfg.alltoallv, cfg.timeout_ms);
-  std::map<std::string, std::string> ranks_of;
-  for (int q = 0; q < cfg.world_size; ++q) {
-    std::string &r = ranks_of[routes[size_t(q)]];
-    r += (r.empty() ? "" : ",") + std::to_string(q);
+                   cfg.alltoallv + " " + cfg.allreduce_route, cfg.timeout_ms);
+  const char *options[] = {"cpu_alltoallv", "cpu_allreduce_route"};
+  for (size_t i = 0; i < 2; ++i) {
+    std::map<std::string, std::string> ranks_of;
+    for (int q = 0; q < cfg.world_size; ++q) {
+      const std::string &both = routes[size_t(q)];
+      const size_t space = both.find(' ');
+      std::string &r =
+          ranks_of[i == 0 ? both.substr(0, space) : both.substr(space + 1)];
+      r += (r.empty() ? "" : ",") + std::to_string(q);
+    }
+    if (ranks_of.size() == 1) continue;
+    std::string what;
+    for (const auto &kv_ranks : ranks_of)
+      what += format("%s%s (ranks %s)", what.empty() ? "" : " vs ",
+                     kv_ranks.first.c_str(), kv_ranks.second.c_str());
+    fail(HB_ERR_CONFIG, "option %s differs across ranks: %s", options[i],
+         what.c_str());
   }
-  if (ranks_of.size() == 1) return;
-  std::string what;
-  for (const auto &kv_ranks : ranks_of)
-    what += format("%s%s (ranks %s)", what.empty() ? "" : " vs ",
-                   kv_ranks.first.c_str(), kv_ranks.second.c_str());
-  fail(HB_ERR_CONFIG, "option cpu_alltoallv differs across ranks: %s",
-       what.c_str());
 }
 
 void GlooBackend::ShmSlot::set(const std::shared_ptr<ShmTransport> &s) {
@@ -349,9 +366,10 @@ void GlooBackend::ShmSlot::trip() {
 GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
   HB_LOG_DEBUG(
-      "cpu traffic, rank %d of %d (alltoallv %s): %llu calls, tcp %llu "
-      "messages %llu bytes, shm %llu messages %llu bytes",
+      "cpu traffic, rank %d of %d (alltoallv %s, reductions %s): %llu calls, "
+      "tcp %llu messages %llu bytes, shm %llu messages %llu bytes",
       rank(), world_size(), hier_ ? "hierarchical" : "direct",
+      hier_reduce_ ? "hierarchical" : "direct",
       static_cast<unsigned long long>(seq_),
       static_cast<unsigned long long>(traffic_.tcp_messages),
       static_cast<unsigned long long>(traffic_.tcp_bytes),
@@ -735,6 +753,11 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
     return board_reduce(ro, x, bytes, b, own_out, gather);
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
+  if (hier_reduce_)
+    return over_p2p([&](P2P &p2p) {
+      hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro, x, b,
+                             own_out, gather, peer_scratch_);
+    });
   if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P regions(*regions_);
     CountingP2P<bool (*)(int)> p2p(regions, traffic_,

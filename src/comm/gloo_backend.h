@@ -8,6 +8,9 @@
 // algo_ctx_, large ones over per-call buffers (comm/gloo_p2p.h) on
 // coll_ctx_, same-host peers over shared memory. A world whose every pair
 // shares memory makes no socket at all (its calls never touch one).
+// In a world of several hosts both of their rounds may route through one
+// leader per host instead (option cpu_allreduce_route, comm/hier_reduce.h;
+// same bits), as alltoallv may (cpu_alltoallv, comm/hier_alltoallv.h).
 //
 // Option cpu_allreduce can pick one of Gloo's algorithms instead. Their
 // objects are bound to one buffer and to slots taken from the context in
@@ -136,8 +139,9 @@ class GlooBackend final : public Backend {
                     const std::shared_ptr<MeshContext> &coll);
   // True when the world's collectives run over P2P (some pair shares
   // memory): then every call of every rank does, whatever its own peers.
-  // Every rank's cpu_alltoallv, gathered: HB_ERR_CONFIG on every rank
-  // naming them when they differ (mixed worlds, where the route matters).
+  // Every rank's cpu_alltoallv and cpu_allreduce_route, gathered:
+  // HB_ERR_CONFIG on every rank naming them when one differs (mixed
+  // worlds, where the route matters).
   void agree_route(const BackendConfig &cfg, rdv::KV &kv);
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
@@ -219,6 +223,8 @@ class GlooBackend final : public Backend {
   // alltoallv through one leader per host (option cpu_alltoallv).
   HostGroups hosts_;
   bool hier_ = false;
+  // The rank-order reductions likewise (option cpu_allreduce_route).
+  bool hier_reduce_ = false;
   HierScratch hier_scratch_;
   Traffic traffic_;  // what this rank sent, logged at destruction
   // The call board (comm/shm_transport.h): used when every peer shares

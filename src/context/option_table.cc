@@ -96,6 +96,20 @@ const std::vector<OptionSpec> &option_table() {
        "and the leader's copies cost about what it saves). Needs ranks that "
        "share memory (not "
        "cpu_transport=tcp). Same bits either way."},
+      {"cpu_allreduce_route", OptionType::kEnum, "auto", "auto|direct|hier", 0,
+       0,
+       "How the rank-order reductions (allreduce, fused buckets, "
+       "reduce_scatter; cpu_allreduce=auto|rank_order) route in a world of "
+       "several hosts: hier = each of their two alltoall-shaped rounds "
+       "through one leader per host, as cpu_alltoallv=hier (a rank sends "
+       "2 x (hosts - 1) network messages per allreduce, or per "
+       "cpu_piece_bytes of it, (leaders) or none instead of up to "
+       "2 x (world - 1)); the leaders carry every rank's "
+       "contribution and each block is still folded rank 0, 1, 2, ..., so "
+       "the result is the same bits as direct. direct = every pair; auto = "
+       "hier from 64 ranks when the world spans several hosts and some host "
+       "has several. Needs ranks that share memory (not "
+       "cpu_transport=tcp)."},
       {"cpu_wait_spin_us", OptionType::kInt, "-1", nullptr, -1, 1000000,
        "How long a CPU collective's wait for a same-host peer spins before "
        "it sleeps on its futex (it never yields: a yield while another "

@@ -1,16 +1,23 @@
-// The hierarchical alltoallv (comm/hier_alltoallv.h) with ranks as threads
-// on pretend hosts (BackendConfig::test_hosts): the same bytes as the
-// direct exchange for uneven counts with zeros, offsets and blocks larger
-// than a ring; only leaders send over TCP, at most hosts - 1 messages a
-// call; a rank lost in a hierarchical round fails every other rank with
+// The hierarchical alltoallv (comm/hier_alltoallv.h) and rank-order
+// reductions (comm/hier_reduce.h) with ranks as threads on pretend hosts
+// (BackendConfig::test_hosts): the same bytes as the direct exchange for
+// uneven counts with zeros, offsets and blocks larger than a ring, and the
+// same bits as the direct reduction and a single-process fold in rank
+// order; only leaders send over TCP, at most hosts - 1 messages a round;
+// a rank lost in a hierarchical round fails every other rank with
 // HB_ERR_PEER_FAILED.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdint>
+#include <cstring>
+#include <functional>
 #include <random>
 #include <string>
 #include <thread>
+#include <type_traits>
 #include <vector>
 
 #include "thread_world.h"
@@ -30,6 +37,25 @@ hb::comm::BackendConfig config(int hosts, const char *route) {
 
 bool leader(int r, int n, int hosts) {
   return r == 0 || r * hosts / n != (r - 1) * hosts / n;
+}
+
+// The TCP messages every rank but the leaders sent so far.
+uint64_t non_leader_tcp(ThreadWorld &w, int hosts) {
+  uint64_t t = 0;
+  for (int r = 0; r < w.size(); ++r)
+    if (!leader(r, w.size(), hosts)) t += w.at(r).traffic().tcp_messages;
+  return t;
+}
+
+// Since before: a leader sent at most `most` TCP messages, another none.
+void expect_only_leaders_on_tcp(ThreadWorld &w, int r, int hosts,
+                                const hb::comm::Traffic &before, uint64_t most,
+                                const std::string &at) {
+  const uint64_t tcp = w.at(r).traffic().tcp_messages - before.tcp_messages;
+  if (leader(r, w.size(), hosts))
+    EXPECT_LE(tcp, most) << at;
+  else
+    EXPECT_EQ(tcp, 0u) << at;
 }
 
 // One call's blocks: counts[s][d] bytes from s to d, strided offsets.
@@ -91,20 +117,13 @@ TEST(HierAlltoallv, SameBytesAsDirectAndOnlyLeadersUseTheNetwork) {
             ASSERT_EQ(a[r][size_t(c.ro[r][p] + i)],
                       c.send[p][size_t(c.so[p][r] + i)])
                 << "np" << n << " rank " << r << " from " << p;
-        const uint64_t tcp =
-            hier.at(r).traffic().tcp_messages - before[r].tcp_messages;
-        if (leader(r, n, hosts))
-          EXPECT_LE(tcp, uint64_t(hosts - 1)) << "np" << n << " rank " << r;
-        else
-          EXPECT_EQ(tcp, 0u) << "np" << n << " rank " << r;
+        expect_only_leaders_on_tcp(
+            hier, r, hosts, before[r], uint64_t(hosts - 1),
+            "np" + std::to_string(n) + " rank " + std::to_string(r));
       }
     }
     // The direct route sends every remote peer its block over TCP.
-    uint64_t direct_tcp = 0;
-    for (int r = 0; r < n; ++r)
-      if (!leader(r, n, hosts))
-        direct_tcp += direct.at(r).traffic().tcp_messages;
-    EXPECT_GT(direct_tcp, 0u) << "np" << n;
+    EXPECT_GT(non_leader_tcp(direct, hosts), 0u) << "np" << n;
   }
 }
 
@@ -117,17 +136,25 @@ TEST(HierAlltoallv, AutoKeepsSmallWorldsDirect) {
   EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
 }
 
-TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
-  hb::comm::BackendConfig cfg = config(2, "leaders");
+// An unknown route names its option; ranks set differently all fail at
+// creation, naming them, instead of posting messages nobody expects
+// (every rank reads every rank's routes).
+using Route = std::string hb::comm::BackendConfig::*;
+
+void expect_unknown_route(Route route, const std::string &option) {
+  hb::comm::BackendConfig cfg = config(2, "auto");
+  cfg.*route = "leaders";
   cfg.world_size = 2;
   EXPECT_EQ(HB_ERR_CONFIG, hb::test::make_backend_alone(cfg));
-  EXPECT_NE(std::string(hb_last_error()).find("cpu_alltoallv"),
-            std::string::npos);
+  EXPECT_NE(std::string(hb_last_error())
+                .find("option " + option + ": unknown route 'leaders'"),
+            std::string::npos)
+      << hb_last_error();
 }
 
-// Every rank reads every rank's route: ranks set differently all fail at
-// creation, naming them, instead of posting messages nobody expects.
-TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
+void expect_routes_disagree(Route route, const std::string &option) {
+  const std::string want =
+      option + " differs across ranks: direct (ranks 2,3) vs hier (ranks 0,1)";
   hb::rdv::MemoryKV kv;
   std::vector<hb::Health> health(4);
   std::vector<hb_status> st(4);
@@ -135,7 +162,8 @@ TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
   std::vector<std::thread> threads;
   for (int r = 0; r < 4; ++r)
     threads.emplace_back([&, r] {
-      hb::comm::BackendConfig cfg = config(2, r < 2 ? "hier" : "direct");
+      hb::comm::BackendConfig cfg = config(2, "auto");
+      cfg.*route = r < 2 ? "hier" : "direct";
       cfg.rank = r;
       cfg.world_size = 4;
       cfg.key_prefix = "routes/";
@@ -147,35 +175,34 @@ TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
   for (auto &t : threads) t.join();
   for (int r = 0; r < 4; ++r) {
     EXPECT_EQ(st[r], HB_ERR_CONFIG) << "rank " << r;
-    EXPECT_NE(msg[r].find("cpu_alltoallv differs across ranks: direct (ranks "
-                          "2,3) vs hier (ranks 0,1)"),
-              std::string::npos)
-        << msg[r];
+    EXPECT_NE(msg[r].find(want), std::string::npos) << msg[r];
   }
 }
 
+TEST(HierAlltoallv, UnknownRouteIsAConfigError) {
+  expect_unknown_route(&hb::comm::BackendConfig::alltoallv, "cpu_alltoallv");
+}
+
+TEST(HierAlltoallv, RanksOnDifferentRoutesFailAlike) {
+  expect_routes_disagree(&hb::comm::BackendConfig::alltoallv, "cpu_alltoallv");
+}
+
 // A leader (rank 2) or another rank (rank 1) of 2 hosts x 2 ranks leaves
-// while the others loop on hierarchical alltoallv calls; the rendezvous
-// then reports it (as in failure_test.cc): every other rank fails with
+// while the others loop on hierarchical calls; the rendezvous then reports
+// it (as in failure_test.cc): every other rank fails with
 // HB_ERR_PEER_FAILED, promptly.
-TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
+void expect_lost_rank_fails_others(
+    const hb::comm::BackendConfig &cfg, const std::function<void(int)> &setup,
+    const std::function<void(ThreadWorld &, int)> &call) {
   for (int victim : {1, 2}) {
-    ThreadWorld w(4, config(2, "hier"));
-    const Case c(4, 7);
-    std::vector<std::vector<uint8_t>> recv(4);
-    for (int r = 0; r < 4; ++r)
-      recv[r].resize(size_t(c.ro[r][0] + c.rc[r][0] + 3));
+    ThreadWorld w(4, cfg);
+    setup(4);
     const auto t0 = std::chrono::steady_clock::now();
     std::vector<std::string> msg;
-    auto call = [&](int r) {
-      w.at(r).alltoallv(c.send[r].data(), c.sc[r].data(), c.so[r].data(),
-                        recv[r].data(), c.rc[r].data(), c.ro[r].data(),
-                        HB_UINT8);
-    };
     auto st = w.try_run(
         [&](int r) {
           if (r == victim) {
-            for (int i = 0; i < 3; ++i) call(r);
+            for (int i = 0; i < 3; ++i) call(w, r);
             w.drop(r);
             for (int s = 0; s < 4; ++s)
               if (s != victim)
@@ -184,7 +211,7 @@ TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
                                      " lost (rendezvous): connection closed");
             return;
           }
-          for (;;) call(r);
+          for (;;) call(w, r);
         },
         &msg);
     const double s =
@@ -200,6 +227,222 @@ TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
             << msg[r];
       }
   }
+}
+
+TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
+  const Case c(4, 7);
+  std::vector<std::vector<uint8_t>> recv(4);
+  expect_lost_rank_fails_others(
+      config(2, "hier"),
+      [&](int n) {
+        for (int r = 0; r < n; ++r)
+          recv[r].assign(size_t(c.ro[r][0] + c.rc[r][0] + 3), 0);
+      },
+      [&](ThreadWorld &w, int r) {
+        w.at(r).alltoallv(c.send[r].data(), c.sc[r].data(), c.so[r].data(),
+                          recv[r].data(), c.rc[r].data(), c.ro[r].data(),
+                          HB_UINT8);
+      });
+}
+
+// --- The rank-order reductions through the leaders (comm/hier_reduce.h).
+
+hb::comm::BackendConfig reduce_config(int hosts, const char *route) {
+  hb::comm::BackendConfig cfg = config(hosts, "direct");
+  cfg.allreduce_route = route;
+  return cfg;
+}
+
+// Every rank's input: values of mixed magnitudes and signs, so that a sum
+// in any other order than rank 0, 1, 2, ... gives other bits.
+template <class T>
+std::vector<std::vector<T>> inputs(int n, size_t count, hb_reduce_op op,
+                                   unsigned seed) {
+  std::mt19937 rng(seed);
+  std::vector<std::vector<T>> x(size_t(n), std::vector<T>(count, T(0)));
+  for (auto &v : x)
+    for (auto &e : v) {
+      if (op == HB_PROD)  // near 1: no overflow in a product of 7
+        e = T(1) + T(int(rng() % 5)) / T(4);
+      else if (std::is_floating_point<T>::value)
+        e = T(std::ldexp(double(int(rng() % 2001) - 1000) / 1000.0,
+                         int(rng() % 40) - 20));
+      else
+        e = T(int(rng() % 2001) - 1000);
+    }
+  return x;
+}
+
+// The single-process reference: op folded over ranks 0, 1, 2, ... .
+template <class T>
+std::vector<T> fold_reference(const std::vector<std::vector<T>> &x,
+                              hb_reduce_op op) {
+  std::vector<T> acc = x[0];
+  for (size_t p = 1; p < x.size(); ++p)
+    for (size_t i = 0; i < acc.size(); ++i) {
+      const T a = acc[i], b = x[p][i];
+      acc[i] = op == HB_SUM    ? T(a + b)
+               : op == HB_PROD ? T(a * b)
+               : op == HB_MIN  ? std::min(a, b)
+                               : std::max(a, b);
+    }
+  return acc;
+}
+
+template <class T>
+std::vector<std::vector<T>> allreduce_all(ThreadWorld &w,
+                                          std::vector<std::vector<T>> x,
+                                          hb_dtype dt, hb_reduce_op op,
+                                          bool in_place) {
+  const size_t count = x[0].size();
+  std::vector<std::vector<T>> y(x.size(), std::vector<T>(count));
+  w.run([&](int r) {
+    if (in_place)
+      w.at(r).allreduce(x[r].data(), x[r].data(), count, dt, op);
+    else
+      w.at(r).allreduce(x[r].data(), y[r].data(), count, dt, op);
+  });
+  return in_place ? x : y;
+}
+
+template <class T>
+void expect_same_bits(ThreadWorld &hier, ThreadWorld &direct, int n, int hosts,
+                      hb_dtype dt, const std::vector<size_t> &counts) {
+  for (size_t count : counts)
+    for (hb_reduce_op op : {HB_SUM, HB_MAX, HB_MIN, HB_PROD, HB_AVG}) {
+      const auto x = inputs<T>(n, count, op, unsigned(count + op * 7 + n));
+      const bool in_place = count == 20011 && op == HB_SUM;
+      std::vector<hb::comm::Traffic> before{size_t(n)};
+      for (int r = 0; r < n; ++r) before[r] = hier.at(r).traffic();
+      const auto a = allreduce_all(hier, x, dt, op, in_place);
+      const auto b = allreduce_all(direct, x, dt, op, in_place);
+      const std::vector<T> ref = op == HB_AVG ? b[0] : fold_reference(x, op);
+      for (int r = 0; r < n; ++r) {
+        const std::string at =
+            "np" + std::to_string(n) + " dtype " + std::to_string(dt) + " op " +
+            std::to_string(op) + " count " + std::to_string(count) + " rank " +
+            std::to_string(r);
+        ASSERT_EQ(0, std::memcmp(a[r].data(), b[r].data(), count * sizeof(T)))
+            << at;
+        ASSERT_EQ(0, std::memcmp(a[r].data(), ref.data(), count * sizeof(T)))
+            << at;
+        // At most one message to each other host's leader per round.
+        expect_only_leaders_on_tcp(hier, r, hosts, before[r],
+                                   uint64_t(2 * (hosts - 1)), at);
+      }
+    }
+}
+
+TEST(HierAllreduce, SameBitsAsDirectAndRankOrderAndOnlyLeadersUseTheNetwork) {
+  // 2+1, 3+2 and 3+2+2 ranks per host.
+  for (auto [n, hosts] :
+       std::vector<std::pair<int, int>>{{3, 2}, {5, 2}, {7, 3}}) {
+    ThreadWorld hier(n, reduce_config(hosts, "hier")),
+        direct(n, reduce_config(hosts, "direct"));
+    // 1 and 7 elements (blocks of 0 or 1 at 7 ranks), odd counts in one
+    // round, and two rounds (over one_round_bytes) with uneven blocks;
+    // the other dtypes in one count of each round.
+    expect_same_bits<float>(hier, direct, n, hosts, HB_FLOAT32,
+                            {1, 7, 1001, 20011});
+    expect_same_bits<double>(hier, direct, n, hosts, HB_FLOAT64, {7, 20011});
+    expect_same_bits<int32_t>(hier, direct, n, hosts, HB_INT32, {7, 20011});
+    // The direct route sends every remote peer its part over TCP.
+    EXPECT_GT(non_leader_tcp(direct, hosts), 0u) << "np" << n;
+  }
+}
+
+// reduce_scatter and fused buckets take the same route, same bits.
+TEST(HierAllreduce, ReduceScatterAndBucketsSameBitsAsDirect) {
+  const int n = 5, hosts = 2;
+  ThreadWorld hier(n, reduce_config(hosts, "hier")),
+      direct(n, reduce_config(hosts, "direct"));
+  for (size_t per : {size_t(3), size_t(5003)}) {
+    const auto x = inputs<float>(n, per * n, HB_SUM, unsigned(per));
+    const auto ref = fold_reference(x, HB_SUM);
+    for (ThreadWorld *w : {&hier, &direct}) {
+      std::vector<std::vector<float>> y(n, std::vector<float>(per));
+      w->run([&](int r) {
+        w->at(r).reduce_scatter(x[r].data(), y[r].data(), per, HB_FLOAT32,
+                                HB_SUM);
+      });
+      for (int r = 0; r < n; ++r)
+        ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data() + r * per,
+                                 per * sizeof(float)))
+            << "per " << per << " rank " << r;
+    }
+  }
+  const auto x = inputs<float>(n, 3001, HB_SUM, 5);
+  const auto ref = fold_reference(x, HB_SUM);
+  for (ThreadWorld *w : {&hier, &direct}) {
+    auto y = x;
+    w->run([&](int r) {
+      std::vector<std::vector<hb::comm::Tensor>> buckets{
+          {{y[r].data(), 1000}, {y[r].data() + 1000, 1}},
+          {{y[r].data() + 1001, 2000}}};
+      w->at(r).allreduce_buckets(buckets, HB_FLOAT32, HB_SUM);
+    });
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 3001 * sizeof(float)))
+          << "rank " << r;
+  }
+  // Every call went through the leaders.
+  EXPECT_EQ(non_leader_tcp(hier, hosts), 0u);
+}
+
+// A buffer of many pieces (the leaders' buffers hold one piece at a time):
+// same bits, in place and not, allreduce and reduce_scatter.
+TEST(HierAllreduce, ManyPiecesSameBits) {
+  const int n = 5, hosts = 2;
+  hb::comm::BackendConfig cfg = reduce_config(hosts, "hier");
+  cfg.piece_bytes = 4096;  // 204 floats of each block per piece
+  ThreadWorld hier(n, cfg);
+  const auto x = inputs<float>(n, 20011, HB_SUM, 21);
+  const auto ref = fold_reference(x, HB_SUM);
+  for (bool in_place : {false, true}) {
+    const auto y = allreduce_all(hier, x, HB_FLOAT32, HB_SUM, in_place);
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 20011 * sizeof(float)))
+          << "in place " << in_place << " rank " << r;
+  }
+  const size_t per = 4001;
+  std::vector<std::vector<float>> out(n, std::vector<float>(per));
+  hier.run([&](int r) {
+    hier.at(r).reduce_scatter(x[r].data(), out[r].data(), per, HB_FLOAT32,
+                              HB_SUM);
+  });
+  for (int r = 0; r < n; ++r)
+    ASSERT_EQ(0, std::memcmp(out[r].data(), ref.data() + r * per,
+                             per * sizeof(float)))
+        << "reduce_scatter rank " << r;
+}
+
+TEST(HierAllreduce, UnknownRouteIsAConfigError) {
+  expect_unknown_route(&hb::comm::BackendConfig::allreduce_route,
+                       "cpu_allreduce_route");
+}
+
+TEST(HierAllreduce, RanksOnDifferentRoutesFailAlike) {
+  expect_routes_disagree(&hb::comm::BackendConfig::allreduce_route,
+                         "cpu_allreduce_route");
+}
+
+// auto keeps small worlds direct, as cpu_alltoallv's.
+TEST(HierAllreduce, AutoKeepsSmallWorldsDirect) {
+  ThreadWorld w(4, reduce_config(2, "auto"));
+  allreduce_all(w, inputs<float>(4, 100, HB_SUM, 3), HB_FLOAT32, HB_SUM, false);
+  EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
+}
+
+TEST(HierAllreduce, LostRankFailsEveryOtherRank) {
+  // Two rounds (over one_round_bytes): the loss may hit either.
+  std::vector<std::vector<float>> x;
+  expect_lost_rank_fails_others(
+      reduce_config(2, "hier"),
+      [&](int n) { x = inputs<float>(n, 40000, HB_SUM, 9); },
+      [&](ThreadWorld &w, int r) {
+        w.at(r).allreduce(x[r].data(), x[r].data(), x[r].size(), HB_FLOAT32,
+                          HB_SUM);
+      });
 }
 
 }  // namespace

@@ -1,16 +1,20 @@
 #!/usr/bin/env bash
-# The hierarchical alltoallv (src/comm/hier_alltoallv.h) across two "hosts"
-# (network namespaces joined by a veth pair, tests/multihost/netns.sh),
-# 2 ranks each: every collection exchange routed through one leader per
-# host must give the same bytes as the direct route.
+# The hierarchical alltoallv (src/comm/hier_alltoallv.h) and rank-order
+# reductions (src/comm/hier_reduce.h) across two "hosts" (network
+# namespaces joined by a veth pair, tests/multihost/netns.sh), 2 ranks
+# each: every collection exchange and dense allreduce routed through one
+# leader per host must give the same bits as the direct route.
 #   - mp_collection train (bit-equal to its single-process reference) with
-#     cpu_alltoallv=hier and =direct; the tables it exports byte-identical;
+#     cpu_alltoallv=cpu_allreduce_route=hier and both =direct; the tables it
+#     exports byte-identical;
 #   - the CTR demo (ctr_train) trained with each route: its exported tables
-#     byte-identical, and the same digest of the final state;
+#     byte-identical, and the same digest of the final state (its MLP's
+#     weights: the dense allreduce gave the same bits);
 #   - the route each rank took, from its debug log;
 #   - a SIGKILL of rank 1 (not a leader) and of rank 2 (host B's leader)
 #     while every rank loops on hierarchical alltoallv calls: every other
-#     rank reports HB_ERR_PEER_FAILED naming it within 5 s (mh_kill).
+#     rank reports HB_ERR_PEER_FAILED naming it within 5 s (mh_kill); and
+#     of rank 2 while every rank loops on hierarchical allreduces.
 # Needs root (ip netns); skips (exit 77) with the reason otherwise.
 #   hier_test.sh HBRUN MP_COLLECTION CTR_TRAIN MH_KILL
 set -u
@@ -31,7 +35,8 @@ fail() {
 }
 
 # on_hosts NAME ROUTE WANT_A WANT_B -- program args: hbrun -n 2 on each
-# host with cpu_alltoallv=ROUTE; exit codes must be WANT_A and WANT_B.
+# host with cpu_alltoallv=cpu_allreduce_route=ROUTE; exit codes must be
+# WANT_A and WANT_B.
 on_hosts() {
   local name=$1 route=$2 want_a=$3 want_b=$4
   shift 5
@@ -41,6 +46,7 @@ on_hosts() {
     ns=$NETNS_A type=chief
     [ $host = b ] && ns=$NETNS_B type=worker
     ip netns exec "$ns" env HB_LOG_LEVEL=debug HB_CPU_ALLTOALLV="$route" \
+      HB_CPU_ALLREDUCE_ROUTE="$route" \
       TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
       "$HBRUN" -n 2 --timeout 90 --grace-ms 10000 -- "$@" \
       >"$WORK/$name.$host.log" 2>&1 &
@@ -59,8 +65,9 @@ on_hosts() {
   local want=hierarchical
   [ "$route" = direct ] && want=direct
   for r in 0 1 2 3; do
-    grep -qh "cpu alltoallv, rank $r: $want" "$WORK/$name".?.log ||
-      fail "$name: rank $r did not take the $want route"
+    grep -qh "cpu alltoallv, rank $r: $want; reductions: $want" \
+      "$WORK/$name".?.log ||
+      fail "$name: rank $r did not take the $want routes"
   done
 }
 
@@ -93,15 +100,18 @@ dd=$(grep -h 'digest:' "$WORK"/ctr_direct.?.log)
 [ -n "$dh" ] && [ "$dh" = "$dd" ] && echo "   $dh" || fail "ctr_train digests: '$dh' vs '$dd'"
 
 # Kills: host A's hbrun exits 137 when its rank 1 dies, host B's when 2.
-for victim in 1 2; do
+# VICTIM[:allreduce]: an alltoallv loop, or an allreduce loop.
+for kill in 1 2 2:allreduce; do
+  victim=${kill%%:*} name=kill${kill/:/_} loop=alltoallv
+  [ "$kill" != "$victim" ] && loop=
   want_a=0 want_b=137
   [ $victim = 1 ] && want_a=137 want_b=0
-  on_hosts "kill$victim" hier $want_a $want_b -- "$KILL" $victim \
-    "$WORK/killed$victim" alltoallv
+  on_hosts "$name" hier $want_a $want_b -- "$KILL" $victim \
+    "$WORK/killed_$name" $loop
   for r in 0 1 2 3; do
     [ $r = $victim ] && continue
-    line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/kill$victim.?.log)
-    if [ -n "$line" ]; then echo "   $line"; else fail "kill$victim: rank $r did not report HB_ERR_PEER_FAILED"; fi
+    line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/$name.?.log)
+    if [ -n "$line" ]; then echo "   $line"; else fail "$name: rank $r did not report HB_ERR_PEER_FAILED"; fi
   done
 done
 
@@ -109,4 +119,4 @@ if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"
   exit 1
 fi
-echo "hierarchical alltoallv across hosts: all phases passed"
+echo "hierarchical alltoallv and reductions across hosts: all phases passed"
