@@ -75,9 +75,9 @@ MeshListener::MeshListener(
   if (fd_ == -1)
     fail(HB_ERR_INTERNAL, "Gloo mesh listener: socket: %s",
          std::strerror(errno));
-  // Every peer may dial at once: a backlog for all of them.
-  const int backlog =
-      int(std::min<size_t>(4096, 2 * waiting_.size() * size_t(world) + 16));
+  // Every peer may dial at once, and a full backlog costs a dialler a SYN
+  // retransmission (1 s): the kernel's largest (net.core.somaxconn).
+  const int backlog = SOMAXCONN;
   sockaddr_storage bound{};
   socklen_t n = sizeof bound;
   if (::bind(fd_, reinterpret_cast<const sockaddr *>(&addr), len) == -1 ||
@@ -93,13 +93,14 @@ MeshListener::MeshListener(
 }
 
 MeshListener::~MeshListener() {
-  // After the loop's tick (unregister waits for it) nothing accepts: the
-  // connections are all in conns_.
-  dev_->unregisterDescriptor(fd_, this);
-  ::close(fd_);
+  // Closing fds drops them from the loop's epoll set; a Conn whose event
+  // the loop already fetched finds fd -1 (under its lock) and returns. One
+  // tick (the listener's unregister) then separates the last such call
+  // from the Conns' destruction: one wait in all, not one per connection.
   std::vector<Conn *> left;
   {
     std::lock_guard<std::mutex> lock(mu_);
+    closing_ = true;  // accepts from now on are closed at once
     for (auto &c : conns_) left.push_back(c.get());
   }
   for (Conn *c : left) {
@@ -107,10 +108,11 @@ MeshListener::~MeshListener() {
     if (c->fd == -1) continue;
     HB_LOG_DEBUG("Gloo mesh listener of rank %d: no hello from %s", rank_,
                  c->peer().c_str());
-    dev_->unregisterDescriptor(c->fd, c);
     ::close(c->fd);
     c->fd = -1;
   }
+  dev_->unregisterDescriptor(fd_, this);
+  ::close(fd_);
 }
 
 void MeshListener::handleEvents(int) {
@@ -125,17 +127,23 @@ void MeshListener::handleEvents(int) {
                      std::strerror(errno));
       return;
     }
-    Conn *c;
+    auto conn = std::make_unique<Conn>(this, fd);
+    Conn *c = conn.get();
+    // Held until the fd is watched (or closed): the destructor closes
+    // connections under it and must not close one being registered.
+    std::lock_guard<std::mutex> conn_lock(c->mu);
     {
       std::lock_guard<std::mutex> lock(mu_);
-      conns_.push_back(std::make_unique<Conn>(this, fd));
-      c = conns_.back().get();
+      if (closing_) {  // the mesh formed or failed: nobody waits
+        ::close(fd);
+        continue;
+      }
+      conns_.push_back(std::move(conn));
     }
     try {
       dev_->registerDescriptor(fd, EPOLLIN, c);
     } catch (const std::exception &e) {
       HB_LOG_DEBUG("Gloo mesh listener of rank %d: %s", rank_, e.what());
-      std::lock_guard<std::mutex> lock(c->mu);
       ::close(c->fd);
       c->fd = -1;
     }

@@ -60,8 +60,9 @@ class MeshListener : public gloo::transport::tcp::Handler {
   std::vector<std::vector<gloo::transport::Pair *>> waiting_;
   int fd_ = -1;
   uint16_t port_ = 0;
-  std::mutex mu_;  // conns_ (the loop adds, the destructor closes)
+  std::mutex mu_;  // conns_, closing_ (the loop adds, the destructor closes)
   std::vector<std::unique_ptr<Conn>> conns_;
+  bool closing_ = false;
 };
 
 // Whether rank dials peer in a world of world ranks (else peer dials it):
