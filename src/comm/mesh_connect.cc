@@ -30,14 +30,6 @@ constexpr size_t kHostBytes = sizeof(sockaddr_in6);
 constexpr size_t kBootBytes = kHostBytes + 8;
 static_assert(sizeof(sockaddr_in) <= kHostBytes, "IPv4 fits");
 
-uint16_t *port_of(sockaddr_storage &ss) {
-  if (ss.ss_family == AF_INET)
-    return &reinterpret_cast<sockaddr_in *>(&ss)->sin_port;
-  if (ss.ss_family == AF_INET6)
-    return &reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port;
-  return nullptr;
-}
-
 sockaddr_storage pair_sockaddr(const gloo::transport::Pair &pair) {
   auto *tcp =
       dynamic_cast<const gloo::transport::tcp::Address *>(&pair.address());
@@ -68,7 +60,7 @@ void MeshContext::create_pairs(
 sockaddr_storage MeshContext::host_address() const {
   // Gloo bound each pair (then closed) on the device's address.
   sockaddr_storage ss = pair_sockaddr(*connecting_->getPair((rank + 1) % size));
-  uint16_t *port = port_of(ss);
+  uint16_t *port = port_in(ss);
   if (!port)
     fail(HB_ERR_INTERNAL, "Gloo mesh: address family %d is not IP",
          int(ss.ss_family));
@@ -107,7 +99,7 @@ void MeshContext::connect_pairs(const std::vector<std::string> &boot,
       const std::string &b = boot[size_t(q)];
       sockaddr_storage ss{};
       std::memcpy(&ss, b.data(), kHostBytes);
-      if (!port_of(ss))
+      if (!port_in(ss))
         fail(HB_ERR_CORRUPT, "Gloo mesh bootstrap: rank %d's address family %d",
              q, int(ss.ss_family));
       MeshHello hello;
@@ -145,7 +137,7 @@ void connect_meshes(rdv::KV &kv, const std::string &prefix, int64_t timeout_ms,
     // Listening before the address is published: a dial finds it ready.
     listener = std::make_unique<MeshListener>(tcp, host, rank, world, nonce,
                                               std::move(waiting));
-    *port_of(host) = listener->port();
+    *port_in(host) = listener->port();
     std::string value(reinterpret_cast<const char *>(&host), kHostBytes);
     value.append(reinterpret_cast<const char *>(&nonce), 8);
     boot = kv_allgather(kv, prefix, rank, world, value, timeout_ms);

@@ -37,8 +37,6 @@ struct MeshListener::Conn : gloo::transport::tcp::Handler {
   size_t got = 0;
 };
 
-namespace {
-
 uint16_t *port_in(sockaddr_storage &ss) {
   if (ss.ss_family == AF_INET)
     return &reinterpret_cast<sockaddr_in *>(&ss)->sin_port;
@@ -46,8 +44,6 @@ uint16_t *port_in(sockaddr_storage &ss) {
     return &reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_port;
   return nullptr;
 }
-
-}  // namespace
 
 bool mesh_dials(int rank, int peer, int world) {
   const int d = ((peer - rank) % world + world) % world;

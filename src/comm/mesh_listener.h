@@ -65,6 +65,9 @@ class MeshListener : public gloo::transport::tcp::Handler {
   bool closing_ = false;
 };
 
+// The port field of an IPv4 or IPv6 address (network order), or null.
+uint16_t *port_in(sockaddr_storage &ss);
+
 // Whether rank dials peer in a world of world ranks (else peer dials it):
 // each rank dials the next half of the ring, so dials and accepts split
 // evenly.
