@@ -42,6 +42,10 @@ class TcpPair : public gloo::transport::tcp::Pair {
   void fail_accept(const std::string &why);
   // Until connected (accepted or dialled), failed, or the pair's timeout.
   void wait_connected();
+  int socket() {
+    std::lock_guard<std::mutex> lock(m_);
+    return state_ == CONNECTED ? fd_ : -1;
+  }
   // Receive buffers that hand out what arrived before the pair failed.
   std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
       int slot, void *ptr, size_t size) override;
@@ -345,6 +349,8 @@ void fail_accept(gloo::transport::Pair &pair, const std::string &why) {
 void wait_connected(gloo::transport::Pair &pair) {
   tcp_pair(pair).wait_connected();
 }
+
+int pair_socket(gloo::transport::Pair &pair) { return tcp_pair(pair).socket(); }
 
 std::shared_ptr<gloo::transport::Context> make_tcp_context(
     const std::shared_ptr<gloo::transport::Device> &dev, int rank, int size) {

@@ -76,6 +76,9 @@ bool hand_accepted(gloo::transport::Pair &pair, int fd);
 void fail_accept(gloo::transport::Pair &pair, const std::string &why);
 // Waits (the pair's timeout) until the pair is connected or failed.
 void wait_connected(gloo::transport::Pair &pair);
+// The pair's connected socket, or -1. (A rank's accepted sockets all share
+// its listener's address: only the pair knows which one is its own.)
+int pair_socket(gloo::transport::Pair &pair);
 
 }  // namespace comm
 }  // namespace hb

@@ -18,11 +18,16 @@
 #include <set>
 #include <thread>
 
+#include "comm/links.h"
+#include "comm/mesh_connect.h"
 #include "comm/tcp_pair.h"
 
 #include "comm/backend.h"
 #include "common/health.h"
 #include "rendezvous/memory_kv.h"
+
+#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/device.h>
 
 namespace {
 
@@ -193,6 +198,48 @@ TEST(MeshConnect, OneListenerPerRankRefusesStrangers) {
     EXPECT_EQ(wrong_nonce[i], hb::comm::kHelloWrongNonce) << "listener " << i;
     EXPECT_EQ(not_mesh[i], hb::comm::kHelloNotMesh) << "listener " << i;
   }
+}
+
+// Links (comm/links.h) names the rank behind a Gloo error by the peer
+// address in it: every pair's own socket must be recorded, although all the
+// sockets a rank accepted share its listener's address (matching by
+// address gave every accepted pair the first such socket).
+TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
+  const int n = 5;
+  hb::rdv::MemoryKV kv;
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gloo::transport::tcp::attr attr;
+        attr.hostname = "127.0.0.1";
+        auto dev = gloo::transport::tcp::CreateDevice(attr);
+        auto ctx = std::make_shared<hb::comm::MeshContext>(r, n);
+        ctx->setTimeout(std::chrono::milliseconds(30000));
+        hb::comm::connect_meshes(kv, "links_test/", 30000, dev, {ctx});
+        hb::comm::Links links;
+        links.add_context(*ctx);
+        for (int q = 0; q < n; ++q) {
+          if (q == r) continue;
+          const int fd = hb::comm::pair_socket(*ctx->getPair(q));
+          const std::string peer =
+              gloo::transport::tcp::Address::fromPeerName(fd).str();
+          const int named = links.rank_in_message("read [" + peer + "]: x");
+          if (named != q)
+            errors[r] += "peer " + std::to_string(q) + " (" + peer +
+                         ") named as " + std::to_string(named) + "; ";
+        }
+        // Every rank holds its pairs until all have checked theirs.
+        kv.set("links_test/done/" + std::to_string(r), "1");
+        for (int q = 0; q < n; ++q)
+          kv.get("links_test/done/" + std::to_string(q), 30000);
+      } catch (const std::exception &e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto &t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 }  // namespace
