@@ -152,7 +152,16 @@ void MeshListener::Conn::handleEvents(int) {
   const ssize_t n = ::recv(fd, hello + got, kHelloBytes - got, MSG_DONTWAIT);
   if (n > 0) {
     got += size_t(n);
-    if (got == kHelloBytes) owner->answer(*this);
+    if (got < kHelloBytes) return;
+    try {
+      owner->answer(*this);
+    } catch (const std::exception &e) {  // never into Gloo's loop thread
+      HB_LOG_DEBUG("Gloo mesh listener of rank %d: %s", owner->rank_, e.what());
+      if (fd != -1) {
+        ::close(fd);  // leaves the epoll set with it
+        fd = -1;
+      }
+    }
     return;
   }
   if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
