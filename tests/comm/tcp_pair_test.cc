@@ -95,4 +95,41 @@ TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
   EXPECT_EQ(failed, rounds);
 }
 
+// A dial whose hello the listener refuses fails with the listener's
+// reason (here: a stale nonce), and a right hello connects.
+TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto dev = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(
+      gloo::transport::tcp::CreateDevice(attr));
+  auto lctx = hb::comm::make_tcp_context(dev, 0, 2);
+  lctx->setTimeout(std::chrono::milliseconds(5000));
+  auto &waiting = lctx->createPair(1);
+  hb::comm::MeshListener listener(dev, loopback(0), 0, 2, 42,
+                                  {{nullptr, waiting.get()}});
+  auto dial = [&](uint64_t nonce) -> std::string {
+    auto dctx = hb::comm::make_tcp_context(dev, 1, 2);
+    dctx->setTimeout(std::chrono::milliseconds(5000));
+    auto &pair = dctx->createPair(0);
+    hb::comm::MeshHello h;
+    h.world = 2;
+    h.rank = 1;
+    h.nonce = nonce;
+    hb::comm::start_dial(*pair, loopback(listener.port()),
+                         hb::comm::encode_hello(h));
+    try {
+      hb::comm::wait_connected(*pair);
+      hb::comm::wait_connected(*waiting);
+      return "connected";
+    } catch (const gloo::IoException &e) {
+      return e.what();
+    }
+  };
+  const std::string stale = dial(41);
+  EXPECT_NE(stale.find("refused this rank's mesh hello: wrong nonce"),
+            std::string::npos)
+      << stale;
+  EXPECT_EQ(dial(42), "connected");
+}
+
 }  // namespace
