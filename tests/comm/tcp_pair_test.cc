@@ -35,6 +35,21 @@ sockaddr_storage loopback(uint16_t port) {
   return ss;
 }
 
+std::shared_ptr<gloo::transport::tcp::Device> loopback_device() {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  return std::dynamic_pointer_cast<gloo::transport::tcp::Device>(
+      gloo::transport::tcp::CreateDevice(attr));
+}
+
+// A context of rank `rank` in a world of 2 (5 s waits), pairs of hb's.
+std::shared_ptr<gloo::transport::Context> two_ranks(
+    const std::shared_ptr<gloo::transport::tcp::Device> &dev, int rank) {
+  auto ctx = hb::comm::make_tcp_context(dev, rank, 2);
+  ctx->setTimeout(std::chrono::milliseconds(5000));
+  return ctx;
+}
+
 void connect_and_reset(uint16_t port) {
   sockaddr_storage ss = loopback(port);
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -48,14 +63,10 @@ void connect_and_reset(uint16_t port) {
 }
 
 TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  auto dev = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(
-      gloo::transport::tcp::CreateDevice(attr));
+  auto dev = loopback_device();
   // A listener whose pair for rank 1 waits: strangers reset before their
-  // hello, then the pair is failed by the test (nobody dials it).
-  auto ctx = hb::comm::make_tcp_context(dev, 0, 2);
-  ctx->setTimeout(std::chrono::milliseconds(5000));
+  // hello; the pair keeps waiting (nobody dials it).
+  auto ctx = two_ranks(dev, 0);
   auto &waiting = ctx->createPair(1);
   {
     hb::comm::MeshListener listener(dev, loopback(0), 0, 2, 42,
@@ -74,8 +85,7 @@ TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
   int failed = 0;
   const int rounds = 100;
   for (int i = 0; i < rounds; ++i) {
-    auto dctx = hb::comm::make_tcp_context(dev, 1, 2);
-    dctx->setTimeout(std::chrono::milliseconds(5000));
+    auto dctx = two_ranks(dev, 1);
     auto &pair = dctx->createPair(0);
     hb::comm::MeshHello h;
     hb::comm::start_dial(*pair, any, hb::comm::encode_hello(h));
@@ -98,18 +108,13 @@ TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
 // A dial whose hello the listener refuses fails with the listener's
 // reason (here: a stale nonce), and a right hello connects.
 TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
-  gloo::transport::tcp::attr attr;
-  attr.hostname = "127.0.0.1";
-  auto dev = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(
-      gloo::transport::tcp::CreateDevice(attr));
-  auto lctx = hb::comm::make_tcp_context(dev, 0, 2);
-  lctx->setTimeout(std::chrono::milliseconds(5000));
+  auto dev = loopback_device();
+  auto lctx = two_ranks(dev, 0);
   auto &waiting = lctx->createPair(1);
   hb::comm::MeshListener listener(dev, loopback(0), 0, 2, 42,
                                   {{nullptr, waiting.get()}});
   auto dial = [&](uint64_t nonce) -> std::string {
-    auto dctx = hb::comm::make_tcp_context(dev, 1, 2);
-    dctx->setTimeout(std::chrono::milliseconds(5000));
+    auto dctx = two_ranks(dev, 1);
     auto &pair = dctx->createPair(0);
     hb::comm::MeshHello h;
     h.world = 2;
