@@ -50,6 +50,17 @@ std::shared_ptr<gloo::transport::Context> two_ranks(
   return ctx;
 }
 
+// Rank 0 of two: its pair to rank 1 waits behind its listener (nonce 42).
+struct Listening {
+  explicit Listening(const std::shared_ptr<gloo::transport::tcp::Device> &dev)
+      : ctx(two_ranks(dev, 0)),
+        pair(ctx->createPair(1).get()),
+        listener(dev, loopback(0), 0, 2, 42, {{nullptr, pair}}) {}
+  std::shared_ptr<gloo::transport::Context> ctx;
+  gloo::transport::Pair *pair;
+  hb::comm::MeshListener listener;  // closed first: it holds pair
+};
+
 void connect_and_reset(uint16_t port) {
   sockaddr_storage ss = loopback(port);
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
@@ -64,14 +75,10 @@ void connect_and_reset(uint16_t port) {
 
 TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
   auto dev = loopback_device();
-  // A listener whose pair for rank 1 waits: strangers reset before their
-  // hello; the pair keeps waiting (nobody dials it).
-  auto ctx = two_ranks(dev, 0);
-  auto &waiting = ctx->createPair(1);
   {
-    hb::comm::MeshListener listener(dev, loopback(0), 0, 2, 42,
-                                    {{nullptr, waiting.get()}});
-    for (int i = 0; i < 200; ++i) connect_and_reset(listener.port());
+    // Strangers reset before their hello; the pair keeps waiting.
+    Listening rank0(dev);
+    for (int i = 0; i < 200; ++i) connect_and_reset(rank0.listener.port());
   }
   // Dials to a plain socket that accepts and resets at once.
   const int srv = socket(AF_INET, SOCK_STREAM, 0);
@@ -109,10 +116,7 @@ TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
 // reason (here: a stale nonce), and a right hello connects.
 TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
   auto dev = loopback_device();
-  auto lctx = two_ranks(dev, 0);
-  auto &waiting = lctx->createPair(1);
-  hb::comm::MeshListener listener(dev, loopback(0), 0, 2, 42,
-                                  {{nullptr, waiting.get()}});
+  Listening rank0(dev);
   auto dial = [&](uint64_t nonce) -> std::string {
     auto dctx = two_ranks(dev, 1);
     auto &pair = dctx->createPair(0);
@@ -120,11 +124,11 @@ TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
     h.world = 2;
     h.rank = 1;
     h.nonce = nonce;
-    hb::comm::start_dial(*pair, loopback(listener.port()),
+    hb::comm::start_dial(*pair, loopback(rank0.listener.port()),
                          hb::comm::encode_hello(h));
     try {
       hb::comm::wait_connected(*pair);
-      hb::comm::wait_connected(*waiting);
+      hb::comm::wait_connected(*rank0.pair);
       return "connected";
     } catch (const gloo::IoException &e) {
       return e.what();
