@@ -8,7 +8,7 @@ namespace comm {
 
 namespace {
 
-// Rank 0's part of both gathers: every rank's value, its own included.
+// Rank 0's part: every rank's value, its own included.
 std::vector<std::string> gather_at_root(rdv::KV &kv, const std::string &prefix,
                                         int world, const std::string &value,
                                         int64_t timeout_ms) {
@@ -56,30 +56,6 @@ std::vector<std::string> kv_allgather(rdv::KV &kv, const std::string &prefix,
     at = colon + 1 + len;
   }
   return all;
-}
-
-Routed kv_route(rdv::KV &kv, const std::string &prefix, int rank, int world,
-                const std::string &value, int64_t timeout_ms,
-                const RouteFn &route) {
-  const std::string common_key = prefix + "common";
-  const std::string to_key = prefix + "to/";
-  if (rank == 0) {
-    Routed out;
-    std::vector<std::string> each(static_cast<size_t>(world));
-    route(gather_at_root(kv, prefix, world, value, timeout_ms), out.common,
-          each);
-    // Per-rank keys first: a rank that sees the common key finds its own.
-    for (int q = 1; q < world; ++q)
-      kv.set(to_key + std::to_string(q), each[size_t(q)]);
-    kv.set(common_key, out.common);
-    out.mine = std::move(each[0]);
-    return out;
-  }
-  kv.set(prefix + std::to_string(rank), value);
-  Routed out;
-  out.common = kv.get(common_key, timeout_ms);
-  out.mine = kv.get(to_key + std::to_string(rank), timeout_ms);
-  return out;
 }
 
 }  // namespace comm

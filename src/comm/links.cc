@@ -1,10 +1,10 @@
 #include "comm/links.h"
 
-#include <dirent.h>
+#include "comm/tcp_pair.h"
+
 #include <netinet/in.h>
 #include <unistd.h>
 
-#include <cstdlib>
 #include <cstring>
 
 #include <gloo/context.h>
@@ -44,37 +44,19 @@ bool connected(int fd) {
   return getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &len) == 0;
 }
 
-std::vector<int> open_fds() {
-  std::vector<int> fds;
-  if (DIR *d = opendir("/proc/self/fd")) {
-    while (dirent *e = readdir(d))
-      if (e->d_name[0] != '.') fds.push_back(std::atoi(e->d_name));
-    closedir(d);
-  }
-  return fds;
-}
-
 }  // namespace
 
 void Links::add_context(gloo::Context &ctx) {
-  std::vector<int> fds = open_fds();
   std::lock_guard<std::mutex> lock(mu_);
   for (int r = 0; r < ctx.size; ++r) {
     if (r == ctx.rank) continue;
     auto &pair = ctx.getPair(r);
     if (!pair) continue;
-    auto &addr =
-        static_cast<const gloo::transport::tcp::Address &>(pair->address());
-    const sockaddr_storage &want = addr.getSockaddr();
-    for (int fd : fds) {
-      sockaddr_storage got;
-      if (!sock_name(fd, &got) || !same_endpoint(got, want) || !connected(fd))
-        continue;
-      Link link{fd, r, got,
-                gloo::transport::tcp::Address::fromPeerName(fd).str()};
-      links_.push_back(link);
-      break;
-    }
+    const int fd = pair_socket(*pair);
+    sockaddr_storage self;
+    if (fd < 0 || !sock_name(fd, &self) || !connected(fd)) continue;
+    links_.push_back(Link{
+        fd, r, self, gloo::transport::tcp::Address::fromPeerName(fd).str()});
   }
 }
 

@@ -1,4 +1,6 @@
-// The TCP sockets under a Gloo context, found by address once connected, so
+// The TCP sockets under a Gloo context, taken from its pairs once connected
+// (comm/tcp_pair.h; a rank's accepted sockets all share its listener's
+// address, so an address does not tell them apart), so
 // that a failure reported elsewhere (a peer declared lost by the rendezvous
 // heartbeats, hb_context_abort) can break a wait Gloo would otherwise sit
 // in until its timeout: shutting a socket down makes Gloo's event loop see

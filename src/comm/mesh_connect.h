@@ -1,14 +1,15 @@
-// Gloo contexts whose TCP full mesh forms through one routed exchange and
-// can be broken from another thread.
+// Gloo contexts whose TCP full mesh forms through one exchange and one
+// listener per rank, and can be broken from another thread.
 //
 // Gloo's own connectFullMesh has every rank publish one key of its N-1 pair
 // addresses (136 bytes each) and read every peer's: N(N-1) reads of
-// (N-1) x 136 bytes through the one store thread (145 GB at 1024 ranks).
-// Here every rank publishes its host address once and one 2-byte port per
-// peer (this Gloo's pairs listen on a port of their own, the only part of
-// their addresses that differs) and reads back, through rank 0
-// (comm/kv_gather.h), every peer's host address and the ports of the
-// peers' pairs to it: O(N) bytes per rank, both contexts in one exchange.
+// (N-1) x 136 bytes through the one store thread (145 GB at 1024 ranks),
+// and its pairs listen on 2(N-1) ports per rank. Here every rank listens on
+// one port (comm/mesh_listener.h) and publishes its host address, that
+// port and a nonce once (38 bytes); each reads all ranks' through rank 0
+// (comm/kv_gather.h), O(N) bytes, both contexts in one exchange. A rank
+// dials half of its peers (mesh_dials) with a hello naming itself, the
+// context and the peer's nonce; the other half dial it.
 //
 // Gloo's connect also waits for each peer in Pair::connect for up to five
 // times the context timeout with its pairs out of reach: a rank killed or
@@ -16,6 +17,8 @@
 // rendezvous had reported it lost. These pairs stay reachable, so a health
 // failure (a lost peer, an abort) ends the connect at once.
 #pragma once
+
+#include <sys/socket.h>
 
 #include <gloo/rendezvous/context.h>
 
@@ -43,17 +46,19 @@ class MeshContext : public gloo::rendezvous::Context {
       rdv::KV &kv, const std::string &prefix, int64_t timeout_ms,
       const std::shared_ptr<gloo::transport::Device> &dev,
       const std::vector<std::shared_ptr<MeshContext>> &ctxs);
-  // Makes (and listens on) one pair per peer.
+  // Makes one pair per peer (none listens: comm/tcp_pair.h).
   void create_pairs(const std::shared_ptr<gloo::transport::Device> &dev);
-  // Host address of this rank's pairs (port 0) and each pair's port
-  // (network order, 0 for this rank); throws if the pairs' hosts differ.
-  std::string host_address() const;
-  uint16_t port_to(int peer) const;
-  // Starts every pair's connect to peer_addr[q] (wait false: comm/
-  // tcp_pair.h's start_connect), or waits for them all and makes them the
-  // context's (wait true). Throws what Gloo throws, or gloo::IoException
-  // carrying `why` once break_connect ran.
-  void connect_pairs(const std::vector<std::vector<char>> &peer_addr,
+  // The device's host address (sockaddr_in/in6, port 0), as its pairs
+  // were bound.
+  sockaddr_storage host_address() const;
+  // The pairs that peers dial (null where this rank dials), by peer.
+  std::vector<gloo::transport::Pair *> dialled_pairs() const;
+  // Starts the dials of context number `context` to the peers this rank
+  // dials (wait false; boot[q]: rank q's published address and nonce), or
+  // waits for every pair and makes them the context's (wait true). Throws
+  // what Gloo throws, or gloo::IoException carrying `why` once
+  // break_connect ran.
+  void connect_pairs(const std::vector<std::string> &boot, uint32_t context,
                      bool wait);
   void check_broken();
 
@@ -64,7 +69,7 @@ class MeshContext : public gloo::rendezvous::Context {
 };
 
 // Connects the full mesh of every context in ctxs (all on dev, a TCP
-// device) with one kv_route under prefix; every wait is bounded by
+// device) with one kv_allgather under prefix; every wait is bounded by
 // timeout_ms and ends early when the KV's calls or a break_connect do.
 void connect_meshes(rdv::KV &kv, const std::string &prefix, int64_t timeout_ms,
                     const std::shared_ptr<gloo::transport::Device> &dev,

@@ -28,18 +28,24 @@ std::exception_ptr io_error(const std::string &msg) {
 
 class TcpPair : public gloo::transport::tcp::Pair {
  public:
-  using gloo::transport::tcp::Pair::Pair;
+  TcpPair(gloo::transport::tcp::Context *context,
+          gloo::transport::tcp::Device *device, int rank,
+          std::chrono::milliseconds timeout);
   ~TcpPair() override;
 
   // Called by the device's loop thread only; never throws.
   void handleEvents(int events) override;
-  // Gloo's connect, in two halves (start_connect, wait_connected).
+  // Gloo's address exchange has no listener to dial: refused.
   void connect(const std::vector<char> &bytes) override;
-  // The peer's address; the side that dials (Gloo's rule: the greater
-  // address) starts its non-blocking connect. Waits for nothing.
-  void start_connect(const std::vector<char> &bytes);
+  void start_dial(const sockaddr_storage &peer, const std::string &hello);
+  bool hand_accepted(int fd);
+  void fail_accept(const std::string &why);
   // Until connected (accepted or dialled), failed, or the pair's timeout.
   void wait_connected();
+  int socket() {
+    std::lock_guard<std::mutex> lock(m_);
+    return state_ == CONNECTED ? fd_ : -1;
+  }
   // Receive buffers that hand out what arrived before the pair failed.
   std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
       int slot, void *ptr, size_t size) override;
@@ -53,8 +59,11 @@ class TcpPair : public gloo::transport::tcp::Pair {
   }
 
  private:
-  void finish_accept();
-  void finish_connect();
+  // The dial's steps: connected (send the hello), then the answer.
+  void finish_connect(int events);
+
+  std::string hello_;
+  bool hello_sent_ = false;
   // Makes fd (connected, non-blocking) the pair's socket, or fails the
   // pair; owns fd either way. fd may already be fd_ (the connecting side).
   void adopt(int fd);
@@ -104,6 +113,21 @@ class TcpContext : public gloo::transport::tcp::Context {
 
 }  // namespace
 
+TcpPair::TcpPair(gloo::transport::tcp::Context *context,
+                 gloo::transport::tcp::Device *device, int rank,
+                 std::chrono::milliseconds timeout)
+    : Pair(context, device, rank, timeout) {
+  // Gloo's constructor listened on a port of its own, which is never
+  // published: nobody connects to it, so no event can be pending for it
+  // and closing it drops it from the loop's epoll set without
+  // unregisterDescriptor's wait for the loop's next tick (10 ms when idle,
+  // once per pair).
+  std::lock_guard<std::mutex> lock(m_);
+  ::close(fd_);
+  fd_ = -1;
+  state_ = INITIALIZING;  // until dialled or handed an accepted socket
+}
+
 TcpPair::~TcpPair() {
   // Closed here, while this is still a TcpPair: closing unregisters the
   // socket and waits for the loop's tick, so the loop cannot call
@@ -122,11 +146,8 @@ void TcpPair::handleEvents(int events) {
       case CONNECTED:
         handleReadWrite(events);
         break;
-      case LISTENING:
-        finish_accept();
-        break;
       case CONNECTING:
-        finish_connect();
+        finish_connect(events);
         break;
       default:
         break;
@@ -139,50 +160,27 @@ void TcpPair::handleEvents(int events) {
   }
 }
 
-void TcpPair::connect(const std::vector<char> &bytes) {
-  start_connect(bytes);
-  wait_connected();
+void TcpPair::connect(const std::vector<char> &) {
+  GLOO_THROW_INVALID_OPERATION_EXCEPTION(
+      "hb's TCP pairs connect through the mesh listener "
+      "(comm/mesh_listener.h), not Gloo's address exchange");
 }
 
-void TcpPair::start_connect(const std::vector<char> &bytes) {
-  // As Gloo's Pair::connect (tcp/pair.cc) up to its wait.
+void TcpPair::start_dial(const sockaddr_storage &peer,
+                         const std::string &hello) {
   std::unique_lock<std::mutex> lock(m_);
   throwIfException();
-  if (state_ == CLOSED) throw gloo::IoException("pair closed before connect");
-  peer_ = gloo::transport::tcp::Address(bytes);
-  const sockaddr_storage &self = self_.getSockaddr();
-  const sockaddr_storage &peer = peer_.getSockaddr();
-  if (self.ss_family != peer.ss_family)
-    GLOO_THROW_INVALID_OPERATION_EXCEPTION("address family mismatch");
-  int rv;
-  socklen_t len;
-  if (self.ss_family == AF_INET) {
-    auto *a = reinterpret_cast<const sockaddr_in *>(&self);
-    auto *b = reinterpret_cast<const sockaddr_in *>(&peer);
-    len = sizeof(sockaddr_in);
-    rv = std::memcmp(&a->sin_addr, &b->sin_addr, sizeof a->sin_addr);
-    if (rv == 0) rv = int(a->sin_port) - int(b->sin_port);
-  } else if (self.ss_family == AF_INET6) {
-    auto *a = reinterpret_cast<const sockaddr_in6 *>(&self);
-    auto *b = reinterpret_cast<const sockaddr_in6 *>(&peer);
-    len = sizeof(sockaddr_in6);
-    rv = std::memcmp(&a->sin6_addr, &b->sin6_addr, sizeof a->sin6_addr);
-    if (rv == 0) rv = int(a->sin6_port) - int(b->sin6_port);
-  } else {
-    GLOO_THROW_INVALID_OPERATION_EXCEPTION("unknown sa_family");
-  }
-  if (rv == 0) GLOO_THROW_INVALID_OPERATION_EXCEPTION("cannot connect to self");
-  is_client_ = rv > 0;
-  if (!is_client_ || state_ != LISTENING) return;  // accepts (or accepted)
-  device_->unregisterDescriptor(fd_, this);
-  ::close(fd_);
+  if (state_ != INITIALIZING)
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("pair dialled twice, or closed");
+  peer_ = gloo::transport::tcp::Address(peer);
+  hello_ = hello;
+  const socklen_t len =
+      peer.ss_family == AF_INET6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
   fd_ = ::socket(peer.ss_family, SOCK_STREAM | SOCK_NONBLOCK | SOCK_CLOEXEC, 0);
   if (fd_ == -1)
     signalAndThrowException(GLOO_ERROR_MSG("socket: ", std::strerror(errno)));
-  int on = 1;
-  if (setsockopt(fd_, SOL_SOCKET, SO_REUSEADDR, &on, sizeof on) == -1 ||
-      (::connect(fd_, reinterpret_cast<const sockaddr *>(&peer), len) == -1 &&
-       errno != EINPROGRESS)) {
+  if (::connect(fd_, reinterpret_cast<const sockaddr *>(&peer), len) == -1 &&
+      errno != EINPROGRESS) {
     const int err = errno;
     ::close(fd_);
     fd_ = -1;
@@ -190,6 +188,24 @@ void TcpPair::start_connect(const std::vector<char> &bytes) {
   }
   changeState(CONNECTING);
   device_->registerDescriptor(fd_, EPOLLIN | EPOLLOUT, this);
+}
+
+bool TcpPair::hand_accepted(int fd) {
+  // The listener's loop thread. Blocking on m_ is safe here, unlike in
+  // handleEvents: no thread waits for the loop while it holds the lock of
+  // a pair still waiting for its accept (such a pair has no socket).
+  std::lock_guard<std::mutex> lock(m_);
+  if (state_ != INITIALIZING || ex_ != nullptr) {
+    ::close(fd);
+    return false;
+  }
+  adopt(fd);
+  return state_ == CONNECTED;
+}
+
+void TcpPair::fail_accept(const std::string &why) {
+  std::lock_guard<std::mutex> lock(m_);
+  if (state_ == INITIALIZING) fail(io_error(why));
 }
 
 void TcpPair::wait_connected() {
@@ -206,30 +222,39 @@ void TcpPair::wait_connected() {
       lock, true);
 }
 
-void TcpPair::finish_accept() {
-  // Non-blocking, so a connection reset before accept cannot block the loop.
-  const int flags = fcntl(fd_, F_GETFL);
-  if (flags != -1) fcntl(fd_, F_SETFL, flags | O_NONBLOCK);
-  const int fd = ::accept4(fd_, nullptr, nullptr, SOCK_NONBLOCK | SOCK_CLOEXEC);
-  const int err = errno;
-  if (fd == -1 && (err == EAGAIN || err == EWOULDBLOCK || err == EINTR))
-    return;  // nothing left to accept: wait for the next event
-  device_->unregisterDescriptor(fd_, this);
-  ::close(fd_);
-  fd_ = -1;
-  if (fd == -1)
-    return fail(io_error(
-        GLOO_ERROR_MSG("accept from ", peer_.str(), ": ", std::strerror(err))));
-  adopt(fd);
-}
-
-void TcpPair::finish_connect() {
-  int err = 0;
-  socklen_t len = sizeof err;
-  if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == -1) err = errno;
-  if (err != 0)
-    return fail(io_error(
-        GLOO_ERROR_MSG("connect ", peer_.str(), ": ", std::strerror(err))));
+void TcpPair::finish_connect(int events) {
+  if (!hello_sent_) {
+    int err = 0;
+    socklen_t len = sizeof err;
+    if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == -1) err = errno;
+    if (err != 0)
+      return fail(io_error(
+          GLOO_ERROR_MSG("connect ", peer_.str(), ": ", std::strerror(err))));
+    if (!(events & EPOLLOUT)) return;  // still connecting
+    // A fresh socket's send buffer takes the whole hello at once.
+    const ssize_t n =
+        ::send(fd_, hello_.data(), hello_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n != ssize_t(hello_.size()))
+      return fail(io_error(GLOO_ERROR_MSG(
+          "sending the mesh hello to rank ", rank_, " at ", peer_.str(), ": ",
+          n < 0 ? std::strerror(errno) : "short write")));
+    hello_sent_ = true;
+    device_->registerDescriptor(fd_, EPOLLIN, this);  // now the answer
+    return;
+  }
+  uint8_t reply = 0;
+  const ssize_t n = ::recv(fd_, &reply, 1, MSG_DONTWAIT);
+  if (n == -1 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR))
+    return;
+  if (n != 1)
+    return fail(io_error(GLOO_ERROR_MSG(
+        "rank ", rank_, " at ", peer_.str(),
+        " closed the connection before answering the mesh hello",
+        n < 0 ? std::string(": ") + std::strerror(errno) : std::string())));
+  if (reply != kHelloAccepted)
+    return fail(io_error(GLOO_ERROR_MSG(
+        "rank ", rank_, " at ", peer_.str(),
+        " refused this rank's mesh hello: ", hello_reply_text(reply))));
   adopt(fd_);
 }
 
@@ -297,21 +322,94 @@ std::unique_ptr<gloo::transport::Pair> &TcpContext::createPair(int rank) {
   return pairs_[rank];
 }
 
-void start_connect(gloo::transport::Pair &pair, const std::vector<char> &peer) {
-  if (auto *tcp = dynamic_cast<TcpPair *>(&pair))
-    return tcp->start_connect(peer);
-  pair.connect(peer);
+namespace {
+
+TcpPair &tcp_pair(gloo::transport::Pair &pair) {
+  auto *tcp = dynamic_cast<TcpPair *>(&pair);
+  if (!tcp)
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("not a pair of make_tcp_context");
+  return *tcp;
+}
+
+}  // namespace
+
+void start_dial(gloo::transport::Pair &pair, const sockaddr_storage &peer,
+                const std::string &hello) {
+  tcp_pair(pair).start_dial(peer, hello);
+}
+
+bool hand_accepted(gloo::transport::Pair &pair, int fd) {
+  return tcp_pair(pair).hand_accepted(fd);
+}
+
+void fail_accept(gloo::transport::Pair &pair, const std::string &why) {
+  tcp_pair(pair).fail_accept(why);
 }
 
 void wait_connected(gloo::transport::Pair &pair) {
-  if (auto *tcp = dynamic_cast<TcpPair *>(&pair)) tcp->wait_connected();
+  tcp_pair(pair).wait_connected();
 }
+
+int pair_socket(gloo::transport::Pair &pair) { return tcp_pair(pair).socket(); }
 
 std::shared_ptr<gloo::transport::Context> make_tcp_context(
     const std::shared_ptr<gloo::transport::Device> &dev, int rank, int size) {
   auto tcp = std::dynamic_pointer_cast<gloo::transport::tcp::Device>(dev);
-  if (!tcp) return dev->createContext(rank, size);
+  if (!tcp)
+    GLOO_THROW_INVALID_OPERATION_EXCEPTION("the Gloo mesh needs a TCP device");
   return std::make_shared<TcpContext>(tcp, rank, size);
+}
+
+// Wire: magic, then world, rank, context (big-endian 32 bits) and nonce
+// (big-endian 64 bits).
+namespace {
+constexpr uint32_t kHelloMagic = 0x68624d31;  // "hbM1"
+void put32(std::string &s, uint32_t v) {
+  for (int i = 3; i >= 0; --i) s.push_back(char((v >> (8 * i)) & 0xff));
+}
+uint64_t get(const char *p, int bytes) {
+  uint64_t v = 0;
+  for (int i = 0; i < bytes; ++i) v = (v << 8) | uint8_t(p[i]);
+  return v;
+}
+}  // namespace
+
+std::string encode_hello(const MeshHello &h) {
+  std::string s;
+  put32(s, kHelloMagic);
+  put32(s, h.world);
+  put32(s, h.rank);
+  put32(s, h.context);
+  put32(s, uint32_t(h.nonce >> 32));
+  put32(s, uint32_t(h.nonce));
+  return s;
+}
+
+bool decode_hello(const char *p, MeshHello &h) {
+  if (get(p, 4) != kHelloMagic) return false;
+  h.world = uint32_t(get(p + 4, 4));
+  h.rank = uint32_t(get(p + 8, 4));
+  h.context = uint32_t(get(p + 12, 4));
+  h.nonce = get(p + 16, 8);
+  return true;
+}
+
+const char *hello_reply_text(uint8_t reply) {
+  switch (reply) {
+    case kHelloAccepted:
+      return "accepted";
+    case kHelloNotMesh:
+      return "not an hb mesh hello";
+    case kHelloWrongNonce:
+      return "wrong nonce (a stranger, or a rank of an earlier world)";
+    case kHelloBadRank:
+      return "world size, rank or context outside this world's";
+    case kHelloUnexpected:
+      return "no pair waits for that rank's dial (it is dialled, or already "
+             "connected)";
+    default:
+      return "unknown answer (another hb version?)";
+  }
 }
 
 }  // namespace comm

@@ -1,4 +1,5 @@
-// Gloo's TCP pair, made safe to connect while a peer dies.
+// Gloo's TCP pair, made safe to connect while a peer dies, and connected
+// through one listener per rank (comm/mesh_listener.h).
 //
 // Gloo (this version) finishes a connection in its event-loop thread: the
 // listening side accepts, the connecting side reads SO_ERROR, and both then
@@ -9,10 +10,19 @@
 // every such failure (and any other exception in the loop thread) into an
 // error on the pair, which wakes the connect waiting for it; the rendezvous
 // then names the lost rank as for any other peer failure.
+//
+// Gloo's pair also listens on a port of its own from its constructor: a
+// full mesh bound 2(N-1) ports per rank (8,064 on one host at 64 ranks).
+// These pairs close that socket at once (its port is never published) and
+// are connected instead by a dial to the peer's one listener, which reads
+// the mesh hello below and hands the accepted socket to its pair.
 #pragma once
 
+#include <sys/socket.h>
+
+#include <cstdint>
 #include <memory>
-#include <vector>
+#include <string>
 
 namespace gloo {
 namespace transport {
@@ -25,18 +35,50 @@ class Pair;
 namespace hb {
 namespace comm {
 
-// A Gloo transport context whose TCP pairs connect safely (use it instead
-// of dev->createContext(rank, size)); any other device's own context.
+// A Gloo transport context whose pairs are hb's TCP pairs (use it instead
+// of dev->createContext(rank, size)); dev must be a TCP device.
 std::shared_ptr<gloo::transport::Context> make_tcp_context(
     const std::shared_ptr<gloo::transport::Device> &dev, int rank, int size);
 
-// Pair::connect in two halves, so that a rank dials all its peers before
-// it waits for any: start_connect records the peer's address and, on the
-// side that dials, starts a non-blocking connect; wait_connected waits
-// (the pair's timeout) until the pair is connected or failed. Pairs of
-// another transport connect (and wait) in start_connect.
-void start_connect(gloo::transport::Pair &pair, const std::vector<char> &peer);
+// The mesh hello: what a dialling rank sends first on its connection to a
+// peer's listener, and the one byte the listener answers. The nonce is
+// the one the listening rank published in this world's bootstrap, so a
+// stranger or a rank of an earlier world (a stale address) is refused.
+struct MeshHello {
+  uint32_t world = 0;    // world size
+  uint32_t rank = 0;     // the dialling rank
+  uint32_t context = 0;  // which of the formation's contexts
+  uint64_t nonce = 0;    // the listening rank's
+};
+constexpr size_t kHelloBytes = 24;
+std::string encode_hello(const MeshHello &h);
+// False if bytes (kHelloBytes) do not start with the hello's magic.
+bool decode_hello(const char *bytes, MeshHello &h);
+enum HelloReply : uint8_t {
+  kHelloAccepted = 1,
+  kHelloNotMesh,     // no hello's magic: not an hb mesh dial
+  kHelloWrongNonce,  // a stranger, or a stale world's rank
+  kHelloBadRank,     // world, rank or context out of this world's range
+  kHelloUnexpected,  // this rank dials that peer, or it already connected
+};
+const char *hello_reply_text(uint8_t reply);
+
+// Starts the pair's non-blocking dial to peer (a listener's address); on
+// connect it sends hello and waits for the listener's answer (in the
+// device's loop). Waits for nothing here.
+void start_dial(gloo::transport::Pair &pair, const sockaddr_storage &peer,
+                const std::string &hello);
+// Hands fd (accepted by a listener, hello answered) to the pair, which
+// waits for it; closes fd and returns false if the pair was not waiting
+// (closed, failed, or already connected). Called in the device's loop.
+bool hand_accepted(gloo::transport::Pair &pair, int fd);
+// Fails a pair waiting for an accept (the accepted connection broke).
+void fail_accept(gloo::transport::Pair &pair, const std::string &why);
+// Waits (the pair's timeout) until the pair is connected or failed.
 void wait_connected(gloo::transport::Pair &pair);
+// The pair's connected socket, or -1. (A rank's accepted sockets all share
+// its listener's address: only the pair knows which one is its own.)
+int pair_socket(gloo::transport::Pair &pair);
 
 }  // namespace comm
 }  // namespace hb

@@ -64,10 +64,11 @@ TEST(ConnectKill, ThirtyTrialsNoHang) {
   rmdir(dir);
 }
 
-// The TCP mesh's bootstrap (comm/mesh_connect.h: one exchange routed
-// through rank 0, then the connects) with the victim killed 0-40 ms into its
-// first allreduce, in worlds of 5 and 6 TCP ranks: before it publishes its
-// ports, while rank 0 routes them, or while the pairs connect. Every
+// The TCP mesh's bootstrap (comm/mesh_connect.h: one exchange through
+// rank 0 of each rank's listener address, then the dials and hellos) with
+// the victim killed 0-40 ms into its first allreduce, in worlds of 5 and 6
+// TCP ranks: before it publishes its address, while rank 0 gathers them,
+// or while the pairs connect. Every
 // survivor must fail with HB_ERR_PEER_FAILED naming it within
 // peer_timeout_ms + 3 s (mp_connect_kill checks) and exit 0; none may hang.
 TEST(ConnectKill, TcpMeshBootstrapKillFailsEveryRank) {

@@ -2,14 +2,32 @@
 // what each rank reads from the store grows as O(N), not O(N^2) (Gloo's
 // connectFullMesh read every peer's N-1 addresses: 30 KB per rank here,
 // 145 GB over a 1024-rank world), and the world it forms reduces bit-exact.
+// At 6 ranks: each rank listens on one socket (Gloo's pairs listened on
+// 2(N-1)), and its listener refuses strangers' hellos while the world forms.
+#include <dirent.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
 
 #include <atomic>
+#include <condition_variable>
+#include <cstdlib>
+#include <functional>
+#include <mutex>
+#include <set>
 #include <thread>
+
+#include "comm/links.h"
+#include "comm/mesh_connect.h"
+#include "comm/tcp_pair.h"
 
 #include "comm/backend.h"
 #include "common/health.h"
 #include "rendezvous/memory_kv.h"
+
+#include <gloo/transport/tcp/address.h>
+#include <gloo/transport/tcp/device.h>
 
 namespace {
 
@@ -17,9 +35,11 @@ namespace {
 class CountingKV : public hb::rdv::KV {
  public:
   void set(const std::string &key, const std::string &value) override {
+    if (on_key) on_key(key);
     kv_.set(key, value);
   }
   std::string get(const std::string &key, int64_t timeout_ms) override {
+    if (on_key) on_key(key);
     std::string v = kv_.get(key, timeout_ms);
     read_ += v.size();
     return v;
@@ -31,15 +51,17 @@ class CountingKV : public hb::rdv::KV {
     kv_.wait(keys, timeout_ms);
   }
   size_t bytes_read() const { return read_; }
+  std::function<void(const std::string &)> on_key;  // before each set/get
 
  private:
   hb::rdv::MemoryKV kv_;
   std::atomic<size_t> read_{0};
 };
 
-TEST(MeshConnect, SixteenTcpRanksReadLinearBytesAndReduceExactly) {
-  const int n = 16;
-  CountingKV kv;
+// n TCP ranks as threads on kv: each makes its backend (the mesh) and
+// allreduces order-sensitive values; every rank must get the rank-order
+// sum, bit for bit.
+void run_world(int n, hb::rdv::KV &kv, const std::string &prefix) {
   std::vector<hb::Health> health(n);
   std::vector<std::shared_ptr<hb::comm::Backend>> b(n);
   std::vector<std::vector<float>> out(n, std::vector<float>(257));
@@ -50,7 +72,7 @@ TEST(MeshConnect, SixteenTcpRanksReadLinearBytesAndReduceExactly) {
       try {
         hb::comm::BackendConfig cfg;
         cfg.transport = "tcp";
-        cfg.key_prefix = "mesh_test/";
+        cfg.key_prefix = prefix;
         cfg.world_size = n;
         cfg.rank = r;
         cfg.timeout_ms = 60000;
@@ -73,6 +95,13 @@ TEST(MeshConnect, SixteenTcpRanksReadLinearBytesAndReduceExactly) {
     for (int r = 0; r < n; ++r)
       ASSERT_EQ(out[r][i], want) << "rank " << r << " index " << i;
   }
+}
+
+TEST(MeshConnect, SixteenTcpRanksReadLinearBytesAndReduceExactly) {
+  const int n = 16;
+  CountingKV kv;
+  run_world(n, kv, "mesh_test/");
+  if (HasFatalFailure()) return;
   // Per rank: every host address (28 bytes) and a 2-byte port per peer and
   // context, plus the backend's other small keys. Gloo's exchange read
   // 2 x 15 keys of 15 x 136 bytes per rank (61 KB).
@@ -80,7 +109,137 @@ TEST(MeshConnect, SixteenTcpRanksReadLinearBytesAndReduceExactly) {
   EXPECT_LT(per_rank, size_t(n) * 64) << "bytes read per rank";
   std::printf("[ note ] %zu bytes read from the store per rank at %d ranks\n",
               per_rank, n);
-  for (auto &x : b) x.reset();
+}
+
+// This process's listening TCP sockets, with their ports (network order).
+std::vector<uint16_t> listening_ports() {
+  std::vector<uint16_t> ports;
+  DIR *d = opendir("/proc/self/fd");
+  if (!d) return ports;
+  while (dirent *e = readdir(d)) {
+    const int fd = std::atoi(e->d_name);
+    int on = 0;
+    socklen_t n = sizeof on;
+    sockaddr_storage ss{};
+    socklen_t len = sizeof ss;
+    if (e->d_name[0] == '.' || fd == dirfd(d) ||
+        getsockopt(fd, SOL_SOCKET, SO_ACCEPTCONN, &on, &n) != 0 || !on ||
+        getsockname(fd, reinterpret_cast<sockaddr *>(&ss), &len) != 0)
+      continue;
+    if (ss.ss_family == AF_INET)
+      ports.push_back(reinterpret_cast<sockaddr_in &>(ss).sin_port);
+    else if (ss.ss_family == AF_INET6)
+      ports.push_back(reinterpret_cast<sockaddr_in6 &>(ss).sin6_port);
+  }
+  closedir(d);
+  return ports;
+}
+
+// Sends bytes to the loopback port and returns the one-byte answer (0 for
+// none within 10 s).
+int dial_and_answer(uint16_t port, const std::string &bytes) {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in to{};
+  to.sin_family = AF_INET;
+  to.sin_port = port;
+  to.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  timeval tv{10, 0};
+  setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &tv, sizeof tv);
+  uint8_t reply = 0;
+  if (connect(fd, reinterpret_cast<sockaddr *>(&to), sizeof to) != 0 ||
+      send(fd, bytes.data(), bytes.size(), MSG_NOSIGNAL) !=
+          ssize_t(bytes.size()) ||
+      recv(fd, &reply, 1, 0) != 1)
+    reply = 0;
+  close(fd);
+  return reply;
+}
+
+TEST(MeshConnect, OneListenerPerRankRefusesStrangers) {
+  const int n = 6;
+  CountingKV kv;
+  // Every rank stops at its first mesh bootstrap key (its listener is up,
+  // its address not yet published); the last to arrive counts the
+  // process's listeners and dials each with a stranger's hellos.
+  std::mutex mu;
+  std::condition_variable cv;
+  std::set<std::thread::id> arrived;
+  std::vector<uint16_t> ports;
+  std::vector<int> wrong_nonce, not_mesh;
+  kv.on_key = [&](const std::string &key) {
+    if (key.rfind("listen_test/mesh/", 0) != 0) return;
+    std::unique_lock<std::mutex> lock(mu);
+    if (!arrived.insert(std::this_thread::get_id()).second) return;
+    if (int(arrived.size()) < n) {
+      cv.wait(lock, [&] { return int(arrived.size()) > n; });
+      return;
+    }
+    ports = listening_ports();
+    if (ports.size() == size_t(n)) {  // else the world may not survive it
+      hb::comm::MeshHello stranger;
+      stranger.world = n;
+      stranger.rank = 1;
+      stranger.nonce = 0x5eed;  // not any rank's
+      for (uint16_t port : ports) {
+        wrong_nonce.push_back(
+            dial_and_answer(port, hb::comm::encode_hello(stranger)));
+        not_mesh.push_back(
+            dial_and_answer(port, std::string(hb::comm::kHelloBytes, 'x')));
+      }
+    }
+    arrived.insert(std::thread::id());  // n + 1: release the others
+    cv.notify_all();
+  };
+  run_world(n, kv, "listen_test/");
+  // Gloo's pairs listened on one port each: 2 contexts x 5 peers per rank.
+  ASSERT_EQ(ports.size(), size_t(n))
+      << "listening sockets of " << n << " ranks";
+  for (size_t i = 0; i < ports.size(); ++i) {
+    EXPECT_EQ(wrong_nonce[i], hb::comm::kHelloWrongNonce) << "listener " << i;
+    EXPECT_EQ(not_mesh[i], hb::comm::kHelloNotMesh) << "listener " << i;
+  }
+}
+
+// Links (comm/links.h) names the rank behind a Gloo error by the peer
+// address in it: every pair's own socket must be recorded, although all the
+// sockets a rank accepted share its listener's address (matching by
+// address gave every accepted pair the first such socket).
+TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
+  const int n = 5;
+  hb::rdv::MemoryKV kv;
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gloo::transport::tcp::attr attr;
+        attr.hostname = "127.0.0.1";
+        auto dev = gloo::transport::tcp::CreateDevice(attr);
+        auto ctx = std::make_shared<hb::comm::MeshContext>(r, n);
+        ctx->setTimeout(std::chrono::milliseconds(30000));
+        hb::comm::connect_meshes(kv, "links_test/", 30000, dev, {ctx});
+        hb::comm::Links links;
+        links.add_context(*ctx);
+        for (int q = 0; q < n; ++q) {
+          if (q == r) continue;
+          const int fd = hb::comm::pair_socket(*ctx->getPair(q));
+          const std::string peer =
+              gloo::transport::tcp::Address::fromPeerName(fd).str();
+          const int named = links.rank_in_message("read [" + peer + "]: x");
+          if (named != q)
+            errors[r] += "peer " + std::to_string(q) + " (" + peer +
+                         ") named as " + std::to_string(named) + "; ";
+        }
+        // Every rank holds its pairs until all have checked theirs.
+        kv.set("links_test/done/" + std::to_string(r), "1");
+        for (int q = 0; q < n; ++q)
+          kv.get("links_test/done/" + std::to_string(q), 30000);
+      } catch (const std::exception &e) {
+        errors[r] = e.what();
+      }
+    });
+  for (auto &t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
 }  // namespace

@@ -1,9 +1,11 @@
-// hb's Gloo TCP pair (comm/tcp_pair.h) when the peer resets the connection
-// at once: Gloo's own pair enforced getpeername in its event-loop thread
-// and aborted the process there. Each round, a raw client connects to a
-// listening pair and resets (SO_LINGER 0) before the loop thread accepts,
-// mostly; the pair must fail (its connect throws) or, if it accepted first,
-// connect and fail later. Either way the process lives.
+// hb's Gloo TCP pair and mesh listener (comm/tcp_pair.h, mesh_listener.h)
+// when the other side resets the connection at once. Gloo's own pair
+// enforced getpeername in its event-loop thread and aborted the process
+// there. Each round, a raw client connects to a listener and resets
+// (SO_LINGER 0), mostly before the loop thread accepts or reads: the
+// listener must drop it and keep waiting; and a pair dials a listener
+// that resets it: the pair must fail (its wait throws). Either way the
+// process lives.
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -17,49 +19,126 @@
 #include <gloo/common/error.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/pair.h>
-#include <gloo/transport/tcp/address.h>
 #include <gloo/transport/tcp/device.h>
 
+#include "comm/mesh_listener.h"
 #include "comm/tcp_pair.h"
 
 namespace {
 
-TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
+sockaddr_storage loopback(uint16_t port) {
+  sockaddr_storage ss{};
+  auto &in = reinterpret_cast<sockaddr_in &>(ss);
+  in.sin_family = AF_INET;
+  in.sin_port = port;
+  inet_pton(AF_INET, "127.0.0.1", &in.sin_addr);
+  return ss;
+}
+
+std::shared_ptr<gloo::transport::tcp::Device> loopback_device() {
   gloo::transport::tcp::attr attr;
   attr.hostname = "127.0.0.1";
-  auto dev = gloo::transport::tcp::CreateDevice(attr);
-  // Above 127.0.0.1, so the pair is the listening side (Gloo orders by
-  // address); nothing listens there: only the raw client below connects.
-  sockaddr_storage above{};
-  auto &in = reinterpret_cast<sockaddr_in &>(above);
-  in.sin_family = AF_INET;
-  inet_pton(AF_INET, "127.0.0.2", &in.sin_addr);
-  const std::vector<char> peer = gloo::transport::tcp::Address(above).bytes();
+  return std::dynamic_pointer_cast<gloo::transport::tcp::Device>(
+      gloo::transport::tcp::CreateDevice(attr));
+}
+
+// A context of rank `rank` in a world of 2 (5 s waits), pairs of hb's.
+std::shared_ptr<gloo::transport::Context> two_ranks(
+    const std::shared_ptr<gloo::transport::tcp::Device> &dev, int rank) {
+  auto ctx = hb::comm::make_tcp_context(dev, rank, 2);
+  ctx->setTimeout(std::chrono::milliseconds(5000));
+  return ctx;
+}
+
+// Rank 0 of two: its pair to rank 1 waits behind its listener (nonce 42).
+struct Listening {
+  explicit Listening(const std::shared_ptr<gloo::transport::tcp::Device> &dev)
+      : ctx(two_ranks(dev, 0)),
+        pair(ctx->createPair(1).get()),
+        listener(dev, loopback(0), 0, 2, 42, {{nullptr, pair}}) {}
+  std::shared_ptr<gloo::transport::Context> ctx;
+  gloo::transport::Pair *pair;
+  hb::comm::MeshListener listener;  // closed first: it holds pair
+};
+
+void connect_and_reset(uint16_t port) {
+  sockaddr_storage ss = loopback(port);
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(fd, 0);
+  ASSERT_EQ(connect(fd, reinterpret_cast<sockaddr *>(&ss), sizeof(sockaddr_in)),
+            0)
+      << std::strerror(errno);
+  linger reset{1, 0};
+  ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
+  close(fd);
+}
+
+TEST(TcpPair, PeerResetWhileConnectingFailsThePairNotTheProcess) {
+  auto dev = loopback_device();
+  {
+    // Strangers reset before their hello; the pair keeps waiting.
+    Listening rank0(dev);
+    for (int i = 0; i < 200; ++i) connect_and_reset(rank0.listener.port());
+  }
+  // Dials to a plain socket that accepts and resets at once.
+  const int srv = socket(AF_INET, SOCK_STREAM, 0);
+  ASSERT_GE(srv, 0);
+  sockaddr_storage any = loopback(0);
+  socklen_t n = sizeof any;
+  ASSERT_EQ(bind(srv, reinterpret_cast<sockaddr *>(&any), sizeof(sockaddr_in)),
+            0);
+  ASSERT_EQ(listen(srv, 64), 0);
+  ASSERT_EQ(getsockname(srv, reinterpret_cast<sockaddr *>(&any), &n), 0);
   int failed = 0;
-  const int rounds = 200;
+  const int rounds = 100;
   for (int i = 0; i < rounds; ++i) {
-    auto ctx = hb::comm::make_tcp_context(dev, 0, 2);
-    ctx->setTimeout(std::chrono::milliseconds(5000));
-    auto &pair = ctx->createPair(1);
-    sockaddr_storage ss =
-        static_cast<const gloo::transport::tcp::Address &>(pair->address())
-            .getSockaddr();
-    const int fd = socket(AF_INET, SOCK_STREAM, 0);
+    auto dctx = two_ranks(dev, 1);
+    auto &pair = dctx->createPair(0);
+    hb::comm::MeshHello h;
+    hb::comm::start_dial(*pair, any, hb::comm::encode_hello(h));
+    const int fd = accept(srv, nullptr, nullptr);
     ASSERT_GE(fd, 0);
-    ASSERT_EQ(
-        connect(fd, reinterpret_cast<sockaddr *>(&ss), sizeof(sockaddr_in)), 0)
-        << std::strerror(errno);
     linger reset{1, 0};
-    ASSERT_EQ(setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset), 0);
+    setsockopt(fd, SOL_SOCKET, SO_LINGER, &reset, sizeof reset);
     close(fd);
     try {
-      pair->connect(peer);
+      hb::comm::wait_connected(*pair);
     } catch (const gloo::IoException &) {
       ++failed;
     }
   }
-  std::printf("[ note ] %d of %d pairs failed while connecting\n", failed,
-              rounds);
+  close(srv);
+  // No answer to the hello: every dial fails.
+  EXPECT_EQ(failed, rounds);
+}
+
+// A dial whose hello the listener refuses fails with the listener's
+// reason (here: a stale nonce), and a right hello connects.
+TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
+  auto dev = loopback_device();
+  Listening rank0(dev);
+  auto dial = [&](uint64_t nonce) -> std::string {
+    auto dctx = two_ranks(dev, 1);
+    auto &pair = dctx->createPair(0);
+    hb::comm::MeshHello h;
+    h.world = 2;
+    h.rank = 1;
+    h.nonce = nonce;
+    hb::comm::start_dial(*pair, loopback(rank0.listener.port()),
+                         hb::comm::encode_hello(h));
+    try {
+      hb::comm::wait_connected(*pair);
+      hb::comm::wait_connected(*rank0.pair);
+      return "connected";
+    } catch (const gloo::IoException &e) {
+      return e.what();
+    }
+  };
+  const std::string stale = dial(41);
+  EXPECT_NE(stale.find("refused this rank's mesh hello: wrong nonce"),
+            std::string::npos)
+      << stale;
+  EXPECT_EQ(dial(42), "connected");
 }
 
 }  // namespace
