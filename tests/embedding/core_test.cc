@@ -356,7 +356,7 @@ TEST(Dedup, StampArrayEqualsHashTable) {
 TEST(Dedup, SharedArrayForLargeTables) {
   std::mt19937_64 rng(7);
   const int64_t kMax = static_cast<int64_t>(hb::emb::Dedup::kDirectRows);
-  const int64_t bounds[] = {131072, 2048, 3 * 131072 + 5, kMax, 1, 17};
+  const int64_t bounds[] = {131072, 2048, 131072 + 5, kMax, 1, 17};
   hb::emb::Dedup direct[6], hashed;
   for (int call = 0; call < 120; ++call) {
     const int d = call % 6;
