@@ -905,9 +905,8 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
     if (!batch_ && direct_rows(t)) {
-      tables_[t]->apply_received(
-          s.recv_ids.data(), s.recv_ids.size(), s.owner_nu, pl.owner(),
-          reinterpret_cast<const unsigned char *>(s.partial.data()));
+      tables_[t]->apply_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
+                             pl.owner(), s.partial.data());
       continue;
     }
     s.wire.resize(s.recv_ids.size() * rbt);

@@ -163,18 +163,24 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
 
 void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                            const Dedup &owner, const unsigned char *partials) {
+  fbuf2_.resize(nrecv * spec_.dim);
+  wire_decode(partials, nrecv * spec_.dim, spec_.wire_dtype, fbuf2_.data());
+  // Not virtual: an override of apply_rows may forward to apply_received
+  // (PsTable's does).
+  Table::apply_rows(recv, nrecv, nu, owner, fbuf2_.data());
+}
+
+void Table::apply_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                       const Dedup &owner, const float *partials) {
   const int64_t dim = spec_.dim;
-  fbuf2_.resize(nrecv * dim);
-  wire_decode(partials, nrecv * dim, spec_.wire_dtype, fbuf2_.data());
   if (nu < 0) {
-    step_rows(recv, nrecv, fbuf2_.data());
+    step_rows(recv, nrecv, partials);
     return;
   }
   // Sum the ranks' partial sums of each id in rank order: received data is
   // packed by source rank and each rank sent an id at most once.
   fbuf_.resize(nu * dim);
-  sum_rows(fbuf2_.data(), nrecv, owner.inverse().data(), nullptr, dim,
-           fbuf_.data());
+  sum_rows(partials, nrecv, owner.inverse().data(), nullptr, dim, fbuf_.data());
   step_rows(owner.unique().data(), static_cast<size_t>(nu), fbuf_.data());
 }
 

@@ -111,6 +111,11 @@ class Table {
   virtual void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                               const Dedup &owner,
                               const unsigned char *partials);
+  // apply_received of float32 partial sums already laid out as rows
+  // (nrecv x dim, received order): a world-1 collection's own, which skip
+  // the wire buffer and its copy.
+  virtual void apply_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                          const Dedup &owner, const float *partials);
   size_t wire_row_bytes() const { return wire_row_bytes_; }
 
   // The owner halves of several tables at once (a collection's), where the

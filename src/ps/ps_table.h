@@ -39,6 +39,12 @@ class PsTable : public emb::Table {
   void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                       const emb::Dedup &owner,
                       const unsigned char *partials) override;
+  // The rows are float32 (a world-1 collection's own): the wire's bytes.
+  void apply_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                  const emb::Dedup &owner, const float *partials) override {
+    apply_received(recv, nrecv, nu, owner,
+                   reinterpret_cast<const unsigned char *>(partials));
+  }
   // Tables of one client batch their pulls and pushes (one message per ps
   // task for all of them).
   std::unique_ptr<emb::OwnerBatch> batch_with(

@@ -347,6 +347,46 @@ TEST(Dedup, StampArrayEqualsHashTable) {
   }
 }
 
+// Realistic static tables (131072 rows, a batch of 512 ids) index the
+// array too: before, it was used only while the table had at most 8 hash
+// slots per row. The index is shared by every Dedup of a thread: calls of
+// several Dedups with different bounds, batches and overlapping ids
+// interleave, and each still gives the hash table's result. Ids outside
+// [0, bound) -- negative, near 2^63, at the bound -- take the hash table.
+TEST(Dedup, SharedArrayForLargeTables) {
+  std::mt19937_64 rng(7);
+  const int64_t kMax = static_cast<int64_t>(hb::emb::Dedup::kDirectRows);
+  const int64_t bounds[] = {131072, 2048, 131072 + 5, kMax, 1, 17};
+  hb::emb::Dedup direct[6], hashed;
+  for (int call = 0; call < 120; ++call) {
+    const int d = call % 6;
+    const int64_t bound = bounds[d];
+    const size_t n = 1 + rng() % (call % 3 ? 512 : 4096);
+    std::vector<int64_t> ids(n);
+    for (int64_t &id : ids) {
+      // Skewed draws (many repeats, like Zipf) mixed with the table's ends.
+      const uint64_t r = rng();
+      id = r % 4 == 0 ? bound - 1
+           : r % 4 == 1
+               ? static_cast<int64_t>((r >> 8) % bound)
+               : static_cast<int64_t>((r >> 8) % (bound < 64 ? bound : 64));
+    }
+    const int bad = call % 10;  // 7: negative, 8: near 2^63, 9: the bound
+    if (bad == 7) ids[rng() % n] = -1 - static_cast<int64_t>(rng() % 1000);
+    if (bad == 8) ids[rng() % n] = INT64_MAX - static_cast<int64_t>(rng() % 3);
+    if (bad == 9) ids[rng() % n] = bound;
+    EXPECT_EQ(bad < 7, direct[d].run(ids.data(), n, bound)) << call;
+    hashed.run(ids.data(), n);
+    ASSERT_EQ(hashed.unique(), direct[d].unique()) << call;
+    ASSERT_EQ(hashed.inverse(), direct[d].inverse()) << call;
+  }
+  // Past the cap only a batch large beside the table takes the array.
+  hb::emb::Dedup big;
+  const int64_t one[] = {kMax};
+  EXPECT_FALSE(big.run(one, 1, kMax + 1));
+  EXPECT_EQ(big.unique(), std::vector<int64_t>{kMax});
+}
+
 TEST(Initializer, SameRowsForEveryWorldAndPartition) {
   for (int init : {HB_INIT_CONSTANT, HB_INIT_UNIFORM, HB_INIT_NORMAL}) {
     hb_embedding_config c =
