@@ -1596,6 +1596,23 @@ typedef struct hb_ps_split {
  * when the job has no splits (ps_split_samples 0 on ps task 0).
  */
 HB_API hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out);
+
+/** hb_ps_split_try's out->split when no split can be handed out now but
+ *  other workers hold unfinished ones (one may come back): ask again. */
+#define HB_PS_SPLIT_LATER (-2)
+/**
+ * hb_ps_split_next without waiting: when every split left is held by other
+ * workers it returns HB_OK at once with out->split = HB_PS_SPLIT_LATER
+ * (where hb_ps_split_next waits up to timeout_ms for one to finish or come
+ * back); meanwhile this worker counts as idle on every ps task (it does not
+ * hold the staleness bound back) until its next pull or push. For a loop
+ * that must reach every collective job checkpoint (hb_checkpoint_save at
+ * the same step on every worker) while the queue has nothing for it: such
+ * a loop makes an empty step (no pull or push), then asks again. The queue
+ * is saved with the tables of a job checkpoint and restored with them.
+ * Otherwise as hb_ps_split_next (out->split -1: every split is handed out).
+ */
+HB_API hb_status hb_ps_split_try(hb_context *ctx, hb_ps_split *out);
 /**
  * At a step boundary, before the step's pushes (in place of
  * hb_ps_set_position): the step that follows consumes the samples of

@@ -709,32 +709,6 @@ int count(hb_context *ctx, const Args &a) {
   return 0;
 }
 
-// One batch of split l from *next: pushes -1 per sample with the batch's
-// tag and commits it; false once the split is done.
-bool split_step(hb_context *ctx, hb::ps::Client &client, hb_embedding *t,
-                const hb::ps::SplitLease &l, int64_t *next, int64_t batch,
-                int rank) {
-  // A batch some tables have already (its last holder was lost mid-step)
-  // is pushed again whole, whatever this worker's batch size.
-  const int64_t end =
-      *next < l.replay_end ? l.replay_end : std::min(l.end, *next + batch);
-  if (*next < l.replay_end)
-    std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
-                rank, (long long)l.split, (long long)*next, (long long)end);
-  client.split_batch(l, *next, end);
-  std::vector<int64_t> ids;
-  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
-  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
-  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
-  const int64_t p[2] = {l.split, end};
-  CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
-  CHECK_HB(
-      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
-  *next = end;
-  client.split_commit(l.split, end, end == l.end);
-  return end < l.end;
-}
-
 void check_splits(hb_context *ctx, int world, const Args &a);
 
 int splits(hb_context *ctx, const Args &a) {
@@ -823,13 +797,33 @@ void check_splits(hb_context *ctx, int world, const Args &a) {
   hb_embedding_destroy(t);
 }
 
+// One step of the public loop on split sp from *next: its position
+// committed before the pushes (hb_ps_split_commit), a -1 for each sample.
+// False once the split is finished.
+bool public_split_step(hb_context *ctx, hb_embedding *t, const hb_ps_split &sp,
+                       int64_t *next, int64_t batch) {
+  const int64_t end =
+      *next < sp.replay_end ? sp.replay_end : std::min(sp.end, *next + batch);
+  std::vector<int64_t> ids;
+  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
+  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
+  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+  CHECK_HB(hb_ps_split_commit(ctx, sp.split, end));
+  CHECK_HB(
+      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+  *next = end;
+  return end < sp.end;
+}
+
+// Dynamic splits with collective job checkpoints, through the public calls:
+// hb_ps_split_try never waits, so every worker reaches every save (a worker
+// the queue has nothing for makes an empty step).
 int splitckpt(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1 && !a.ckpt.empty() && a.ckpt_every > 0,
         "splitckpt OUT --ckpt DIR --ckpt-every N");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
   hb_embedding *t = make_table(ctx, "count", true);
-  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splitckpt");
   hb_checkpoint *ck = nullptr;
   hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
   cc.dir = a.ckpt.c_str();
@@ -842,15 +836,18 @@ int splitckpt(hb_context *ctx, const Args &a) {
       "rank %d starts at step %lld (restart %s)\n", rank, (long long)start,
       std::getenv("HB_RESTART_COUNT") ? std::getenv("HB_RESTART_COUNT") : "0");
   std::fflush(stdout);
-  hb::ps::SplitLease l;
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
   bool has = false;
-  int64_t next = 0, taken = 0;
+  int64_t next = 0, taken = 0, later = 0;
   for (int64_t s = start; s < a.steps; ++s) {
     if (!has) {
-      l = client->split_next(/*wait=*/false);
-      has = l.split >= 0, next = l.from, taken += has;
+      CHECK_HB(hb_ps_split_try(ctx, &sp));
+      CHECK(sp.split >= -1 || sp.split == HB_PS_SPLIT_LATER,
+            "hb_ps_split_try: split %lld", (long long)sp.split);
+      later += sp.split == HB_PS_SPLIT_LATER;
+      has = sp.split >= 0, next = sp.from, taken += has;
     }
-    if (has) has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    if (has) has = public_split_step(ctx, t, sp, &next, a.batch);
     if (a.step_ms > 0) sleep_ms(a.step_ms);
     if ((s + 1) % a.ckpt_every == 0) CHECK_HB(hb_checkpoint_save(ck, s + 1));
   }
@@ -858,13 +855,14 @@ int splitckpt(hb_context *ctx, const Args &a) {
   // another holds).
   for (;;) {
     if (!has) {
-      l = client->split_next();
-      if (l.split < 0) break;
-      has = true, next = l.from, ++taken;
+      CHECK_HB(hb_ps_split_next(ctx, &sp));
+      if (sp.split < 0) break;
+      has = true, next = sp.from, ++taken;
     }
-    has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    has = public_split_step(ctx, t, sp, &next, a.batch);
   }
-  std::printf("rank %d: took %lld splits\n", rank, (long long)taken);
+  std::printf("rank %d: took %lld splits (%lld tries answered later)\n", rank,
+              (long long)taken, (long long)later);
   std::fflush(stdout);
   CHECK_HB(hb_checkpoint_finish(ck));
   hb_checkpoint_destroy(ck);
