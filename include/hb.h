@@ -1389,10 +1389,24 @@ typedef struct hb_evaluator_stats {
   int64_t last_step; /**< the step last restored (or, before that, the
                           last step of an existing log); -1: none */
   int32_t finished;  /**< 1 once hb_evaluator_next returned -1 */
+  /** The job's dynamic-split queue as the checkpoint last restored saved it
+   *  (docs/parameter-servers.md): the epoch being handed out (split_epochs
+   *  once every split was handed out); -1 when that checkpoint has no
+   *  queue (then the fields below are 0). */
+  int64_t split_epoch;
+  int64_t split_epochs;  /**< ps_split_epochs */
+  int64_t splits_done;   /**< splits finished, all epochs together */
+  /** Splits handed out and unfinished (held, or given back by a lost
+   *  worker): their committed offsets through hb_evaluator_open_splits. */
+  int64_t splits_open;
+  /** Samples (or reader bytes) trained: finished splits, and open ones up
+   *  to their committed offsets; and of every epoch together. */
+  int64_t split_samples_done;
+  int64_t split_samples_total;
 } hb_evaluator_stats;
 
 #define HB_EVALUATOR_STATS_INIT \
-  { sizeof(hb_evaluator_stats), 0, 0, 0, -1, 0 }
+  { sizeof(hb_evaluator_stats), 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0 }
 
 HB_API hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
                                         hb_evaluator_stats *out);
@@ -1638,6 +1652,17 @@ HB_API hb_status hb_ps_split_commit(hb_context *ctx, int64_t split,
  * HB_ERR_UNSUPPORTED naming it).
  */
 HB_API hb_status hb_reader_total_bytes(const hb_reader *r, int64_t *out);
+/**
+ * The open splits of the queue in the checkpoint an evaluator restored last
+ * (hb_evaluator_stats.splits_open of them; evaluator: docs/evaluator.md):
+ * up to cap into out (an array of structs, out[0].struct_size set by the
+ * caller and used for every element), *count = how many there are (may be
+ * more than cap). Each one's `from` is its committed offset: how far
+ * training got inside it. *count = 0 when that checkpoint has no queue.
+ */
+HB_API hb_status hb_evaluator_open_splits(const hb_evaluator *ev,
+                                          hb_ps_split *out, size_t cap,
+                                          size_t *count);
 /**
  * The reader reads split [from, end) of those bytes next (from: the
  * split's `from`), replacing what it was reading (its sharding, epochs and

@@ -536,6 +536,70 @@ int evaluate(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// An evaluator (one process, after a splitckpt job) over the job's
+// checkpoints: the split queue it reports agrees with the tables of each --
+// the samples of the "count" table add up to split_samples_done -- and its
+// open splits (hb_evaluator_open_splits) lie inside their ranges.
+int evalsplits(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 2, "evalsplits DIR SAMPLES");
+  const int64_t n = std::atoll(a.pos[1].c_str());
+  hb_embedding *t = make_table(ctx, "count", false);
+  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
+  ec.dir = a.pos[0].c_str();
+  ec.poll_ms = 20;
+  ec.timeout_ms = 20000;
+  hb_evaluator *ev = nullptr;
+  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  CHECK_HB(hb_evaluator_add_table(ev, t));
+  std::vector<int64_t> ids(n);
+  for (int64_t j = 0; j < n; ++j) ids[j] = j;
+  std::vector<float> c(n);
+  int checked = 0;
+  for (;;) {
+    int64_t step = -1;
+    CHECK_HB(hb_evaluator_next(ev, &step));
+    if (step < 0) break;
+    hb_evaluator_stats st = HB_EVALUATOR_STATS_INIT;
+    CHECK_HB(hb_evaluator_get_stats(ev, &st));
+    CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), c.data()));
+    double sum = 0;
+    for (float v : c) sum += v;
+    std::vector<hb_ps_split> open(st.splits_open + 1);
+    for (hb_ps_split &o : open) o = HB_PS_SPLIT_INIT;
+    size_t count = 0;
+    CHECK_HB(hb_evaluator_open_splits(ev, open.data(), open.size(), &count));
+    std::printf(
+        "evaluator: step %lld: epoch %lld of %lld, %lld splits done, %lld "
+        "open, %lld of %lld samples trained; the table has %.0f\n",
+        (long long)step, (long long)st.split_epoch, (long long)st.split_epochs,
+        (long long)st.splits_done, (long long)st.splits_open,
+        (long long)st.split_samples_done, (long long)st.split_samples_total,
+        sum);
+    CHECK(st.split_epoch >= 0 && st.split_epoch <= st.split_epochs,
+          "step %lld: split_epoch %lld", (long long)step,
+          (long long)st.split_epoch);
+    CHECK(static_cast<double>(st.split_samples_done) == sum,
+          "step %lld: the queue says %lld samples trained, the table %.0f",
+          (long long)step, (long long)st.split_samples_done, sum);
+    CHECK(count == static_cast<size_t>(st.splits_open), "open splits %zu/%lld",
+          count, (long long)st.splits_open);
+    for (size_t i = 0; i < count; ++i)
+      CHECK(open[i].begin <= open[i].from && open[i].from < open[i].end &&
+                open[i].epoch <= st.split_epoch,
+            "open split %lld epoch %lld: [%lld, %lld) from %lld",
+            (long long)open[i].split, (long long)open[i].epoch,
+            (long long)open[i].begin, (long long)open[i].end,
+            (long long)open[i].from);
+    ++checked;
+  }
+  CHECK(checked > 0, "no checkpoint evaluated");
+  std::printf("evaluator: %d checkpoints, the queue agrees with the tables\n",
+              checked);
+  hb_evaluator_destroy(ev);
+  hb_embedding_destroy(t);
+  return 0;
+}
+
 int compare(const Args &a) {
   CHECK(a.pos.size() == 2, "compare A B");
   for (const char *name : {"s8", "d4"}) {
@@ -926,14 +990,15 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
-  int rc = mode == "train"       ? train(ctx, a)
-           : mode == "reload"    ? reload(ctx, a)
-           : mode == "count"     ? count(ctx, a)
-           : mode == "splits"    ? splits(ctx, a)
-           : mode == "splitckpt" ? splitckpt(ctx, a)
-           : mode == "dense"     ? dense(ctx, a)
-           : mode == "evaluate"  ? evaluate(ctx, a)
-                                 : 2;
+  int rc = mode == "train"        ? train(ctx, a)
+           : mode == "reload"     ? reload(ctx, a)
+           : mode == "count"      ? count(ctx, a)
+           : mode == "splits"     ? splits(ctx, a)
+           : mode == "splitckpt"  ? splitckpt(ctx, a)
+           : mode == "dense"      ? dense(ctx, a)
+           : mode == "evaluate"   ? evaluate(ctx, a)
+           : mode == "evalsplits" ? evalsplits(ctx, a)
+                                  : 2;
   hb_context_destroy(ctx);
   return rc;
 }

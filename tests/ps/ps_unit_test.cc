@@ -691,8 +691,7 @@ TEST(SplitQueue, ProgressCountsFinishedSplitsAndCommittedOffsets) {
   EXPECT_EQ(p.splits_done, 10);
   ASSERT_EQ(p.open.size(), 2u);
   EXPECT_EQ(p.samples_done, 95 + 3);
-  for (const SplitProgress &r :
-       {p, SplitQueue::load(q.save(), 2).progress()}) {
+  for (const SplitProgress &r : {p, SplitQueue::load(q.save(), 2).progress()}) {
     EXPECT_EQ(r.samples_done, 98);
     ASSERT_EQ(r.open.size(), 2u);
     for (const SplitLease &o : r.open)
