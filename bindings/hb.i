@@ -678,10 +678,10 @@ static hb_status hbw_evaluator_stats(const hb_evaluator *ev,
   o[10] = (double)st.split_samples_total;
   return HB_OK;
 }
-/* splits_out: 6 int64 per open split (hbw_ps_split_next's order), the
+/* split_out: 6 int64 per open split (hbw_ps_split_next's order), the
  * first cap of the stats' splits_open. */
 static hb_status hbw_evaluator_open_splits(const hb_evaluator *ev,
-                                           void *splits_out, size_t cap) {
+                                           void *split_out, size_t cap) {
   hb_ps_split one = HB_PS_SPLIT_INIT;
   size_t i, n = 0, *count = &n;
   hb_status s;
@@ -690,7 +690,7 @@ static hb_status hbw_evaluator_open_splits(const hb_evaluator *ev,
   for (i = 0; i < cap; ++i) all[i] = one;
   s = hb_evaluator_open_splits(ev, all, cap, count);
   for (i = 0; s == HB_OK && i < cap && i < *count; ++i)
-    hbw_split_values(&all[i], (int64_t *)splits_out + 6 * i);
+    hbw_split_values(&all[i], (int64_t *)split_out + 6 * i);
   free(all);
   return s;
 }
