@@ -482,6 +482,19 @@ int reload(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// An evaluator of the checkpoints in dir, polling every 20 ms.
+hb_evaluator *open_evaluator(hb_context *ctx, const std::string &dir,
+                             const char *log, int64_t timeout_ms) {
+  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
+  ec.dir = dir.c_str();
+  ec.log_path = log;
+  ec.poll_ms = 20;
+  ec.timeout_ms = timeout_ms;
+  hb_evaluator *ev = nullptr;
+  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  return ev;
+}
+
 int evaluate(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 2, "evaluate DIR LOG");
   hb_embedding *s8 = make_table(ctx, "s8", false);
@@ -493,13 +506,7 @@ int evaluate(hb_context *ctx, const Args &a) {
   wc.optimizer = HB_OPT_ADAGRAD;
   hb_embedding *w = nullptr;
   CHECK_HB(hb_embedding_create(ctx, &wc, &w));
-  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
-  ec.dir = a.pos[0].c_str();
-  ec.log_path = a.pos[1].c_str();
-  ec.poll_ms = 20;
-  ec.timeout_ms = 60000;
-  hb_evaluator *ev = nullptr;
-  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  hb_evaluator *ev = open_evaluator(ctx, a.pos[0], a.pos[1].c_str(), 60000);
   CHECK_HB(hb_evaluator_add_table(ev, s8));
   CHECK_HB(hb_evaluator_add_table(ev, w));
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;
@@ -544,12 +551,7 @@ int evalsplits(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 2, "evalsplits DIR SAMPLES");
   const int64_t n = std::atoll(a.pos[1].c_str());
   hb_embedding *t = make_table(ctx, "count", false);
-  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
-  ec.dir = a.pos[0].c_str();
-  ec.poll_ms = 20;
-  ec.timeout_ms = 20000;
-  hb_evaluator *ev = nullptr;
-  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  hb_evaluator *ev = open_evaluator(ctx, a.pos[0], nullptr, 20000);
   CHECK_HB(hb_evaluator_add_table(ev, t));
   std::vector<int64_t> ids(n);
   for (int64_t j = 0; j < n; ++j) ids[j] = j;
