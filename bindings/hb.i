@@ -289,6 +289,9 @@ static hb_status hbw_reader_batch_copy(const hb_reader_batch *b,
 %ignore hb_ps_split;
 %ignore hb_ps_split_next;
 %rename(hb_ps_split_next) hbw_ps_split_next;
+%ignore hb_ps_split_try;
+%rename(hb_ps_split_try) hbw_ps_split_try;
+%ignore hb_evaluator_open_splits;
 %rename(hb_ps_get_stats) hbw_ps_get_stats;
 %rename(hb_ps_position) hbw_ps_position;
 %rename(hb_ps_dense_create) hbw_ps_dense_create;
@@ -341,15 +344,23 @@ static hb_status hbw_ps_position(hb_context *ctx, void **out_bytes,
   return HB_OK;
 }
 /* split: 6 int64 -- split, epoch, begin, end, from, replay_end (hb_ps_split
- * in order; split -1: none left). */
+ * in order; split -1: none left; hb_ps_split_try: HB_PS_SPLIT_LATER, none
+ * now). */
+static void hbw_split_values(const hb_ps_split *sp, void *out) {
+  int64_t v[6] = {sp->split, sp->epoch, sp->begin, sp->end, sp->from,
+                  sp->replay_end};
+  memcpy(out, v, sizeof v);
+}
 static hb_status hbw_ps_split_next(hb_context *ctx, void *split_out) {
   hb_ps_split sp = HB_PS_SPLIT_INIT;
   hb_status s = hb_ps_split_next(ctx, &sp);
-  if (s == HB_OK) {
-    int64_t v[6] = {sp.split, sp.epoch, sp.begin, sp.end, sp.from,
-                    sp.replay_end};
-    memcpy(split_out, v, sizeof v);
-  }
+  if (s == HB_OK) hbw_split_values(&sp, split_out);
+  return s;
+}
+static hb_status hbw_ps_split_try(hb_context *ctx, void *split_out) {
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
+  hb_status s = hb_ps_split_try(ctx, &sp);
+  if (s == HB_OK) hbw_split_values(&sp, split_out);
   return s;
 }
 /* init: cfg->count floats, or NULL (zeros); read during the call only. */
@@ -658,8 +669,9 @@ static hb_status hbw_checkpoint_restored_path(const hb_checkpoint *c,
 static hb_status hbw_evaluator_report(hb_evaluator *ev, void *values_out) {
   return hb_evaluator_report(ev, (double *)values_out);
 }
-/* stats_out: 5 doubles -- evaluated, reported, skipped, last_step,
- * finished. */
+/* stats_out: 11 doubles -- evaluated, reported, skipped, last_step,
+ * finished, split_epoch, split_epochs, splits_done, splits_open,
+ * split_samples_done, split_samples_total. */
 static hb_status hbw_evaluator_stats(const hb_evaluator *ev,
                                      void *stats_out) {
   hb_evaluator_stats st = HB_EVALUATOR_STATS_INIT;
@@ -668,8 +680,27 @@ static hb_status hbw_evaluator_stats(const hb_evaluator *ev,
   if (s != HB_OK) return s;
   o[0] = (double)st.evaluated, o[1] = (double)st.reported;
   o[2] = (double)st.skipped, o[3] = (double)st.last_step;
-  o[4] = st.finished;
+  o[4] = st.finished, o[5] = (double)st.split_epoch;
+  o[6] = (double)st.split_epochs, o[7] = (double)st.splits_done;
+  o[8] = (double)st.splits_open, o[9] = (double)st.split_samples_done;
+  o[10] = (double)st.split_samples_total;
   return HB_OK;
+}
+/* split_out: 6 int64 per open split (hbw_ps_split_next's order), the
+ * first cap of the stats' splits_open. */
+static hb_status hbw_evaluator_open_splits(const hb_evaluator *ev,
+                                           void *split_out, size_t cap) {
+  hb_ps_split one = HB_PS_SPLIT_INIT;
+  size_t i, n = 0, *count = &n;
+  hb_status s;
+  hb_ps_split *all = (hb_ps_split *)calloc(cap ? cap : 1, sizeof one);
+  if (!all) return HB_ERR_OUT_OF_MEMORY;
+  for (i = 0; i < cap; ++i) all[i] = one;
+  s = hb_evaluator_open_splits(ev, all, cap, count);
+  for (i = 0; s == HB_OK && i < cap && i < *count; ++i)
+    hbw_split_values(&all[i], (int64_t *)split_out + 6 * i);
+  free(all);
+  return s;
 }
 %}
 

@@ -1447,10 +1447,24 @@ typedef struct hb_evaluator_stats {
   int64_t last_step; /**< the step last restored (or, before that, the
                           last step of an existing log); -1: none */
   int32_t finished;  /**< 1 once hb_evaluator_next returned -1 */
+  /** The job's dynamic-split queue as the checkpoint last restored saved it
+   *  (docs/parameter-servers.md): the epoch being handed out (split_epochs
+   *  once every split was handed out); -1 when that checkpoint has no
+   *  queue (then the fields below are 0). */
+  int64_t split_epoch;
+  int64_t split_epochs;  /**< ps_split_epochs */
+  int64_t splits_done;   /**< splits finished, all epochs together */
+  /** Splits handed out and unfinished (held, or given back by a lost
+   *  worker): their committed offsets through hb_evaluator_open_splits. */
+  int64_t splits_open;
+  /** Samples (or reader bytes) trained: finished splits, and open ones up
+   *  to their committed offsets; and of every epoch together. */
+  int64_t split_samples_done;
+  int64_t split_samples_total;
 } hb_evaluator_stats;
 
 #define HB_EVALUATOR_STATS_INIT \
-  { sizeof(hb_evaluator_stats), 0, 0, 0, -1, 0 }
+  { sizeof(hb_evaluator_stats), 0, 0, 0, -1, 0, -1, 0, 0, 0, 0, 0 }
 
 HB_API hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
                                         hb_evaluator_stats *out);
@@ -1654,6 +1668,23 @@ typedef struct hb_ps_split {
  * when the job has no splits (ps_split_samples 0 on ps task 0).
  */
 HB_API hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out);
+
+/** hb_ps_split_try's out->split when no split can be handed out now but
+ *  other workers hold unfinished ones (one may come back): ask again. */
+#define HB_PS_SPLIT_LATER (-2)
+/**
+ * hb_ps_split_next without waiting: when every split left is held by other
+ * workers it returns HB_OK at once with out->split = HB_PS_SPLIT_LATER
+ * (where hb_ps_split_next waits up to timeout_ms for one to finish or come
+ * back); meanwhile this worker counts as idle on every ps task (it does not
+ * hold the staleness bound back) until its next pull or push. For a loop
+ * that must reach every collective job checkpoint (hb_checkpoint_save at
+ * the same step on every worker) while the queue has nothing for it: such
+ * a loop makes an empty step (no pull or push), then asks again. The queue
+ * is saved with the tables of a job checkpoint and restored with them.
+ * Otherwise as hb_ps_split_next (out->split -1: every split is handed out).
+ */
+HB_API hb_status hb_ps_split_try(hb_context *ctx, hb_ps_split *out);
 /**
  * At a step boundary, before the step's pushes (in place of
  * hb_ps_set_position): the step that follows consumes the samples of
@@ -1679,6 +1710,17 @@ HB_API hb_status hb_ps_split_commit(hb_context *ctx, int64_t split,
  * HB_ERR_UNSUPPORTED naming it).
  */
 HB_API hb_status hb_reader_total_bytes(const hb_reader *r, int64_t *out);
+/**
+ * The open splits of the queue in the checkpoint an evaluator restored last
+ * (hb_evaluator_stats.splits_open of them; evaluator: docs/evaluator.md):
+ * up to cap into out (an array of structs, out[0].struct_size set by the
+ * caller and used for every element), *count = how many there are (may be
+ * more than cap). Each one's `from` is its committed offset: how far
+ * training got inside it. *count = 0 when that checkpoint has no queue.
+ */
+HB_API hb_status hb_evaluator_open_splits(const hb_evaluator *ev,
+                                          hb_ps_split *out, size_t cap,
+                                          size_t *count);
 /**
  * The reader reads split [from, end) of those bytes next (from: the
  * split's `from`), replacing what it was reading (its sharding, epochs and

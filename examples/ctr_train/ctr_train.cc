@@ -1091,21 +1091,20 @@ int Trainer::run_ps() {
   const bool splits = std::atoll(opt) > 0;
   hb_ps_split sp = HB_PS_SPLIT_INIT;
   int64_t at = 0;  // the next sample of split sp
-  if (splits && ckpt_) {
-    std::fprintf(stderr,
-                 "ctr_train: dynamic splits with job checkpoints are not "
-                 "supported by this demo (its collective checkpoints need "
-                 "every worker at the same step, and hb_ps_split_next "
-                 "waits while other workers hold the last splits)\n");
-    return 2;
-  }
   if (splits && chief)
     std::printf("ctr_train: dynamic splits of %s samples\n", opt);
   // With job checkpoints (collective: every worker saves at the same step)
   // each worker makes the same number of steps; without, workers go on
-  // until the job's sample counter says the data is done.
+  // until the job's sample counter says the data is done. Dynamic splits
+  // with job checkpoints: hb_ps_split_try never waits (a worker the queue
+  // has nothing for makes an empty step), and every `sync` steps -- where
+  // the saves are -- hb_data_sync says whether any worker still has work.
   const int64_t steps =
-      ckpt_ ? std::max<int64_t>(1, f_.train_samples / (f_.batch * world_)) : -1;
+      ckpt_ && !splits
+          ? std::max<int64_t>(1, f_.train_samples / (f_.batch * world_))
+          : -1;
+  const int64_t sync = std::max<int64_t>(1, f_.checkpoint_every);
+  int64_t empty_steps = 0;
   if (ckpt_) {
     CHECK_HB(hb_checkpoint_restore_latest(ckpt_, &step));
     if (step < 0) step = 0;
@@ -1119,9 +1118,19 @@ int Trainer::run_ps() {
     int64_t lo = 0, hi = 0;
     if (splits) {
       if (sp.split < 0 || at >= sp.end) {
-        CHECK_HB(hb_ps_split_next(ctx_, &sp));
-        if (sp.split < 0) break;  // every split handed out
+        CHECK_HB(ckpt_ ? hb_ps_split_try(ctx_, &sp)
+                       : hb_ps_split_next(ctx_, &sp));
+        if (sp.split == -1 && !ckpt_) break;  // every split finished
         at = sp.from;
+      }
+      if (sp.split < 0) {  // nothing now (or, with checkpoints, any more)
+        ++step, ++empty_steps;
+        if (step % sync != 0) continue;
+        int32_t go = 0, empty = 0;
+        CHECK_HB(hb_data_sync(ctx_, sp.split != -1, 0, &go, &empty));
+        if (!go) break;
+        if (f_.checkpoint_every > 0) save_ps_checkpoint(step);
+        continue;
       }
       // A lost holder's last batch goes again whole (hb_ps_split).
       lo = at,
@@ -1152,9 +1161,15 @@ int Trainer::run_ps() {
     CHECK_HB(hb_embedding_apply_gradients(samples_, &zero, 1, &minus_n));
     prof_.stop();
     ++step, mine += hi - lo, interval += hi - lo;
-    if (ckpt_ && f_.checkpoint_every > 0 && step % f_.checkpoint_every == 0 &&
-        step < steps)
+    if (splits && ckpt_ && step % sync == 0) {
+      // This worker has work (a split, or one may come back): go on.
+      int32_t go = 0, empty = 0;
+      CHECK_HB(hb_data_sync(ctx_, 1, 0, &go, &empty));
+      if (f_.checkpoint_every > 0) save_ps_checkpoint(step);
+    } else if (ckpt_ && f_.checkpoint_every > 0 &&
+               step % f_.checkpoint_every == 0 && step < steps) {
       save_ps_checkpoint(step);
+    }
     if (step % f_.log_every == 0 && chief) {
       double now = now_s();
       std::printf("step %5" PRId64
@@ -1174,6 +1189,10 @@ int Trainer::run_ps() {
   std::printf("worker %d: %" PRId64 " steps, %" PRId64
               " samples in %.3f s (%.0f samples/s)\n",
               rank_, step, mine, train_s, mine / train_s);
+  if (empty_steps > 0)
+    std::printf("worker %d: %" PRId64
+                " empty steps (hb_ps_split_try had no split for it)\n",
+                rank_, empty_steps);
   std::fflush(stdout);
   // Leave the tables: with staleness 0 the others' rounds no longer wait
   // for this worker.

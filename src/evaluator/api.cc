@@ -8,6 +8,7 @@
 #include "abi/error.h"
 #include "comm/context_exchange.h"
 #include "common/agreement.h"
+#include "common/bytes.h"
 #include "common/clock.h"
 #include "common/log.h"
 #include "context/context.h"
@@ -15,6 +16,7 @@
 #include "evaluator/handle.h"
 #include "metrics/handle.h"
 #include "recovery/layout.h"
+#include "recovery/manifest.h"
 #include "recovery/registry.h"
 #include "recovery/restore.h"
 #include "tables/collection_handle.h"
@@ -89,6 +91,60 @@ Next wait_for_next(hb_evaluator &ev) {
   }
 }
 
+// The split queue of checkpoint `path` (dynamic splits), read by rank 0 and
+// sent to every rank as int64s: has, epoch, epochs, done, samples done and
+// in all, then split, epoch, begin, end, from per open split.
+std::string read_split_queue(hb_evaluator &ev, const std::string &path) {
+  hb::Outcome o;
+  std::string mine;
+  if (ev.ctx->cluster.rank == 0) {
+    try {
+      hb::recovery::Manifest m = hb::recovery::read_manifest(path);
+      const hb::recovery::FileEntry *e = hb::recovery::find_file(
+          m, "tables/" + hb::ps::SplitQueue::file_name(m.nonce));
+      hb::put<int64_t>(&mine, e != nullptr);
+      if (e) {
+        hb::ps::SplitProgress p =
+            hb::ps::SplitQueue::load(hb::recovery::read_checked(path, *e), 1)
+                .progress();
+        for (int64_t v : {p.epoch, p.epochs, p.splits_done, p.samples_done,
+                          p.samples_total})
+          hb::put<int64_t>(&mine, v);
+        for (const hb::ps::SplitLease &l : p.open)
+          for (int64_t v : {l.split, l.epoch, l.begin, l.end, l.from})
+            hb::put<int64_t>(&mine, v);
+      }
+    } catch (...) {
+      o.capture();
+    }
+  }
+  return hb::recovery::from_rank0(*ev.ckpt, o, mine, "hb_evaluator_next");
+}
+
+// What the evaluator reports of the queue (stats, open splits).
+void set_split_queue(hb_evaluator &ev, const std::string &bytes) {
+  hb::ByteReader r(bytes, "split queue progress");
+  hb_evaluator_stats &s = ev.stats;
+  ev.open_splits.clear();
+  s.split_epoch = -1;
+  s.split_epochs = s.splits_done = s.splits_open = 0;
+  s.split_samples_done = s.split_samples_total = 0;
+  if (!r.get<int64_t>("has")) return;
+  s.split_epoch = r.get<int64_t>("epoch");
+  s.split_epochs = r.get<int64_t>("epochs");
+  s.splits_done = r.get<int64_t>("done");
+  s.split_samples_done = r.get<int64_t>("samples done");
+  s.split_samples_total = r.get<int64_t>("samples");
+  while (r.left() > 0) {
+    hb::ps::SplitLease l;
+    l.split = r.get<int64_t>("split"), l.epoch = r.get<int64_t>("epoch");
+    l.begin = r.get<int64_t>("begin"), l.end = r.get<int64_t>("end");
+    l.from = l.replay_end = r.get<int64_t>("from");
+    ev.open_splits.push_back(l);
+  }
+  s.splits_open = static_cast<int64_t>(ev.open_splits.size());
+}
+
 int64_t next(hb_evaluator &ev) {
   ev.ctx->check();
   ev.restored = false;
@@ -98,8 +154,10 @@ int64_t next(hb_evaluator &ev) {
       ev.stats.finished = 1;
       return -1;
     }
+    std::string queue;
     try {
       hb::recovery::restore_path(*ev.ckpt, n.path);
+      queue = read_split_queue(ev, n.path);
     } catch (const hb::Error &e) {
       // Removed by `keep` (or damaged) between the listing and the load:
       // passed over; a later checkpoint reloads everything.
@@ -116,6 +174,7 @@ int64_t next(hb_evaluator &ev) {
       m.metric->state->reset();
       m.metric->flags = 0;
     }
+    set_split_queue(ev, queue);
     ev.stats.evaluated += 1;
     ev.stats.last_step = n.step;
     ev.restored = true;
@@ -134,10 +193,20 @@ void report(hb_evaluator &ev, double *values) {
     results.emplace_back(m.name, hb::metrics::result(*m.metric));
   hb::Outcome o;
   if (ev.log) {
+    // The queue's progress with the metrics: how far training got.
+    std::vector<std::pair<std::string, double>> line = results;
+    const hb_evaluator_stats &st = ev.stats;
+    if (st.split_epoch >= 0)
+      for (auto f :
+           {std::make_pair("split_epoch", st.split_epoch),
+            std::make_pair("splits_done", st.splits_done),
+            std::make_pair("splits_open", st.splits_open),
+            std::make_pair("split_samples_done", st.split_samples_done)})
+        line.emplace_back(f.first, static_cast<double>(f.second));
     try {
       auto wall = std::chrono::system_clock::now().time_since_epoch();
       ev.log->append(ev.stats.last_step,
-                     std::chrono::duration<double>(wall).count(), results);
+                     std::chrono::duration<double>(wall).count(), line);
     } catch (...) {
       o.capture();
     }
@@ -217,6 +286,12 @@ hb_status hb_evaluator_add_metric(hb_evaluator *ev, const char *name,
     HB_CHECK_ARG(m, "%s('%s'): metric is NULL", fn, name);
     HB_CHECK_ARG(std::strcmp(name, "step") && std::strcmp(name, "time"),
                  "%s: '%s' is a field of every line already", fn, name);
+    for (const char *q :
+         {"split_epoch", "splits_done", "splits_open", "split_samples_done"})
+      HB_CHECK_ARG(std::strcmp(name, q),
+                   "%s: '%s' is a field of the lines of a job with dynamic "
+                   "splits",
+                   fn, name);
     for (const hb::recovery::MetricEntry &x : e.metrics)
       HB_CHECK_ARG(x.name != name && x.metric != m,
                    "%s: metric '%s' added already", fn, name);
@@ -246,6 +321,30 @@ hb_status hb_evaluator_get_stats(const hb_evaluator *ev,
     hb_evaluator_stats s = ev->stats;
     s.struct_size = std::min(out->struct_size, sizeof s);
     std::memcpy(out, &s, s.struct_size);
+  });
+}
+
+hb_status hb_evaluator_open_splits(const hb_evaluator *ev, hb_ps_split *out,
+                                   size_t cap, size_t *count) {
+  return hb::guard([&] {
+    const char *fn = "hb_evaluator_open_splits";
+    HB_CHECK_ARG(ev, "%s: evaluator is NULL", fn);
+    HB_CHECK_ARG(count, "%s: count is NULL", fn);
+    HB_CHECK_ARG(cap == 0 || (out && out->struct_size >= sizeof(size_t)),
+                 "%s: out is NULL or its struct_size too small (cap %zu)", fn,
+                 cap);
+    const size_t stride = cap ? out->struct_size : 0;
+    *count = ev->open_splits.size();
+    for (size_t i = 0; i < cap && i < ev->open_splits.size(); ++i) {
+      const hb::ps::SplitLease &l = ev->open_splits[i];
+      hb_ps_split r = HB_PS_SPLIT_INIT;
+      r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
+      r.from = l.from, r.replay_end = l.replay_end;
+      // Element i at the caller's stride (its struct_size).
+      r.struct_size = std::min(stride, sizeof r);
+      std::memcpy(reinterpret_cast<char *>(out) + i * stride, &r,
+                  r.struct_size);
+    }
   });
 }
 

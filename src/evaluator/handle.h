@@ -9,6 +9,7 @@
 
 #include "evaluator/json_log.h"
 #include "hb.h"
+#include "ps/split_queue.h"
 #include "recovery/handle.h"
 
 struct hb_evaluator {
@@ -20,4 +21,6 @@ struct hb_evaluator {
   int64_t poll_ms = 200, timeout_ms = 600000;
   hb_evaluator_stats stats = HB_EVALUATOR_STATS_INIT;
   bool restored = false;  // a checkpoint is loaded and not yet reported
+  // The open splits of the last restored checkpoint's split queue.
+  std::vector<hb::ps::SplitLease> open_splits;
 };

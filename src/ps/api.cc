@@ -15,6 +15,23 @@ namespace {
 
 constexpr size_t kMaxPositionBytes = 65536;  // hb_ps_set_position
 
+// hb_ps_split_next and hb_ps_split_try: wait says which.
+hb_status split_out(hb_context *ctx, hb_ps_split *out, bool wait,
+                    const char *fn) {
+  return hb::guard([&] {
+    hb_context &c = hb::ctx_ref(ctx);
+    c.check();
+    HB_CHECK_ARG(out && out->struct_size >= sizeof(size_t),
+                 "%s: out is NULL or its struct_size too small", fn);
+    hb::ps::SplitLease l = hb::ps::client_of(c, fn)->split_take(wait);
+    static_assert(hb::ps::SplitLease::kWait == HB_PS_SPLIT_LATER,
+                  "the queue's kWait is the public HB_PS_SPLIT_LATER");
+    hb_ps_split r = HB_PS_SPLIT_INIT;
+    r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
+    r.from = l.from, r.replay_end = l.replay_end;
+    hb::copy_struct_out(r, out);
+  });
+}
 }  // namespace
 
 extern "C" {
@@ -107,18 +124,11 @@ hb_status hb_ps_get_stats(hb_context *ctx, hb_ps_stats *out) {
 }
 
 hb_status hb_ps_split_next(hb_context *ctx, hb_ps_split *out) {
-  return hb::guard([&] {
-    hb_context &c = hb::ctx_ref(ctx);
-    c.check();
-    HB_CHECK_ARG(out && out->struct_size >= sizeof(size_t),
-                 "hb_ps_split_next: out is NULL or its struct_size too small");
-    hb::ps::SplitLease l =
-        hb::ps::client_of(c, "hb_ps_split_next")->split_take();
-    hb_ps_split r = HB_PS_SPLIT_INIT;
-    r.split = l.split, r.epoch = l.epoch, r.begin = l.begin, r.end = l.end;
-    r.from = l.from, r.replay_end = l.replay_end;
-    hb::copy_struct_out(r, out);
-  });
+  return split_out(ctx, out, true, "hb_ps_split_next");
+}
+
+hb_status hb_ps_split_try(hb_context *ctx, hb_ps_split *out) {
+  return split_out(ctx, out, false, "hb_ps_split_try");
 }
 
 hb_status hb_ps_split_commit(hb_context *ctx, int64_t split, int64_t offset) {

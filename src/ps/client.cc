@@ -203,7 +203,7 @@ void Client::split_flush() {
   if (done) held_.split = -1;
 }
 
-SplitLease Client::split_take() {
+SplitLease Client::split_take(bool wait) {
   split_flush();
   if (!resumed_) {  // a restarted worker: where its pushes were applied
     int64_t step = 0;
@@ -211,7 +211,11 @@ SplitLease Client::split_take() {
     resumed_ = true;
   }
   for (;;) {
-    SplitLease l = split_next();
+    SplitLease l = split_next(wait);
+    if (l.split == SplitLease::kWait) {  // nothing now: ask again later
+      held_.split = -1;
+      return l;
+    }
     if (l.split >= 0 && l.split == resume_.split && l.epoch == resume_.epoch) {
       // The queue hears of an offset one step after the pushes carried it.
       l.from = std::max(l.from, std::min(resume_.offset, l.end));

@@ -76,7 +76,12 @@ class Client {
   // where this worker's applied pushes left it after a restart (read from
   // the ps tasks at the first take); step sets the position riding with
   // the next step's pushes, and flushes the step before.
-  SplitLease split_take();
+  // wait false (hb_ps_split_try): a kWait lease at once, holding nothing.
+  SplitLease split_take(bool wait = true);
+  // Tells the queue the offset of the last step (its pushes were answered):
+  // a job checkpoint calls it on every worker before ps task 0 saves the
+  // queue, so the queue's offsets there agree with the tables'.
+  void split_flush();
   void split_step(int64_t split, int64_t offset);
   // The pushes that follow carry samples [begin, end) of split l, so each
   // ps table drops a batch it already applied (whoever pushed it). Cleared
@@ -95,7 +100,6 @@ class Client {
 
  private:
   void heartbeats(int64_t interval_ms);
-  void split_flush();
 
   int rank_ = 0;
   // The connections' own: a client (kept by its tables) may outlive its

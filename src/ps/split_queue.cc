@@ -131,6 +131,26 @@ SplitLease SplitQueue::give_back(int rank) {
   return l.from < l.end ? l : SplitLease();
 }
 
+SplitProgress SplitQueue::progress() const {
+  SplitProgress p;
+  p.epoch = epoch_, p.epochs = epochs_, p.splits_per_epoch = per_epoch_;
+  p.splits_done = done_count_, p.samples_total = samples_ * epochs_;
+  // Handed out: every earlier epoch, and this one's order up to next_.
+  int64_t handed = std::min(epoch_, epochs_) * samples_;
+  for (size_t i = 0; i < next_ && i < order_.size(); ++i) {
+    Held h;
+    h.split = order_[i];
+    const SplitLease l = lease(h);
+    handed += l.end - l.begin;
+  }
+  for (const Held &h : returned_) p.open.push_back(lease(h));
+  for (const Held &h : held_)
+    if (h.split >= 0) p.open.push_back(lease(h));
+  for (const SplitLease &l : p.open) handed -= l.end - l.from;
+  p.samples_done = handed;
+  return p;
+}
+
 std::string SplitQueue::file_name(uint64_t nonce) {
   return format("split_queue.%016llx", static_cast<unsigned long long>(nonce));
 }

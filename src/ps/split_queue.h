@@ -52,6 +52,17 @@ struct SplitTag {
   bool valid() const { return split >= 0; }
 };
 
+// How far a queue got (what an evaluator reports of a job checkpoint's).
+struct SplitProgress {
+  int64_t epoch = 0;  // the epoch being handed out; epochs once all were
+  int64_t epochs = 0, splits_per_epoch = 0, splits_done = 0;
+  // Samples (or bytes) of every epoch: trained -- finished splits, and open
+  // ones up to their committed offsets -- and in all.
+  int64_t samples_done = 0, samples_total = 0;
+  // Handed out and unfinished (held, or given back): from is the offset.
+  std::vector<SplitLease> open;
+};
+
 class SplitQueue {
  public:
   // HB_ERR_INVALID_ARGUMENT naming the bad value (samples, split_size,
@@ -83,6 +94,8 @@ class SplitQueue {
   int64_t splits_done() const { return done_count_; }
   // Every split of every epoch finished.
   bool finished() const { return done_count_ == per_epoch_ * epochs_; }
+
+  SplitProgress progress() const;
 
   // The whole state (checkpoints save the queue; load resumes it: leases
   // become given-back splits at their committed offsets).

@@ -11,6 +11,7 @@
 #include "embedding/checkpoint.h"
 #include "gpu/gpu.h"
 #include "metrics/handle.h"
+#include "ps/ps_table.h"
 #include "reader/handle.h"
 #include "recovery/commit.h"
 #include "recovery/handle.h"
@@ -107,6 +108,15 @@ void save(hb_checkpoint &c, int64_t step) {
            {"", "/tables", "/buffers", "/readers", "/metrics"})
         hb::emb::make_dirs(what, ckpt + sub);
     }
+    // Dynamic splits: the offset of each worker's last step reaches the
+    // queue before the agreement below, hence before rank 0 has ps task 0
+    // save it (lazily told, it lagged the tables by a step: a restore handed
+    // that step's samples out again).
+    for (hb_embedding *e : c.tables)
+      if (e->ps) {
+        e->ps->client().split_flush();
+        break;  // one client per worker
+      }
   } catch (...) {
     o.capture();
   }

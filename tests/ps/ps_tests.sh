@@ -69,6 +69,10 @@
 #       the job, which resumes the tables and the queue from the latest
 #       checkpoint: every sample applied exactly once per epoch (without
 #       the queue in the checkpoint, 800-900 samples are applied twice).
+#       Through the public loop: hb_ps_split_try (never waits, so every
+#       worker reaches every collective save), hb_ps_split_commit. Then an
+#       evaluator reads the kept checkpoints: the queue's samples trained
+#       (hb_evaluator_stats) equal what the table holds, in each.
 #   ps_tests.sh ... join W P K
 #       Elastic: dynamic splits with W workers and P ps tasks started by
 #       hand (the HB_* variables hbrun would set), staleness K; once the
@@ -373,8 +377,8 @@ case $MODE in
       # Restarts to spare: a worker may see the ps task die (and exit)
       # before hbrun does, and be restarted alone first.
       (cd "run$i" && "$HBRUN" -n "$W" --ps "$P" --max-restarts 4 --timeout 60 \
-        -- "$PS_TRAIN" splitckpt count_ok --ckpt ck --ckpt-every 5 --steps 40 \
-        --batch 20 --step-ms 30 --pid-dir pids >log.txt 2>&1) &
+        -- "$PS_TRAIN" splitckpt count_ok --ckpt ck --ckpt-every 5 --steps 60 \
+        --batch 30 --step-ms 30 --pid-dir pids >log.txt 2>&1) &
       JOB=$!
       for _ in $(seq 600); do
         compgen -G "run$i/ck/ckpt-0000000000$AT-*/MANIFEST" >/dev/null && break
@@ -391,6 +395,20 @@ case $MODE in
         fail "run $i: the restarted job did not resume from a checkpoint"
       grep -q " 0 not applied exactly once" "run$i/log.txt" || fail "run $i: counts"
       [ -f "run$i/count_ok" ] || fail "run $i: no exactly-once verdict"
+      # 3 workers x 60 steps x 25 samples (a split of 100 is 4 batches)
+      # outrun the 4000 samples: the queue runs dry inside the checkpointed
+      # steps, and hb_ps_split_try answers HB_PS_SPLIT_LATER to whoever the
+      # last splits are not for.
+      if [ "$W" -ge 3 ]; then
+        grep -Eq "\([1-9][0-9]* tries answered later\)" "run$i/log.txt" ||
+          fail "run $i: hb_ps_split_try never answered HB_PS_SPLIT_LATER"
+      fi
+      # The evaluator sees each kept checkpoint's queue, as its tables.
+      (cd "run$i" && "$PS_TRAIN" evalsplits ck 2000 >>"$LOG" 2>&1) ||
+        fail "run $i: the evaluator's view of the split queue"
+      # Batches of 30 in splits of 100: some checkpoints hold open splits.
+      grep -Eq "^evaluator: step .* [1-9][0-9]* open" "$LOG" ||
+        fail "run $i: no checkpoint with an open split evaluated"
     done
     ;;
   join)

@@ -482,6 +482,19 @@ int reload(hb_context *ctx, const Args &a) {
   return 0;
 }
 
+// An evaluator of the checkpoints in dir, polling every 20 ms.
+hb_evaluator *open_evaluator(hb_context *ctx, const std::string &dir,
+                             const char *log, int64_t timeout_ms) {
+  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
+  ec.dir = dir.c_str();
+  ec.log_path = log;
+  ec.poll_ms = 20;
+  ec.timeout_ms = timeout_ms;
+  hb_evaluator *ev = nullptr;
+  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  return ev;
+}
+
 int evaluate(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 2, "evaluate DIR LOG");
   hb_embedding *s8 = make_table(ctx, "s8", false);
@@ -493,13 +506,7 @@ int evaluate(hb_context *ctx, const Args &a) {
   wc.optimizer = HB_OPT_ADAGRAD;
   hb_embedding *w = nullptr;
   CHECK_HB(hb_embedding_create(ctx, &wc, &w));
-  hb_evaluator_config ec = HB_EVALUATOR_CONFIG_INIT;
-  ec.dir = a.pos[0].c_str();
-  ec.log_path = a.pos[1].c_str();
-  ec.poll_ms = 20;
-  ec.timeout_ms = 60000;
-  hb_evaluator *ev = nullptr;
-  CHECK_HB(hb_evaluator_create(ctx, &ec, &ev));
+  hb_evaluator *ev = open_evaluator(ctx, a.pos[0], a.pos[1].c_str(), 60000);
   CHECK_HB(hb_evaluator_add_table(ev, s8));
   CHECK_HB(hb_evaluator_add_table(ev, w));
   hb_metric_config mc = HB_METRIC_CONFIG_INIT;
@@ -533,6 +540,65 @@ int evaluate(hb_context *ctx, const Args &a) {
   hb_metric_destroy(auc);
   hb_embedding_destroy(w);
   hb_embedding_destroy(s8);
+  return 0;
+}
+
+// An evaluator (one process, after a splitckpt job) over the job's
+// checkpoints: the split queue it reports agrees with the tables of each --
+// the samples of the "count" table add up to split_samples_done -- and its
+// open splits (hb_evaluator_open_splits) lie inside their ranges.
+int evalsplits(hb_context *ctx, const Args &a) {
+  CHECK(a.pos.size() == 2, "evalsplits DIR SAMPLES");
+  const int64_t n = std::atoll(a.pos[1].c_str());
+  hb_embedding *t = make_table(ctx, "count", false);
+  hb_evaluator *ev = open_evaluator(ctx, a.pos[0], nullptr, 20000);
+  CHECK_HB(hb_evaluator_add_table(ev, t));
+  std::vector<int64_t> ids(n);
+  for (int64_t j = 0; j < n; ++j) ids[j] = j;
+  std::vector<float> c(n);
+  int checked = 0;
+  for (;;) {
+    int64_t step = -1;
+    CHECK_HB(hb_evaluator_next(ev, &step));
+    if (step < 0) break;
+    hb_evaluator_stats st = HB_EVALUATOR_STATS_INIT;
+    CHECK_HB(hb_evaluator_get_stats(ev, &st));
+    CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), c.data()));
+    double sum = 0;
+    for (float v : c) sum += v;
+    std::vector<hb_ps_split> open(st.splits_open + 1);
+    for (hb_ps_split &o : open) o = HB_PS_SPLIT_INIT;
+    size_t count = 0;
+    CHECK_HB(hb_evaluator_open_splits(ev, open.data(), open.size(), &count));
+    std::printf(
+        "evaluator: step %lld: epoch %lld of %lld, %lld splits done, %lld "
+        "open, %lld of %lld samples trained; the table has %.0f\n",
+        (long long)step, (long long)st.split_epoch, (long long)st.split_epochs,
+        (long long)st.splits_done, (long long)st.splits_open,
+        (long long)st.split_samples_done, (long long)st.split_samples_total,
+        sum);
+    CHECK(st.split_epoch >= 0 && st.split_epoch <= st.split_epochs,
+          "step %lld: split_epoch %lld", (long long)step,
+          (long long)st.split_epoch);
+    CHECK(static_cast<double>(st.split_samples_done) == sum,
+          "step %lld: the queue says %lld samples trained, the table %.0f",
+          (long long)step, (long long)st.split_samples_done, sum);
+    CHECK(count == static_cast<size_t>(st.splits_open), "open splits %zu/%lld",
+          count, (long long)st.splits_open);
+    for (size_t i = 0; i < count; ++i)
+      CHECK(open[i].begin <= open[i].from && open[i].from < open[i].end &&
+                open[i].epoch <= st.split_epoch,
+            "open split %lld epoch %lld: [%lld, %lld) from %lld",
+            (long long)open[i].split, (long long)open[i].epoch,
+            (long long)open[i].begin, (long long)open[i].end,
+            (long long)open[i].from);
+    ++checked;
+  }
+  CHECK(checked > 0, "no checkpoint evaluated");
+  std::printf("evaluator: %d checkpoints, the queue agrees with the tables\n",
+              checked);
+  hb_evaluator_destroy(ev);
+  hb_embedding_destroy(t);
   return 0;
 }
 
@@ -709,32 +775,6 @@ int count(hb_context *ctx, const Args &a) {
   return 0;
 }
 
-// One batch of split l from *next: pushes -1 per sample with the batch's
-// tag and commits it; false once the split is done.
-bool split_step(hb_context *ctx, hb::ps::Client &client, hb_embedding *t,
-                const hb::ps::SplitLease &l, int64_t *next, int64_t batch,
-                int rank) {
-  // A batch some tables have already (its last holder was lost mid-step)
-  // is pushed again whole, whatever this worker's batch size.
-  const int64_t end =
-      *next < l.replay_end ? l.replay_end : std::min(l.end, *next + batch);
-  if (*next < l.replay_end)
-    std::printf("rank %d: resumes split %lld at %lld, first batch to %lld\n",
-                rank, (long long)l.split, (long long)*next, (long long)end);
-  client.split_batch(l, *next, end);
-  std::vector<int64_t> ids;
-  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
-  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
-  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
-  const int64_t p[2] = {l.split, end};
-  CHECK_HB(hb_ps_set_position(ctx, p, sizeof p));
-  CHECK_HB(
-      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
-  *next = end;
-  client.split_commit(l.split, end, end == l.end);
-  return end < l.end;
-}
-
 void check_splits(hb_context *ctx, int world, const Args &a);
 
 int splits(hb_context *ctx, const Args &a) {
@@ -823,13 +863,33 @@ void check_splits(hb_context *ctx, int world, const Args &a) {
   hb_embedding_destroy(t);
 }
 
+// One step of the public loop on split sp from *next: its position
+// committed before the pushes (hb_ps_split_commit), a -1 for each sample.
+// False once the split is finished.
+bool public_split_step(hb_context *ctx, hb_embedding *t, const hb_ps_split &sp,
+                       int64_t *next, int64_t batch) {
+  const int64_t end =
+      *next < sp.replay_end ? sp.replay_end : std::min(sp.end, *next + batch);
+  std::vector<int64_t> ids;
+  for (int64_t j = *next; j < end; ++j) ids.push_back(j);
+  std::vector<float> rows(ids.size()), grads(ids.size(), -1.0f);
+  CHECK_HB(hb_embedding_lookup(t, ids.data(), ids.size(), rows.data()));
+  CHECK_HB(hb_ps_split_commit(ctx, sp.split, end));
+  CHECK_HB(
+      hb_embedding_apply_gradients(t, ids.data(), ids.size(), grads.data()));
+  *next = end;
+  return end < sp.end;
+}
+
+// Dynamic splits with collective job checkpoints, through the public calls:
+// hb_ps_split_try never waits, so every worker reaches every save (a worker
+// the queue has nothing for makes an empty step).
 int splitckpt(hb_context *ctx, const Args &a) {
   CHECK(a.pos.size() == 1 && !a.ckpt.empty() && a.ckpt_every > 0,
         "splitckpt OUT --ckpt DIR --ckpt-every N");
   const int rank = hb_context_rank(ctx), world = hb_context_world_size(ctx);
   write_pid(a.pid_dir, "worker" + std::to_string(rank));
   hb_embedding *t = make_table(ctx, "count", true);
-  std::shared_ptr<hb::ps::Client> client = hb::ps::client_of(*ctx, "splitckpt");
   hb_checkpoint *ck = nullptr;
   hb_checkpoint_config cc = HB_CHECKPOINT_CONFIG_INIT;
   cc.dir = a.ckpt.c_str();
@@ -842,15 +902,18 @@ int splitckpt(hb_context *ctx, const Args &a) {
       "rank %d starts at step %lld (restart %s)\n", rank, (long long)start,
       std::getenv("HB_RESTART_COUNT") ? std::getenv("HB_RESTART_COUNT") : "0");
   std::fflush(stdout);
-  hb::ps::SplitLease l;
+  hb_ps_split sp = HB_PS_SPLIT_INIT;
   bool has = false;
-  int64_t next = 0, taken = 0;
+  int64_t next = 0, taken = 0, later = 0;
   for (int64_t s = start; s < a.steps; ++s) {
     if (!has) {
-      l = client->split_next(/*wait=*/false);
-      has = l.split >= 0, next = l.from, taken += has;
+      CHECK_HB(hb_ps_split_try(ctx, &sp));
+      CHECK(sp.split >= -1 || sp.split == HB_PS_SPLIT_LATER,
+            "hb_ps_split_try: split %lld", (long long)sp.split);
+      later += sp.split == HB_PS_SPLIT_LATER;
+      has = sp.split >= 0, next = sp.from, taken += has;
     }
-    if (has) has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    if (has) has = public_split_step(ctx, t, sp, &next, a.batch);
     if (a.step_ms > 0) sleep_ms(a.step_ms);
     if ((s + 1) % a.ckpt_every == 0) CHECK_HB(hb_checkpoint_save(ck, s + 1));
   }
@@ -858,13 +921,14 @@ int splitckpt(hb_context *ctx, const Args &a) {
   // another holds).
   for (;;) {
     if (!has) {
-      l = client->split_next();
-      if (l.split < 0) break;
-      has = true, next = l.from, ++taken;
+      CHECK_HB(hb_ps_split_next(ctx, &sp));
+      if (sp.split < 0) break;
+      has = true, next = sp.from, ++taken;
     }
-    has = split_step(ctx, *client, t, l, &next, a.batch, rank);
+    has = public_split_step(ctx, t, sp, &next, a.batch);
   }
-  std::printf("rank %d: took %lld splits\n", rank, (long long)taken);
+  std::printf("rank %d: took %lld splits (%lld tries answered later)\n", rank,
+              (long long)taken, (long long)later);
   std::fflush(stdout);
   CHECK_HB(hb_checkpoint_finish(ck));
   hb_checkpoint_destroy(ck);
@@ -928,14 +992,15 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   CHECK_HB(hb_context_create(nullptr, &ctx));
   if (std::strcmp(hb_context_task_type(ctx), "ps") == 0) return serve(ctx, a);
-  int rc = mode == "train"       ? train(ctx, a)
-           : mode == "reload"    ? reload(ctx, a)
-           : mode == "count"     ? count(ctx, a)
-           : mode == "splits"    ? splits(ctx, a)
-           : mode == "splitckpt" ? splitckpt(ctx, a)
-           : mode == "dense"     ? dense(ctx, a)
-           : mode == "evaluate"  ? evaluate(ctx, a)
-                                 : 2;
+  int rc = mode == "train"        ? train(ctx, a)
+           : mode == "reload"     ? reload(ctx, a)
+           : mode == "count"      ? count(ctx, a)
+           : mode == "splits"     ? splits(ctx, a)
+           : mode == "splitckpt"  ? splitckpt(ctx, a)
+           : mode == "dense"      ? dense(ctx, a)
+           : mode == "evaluate"   ? evaluate(ctx, a)
+           : mode == "evalsplits" ? evalsplits(ctx, a)
+                                  : 2;
   hb_context_destroy(ctx);
   return rc;
 }

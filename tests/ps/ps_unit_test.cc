@@ -667,6 +667,40 @@ TEST(SplitQueue, OthersWaitForTheSplitOfALostWorker) {
   EXPECT_TRUE(q.finished());
 }
 
+// What an evaluator reads from a checkpoint's queue: epoch, splits done and
+// open, samples trained up to the committed offsets -- the same after a
+// save and load (the open splits given back at their offsets).
+TEST(SplitQueue, ProgressCountsFinishedSplitsAndCommittedOffsets) {
+  SplitQueue q(95, 10, 2, 5, 2);  // 10 splits per epoch, the last of 5
+  SplitProgress p0 = q.progress();
+  EXPECT_EQ(p0.epoch, 0);
+  EXPECT_EQ(p0.splits_per_epoch, 10);
+  EXPECT_EQ(p0.samples_done, 0);
+  EXPECT_EQ(p0.samples_total, 190);
+  int64_t done = 0;
+  for (int i = 0; i < 10; ++i) {  // the whole first epoch
+    SplitLease l = q.next(0);
+    done += l.end - l.begin;
+    q.done(0, l.split);
+  }
+  EXPECT_EQ(done, 95);
+  SplitLease a = q.next(0), b = q.next(1);  // epoch 1
+  q.commit(0, a.split, a.begin + 3);
+  SplitProgress p = q.progress();
+  EXPECT_EQ(p.epoch, 1);
+  EXPECT_EQ(p.splits_done, 10);
+  ASSERT_EQ(p.open.size(), 2u);
+  EXPECT_EQ(p.samples_done, 95 + 3);
+  for (const SplitProgress &r : {p, SplitQueue::load(q.save(), 2).progress()}) {
+    EXPECT_EQ(r.samples_done, 98);
+    ASSERT_EQ(r.open.size(), 2u);
+    for (const SplitLease &o : r.open)
+      EXPECT_EQ(o.from, o.split == a.split ? a.begin + 3 : b.begin);
+  }
+  q.done(1, b.split);
+  EXPECT_EQ(q.progress().samples_done, 98 + (b.end - b.begin));
+}
+
 // A table knows which batches of which split it applied, whoever pushed
 // them: the same batch again is a replay, the next one is not, and one
 // that straddles what it applied is refused.

@@ -93,6 +93,24 @@ func (c *Context) PSSplitNext() (*PSSplit, error) {
 	return &PSSplit{v[0], v[1], v[2], v[3], v[4], v[5]}, nil
 }
 
+// PSSplitLater is PSSplitTry's Split when no split can be handed out now.
+const PSSplitLater = -2
+
+// PSSplitTry is PSSplitNext without waiting (hb_ps_split_try): a split whose
+// Split is PSSplitLater when other workers hold every split left (make an
+// empty step and ask again, so a loop with job checkpoints reaches every
+// save); nil when every split is finished.
+func (c *Context) PSSplitTry() (*PSSplit, error) {
+	v := make([]int64, 6)
+	if err := capi.Hb_ps_split_try(c.raw(), ptr(v)); err != nil {
+		return nil, err
+	}
+	if v[0] == -1 {
+		return nil, nil
+	}
+	return &PSSplit{v[0], v[1], v[2], v[3], v[4], v[5]}, nil
+}
+
 // PSSplitCommit is called before a step's pushes (in place of PSSetPosition):
 // the step consumes split up to offset (its End finishes it). The position
 // rides with the pushes; the queue hears of it at the next call.

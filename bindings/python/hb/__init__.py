@@ -141,7 +141,7 @@ def placement_round_robin(num_workers, worker_index, num_subnetworks, drop_remai
 from ._arrays import _HB_DTYPE, _NP_DTYPE, _array, _check_size, _counts, _device_index, \
     _extent, _hb_dtype, _kind, _memory, _same_memory, _user  # noqa: E402,F401
 from ._handle import _Handle, _fill  # noqa: E402,F401
-from .context import AllreduceRequest, Context  # noqa: E402,F401
+from .context import AllreduceRequest, Context, PS_SPLIT_LATER  # noqa: E402,F401
 from .embedding import Embedding, PsDense  # noqa: E402,F401
 from .collection import Collection  # noqa: E402,F401
 from .metric import Metric  # noqa: E402,F401

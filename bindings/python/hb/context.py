@@ -22,6 +22,8 @@ _PS_STATS = ("pulls", "pushes", "rows_pulled", "rows_pushed", "rounds", "max_sta
 
 # hb_ps_split: a split of the job's input (hb_ps_split_next); split -1: none left.
 PsSplit = collections.namedtuple("PsSplit", "split epoch begin end start replay_end")
+# ps_split_try's split when no split can be handed out now (HB_PS_SPLIT_LATER).
+PS_SPLIT_LATER = -2
 
 
 def _option_string(options):
@@ -142,6 +144,16 @@ class Context(_Handle):
         v = np.zeros(6, np.int64)
         _c.hb_ps_split_next(self._handle, v)
         return PsSplit(*v.tolist()) if v[0] >= 0 else None
+
+    def ps_split_try(self):
+        """ps_split_next without waiting (hb_ps_split_try): a ``PsSplit``
+        whose split is ``PS_SPLIT_LATER`` when other workers hold every
+        split left (make an empty step and ask again: a loop with job
+        checkpoints reaches every save); None when every split is
+        finished."""
+        v = np.zeros(6, np.int64)
+        _c.hb_ps_split_try(self._handle, v)
+        return None if v[0] == -1 else PsSplit(*v.tolist())
 
     def ps_split_commit(self, split, offset):
         """Before a step's pushes (in place of ps_set_position): the step

@@ -17,8 +17,11 @@ import numpy as np
 from . import capi as _c
 from . import _Handle, _fill
 from .checkpoint import _buffer
+from .context import PsSplit
 
-_STATS = ("evaluated", "reported", "skipped", "last_step", "finished")
+_STATS = ("evaluated", "reported", "skipped", "last_step", "finished", "split_epoch",
+          "split_epochs", "splits_done", "splits_open", "split_samples_done",
+          "split_samples_total")
 
 
 class Evaluator(_Handle):
@@ -95,3 +98,14 @@ class Evaluator(_Handle):
         out = np.zeros(len(_STATS), np.float64)
         _c.hbw_evaluator_stats(self._handle, out)
         return {k: int(v) for k, v in zip(_STATS, out)}
+
+    @property
+    def open_splits(self):
+        """The open splits of the dynamic-split queue in the checkpoint last
+        restored (hb_evaluator_open_splits), as ``PsSplit`` tuples: ``start``
+        is each one's committed offset (how far training got in it); [] when
+        that checkpoint has no queue."""
+        n = self.stats["splits_open"]
+        v = np.zeros(6 * max(1, n), np.int64)
+        _c.hbw_evaluator_open_splits(self._handle, v, n)
+        return [PsSplit(*v[6 * i:6 * i + 6].tolist()) for i in range(n)]

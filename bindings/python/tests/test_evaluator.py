@@ -57,8 +57,12 @@ def test_evaluator_follows_every_checkpoint_then_ends(tmp_path):
         assert e.value.status == hb.ERR_TIMEOUT
         ck.finish()
         assert ev.next() == -1
+        # No dynamic splits in this job: no queue in its checkpoints.
         assert ev.stats == {"evaluated": 3, "reported": 3, "skipped": 0,
-                            "last_step": 6, "finished": 1}
+                            "last_step": 6, "finished": 1, "split_epoch": -1,
+                            "split_epochs": 0, "splits_done": 0, "splits_open": 0,
+                            "split_samples_done": 0, "split_samples_total": 0}
+        assert ev.open_splits == []
         lines = [json.loads(l) for l in log.read_text().splitlines()]
         assert [l["step"] for l in lines] == [2, 4, 6]
         assert set(lines[0]) == {"step", "time", "w0"}

@@ -253,7 +253,7 @@ def test_ps_calls_without_ps_tasks(ctx):
     (tests/ps_check.py runs them in a real ps job under hbrun --ps)."""
     assert ctx.num_ps == 0
     for call in (ctx.serve, ctx.ps_position, ctx.ps_stats, lambda: ctx.ps_set_position(b"x"),
-                 ctx.ps_split_next, lambda: ctx.ps_split_commit(0, 1)):
+                 ctx.ps_split_next, ctx.ps_split_try, lambda: ctx.ps_split_commit(0, 1)):
         with pytest.raises(hb.HbError) as info:
             call()
         assert info.value.status == hb.ERR_INVALID_ARGUMENT, info.value

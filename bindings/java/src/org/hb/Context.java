@@ -94,6 +94,21 @@ public final class Context extends NativeHandle {
   }
 
   /**
+   * psSplitNext without waiting (hb_ps_split_try): a split whose split is
+   * {@link #PS_SPLIT_LATER} when other workers hold every split left (make
+   * an empty step and ask again, so a loop with job checkpoints reaches
+   * every save); null when every split is finished.
+   */
+  public PsSplit psSplitTry() throws HbException {
+    long[] v = new long[6];
+    HbNative.hb_ps_split_try(handle(), v);
+    return v[0] != -1 ? new PsSplit(v) : null;
+  }
+
+  /** psSplitTry's split number when no split can be handed out now. */
+  public static final long PS_SPLIT_LATER = -2;
+
+  /**
    * Before a step's pushes (in place of psSetPosition): the step consumes
    * {@code split} up to {@code offset} (its end finishes it). The position
    * rides with the pushes; the queue hears of it at the next call.
