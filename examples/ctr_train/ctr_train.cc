@@ -1182,7 +1182,7 @@ int Trainer::run_ps() {
   // tables), so it counts the samples applied whatever was killed and
   // restarted meanwhile. With splits every train sample once; with job
   // checkpoints every worker's fixed steps once.
-  const int64_t expected = splits ? f_.train_samples
+  const int64_t expected = splits       ? f_.train_samples
                            : steps >= 0 ? steps * f_.batch * world_
                                         : -1;
   if (expected >= 0) {

@@ -413,7 +413,8 @@ int run_join(const LaunchOptions &opts, const std::string &program) {
   topo.max_restarts = opts.max_restarts;
   topo.threads_per_worker = threads_per_worker(usable_cpus(), world);
   Supervisor supervisor(SupervisorConfig{opts.grace_ms, opts.timeout_ms,
-                                         nullptr, true, opts.max_restarts});
+                                         nullptr, true, opts.max_restarts,
+                                         nullptr});
   const std::vector<std::string> base = current_environment();
   auto start = [&opts, &program, base, world](const Topology &t, int rank,
                                               const std::string &hosts) {

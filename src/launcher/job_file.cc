@@ -131,8 +131,7 @@ JobInfo read_locked(const LockedFile &f, const std::string &job,
 }  // namespace
 
 bool process_alive(long pid) {
-  return pid > 0 &&
-         (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
+  return pid > 0 && (::kill(static_cast<pid_t>(pid), 0) == 0 || errno == EPERM);
 }
 
 std::string job_dir() {
@@ -144,8 +143,8 @@ std::string job_dir() {
 }
 
 std::string job_file_path(const std::string &job) {
-  bool id = !job.empty() && job.find_first_not_of("0123456789") ==
-                                std::string::npos;
+  bool id =
+      !job.empty() && job.find_first_not_of("0123456789") == std::string::npos;
   return id ? job_dir() + "/hbrun-" + job + ".job" : job;
 }
 

@@ -122,12 +122,12 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
   // ps task, evaluator or store of its own, and the job is not its to
   // shrink.
   if (!o.join.empty()) {
-    const char *refused = o.num_ps > 0       ? "--ps"
-                          : o.evaluator      ? "--evaluator"
-                          : o.min_nproc > 0  ? "--min-nproc"
-                          : o.port != 0      ? "--port"
-                          : !o.host.empty()  ? "--host"
-                                             : nullptr;
+    const char *refused = o.num_ps > 0      ? "--ps"
+                          : o.evaluator     ? "--evaluator"
+                          : o.min_nproc > 0 ? "--min-nproc"
+                          : o.port != 0     ? "--port"
+                          : !o.host.empty() ? "--host"
+                                            : nullptr;
     if (refused)
       fail(HB_ERR_INVALID_ARGUMENT,
            "option %s does not apply with --join: the running job's hbrun "

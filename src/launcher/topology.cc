@@ -268,9 +268,8 @@ std::vector<std::string> joined_worker_environment(
   w.label = std::to_string(rank);
   std::vector<std::string> env = worker_environment(base, topo, w, 1);
   static const char *const kDropped[] = {
-      "HB_RENDEZVOUS=", "HB_RENDEZVOUS_SERVED=", "MASTER_ADDR=",
-      "MASTER_PORT=",   "HB_PS_HOSTS=",          "HB_TASK_TYPE=",
-      "HB_TASK_ID=",    "TF_CONFIG="};
+      "HB_RENDEZVOUS=", "HB_RENDEZVOUS_SERVED=", "MASTER_ADDR=", "MASTER_PORT=",
+      "HB_PS_HOSTS=",   "HB_TASK_TYPE=",         "HB_TASK_ID=",  "TF_CONFIG="};
   env.erase(std::remove_if(env.begin(), env.end(),
                            [](const std::string &e) {
                              for (const char *d : kDropped)
