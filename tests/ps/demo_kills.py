@@ -10,7 +10,7 @@ MODE:
   worker  dynamic splits (--splits): a random worker is SIGKILLed at a
           random moment mid-training, twice per run; hbrun restarts it
           alone; every train sample is applied exactly once.
-  ps      job checkpoints (--checkpoint-dir, every 8 steps, no splits: the
+  ps      job checkpoints (--checkpoint-dir, every 25 steps, no splits: the
           demo's collective checkpoints need every worker at one step):
           ps task 0 is SIGKILLed once a checkpoint is committed; hbrun
           restarts the whole job, which resumes from it; every worker's
@@ -130,12 +130,14 @@ def run_worker(args, rng, work):
 
 def run_ps(args, rng, work):
     ckpt = os.path.join(work, "ck")
+    # Two thirds of the samples and a checkpoint every 25 steps: each
+    # save takes ~0.4 s here.
     cmd = [args.hbrun, "-n", "2", "--ps", "1", "--max-restarts", "4",
            "--timeout", "100", "--", args.ctr_train] + TRAIN + \
-          ["--checkpoint-dir", ckpt, "--checkpoint-every", "8", "--out",
-           os.path.join(work, "out")]
+          ["--train-samples", "64000", "--checkpoint-dir", ckpt,
+           "--checkpoint-every", "25", "--out", os.path.join(work, "out")]
     job = start(args, cmd)
-    # After the first to the third checkpoint (of ~47 steps).
+    # After the first to the third checkpoint (of 250 steps, one every 25).
     want = rng.randrange(1, 4)
     end = time.time() + 60
     while len(glob.glob(os.path.join(ckpt, "*", "MANIFEST"))) < want:
