@@ -15,6 +15,10 @@ MODE:
           ps task 0 is SIGKILLed once a checkpoint is committed; hbrun
           restarts the whole job, which resumes from it; every worker's
           steps are applied exactly once.
+  join    dynamic splits with 2 workers; once under way `hbrun --join`
+          adds a third (rank 2), which is SIGKILLed at a random moment and
+          restarted by the joining hbrun (--max-restarts): it rejoins,
+          trains, and every train sample is applied exactly once.
 
 --runs N (default 1) repeats the run N times (the campaign by hand:
 tests/ps/demo_kills.sh). The seed (printed; --seed to repeat a failure)
@@ -128,6 +132,40 @@ def run_worker(args, rng, work):
     check_end(job, 120, [])
 
 
+def run_join(args, rng, work):
+    env = dict(os.environ, HB_JOB_DIR=work)
+    demo = [args.ctr_train, "--splits"] + TRAIN + ["--train-samples", "192000"]
+    global JOB
+    job = JOB = hbrun_job.Job(
+        [args.hbrun, "-n", "2", "--ps", "1", "--timeout", "100", "-v", "--"] +
+        demo + ["--out", os.path.join(work, "out")], env, echo=args.verbose)
+    at = job.wait_line(r"hbrun: job (\d+) \(add workers", 0, 60)
+    if at is None or job.wait_line(r"\] step +\d+", at, 60) is None:
+        fail("the job did not start")
+    job_id = re.search(r"job (\d+)", job.lines[at]).group(1)
+    joiner = hbrun_job.Job(
+        [args.hbrun, "--join", job_id, "--max-restarts", "1", "--timeout", "100",
+         "--"] + demo + ["--out", os.path.join(work, "out2")], env, echo=True)
+    if job.wait_line(r"worker rank 2 joins", at, 60) is None:
+        fail("the ps task did not admit rank 2")
+    time.sleep(rng.uniform(0.1, 0.5))
+    pid = find(joiner, "2")
+    print("SIGKILL the joined worker (pid %d)" % pid, flush=True)
+    os.kill(pid, signal.SIGKILL)
+    if joiner.wait_line(r"rank 2 was killed by signal 9.*restarting it", 0, 30) is None:
+        fail("the joining hbrun did not restart its worker")
+    try:
+        rc = joiner.wait(120)
+    except TimeoutError:
+        fail("the joining hbrun did not finish")
+    if rc != 0:
+        fail("the joining hbrun exited with %d" % rc)
+    m = [l for l in joiner.lines if re.search(r"\[2\] worker 2: \d+ steps, [1-9]\d* samples", l)]
+    if not m:
+        fail("the restarted joined worker trained no sample")
+    check_end(job, 120, [])
+
+
 def run_ps(args, rng, work):
     ckpt = os.path.join(work, "ck")
     # Two thirds of the samples and a checkpoint every 25 steps: each
@@ -155,7 +193,7 @@ def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("hbrun")
     ap.add_argument("ctr_train")
-    ap.add_argument("mode", choices=["worker", "ps"])
+    ap.add_argument("mode", choices=["worker", "ps", "join"])
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--work", default=None)
@@ -171,7 +209,7 @@ def main():
         shutil.rmtree(work, ignore_errors=True)
         os.makedirs(work)
         print("run %d of %d (%s)" % (i + 1, args.runs, args.mode), flush=True)
-        (run_worker if args.mode == "worker" else run_ps)(args, rng, work)
+        {"worker": run_worker, "ps": run_ps, "join": run_join}[args.mode](args, rng, work)
     if args.work is None:
         shutil.rmtree(base, ignore_errors=True)
     print("PASSED: %d run(s) of %s in %.1f s" % (args.runs, args.mode, time.time() - t0))
