@@ -5,6 +5,7 @@ ps tasks' own count of applied samples (the demo's "exactly once" line) and
 its learned AUC (it exits 0 only when both hold).
 
   demo_kills.py HBRUN CTR_TRAIN MODE [--runs N] [--seed S] [--work DIR]
+                [--python DEMO.py]
 
 MODE:
   worker  dynamic splits (--splits): a random worker is SIGKILLed at a
@@ -19,6 +20,10 @@ MODE:
           adds a third (rank 2), which is SIGKILLed at a random moment and
           restarted by the joining hbrun (--max-restarts): it rejoins,
           trains, and every train sample is applied exactly once.
+
+--python DEMO.py: mode worker with the numpy demo (examples/ctr_train_py,
+run by this interpreter; hb on PYTHONPATH) instead of CTR_TRAIN; it prints
+the same "exactly once" line.
 
 --runs N (default 1) repeats the run N times (the campaign by hand:
 tests/ps/demo_kills.sh). The seed (printed; --seed to repeat a failure)
@@ -108,19 +113,24 @@ def check_end(job, timeout, restarts):
 
 
 def run_worker(args, rng, work):
+    demo = [sys.executable, args.python, "--lr", "0.2"] if args.python else [args.ctr_train]
     cmd = [args.hbrun, "-n", "2", "--ps", "1", "--max-restarts", "4",
-           "--timeout", "100", "--", args.ctr_train, "--splits"] + TRAIN + \
+           "--timeout", "100", "--"] + demo + ["--splits"] + TRAIN + \
           ["--out", os.path.join(work, "out")]
     job = start(args, cmd)
     since = job.wait_line(r"parameter-server mode", 0, 60)
     if since is None:
         fail("the job did not start")
     for k in range(2):
-        # A random moment between two step reports of the chief.
-        at = job.wait_line(r"\] step +\d+", since, 60)
-        if at is None:
-            fail("the job ended before kill %d" % (k + 1))
-        time.sleep(rng.uniform(0.0, 0.4))
+        if args.python:  # it reports no steps in ps mode
+            time.sleep(rng.uniform(0.3, 1.0))
+            if job.p.poll() is not None:
+                fail("the job ended before kill %d" % (k + 1))
+        else:
+            # A random moment between two step reports of the chief.
+            if job.wait_line(r"\] step +\d+", since, 60) is None:
+                fail("the job ended before kill %d" % (k + 1))
+            time.sleep(rng.uniform(0.0, 0.4))
         rank = str(rng.randrange(2))
         pid = find(job, rank)
         print("kill %d: SIGKILL worker %s (pid %d)" % (k + 1, rank, pid), flush=True)
@@ -197,8 +207,11 @@ def main():
     ap.add_argument("--runs", type=int, default=1)
     ap.add_argument("--seed", type=int, default=None)
     ap.add_argument("--work", default=None)
+    ap.add_argument("--python", default=None)
     ap.add_argument("-v", "--verbose", action="store_true")
     args = ap.parse_args()
+    if args.python and args.mode != "worker":
+        ap.error("--python: mode worker only")
     seed = args.seed if args.seed is not None else random.randrange(1 << 30)
     print("seed %d (--seed %d repeats it)" % (seed, seed), flush=True)
     rng = random.Random(seed)
