@@ -1229,6 +1229,21 @@ int Trainer::run_ps() {
       mkdir(exp.c_str(), 0755);
   save_and_export(ckpt, exp);
   bool ok = auc >= planted - f_.max_gap;
+  // The ps tasks' sample counter: every push adds its batch's samples,
+  // once per committed position (and a job checkpoint saves it with the
+  // tables), so it counts the samples applied whatever was killed and
+  // restarted meanwhile. With splits every train sample once; with job
+  // checkpoints every worker's fixed steps once.
+  const int64_t expected = splits       ? f_.train_samples
+                           : steps >= 0 ? steps * f_.batch * world_
+                                        : -1;
+  if (expected >= 0) {
+    const bool once = total == static_cast<float>(expected);
+    std::printf("exactly once: the ps applied %.0f samples of %" PRId64
+                " expected: %s\n",
+                total, expected, once ? "OK" : "WRONG");
+    ok = ok && once;
+  }
   std::printf(
       "ps: %lld pulls, %lld pushes, %lld rows pulled, %lld rows "
       "pushed, max lead %lld, ps busy %.3f s\n",

@@ -729,6 +729,13 @@ class Trainer:
         for o in [self.coll, self.ps_dense] + self.tables + [self.wide]:
             o.close()
 
+    def sample_counter(self):
+        """The job's applied samples, on the ps tasks (row 0; SGD, lr 1):
+        each step pushes -n after its position is committed, so the ps
+        tasks add each sample once whatever is killed and restarted."""
+        return hb.Embedding(self.ctx, "samples", 1, num_rows=1, learning_rate=1.0,
+                            initializer=hb.INIT_ZEROS, placement=hb.PLACEMENT_PS)
+
     def run_ps(self):
         """Parameter-server mode with dynamic splits: each worker at its own
         pace until every split is handed out; then the chief waits for the
@@ -741,10 +748,13 @@ class Trainer:
                                        "'%s'" % f.data if f.data else "%d samples" % f.train_samples,
                                        f.batch), flush=True)
         steps = mine = 0
+        counter, zero = self.sample_counter(), np.zeros(1, np.int64)
         t0 = time.monotonic()
         for split, offset, lo, hi in self.ps_batches():
             self.ps_step(split, offset, lo, hi)
+            counter.apply_gradients(zero, np.array([[lo - hi]], np.float32))
             steps, mine = steps + 1, mine + (hi - lo)
+        counter.close()
         train_s = time.monotonic() - t0
         print("worker %d: %d steps, %d samples in %.3f s (%.0f samples/s)"
               % (self.rank, steps, mine, train_s, mine / max(train_s, 1e-9)), flush=True)
@@ -775,6 +785,13 @@ class Trainer:
             tab.export(os.path.join(exp, name + ".hbe"))
         self.close_model()
         ok = auc >= planted_auc - f.max_gap
+        if not f.data:  # with files the sample count is the reader's
+            with self.sample_counter() as counter:
+                total = int(counter.lookup(np.zeros(1, np.int64))[0, 0])
+            once = total == f.train_samples
+            print("exactly once: the ps applied %d samples of %d expected: %s"
+                  % (total, f.train_samples, "OK" if once else "WRONG"), flush=True)
+            ok = ok and once
         print("final: %.2f s (all workers); held-out exact AUC %.4f vs planted model %.4f "
               "(gap %.4f, allowed %.2f): %s" % (job_s, auc, planted_auc, planted_auc - auc, f.max_gap,
                                                 "OK" if ok else "TOO LOW"), flush=True)

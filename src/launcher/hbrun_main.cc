@@ -14,6 +14,7 @@
 #include "common/log.h"
 #include "context/options.h"
 #include "gpu/gpu.h"
+#include "launcher/job_file.h"
 #include "launcher/launch_options.h"
 #include "launcher/line_relay.h"
 #include "launcher/process.h"
@@ -118,9 +119,12 @@ class Launch {
         full_(full),
         server_cfg_(server_cfg),
         program_(std::move(program)),
-        supervisor_(SupervisorConfig{opts.grace_ms, opts.timeout_ms,
-                                     &departures_, opts.num_ps > 0,
-                                     opts.max_restarts}),
+        job_path_(opts.num_ps > 0 ? job_file_path(std::to_string(::getpid()))
+                                  : std::string()),
+        supervisor_(SupervisorConfig{
+            opts.grace_ms, opts.timeout_ms, &departures_, opts.num_ps > 0,
+            opts.max_restarts,
+            [path = job_path_] { return joiners_running(path); }}),
         base_env_(current_environment()),
         fail_slot_(test_fail_start_slot()) {
     for (size_t i = 0; i < full.workers.size(); ++i)
@@ -128,6 +132,13 @@ class Launch {
   }
 
   int run() {
+    int code = run_starts();
+    if (!job_path_.empty()) ::unlink(job_path_.c_str());
+    return code;
+  }
+
+ private:
+  int run_starts() {
     int restart = 0;  // this start's HB_RESTART_COUNT: the restarts so far
     for (;;) {
       int failed_slot = start_and_wait(restart);
@@ -155,7 +166,6 @@ class Launch {
     }
   }
 
- private:
   bool can_shrink() const {
     return opts_.min_nproc > 0 &&
            static_cast<int>(slots_.size()) - 1 >= opts_.min_nproc;
@@ -336,6 +346,19 @@ class Launch {
         return false;
       }
     }
+    // For hbrun --join: where the ps tasks of this start are.
+    try {
+      JobInfo info;
+      info.pid = ::getpid();
+      info.ps_hosts = hosts;
+      info.world = topo.world_size;
+      write_job_file(job_path_, info);
+      if (opts_.verbose)
+        say("job %ld (add workers with hbrun --join %ld; job file %s)",
+            info.pid, info.pid, job_path_.c_str());
+    } catch (const Error &e) {
+      say("%s: hbrun --join cannot find this job", e.what());
+    }
     return true;
   }
 
@@ -360,12 +383,69 @@ class Launch {
   const Topology &full_;
   const rdv::ServerConfig &server_cfg_;
   const std::string program_;
+  const std::string job_path_;  // --ps: the job file (job_file.h)
   DepartureLog departures_;
   Supervisor supervisor_;
   const std::vector<std::string> base_env_;
   const int fail_slot_;
   std::vector<int> slots_;  // the full topology's workers still started
 };
+
+// hbrun --join: -n workers (default 1) into the running ps job opts.join,
+// supervised here as ps mode's workers (restarted alone, with their rank).
+int run_join(const LaunchOptions &opts, const std::string &program) {
+  const int count = opts.nproc > 0 ? opts.nproc : 1;
+  JobInfo job;
+  try {
+    job = join_job(opts.join, count, ::getpid());
+  } catch (const Error &e) {
+    say("%s", e.what());
+    return kUsageExitCode;
+  }
+  const int world = job.next_rank + count;
+  if (opts.verbose)
+    say("joining job %ld (ps tasks %s, started with %d workers): ranks "
+        "%d..%d of %d",
+        job.pid, job.ps_hosts.c_str(), job.world, job.next_rank, world - 1,
+        world);
+  Topology topo;
+  topo.restart_count = 0;
+  topo.max_restarts = opts.max_restarts;
+  topo.threads_per_worker = threads_per_worker(usable_cpus(), world);
+  Supervisor supervisor(SupervisorConfig{opts.grace_ms, opts.timeout_ms,
+                                         nullptr, true, opts.max_restarts,
+                                         nullptr});
+  const std::vector<std::string> base = current_environment();
+  auto start = [&opts, &program, base, world](const Topology &t, int rank,
+                                              const std::string &hosts) {
+    SpawnRequest req;
+    req.path = program;
+    req.argv = opts.command;
+    req.env = joined_worker_environment(base, t, rank, world, hosts);
+    req.capture_output = opts.prefix;
+    return spawn_process(req);
+  };
+  for (int i = 0; i < count; ++i) {
+    const int rank = job.next_rank + i;
+    const std::string label = std::to_string(rank);
+    // A restart finds the ps tasks where the job has them now (a job
+    // restarted as a whole serves them on new ports).
+    Supervisor::Restarter again = [&opts, start, topo, rank]() mutable {
+      ++topo.restart_count;
+      return start(topo, rank, read_job_file(opts.join).ps_hosts);
+    };
+    try {
+      supervisor.add(label, rank, start(topo, rank, job.ps_hosts),
+                     std::move(again));
+    } catch (const Error &e) {
+      say("rank %s: %s", label.c_str(), e.what());
+      supervisor.launch_failed(127);
+      break;
+    }
+  }
+  supervisor.wait();
+  return supervisor.exit_code();
+}
 
 int run(int argc, char **argv) {
   LaunchOptions opts;
@@ -377,14 +457,25 @@ int run(int argc, char **argv) {
       std::fputs(usage_text(), stdout);
       return 0;
     }
-    topo = plan_topology(
-        opts, [](const char *n) { return std::getenv(n); },
-        // /dev/nvidia<N> first: it needs no CUDA initialisation in hbrun.
-        [] {
-          int n = count_nvidia_device_nodes("/dev");
-          return n > 0 ? n : gpu::device_count();
-        });
-    check_single_machine_options(opts, topo);
+    if (!opts.join.empty()) {
+      // A joiner's workers are not planned from GPUs or TF_CONFIG: the
+      // job it joins fixed where they meet.
+      const char *tf = std::getenv("TF_CONFIG");
+      if (opts.use_tf_config && tf && *tf)
+        fail(HB_ERR_INVALID_ARGUMENT,
+             "option --join adds workers to a hbrun --ps job on this "
+             "machine; with TF_CONFIG start a worker task listed in the "
+             "cluster spec instead (or pass --no-tf-config)");
+    } else {
+      topo = plan_topology(
+          opts, [](const char *n) { return std::getenv(n); },
+          // /dev/nvidia<N> first: it needs no CUDA initialisation in hbrun.
+          [] {
+            int n = count_nvidia_device_nodes("/dev");
+            return n > 0 ? n : gpu::device_count();
+          });
+      check_single_machine_options(opts, topo);
+    }
     if (topo.serve) server_cfg = rendezvous_config(topo);
   } catch (const Error &e) {
     say("%s (see hbrun --help)", e.what());
@@ -397,6 +488,7 @@ int run(int argc, char **argv) {
     say("%s", e.what());
     return e.status() == HB_ERR_PERMISSION ? 126 : 127;  // as a shell does
   }
+  if (!opts.join.empty()) return run_join(opts, program);
   return Launch(opts, topo, server_cfg, program).run();
 }
 

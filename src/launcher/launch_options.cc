@@ -88,6 +88,9 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
       o.bind_to = v;
     } else if (value_of(arg, "--ps", &v)) {
       o.num_ps = static_cast<int>(parse_int("--ps", v, 0, 1024));
+    } else if (value_of(arg, "--join", &v)) {
+      if (v.empty()) fail(HB_ERR_INVALID_ARGUMENT, "option --join: empty job");
+      o.join = v;
     } else if (arg == "-v" || arg == "--verbose") {
       o.verbose = true;
     } else if (arg == "--evaluator") {
@@ -115,6 +118,22 @@ LaunchOptions parse_command_line(int argc, const char *const *argv) {
     fail(HB_ERR_INVALID_ARGUMENT,
          "option --min-nproc does not apply with --ps: a failed worker is "
          "started again alone, and one that cannot be is left out anyway");
+  // A joiner adds workers to a job that another hbrun runs: it starts no
+  // ps task, evaluator or store of its own, and the job is not its to
+  // shrink.
+  if (!o.join.empty()) {
+    const char *refused = o.num_ps > 0      ? "--ps"
+                          : o.evaluator     ? "--evaluator"
+                          : o.min_nproc > 0 ? "--min-nproc"
+                          : o.port != 0     ? "--port"
+                          : !o.host.empty() ? "--host"
+                                            : nullptr;
+    if (refused)
+      fail(HB_ERR_INVALID_ARGUMENT,
+           "option %s does not apply with --join: the running job's hbrun "
+           "serves its ps tasks, evaluator and store",
+           refused);
+  }
   if (!o.help && o.command.empty())
     fail(HB_ERR_INVALID_ARGUMENT,
          "no program given (usage: hbrun [options] -- program args...)");
@@ -249,7 +268,28 @@ Parameter servers (one machine; docs/parameter-servers.md):
                     (ps tasks included, on new ports) and resumes from its
                     last checkpoint, as above. Once no worker is left (none
                     to restart), the ps tasks get 2 s to end by
-                    themselves, then SIGTERM (not a failure).
+                    themselves, then SIGTERM (not a failure); workers
+                    added with --join are waited for first.
+                    The job is known by its id, hbrun's pid (-v prints
+                    it): hbrun writes the job file
+                    $HB_JOB_DIR/hbrun-<pid>.job (else $TMPDIR, else /tmp)
+                    while it runs, with the ps tasks' addresses and the
+                    next free worker rank.
+  --join JOB        Add -n workers (default 1) to the running --ps job JOB
+                    (its id, or the path of its job file) instead of
+                    starting a job: they get the next free ranks (HB_RANK
+                    = the ranks taken so far, HB_WORLD_SIZE = that rank +
+                    1, the world the ps tasks grow to), the job's
+                    HB_PS_HOSTS and no rendezvous (no collective world:
+                    a joiner takes its work from the job's dynamic splits,
+                    docs/parameter-servers.md). Run it with the program,
+                    arguments and HB_* settings the job's workers have.
+                    This hbrun supervises them (prefixes, signals,
+                    --timeout, --max-restarts: a failed one starts again
+                    alone, with the same rank, and rejoins); exits with
+                    their status. An error (exit 2) when the job is not
+                    running. Not with --ps, --evaluator, --min-nproc,
+                    --host or --port.
 
 Output and supervision:
   --no-prefix       Workers write straight to hbrun's stdout and stderr.

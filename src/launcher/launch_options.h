@@ -33,6 +33,9 @@ struct LaunchOptions {
   // --ps N: parameter-server mode on this machine, N ps tasks beside the
   // workers (docs/parameter-servers.md).
   int num_ps = 0;
+  // --join JOB: start -n workers (default 1) into the running hbrun --ps job
+  // JOB (its hbrun's pid, or its job file) instead of a job of their own.
+  std::string join;
   bool help = false;
   std::vector<std::string> command;  // program and its arguments
 };

@@ -201,6 +201,11 @@ void Supervisor::check_timers() {
   if (kill_pending_ && Clock::now() >= kill_at_) kill_all();
   if (ps_stop_pending_ && !stopping_ && Clock::now() >= ps_stop_at_ &&
       running_count() > 0) {
+    if (cfg_.outside_workers_running && cfg_.outside_workers_running()) {
+      // A joined worker still trains with these ps tasks: ask again later.
+      ps_stop_at_ = Clock::now() + std::chrono::milliseconds(500);
+      return;
+    }
     say("no worker left: stopping %d ps task(s)", running_count());
     ps_stopped_ = true;
     begin_stop();

@@ -33,6 +33,9 @@ struct SupervisorConfig {
   // Restarts in all (take_restart): of the whole job and, in ps mode, of
   // single workers; one budget, as --max-restarts documents.
   int max_restarts = 0;
+  // ps mode: whether workers of this job that other hbruns supervise
+  // (hbrun --join) still run; the ps tasks are not stopped while they do.
+  std::function<bool()> outside_workers_running;
 };
 
 class Supervisor {

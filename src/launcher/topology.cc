@@ -7,6 +7,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstring>
 
@@ -252,6 +253,32 @@ int free_port(const std::string &host, int fallback) {
     port = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
   if (fd >= 0) close(fd);
   return port ? port : fallback;
+}
+
+std::vector<std::string> joined_worker_environment(
+    const std::vector<std::string> &base, const Topology &topo_in, int rank,
+    int world, const std::string &ps_hosts) {
+  Topology topo = topo_in;
+  topo.in_world = true;
+  topo.world_size = world;
+  topo.local_world_size = 1;
+  topo.connect_host = "127.0.0.1";  // dropped below
+  LocalWorker w;
+  w.rank = rank;
+  w.label = std::to_string(rank);
+  std::vector<std::string> env = worker_environment(base, topo, w, 1);
+  static const char *const kDropped[] = {
+      "HB_RENDEZVOUS=", "HB_RENDEZVOUS_SERVED=", "MASTER_ADDR=", "MASTER_PORT=",
+      "HB_PS_HOSTS=",   "HB_TASK_TYPE=",         "HB_TASK_ID=",  "TF_CONFIG="};
+  env.erase(std::remove_if(env.begin(), env.end(),
+                           [](const std::string &e) {
+                             for (const char *d : kDropped)
+                               if (e.rfind(d, 0) == 0) return true;
+                             return false;
+                           }),
+            env.end());
+  env.push_back("HB_PS_HOSTS=" + ps_hosts);
+  return env;
 }
 
 std::vector<std::string> evaluator_environment(

@@ -105,6 +105,16 @@ std::vector<std::string> worker_environment(
     const std::vector<std::string> &base, const Topology &topo,
     const LocalWorker &w, int rendezvous_port);
 
+// The environment of a worker hbrun --join adds to a running ps job: as
+// worker_environment for rank `rank` of a world of `world` (local rank 0 of
+// 1), with HB_PS_HOSTS=ps_hosts and without a rendezvous (HB_RENDEZVOUS,
+// HB_RENDEZVOUS_SERVED, MASTER_ADDR, MASTER_PORT), ps task variables or
+// TF_CONFIG: a joiner meets the job only through its ps tasks.
+// topo_in gives restart_count, max_restarts and threads_per_worker.
+std::vector<std::string> joined_worker_environment(
+    const std::vector<std::string> &base, const Topology &topo_in, int rank,
+    int world, const std::string &ps_hosts);
+
 // The environment of hbrun --evaluator's process: `base` without any
 // launcher's rank variables (HB_*, torchrun's, Open MPI's, Slurm's, PMI's)
 // or HB_RENDEZVOUS, plus what a TF_CONFIG evaluator task sees: TF_CONFIG

@@ -10,6 +10,7 @@
 #include <thread>
 
 #include "abi/error.h"
+#include "launcher/job_file.h"
 #include "launcher/launch_options.h"
 #include "launcher/line_relay.h"
 #include "launcher/root_cause.h"
@@ -483,3 +484,81 @@ TEST(Topology, ShrinkRenumbersTheRemainingWorkersAndKeepsTheirGpus) {
 }
 
 }  // namespace
+
+TEST(LaunchOptions, JoinTakesAJobAndRefusesWhatTheJobOwns) {
+  LaunchOptions o = parse({"--join", "4242", "-n", "2", "--", "p"});
+  EXPECT_EQ(o.join, "4242");
+  EXPECT_EQ(o.nproc, 2);
+  EXPECT_EQ(parse({"--join=/tmp/x.job", "--max-restarts", "1", "--", "p"})
+                .max_restarts,
+            1);
+  for (std::vector<const char *> bad :
+       {std::vector<const char *>{"--join", "", "--", "p"},
+        {"--join", "1", "--ps", "1", "--", "p"},
+        {"--join", "1", "--evaluator", "--", "p"},
+        {"--join", "1", "--port", "5", "--", "p"},
+        {"--join", "1", "--host", "0.0.0.0", "--", "p"}})
+    EXPECT_EQ(parse_status(bad), HB_ERR_INVALID_ARGUMENT) << bad[2];
+}
+
+TEST(JoinedWorkerEnvironment, PsHostsAndRankWithoutARendezvous) {
+  Topology t;
+  t.restart_count = 1;
+  t.max_restarts = 3;
+  std::vector<std::string> env = joined_worker_environment(
+      {"PATH=/bin", "HB_RENDEZVOUS=h:1", "HB_TASK_TYPE=ps", "HB_TASK_ID=0",
+       "HB_PS_HOSTS=old:1", "TF_CONFIG={}", "MASTER_PORT=9"},
+      t, 3, 4, "127.0.0.1:7,127.0.0.1:8");
+  std::sort(env.begin(), env.end());
+  EXPECT_EQ(env, (std::vector<std::string>{
+                     "HB_LOCAL_RANK=0", "HB_LOCAL_WORLD_SIZE=1",
+                     "HB_PS_HOSTS=127.0.0.1:7,127.0.0.1:8", "HB_RANK=3",
+                     "HB_RESTART_COUNT=1", "HB_WORLD_SIZE=4", "LOCAL_RANK=0",
+                     "LOCAL_WORLD_SIZE=1", "PATH=/bin", "PYTHONUNBUFFERED=1",
+                     "RANK=3", "TORCHELASTIC_MAX_RESTARTS=3",
+                     "TORCHELASTIC_RESTART_COUNT=1", "WORLD_SIZE=4"}));
+}
+
+TEST(JobFile, JoinersTakeTheNextRanksOfARunningJob) {
+  char dir[] = "/tmp/hb_jobfile_XXXXXX";
+  ASSERT_NE(mkdtemp(dir), nullptr);
+  const std::string path = std::string(dir) + "/hbrun-1.job";
+  JobInfo info;
+  info.pid = getpid();  // a running "hbrun"
+  info.ps_hosts = "127.0.0.1:5";
+  info.world = 2;
+  write_job_file(path, info);
+  EXPECT_FALSE(joiners_running(path));
+  JobInfo a = join_job(path, 1, getpid());
+  EXPECT_EQ(a.next_rank, 2);
+  EXPECT_EQ(a.ps_hosts, "127.0.0.1:5");
+  EXPECT_EQ(join_job(path, 2, 999999999).next_rank, 3);
+  EXPECT_EQ(read_job_file(path).next_rank, 5);
+  EXPECT_TRUE(joiners_running(path));  // this process joined
+  // A whole-job restart: new ps tasks, the started world again; the
+  // joiners are still waited for.
+  info.ps_hosts = "127.0.0.1:6";
+  write_job_file(path, info);
+  EXPECT_EQ(read_job_file(path).next_rank, 2);
+  EXPECT_EQ(read_job_file(path).ps_hosts, "127.0.0.1:6");
+  EXPECT_TRUE(joiners_running(path));
+  // An id names the file in HB_JOB_DIR.
+  setenv("HB_JOB_DIR", dir, 1);
+  EXPECT_EQ(job_file_path("1"), path);
+  EXPECT_EQ(read_job_file("1").pid, getpid());
+  unsetenv("HB_JOB_DIR");
+  // Its hbrun gone: a stale file; no file: no job. Both name the job.
+  info.pid = 999999999;
+  write_job_file(path, info);
+  try {
+    join_job(path, 1, getpid());
+    ADD_FAILURE() << "joined a job whose hbrun is gone";
+  } catch (const hb::Error &e) {
+    EXPECT_NE(std::string(e.what()).find("is gone"), std::string::npos)
+        << e.what();
+  }
+  unlink(path.c_str());
+  EXPECT_EQ(hb::guard([&] { join_job(path, 1, getpid()); }), HB_ERR_CONFIG);
+  EXPECT_FALSE(joiners_running(path));
+  rmdir(dir);
+}

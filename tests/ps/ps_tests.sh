@@ -79,6 +79,16 @@
 #       job is under way a worker of rank W (HB_WORLD_SIZE W + 1) starts:
 #       the ps tasks admit it, it takes splits at once, and every sample is
 #       applied exactly once per epoch.
+#   ps_tests.sh ... hbrunjoin W P K
+#       The same through hbrun: `hbrun -n W --ps P` runs the job (job file
+#       in HB_JOB_DIR); once it is under way `hbrun --join <its pid>` adds
+#       a worker: it gets rank W, the ps tasks admit it, it takes splits,
+#       every sample is applied exactly once per epoch, and the job file is
+#       gone after the job. Before and after the job, and for a stale file,
+#       --join fails with exit 2 naming the job. With a 4th argument
+#       `linger` the chief does not wait for the joiner and the joiner stays
+#       attached 3 s after its last split: the job's hbrun must not stop the
+#       ps tasks under it (they end when it leaves).
 #   ps_tests.sh ... pskill W
 #       The ps task is SIGKILLed mid-training: every worker fails with
 #       HB_ERR_PEER_FAILED naming it.
@@ -454,6 +464,54 @@ case $MODE in
     [ "${n:-0}" -ge 1 ] || fail "the joined worker took no split"
     grep -q " 0 not applied exactly once" "$LOG" || fail "counts"
     [ -f count_ok ] || fail "no exactly-once verdict"
+    ;;
+  hbrunjoin)
+    W=$1 P=$2 K=$3 LINGER=${4:-}
+    WAIT=(--workers $((W + 1))) STAY=()
+    [ -n "$LINGER" ] && WAIT=() STAY=(--linger-ms 3000)
+    mkdir pids
+    export HB_JOB_DIR=$WORK HB_HEARTBEAT_INTERVAL_MS=100 HB_STALENESS=$K \
+      HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 \
+      HB_PS_SPLIT_EPOCHS=2 HB_PS_SPLIT_SEED=$RANDOM
+    join_fails() {  # join_fails JOB WHAT: --join JOB exits 2 saying WHAT
+      "$HBRUN" --join "$1" -- "$PS_TRAIN" splits joined >join_err.log 2>&1
+      local rc=$?
+      cat join_err.log >>"$LOG"
+      [ $rc = 2 ] || fail "--join $1 exited with $rc, expected 2"
+      grep -q "$2" join_err.log || fail "--join $1 did not say '$2'"
+    }
+    join_fails 1 "no running hbrun --ps job '1'"
+    printf 'pid=999999999\nps_hosts=127.0.0.1:1\nworld=1\nnext_rank=1\n' >stale.job
+    join_fails stale.job "its hbrun (pid 999999999) is gone"
+    "$HBRUN" -n "$W" --ps "$P" --timeout 60 -v -- "$PS_TRAIN" splits count_ok \
+      --batch 20 --step-ms 15 --pid-dir pids "${WAIT[@]}" >>"$LOG" 2>&1 &
+    JOB=$!
+    # Under way: worker 0 is up and took a split or two.
+    [ -n "$(worker_pid 0)" ] || fail "worker 0 never started"
+    [ -s "hbrun-$JOB.job" ] || fail "no job file hbrun-$JOB.job"
+    sleep 0.4
+    echo "test: hbrun --join $JOB" >>"$LOG"
+    "$HBRUN" --join "$JOB" -v --timeout 60 -- "$PS_TRAIN" splits joined \
+      --batch 20 --step-ms 15 "${STAY[@]}" >join.log 2>&1
+    rc=$?
+    echo "test: the joining hbrun exited" >>"$LOG"
+    wait $JOB
+    rc_job=$?
+    cat join.log >>"$LOG"
+    [ $rc = 0 ] || fail "the joining hbrun exited with $rc"
+    [ $rc_job = 0 ] || fail "the job exited with $rc_job"
+    grep -q "joining job $JOB .*ranks $W..$W of $((W + 1))" join.log ||
+      fail "the joiner did not take rank $W"
+    grep -q "worker rank $W joins" "$LOG" || fail "the ps tasks did not admit worker $W"
+    n=$(sed -n "s/.*rank $W: took \([0-9]*\) splits.*/\1/p" join.log)
+    [ "${n:-0}" -ge 1 ] || fail "the joined worker took no split"
+    grep -q " 0 not applied exactly once" "$LOG" || fail "counts"
+    [ -f count_ok ] || fail "no exactly-once verdict"
+    [ ! -e "hbrun-$JOB.job" ] || fail "the job file outlived the job"
+    # The ps tasks outlived the joiner: nobody stopped them under it.
+    sed '/test: the joining hbrun exited/q' "$LOG" | grep -q "no worker left: stopping" &&
+      fail "hbrun stopped the ps tasks while the joined worker still ran"
+    join_fails "$JOB" "no running hbrun --ps job '$JOB'"
     ;;
   pskill)
     # A ps task that dies stops the job: every worker fails with

@@ -63,7 +63,8 @@
 //       finishes its split (from where the ps tables have it, its first
 //       batch ending at the split's replay_end) once ps task 0 gives it
 //       up. --workers N: the chief waits for N workers to leave (some
-//       joined beyond its world).
+//       joined beyond its world). --linger-ms MS: a worker stays attached
+//       that long after its last split before it leaves.
 //   ps_train splitckpt OUT --ckpt DIR --ckpt-every N [--steps N]
 //                          [--batch B] [--step-ms MS]
 //       Dynamic splits with job checkpoints of the table (and so of ps task
@@ -142,7 +143,7 @@ struct Args {
   bool expect_lead = false;
   bool slow_compute = false;  // train: rank slow_rank sleeps mid-step
   int64_t expect_age = -1;    // train: the age bound K was passed (ps stats)
-  int64_t samples = 2000, batch = 20, step_ms = 0;
+  int64_t samples = 2000, batch = 20, step_ms = 0, linger_ms = 0;
   std::string pid_dir;       // count: each worker writes <dir>/worker<rank>.pid
   int64_t max_stall_ms = 0;  // count: no step of a worker may take longer
   int64_t victim = -1;       // count: the rank the test stops (not checked)
@@ -183,6 +184,8 @@ Args parse(int argc, char **argv) {
       a.print_splits = true;
     else if (s == "--step-ms")
       a.step_ms = num();
+    else if (s == "--linger-ms")
+      a.linger_ms = num();
     else if (s == "--pid-dir")
       a.pid_dir = argv[++i];
     else if (s == "--max-stall-ms")
@@ -824,6 +827,7 @@ int splits(hb_context *ctx, const Args &a) {
   std::printf("rank %d: took %lld splits, %lld samples\n", rank,
               (long long)taken, (long long)samples);
   std::fflush(stdout);
+  if (a.linger_ms > 0) sleep_ms(a.linger_ms);
   hb_embedding_destroy(t);
   t = nullptr;
   if (rank == 0) check_splits(ctx, world, a);
