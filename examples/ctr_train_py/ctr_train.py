@@ -910,6 +910,12 @@ class Trainer:
 def main(argv, trainer=None):
     """Train with trainer (a Trainer subclass; default Trainer): exit status."""
     f = parse_flags(argv)
+    if f.splits and f.checkpoint_dir:
+        # The ps loop has no job checkpoints here (the C++ demo's --splits
+        # does); refused rather than silently training without them.
+        print("%s: --checkpoint-dir is not supported with --splits in this demo "
+              "(examples/ctr_train has both)" % os.path.basename(sys.argv[0]), file=sys.stderr)
+        return 2
     if f.splits:  # before the context: ps task 0 reads them at its start
         total = f.train_samples
         if f.data:
