@@ -114,8 +114,11 @@ def check_end(job, timeout, restarts):
 
 def run_worker(args, rng, work):
     demo = [sys.executable, args.python, "--lr", "0.2"] if args.python else [args.ctr_train]
+    # The numpy demo kills by the clock (it reports no steps in ps mode):
+    # 4x the samples (~4 s quiet), so both kills land mid-training.
+    more = ["--train-samples", "384000"] if args.python else []
     cmd = [args.hbrun, "-n", "2", "--ps", "1", "--max-restarts", "4",
-           "--timeout", "100", "--"] + demo + ["--splits"] + TRAIN + \
+           "--timeout", "100", "--"] + demo + ["--splits"] + TRAIN + more + \
           ["--out", os.path.join(work, "out")]
     job = start(args, cmd)
     since = job.wait_line(r"parameter-server mode", 0, 60)
