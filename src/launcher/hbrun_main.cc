@@ -58,6 +58,7 @@ std::unique_ptr<rdv::Server> start_rendezvous(const rdv::ServerConfig &cfg,
   server->on_departure([departures](int rank, rdv::Server::Departure) {
     departures->add(rank);
   });
+  server->on_join([departures](int rank) { departures->add_join(rank); });
   return server;
 }
 

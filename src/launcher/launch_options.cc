@@ -266,9 +266,13 @@ Parameter servers (one machine; docs/parameter-servers.md):
                     task stops the job, and hbrun exits with that task's
                     status; with restarts left, the whole job starts again
                     (ps tasks included, on new ports) and resumes from its
-                    last checkpoint, as above. Once no worker is left (none
-                    to restart), the ps tasks get 2 s to end by
-                    themselves, then SIGTERM (not a failure); workers
+                    last checkpoint, as above. So does a failed worker that
+                    had joined the rendezvous store hbrun serves (the
+                    workers formed a collective world, e.g. for job
+                    checkpoints): its loss broke that world, which a worker
+                    restarted alone could not join. Once no worker is
+                    left (none to restart), the ps tasks get 2 s to end
+                    by themselves, then SIGTERM (not a failure); workers
                     added with --join are waited for first.
                     The job is known by its id, hbrun's pid (-v prints
                     it): hbrun writes the job file

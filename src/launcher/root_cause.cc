@@ -15,9 +15,20 @@ std::vector<int> DepartureLog::order() const {
   return ranks_;
 }
 
+void DepartureLog::add_join(int rank) {
+  std::lock_guard<std::mutex> lock(mu_);
+  joined_.push_back(rank);
+}
+
+bool DepartureLog::joined(int rank) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  return std::find(joined_.begin(), joined_.end(), rank) != joined_.end();
+}
+
 void DepartureLog::clear() {
   std::lock_guard<std::mutex> lock(mu_);
   ranks_.clear();
+  joined_.clear();
 }
 
 size_t root_cause(const std::vector<WorkerFailure> &reaped,

@@ -13,17 +13,23 @@
 namespace hb {
 namespace launcher {
 
-// The order in which the store saw ranks leave (lost, BYE or ABORT).
-// Thread-safe: the store's thread appends, the supervisor reads.
+// The order in which the store saw ranks leave (lost, BYE or ABORT), and
+// which ranks joined it (formed the collective world) since the last
+// clear(). Thread-safe: the store's thread appends, the supervisor reads.
 class DepartureLog {
  public:
   void add(int rank);
   std::vector<int> order() const;
+  void add_join(int rank);
+  // Whether rank joined the store's world: its loss breaks that world for
+  // every rank, so in ps mode it cannot be restarted alone.
+  bool joined(int rank) const;
   void clear();
 
  private:
   mutable std::mutex mu_;
   std::vector<int> ranks_;
+  std::vector<int> joined_;
 };
 
 struct WorkerFailure {

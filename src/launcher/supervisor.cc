@@ -118,7 +118,14 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   // Children the failed worker left behind go with it.
   signal_group(w.pid, SIGKILL);
   const std::string how = describe_wait_status(wait_status);
-  if (cfg_.ps_mode && w.restart && !stopping_) {
+  // A worker that joined the store's collective world (job checkpoints
+  // save collectively) broke that world by dying: a worker restarted alone
+  // could not join it again, and every worker must restore the same
+  // checkpoint. So the whole job restarts, as after a lost ps task.
+  const bool alone =
+      cfg_.ps_mode && w.restart &&
+      !(cfg_.departures && w.rank >= 0 && cfg_.departures->joined(w.rank));
+  if (alone && !stopping_) {
     // A lost worker is not a lost job: the ps tasks and the other workers
     // go on; it starts again (and rejoins) while restarts are left.
     const bool again = take_restart();
@@ -137,11 +144,14 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   // The first failure decides the exit code, even one caused by a signal
   // hbrun forwarded; the workers hbrun stops afterwards do not.
   record_failure(code);
-  if (stopping_ || (cfg_.ps_mode && w.restart)) return;
+  if (stopping_ || alone) return;
   if (!stopped) stop_cause_ = failures_.size() - 1;
   stopped_by_failure_ = true;
   int others = running_count();
-  say("rank %s %s%s", w.label.c_str(), how.c_str(),
+  say("rank %s %s%s%s", w.label.c_str(), how.c_str(),
+      cfg_.ps_mode && w.restart
+          ? " (it had joined the workers' collective world, which it broke)"
+          : "",
       others ? format("; stopping the other %d worker(s)", others).c_str()
              : "");
   begin_stop();

@@ -1,7 +1,7 @@
 // Watches the workers until they are all gone: relays their output, reaps
 // them, forwards hbrun's signals, stops everyone when one fails or the
-// timeout passes (in ps mode: restarts a failed worker alone), and computes
-// hbrun's exit code.
+// timeout passes (in ps mode: restarts a failed worker alone unless it was
+// in the workers' collective world), and computes hbrun's exit code.
 #pragma once
 
 #include <sys/types.h>
@@ -24,11 +24,14 @@ struct SupervisorConfig {
   int64_t grace_ms = 3000;  // SIGTERM -> SIGKILL
   int64_t timeout_ms = 0;   // 0: none; else exit 124 when it passes
   // The order the rendezvous store saw ranks leave (may be null): decides
-  // which failure is reported when several workers failed.
+  // which failure is reported when several workers failed; and which ranks
+  // joined the store's collective world (see ps_mode).
   const DepartureLog *departures = nullptr;
   // Parameter-server mode (hbrun --ps): a failed worker stops nobody (the
   // ps tasks and the other workers go on) and is started again while
-  // restarts are left; a failed ps task stops everyone.
+  // restarts are left; a failed ps task stops everyone, and so does a
+  // failed worker that had joined the store's collective world (departures
+  // says so: job checkpoints), whose loss broke that world for all.
   bool ps_mode = false;
   // Restarts in all (take_restart): of the whole job and, in ps mode, of
   // single workers; one budget, as --max-restarts documents.

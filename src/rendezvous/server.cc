@@ -98,6 +98,10 @@ class ServerImpl final : public Server {
     std::lock_guard<std::mutex> lock(cb_mu_);
     on_departure_ = std::move(cb);
   }
+  void on_join(std::function<void(int)> cb) override {
+    std::lock_guard<std::mutex> lock(cb_mu_);
+    on_join_ = std::move(cb);
+  }
 
  private:
   static void on_connection(uv_stream_t *listener, int status);
@@ -143,6 +147,7 @@ class ServerImpl final : public Server {
   std::mutex cb_mu_;
   std::function<void(int, const std::string &)> on_lost_;
   std::function<void(int, Departure)> on_departure_;
+  std::function<void(int)> on_join_;
 
   uint64_t next_serial_ = 1;
   std::map<uint64_t, Conn *> conns_;  // every open connection
@@ -407,6 +412,27 @@ void ServerImpl::handle(Conn *c, const Frame &f) {
   send_all(&out);
 }
 
+namespace {
+
+// Runs one of the server's hooks (a copy, taken under mu: it may be
+// replaced meanwhile); a hook that throws is logged, not fatal.
+template <typename F, typename... A>
+void call_hook(std::mutex &mu, const F &hook, const char *name, A... args) {
+  F cb;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    cb = hook;
+  }
+  if (!cb) return;
+  try {
+    cb(args...);
+  } catch (const std::exception &e) {
+    HB_LOG_ERROR("rendezvous server: %s callback threw: %s", name, e.what());
+  }
+}
+
+}  // namespace
+
 void ServerImpl::hello(Conn *c, const Frame &f) {
   int64_t rank = f.ints[0], world = f.ints[1];
   const std::string &token = f.strs[0];
@@ -449,6 +475,7 @@ void ServerImpl::hello(Conn *c, const Frame &f) {
   live_ranks_ = static_cast<int>(ranks_.size());
   HB_LOG_INFO("rendezvous server: rank %d joined from %s", c->rank,
               c->peer.c_str());
+  call_hook(cb_mu_, on_join_, "on_join", c->rank);
   send(c, make_reply(f.id, HB_OK, "", cfg_.world_size));
 }
 
@@ -547,18 +574,7 @@ void ServerImpl::conn_lost(Conn *c, const std::string &why, bool flush) {
 }
 
 void ServerImpl::departed(int rank, Departure how) {
-  std::function<void(int, Departure)> cb;
-  {
-    std::lock_guard<std::mutex> lock(cb_mu_);
-    cb = on_departure_;
-  }
-  if (!cb) return;
-  try {
-    cb(rank, how);
-  } catch (const std::exception &e) {
-    HB_LOG_ERROR("rendezvous server: on_departure callback threw: %s",
-                 e.what());
-  }
+  call_hook(cb_mu_, on_departure_, "on_departure", rank, how);
 }
 
 void ServerImpl::refuse(Conn *c, uint64_t id, hb_status st,

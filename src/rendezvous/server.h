@@ -57,6 +57,10 @@ class Server {
   // failures by it to report the root cause.
   virtual void on_departure(
       std::function<void(int rank, Departure how)> cb) = 0;
+  // Called (on the server thread) for every HELLO the server accepts,
+  // before the rank gets its reply: once a rank has joined, its loss breaks
+  // the world (hbrun then restarts a ps job as a whole, not the rank alone).
+  virtual void on_join(std::function<void(int rank)> cb) = 0;
 };
 
 }  // namespace rdv

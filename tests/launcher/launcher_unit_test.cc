@@ -421,8 +421,12 @@ TEST(RootCause, DepartureLogKeepsTheOrder) {
   log.add(3);
   log.add(1);
   EXPECT_EQ(log.order(), (std::vector<int>{3, 1}));
+  log.add_join(2);
+  EXPECT_TRUE(log.joined(2));
+  EXPECT_FALSE(log.joined(3));  // left without joining: not in the world
   log.clear();
   EXPECT_TRUE(log.order().empty());
+  EXPECT_FALSE(log.joined(2));
 }
 
 }  // namespace

@@ -571,6 +571,34 @@ TEST(ClientServer, ReportsEveryDepartureInOrder) {
   EXPECT_EQ(seen[2], std::make_pair(3, Server::Departure::kAborted));
 }
 
+// hbrun restarts a ps job as a whole once a rank that joined the store's
+// world dies: on_join reports each accepted HELLO before its reply, and
+// never a refused one.
+TEST(ClientServer, ReportsEveryAcceptedJoin) {
+  std::mutex mu;
+  std::vector<int> joined;
+  auto server = Server::start(server_config(3));
+  server->on_join([&](int rank) {
+    std::lock_guard<std::mutex> lock(mu);
+    joined.push_back(rank);
+  });
+  auto a = join(server->port(), 2, 3);
+  auto b = join(server->port(), 0, 3);
+  {
+    // Before the reply: connect() has returned, so both are in.
+    std::lock_guard<std::mutex> lock(mu);
+    EXPECT_EQ(joined, (std::vector<int>{2, 0}));
+  }
+  RawConn wrong(server->port());
+  wrong.hello(1, 4);  // refused: another world size
+  a->client->abort("test");
+  ASSERT_TRUE(wait_failed(b->health, 2000));
+  RawConn late(server->port());
+  late.hello(1, 3);  // refused: the world is broken
+  std::lock_guard<std::mutex> lock(mu);
+  EXPECT_EQ(joined, (std::vector<int>{2, 0}));
+}
+
 TEST(ClientServer, ServerLingersUntilRanksSayBye) {
   auto cfg = server_config(2);
   cfg.linger_ms = 3000;
