@@ -589,12 +589,11 @@ TEST(ClientServer, ReportsEveryAcceptedJoin) {
     std::lock_guard<std::mutex> lock(mu);
     EXPECT_EQ(joined, (std::vector<int>{2, 0}));
   }
-  RawConn wrong(server->port());
-  wrong.hello(1, 4);  // refused: another world size
+  // Refused: another world size; then the world is broken.
+  error_of([&] { join(server->port(), 1, 4); }, HB_ERR_CONFIG);
   a->client->abort("test");
   ASSERT_TRUE(wait_failed(b->health, 2000));
-  RawConn late(server->port());
-  late.hello(1, 3);  // refused: the world is broken
+  error_of([&] { join(server->port(), 1, 3); }, HB_ERR_ABORTED);
   std::lock_guard<std::mutex> lock(mu);
   EXPECT_EQ(joined, (std::vector<int>{2, 0}));
 }
