@@ -33,10 +33,11 @@ class DepartureLog {
 };
 
 struct WorkerFailure {
-  std::string label;  // the output prefix ("2", "ps:0")
-  int rank = -1;      // -1: not a rank of the world
-  int code = 0;       // its exit code (128 + signal), never 0
-  std::string how;    // "was killed by signal 6 (Aborted)"
+  std::string label;     // the output prefix ("2", "ps:0")
+  int rank = -1;         // -1: not a rank of the world
+  int code = 0;          // its exit code (128 + signal), never 0
+  std::string how;       // "was killed by signal 6 (Aborted)"
+  bool ps_task = false;  // hbrun --ps: one of the job's ps tasks
 };
 
 // Index into `reaped` (failures in the order hbrun reaped them, non-empty)

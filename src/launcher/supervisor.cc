@@ -107,6 +107,12 @@ void Supervisor::kill_all() {
   }
 }
 
+bool Supervisor::is_ps_task(const Worker &w) const {
+  // hbrun --ps labels its ps tasks "ps:<i>" (the evaluator, also outside
+  // the world and never restarted alone, is "evaluator").
+  return cfg_.ps_mode && !w.restart && w.label.rfind("ps:", 0) == 0;
+}
+
 void Supervisor::on_exit(Worker &w, int wait_status) {
   w.running = false;
   // Every byte the worker wrote is in its pipes now.
@@ -140,7 +146,9 @@ void Supervisor::on_exit(Worker &w, int wait_status) {
   // it cannot be the root cause, however early the store saw it leave.
   bool stopped = WIFSIGNALED(wait_status) &&
                  ((w.signals_sent >> (WTERMSIG(wait_status) & 63)) & 1);
-  if (!stopped) failures_.push_back(WorkerFailure{w.label, w.rank, code, how});
+  if (!stopped)
+    failures_.push_back(
+        WorkerFailure{w.label, w.rank, code, how, is_ps_task(w)});
   // The first failure decides the exit code, even one caused by a signal
   // hbrun forwarded; the workers hbrun stops afterwards do not.
   record_failure(code);
@@ -274,6 +282,20 @@ int Supervisor::exit_code() {
   root_ = static_cast<int>(
       stop_cause_ + root_cause(since, cfg_.departures ? cfg_.departures->order()
                                                       : std::vector<int>{}));
+  // A worker that had joined the collective world stops the job when it
+  // fails, also when it failed because a ps task died first and was reaped
+  // later; a ps task never fails because a worker did (it waits for the
+  // worker's restart), so a failed ps task is the root cause.
+  for (size_t i = stop_cause_; i < failures_.size(); ++i) {
+    if (!failures_[i].ps_task || static_cast<int>(i) == root_) continue;
+    const WorkerFailure &f = failures_[i], &first = failures_[root_];
+    say("ps task %s %s: the root cause (status %d), not rank %s (status %d), "
+        "which lost it",
+        f.label.c_str(), f.how.c_str(), f.code, first.label.c_str(),
+        first.code);
+    root_ = static_cast<int>(i);
+    return f.code;
+  }
   if (root_ != static_cast<int>(stop_cause_)) {
     const WorkerFailure &f = failures_[root_], &first = failures_[stop_cause_];
     say("rank %s %s first: the root cause (status %d), not rank %s "

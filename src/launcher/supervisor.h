@@ -95,6 +95,7 @@ class Supervisor {
   };
   // ps mode: starts w again; false when it could not be.
   bool start_again(Worker &w);
+  bool is_ps_task(const Worker &w) const;
 
   int running_count() const;
   int64_t poll_timeout_ms() const;
