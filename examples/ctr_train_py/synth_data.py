@@ -19,13 +19,27 @@ _U64 = np.uint64
 def mix(x):
     """splitmix64 finaliser on a uint64 array (or scalar)."""
     x = np.asarray(x, dtype=_U64)
-    with np.errstate(over="ignore"):
-        x = x + _U64(0x9E3779B97F4A7C15)  # a new array: x is the caller's
-        x ^= x >> _U64(30)
-        x *= _U64(0xBF58476D1CE4E5B9)
-        x ^= x >> _U64(27)
-        x *= _U64(0x94D049BB133111EB)
-        x ^= x >> _U64(31)
+    if x.ndim == 0:  # as a 1-element array: numpy warns on a scalar's wrap-around
+        return _mix_into(x.reshape(1) + _U64(0x9E3779B97F4A7C15))[0]
+    return _mix_into(x + _U64(0x9E3779B97F4A7C15))  # a new array: x is the caller's
+
+
+_M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
+_S30, _S27, _S31 = _U64(30), _U64(27), _U64(31)
+
+
+def _mix_into(x):
+    """mix's steps after the add, in place on x (a uint64 array of the
+    caller's); one scratch array for the shifts instead of a temporary
+    per step (sample() calls this on every table's hash of a batch)."""
+    t = np.right_shift(x, _S30)
+    x ^= t
+    x *= _M1
+    np.right_shift(x, _S27, out=t)
+    x ^= t
+    x *= _M2
+    np.right_shift(x, _S31, out=t)
+    x ^= t
     return x
 
 
@@ -36,9 +50,32 @@ def unit(h):
 
 def gauss(h):
     """Box-Muller from two hashes."""
-    u1 = np.maximum(unit(h), 1e-300)
-    u2 = unit(mix(h))
-    return np.sqrt(-2.0 * np.log(u1)) * np.cos(6.283185307179586 * u2)
+    h = np.array(h, dtype=_U64)  # a copy: _gauss_into overwrites it
+    return _gauss_into(h.reshape(-1)).reshape(h.shape)[()]  # a scalar's is a scalar
+
+
+def _unit_into(h):
+    """unit(h) of a uint64 array of the caller's, which it overwrites."""
+    np.right_shift(h, _U64(11), out=h)
+    u = h.astype(np.float64)
+    u *= 1.0 / 9007199254740992.0
+    return u
+
+
+def _gauss_into(h):
+    """gauss(h) of a uint64 array of the caller's, which it overwrites: the
+    same operations in place (a product's operands swapped, which IEEE
+    rounding does not see)."""
+    u2 = _unit_into(mix(h))
+    u1 = _unit_into(h)
+    np.maximum(u1, 1e-300, out=u1)
+    np.log(u1, out=u1)
+    u1 *= -2.0
+    np.sqrt(u1, out=u1)
+    u2 *= 6.283185307179586
+    np.cos(u2, out=u2)
+    u1 *= u2
+    return u1
 
 
 class Samples:
@@ -70,6 +107,10 @@ class Generator:
         self._buckets = min(32 * vocab, 1 << 20)
         edges = np.arange(self._buckets + 1, dtype=np.float64) / self._buckets
         self._below = np.searchsorted(self._cdf, edges, side="left").astype(np.int32)
+        # rank_of's per-bucket lookups (np.take of int64, no conversion):
+        # the rank below the bucket and whether a CDF entry falls inside it.
+        self._below64 = self._below[:-1].astype(np.int64)
+        self._open = self._below[:-1] != self._below[1:]
         # Planted weights of every (table, id), and of the dense features.
         ids = np.arange(vocab, dtype=_U64)
         mixed_ids = mix(ids)
@@ -79,7 +120,7 @@ class Generator:
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
         # Per-table and per-feature constants of sample(), as row vectors.
-        self._tables = np.arange(TABLES)
+        self._table_base = (np.arange(TABLES, dtype=np.int64) * vocab)[:, None]
         self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
         self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
         self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
@@ -90,8 +131,8 @@ class Generator:
         where a bucket holds no CDF entry (most u), by binary search where
         it holds some."""
         k = (u * self._buckets).astype(np.int64)
-        rank = self._below[k].astype(np.int64)
-        open_ = rank != self._below[k + 1]
+        rank = np.take(self._below64, k)
+        open_ = np.take(self._open, k)
         rank[open_] = np.searchsorted(self._cdf, u[open_], side="left")
         return rank
 
@@ -103,27 +144,31 @@ class Generator:
 
     def sample(self, split, begin, end):
         """Samples [begin, end) of split (0: train, 1: held out): every
-        table's (and dense feature's) hash as one (n, TABLES) array."""
+        table's (and dense feature's) hash as one (n, TABLES) array, in
+        place where the hash's steps allow (no numpy error state to switch:
+        array arithmetic wraps silently)."""
         n = max(0, end - begin)
         index = np.arange(begin, begin + n, dtype=_U64)
-        with np.errstate(over="ignore"):
-            base = mix(self.seed ^ mix((_U64(split) << _U64(56)) ^ index))[:, None]
-            u = unit(mix(base + self._table_salt))
-            rank = np.minimum(self.rank_of(u), self.vocab - 1)
-            ids = ((rank.astype(_U64) * _U64(0x9E3779B1) + self._table_add)
-                   & _U64(self.vocab - 1)).astype(np.int64)
-            dense = gauss(mix(base + self._dense_salt)).astype(np.float32)
-            # The logit's terms in the C++ order (-1, the tables', the dense
-            # features'), summed left to right as C++ does: one vector add
-            # per term (np.add.accumulate along the rows does the same adds
-            # but took ~3 ms a batch, a row at a time).
-            terms = np.empty((n, 1 + TABLES + DENSE))
-            terms[:, 0] = -1.0
-            terms[:, 1:1 + TABLES] = self._weight[self._tables, ids]
-            np.multiply(self._dense_weight, dense, out=terms[:, 1 + TABLES:])
-            logit = terms[:, 0].copy()
-            for j in range(1, terms.shape[1]):
-                logit += terms[:, j]
-            p = 1.0 / (1.0 + np.exp(-logit))
-            label = (unit(mix(base[:, 0] + _U64(4242))) < p).astype(np.float32)
+        index ^= _U64(split) << _U64(56)
+        base = mix(self.seed ^ mix(index))
+        h = np.add(base[:, None], self._table_salt)
+        u = _unit_into(_mix_into(h + _U64(0x9E3779B97F4A7C15)))
+        rank = np.minimum(self.rank_of(u), self.vocab - 1)
+        ids = rank.astype(_U64)
+        ids *= _U64(0x9E3779B1)
+        ids += self._table_add
+        ids &= _U64(self.vocab - 1)
+        ids = ids.astype(np.int64)
+        dense = _gauss_into(mix(np.add(base[:, None], self._dense_salt))).astype(np.float32)
+        # The logit's terms in the C++ order (-1, the tables', the dense
+        # features'), one row per term, summed left to right as C++ does:
+        # a reduction over the rows of a C-ordered array adds row after row
+        # (the pairwise summation is only along the contiguous axis).
+        terms = np.empty((1 + TABLES + DENSE, n))
+        terms[0] = -1.0
+        np.take(self._weight, ids.T + self._table_base, out=terms[1:1 + TABLES])
+        np.multiply(self._dense_weight[:, None], dense.T, out=terms[1 + TABLES:])
+        logit = np.add.reduce(terms, axis=0)
+        p = 1.0 / (1.0 + np.exp(-logit))
+        label = (_unit_into(mix(base + _U64(4242))) < p).astype(np.float32)
         return Samples(ids, dense, label, p.astype(np.float32))
