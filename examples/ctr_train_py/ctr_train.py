@@ -144,24 +144,34 @@ class StepProfile:
     def __init__(self, on):
         self.on, self.paused = on, False
         self.total = dict.fromkeys(self.PHASES, 0.0)
-        self.running, self.since = None, 0.0
+        # CPU time: the main thread's per phase, and the whole process's
+        # (every thread: hb's progress threads, the prefetch) over the
+        # phases; on a shared machine wall time mostly measures the others.
+        self.cpu = dict.fromkeys(self.PHASES, 0.0)
+        self.proc_cpu = 0.0
+        self.running, self.since, self.cpu_since, self.proc_since = None, 0.0, 0.0, 0.0
 
     def mark(self, phase):
         """Starts phase (None: none), ending the running one."""
         if not self.on or self.paused:
             return
-        t = time.perf_counter()
+        t, c, pc = time.perf_counter(), time.thread_time(), time.process_time()
         if self.running is not None:
             self.total[self.running] += t - self.since
-        self.running, self.since = phase, t
+            self.cpu[self.running] += c - self.cpu_since
+            self.proc_cpu += pc - self.proc_since
+        self.running, self.since, self.cpu_since, self.proc_since = phase, t, c, pc
 
     def stop(self):
         self.mark(None)
 
     def line(self, rank, steps):
         parts = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.total.items())
-        return "profile rank %d: ms/step %s | total %.3f" % (rank, parts,
-                                                            1e3 * sum(self.total.values()) / steps)
+        cpu = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.cpu.items())
+        return ("profile rank %d: ms/step %s | total %.3f\n"
+                "profile rank %d: cpu ms/step (main thread) %s | total %.3f | process %.3f"
+                % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
+                   1e3 * sum(self.cpu.values()) / steps, 1e3 * self.proc_cpu / steps))
 
 
 class Prefetcher:
