@@ -165,13 +165,17 @@ class StepProfile:
     def stop(self):
         self.mark(None)
 
-    def line(self, rank, steps):
+    def line(self, rank, steps, prefetch_cpu=0.0):
+        """The wall line (the C++ demo's) and the CPU line: the main
+        thread's per phase, the prefetch thread's (prefetch_cpu seconds) and
+        the whole process's (the rest: hb's progress threads) per step."""
         parts = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.total.items())
         cpu = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.cpu.items())
         return ("profile rank %d: ms/step %s | total %.3f\n"
-                "profile rank %d: cpu ms/step (main thread) %s | total %.3f | process %.3f"
-                % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
-                   1e3 * sum(self.cpu.values()) / steps, 1e3 * self.proc_cpu / steps))
+                "profile rank %d: cpu ms/step (main thread) %s | total %.3f | prefetch %.3f | "
+                "process %.3f" % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
+                                  1e3 * sum(self.cpu.values()) / steps, 1e3 * prefetch_cpu / steps,
+                                  1e3 * self.proc_cpu / steps))
 
 
 class Prefetcher:
@@ -187,6 +191,7 @@ class Prefetcher:
         self.gen, self.batch, self.shard_end = gen, batch, shard_end
         self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ctr-prefetch")
         self.pending = None  # (begin, end, future)
+        self.cpu = 0.0  # the thread's CPU seconds generating (--profile)
 
     def take(self, begin, end):
         """Train samples [begin, end); starts generating [end, end + batch)."""
@@ -201,8 +206,16 @@ class Prefetcher:
             s = self.gen.sample(0, begin, end)
         nb, ne = end, min(self.shard_end, end + self.batch)
         if ne > nb:
-            self.pending = (nb, ne, self.pool.submit(self.gen.sample, 0, nb, ne))
+            self.pending = (nb, ne, self.pool.submit(self._sample, nb, ne))
         return s
+
+    def _sample(self, begin, end):
+        """On the thread: the train samples [begin, end), its CPU counted."""
+        t = time.thread_time()
+        try:
+            return self.gen.sample(0, begin, end)
+        finally:
+            self.cpu += time.thread_time() - t
 
     def close(self):
         self.pending = None
@@ -887,11 +900,12 @@ class Trainer:
         running_auc_state = running_auc.result() if f.digest else 0.0
         running_auc.close()
         train_s = time.monotonic() - t0
+        prefetch_cpu = 0.0
         if self.prefetcher is not None:
             self.prefetcher.close()
-            self.prefetcher = None
+            prefetch_cpu, self.prefetcher = self.prefetcher.cpu, None
         if f.profile and step > 0:
-            print(self.prof.line(self.rank, step), flush=True)
+            print(self.prof.line(self.rank, step, prefetch_cpu), flush=True)
         if self.reader is not None:
             # Time in Reader.next against the training steps' (evaluation
             # excluded); the maximum of each over the ranks.
