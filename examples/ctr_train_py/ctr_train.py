@@ -20,7 +20,9 @@ The next train batch is generated on a thread while the current step runs
 (--no-prefetch: in the step; the same samples either way); the step's
 global sample count comes from the shard plan, as in the C++ demo, and the
 loss is summed over the ranks once per log line. --profile prints the time
-of each step phase per rank, in the C++ demo's --profile format.
+of each step phase per rank, in the C++ demo's --profile format, and a
+second line of CPU time per step: the main thread's per phase, the prefetch
+thread's and the whole process's (the rest is hb's progress threads).
 
 The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
 step): the next batch's lookup is started (Collection.lookup_start: its ids
@@ -103,7 +105,8 @@ def parse_flags(argv):
                    help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
                         "samples, or of --data's bytes")
     p.add_argument("--profile", action="store_true",
-                   help="time per step phase, per rank (the C++ demo's phases), printed at the end")
+                   help="time per step phase, per rank (the C++ demo's phases), and CPU time per "
+                        "phase and thread, printed at the end")
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="one lookup per step, not the next batch's started before this one's MLP")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
