@@ -16,12 +16,15 @@ DENSE = 13
 _U64 = np.uint64
 
 
+_GOLDEN = _U64(0x9E3779B97F4A7C15)  # splitmix64's increment
+
+
 def mix(x):
     """splitmix64 finaliser on a uint64 array (or scalar)."""
     x = np.asarray(x, dtype=_U64)
     if x.ndim == 0:  # as a 1-element array: numpy warns on a scalar's wrap-around
-        return _mix_into(x.reshape(1) + _U64(0x9E3779B97F4A7C15))[0]
-    return _mix_into(x + _U64(0x9E3779B97F4A7C15))  # a new array: x is the caller's
+        return _mix_into(x.reshape(1) + _GOLDEN)[0]
+    return _mix_into(x + _GOLDEN)  # a new array: x is the caller's
 
 
 _M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
@@ -29,9 +32,10 @@ _S30, _S27, _S31 = _U64(30), _U64(27), _U64(31)
 
 
 def _mix_into(x):
-    """mix's steps after the add, in place on x (a uint64 array of the
-    caller's); one scratch array for the shifts instead of a temporary
-    per step (sample() calls this on every table's hash of a batch)."""
+    """mix's steps after the add of _GOLDEN, in place on x (a uint64 array
+    of the caller's); one scratch array for the shifts instead of a
+    temporary per step (sample() calls this on every table's hash of a
+    batch, with _GOLDEN folded into its salts: the adds wrap mod 2^64)."""
     t = np.right_shift(x, _S30)
     x ^= t
     x *= _M1
@@ -124,6 +128,11 @@ class Generator:
         self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
         self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
         self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
+        # The salts plus mix's increment: sample() hashes base + salt with
+        # one add (uint64 adds wrap, so the sum is the same).
+        self._table_key = self._table_salt + _GOLDEN
+        self._dense_key = self._dense_salt + _GOLDEN
+        self._label_key = np.array([4242], dtype=_U64) + _GOLDEN
 
     def rank_of(self, u):
         """np.searchsorted(cdf, u, side="left") for u in [0, 1), the
@@ -151,15 +160,15 @@ class Generator:
         index = np.arange(begin, begin + n, dtype=_U64)
         index ^= _U64(split) << _U64(56)
         base = mix(self.seed ^ mix(index))
-        h = np.add(base[:, None], self._table_salt)
-        u = _unit_into(_mix_into(h + _U64(0x9E3779B97F4A7C15)))
-        rank = np.minimum(self.rank_of(u), self.vocab - 1)
+        u = _unit_into(_mix_into(np.add(base[:, None], self._table_key)))
+        rank = self.rank_of(u)
+        np.minimum(rank, self.vocab - 1, out=rank)
         ids = rank.astype(_U64)
         ids *= _U64(0x9E3779B1)
         ids += self._table_add
         ids &= _U64(self.vocab - 1)
         ids = ids.astype(np.int64)
-        dense = _gauss_into(mix(np.add(base[:, None], self._dense_salt))).astype(np.float32)
+        dense = _gauss_into(_mix_into(np.add(base[:, None], self._dense_key))).astype(np.float32)
         # The logit's terms in the C++ order (-1, the tables', the dense
         # features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
@@ -170,5 +179,5 @@ class Generator:
         np.multiply(self._dense_weight[:, None], dense.T, out=terms[1 + TABLES:])
         logit = np.add.reduce(terms, axis=0)
         p = 1.0 / (1.0 + np.exp(-logit))
-        label = (_unit_into(mix(base + _U64(4242))) < p).astype(np.float32)
+        label = (_unit_into(_mix_into(base + self._label_key)) < p).astype(np.float32)
         return Samples(ids, dense, label, p.astype(np.float32))
