@@ -471,13 +471,15 @@ bool GlooBackend::registered_first() const {
 }
 
 template <class F>
-void GlooBackend::over_p2p(F &&fn, Peers which, bool registered) {
+void GlooBackend::over_p2p(F &&fn, Peers which, bool registered, bool count) {
   flush_check();
   const uint32_t tag = next_tag();
   const ShmTransport *shm = shm_.get();
+  Traffic uncounted;
   auto counted = [&](P2P &p2p) {
     CountingP2P<std::function<bool(int)>> c(
-        p2p, traffic_, [shm](int q) { return shm && shm->reaches(q); });
+        p2p, count ? traffic_ : uncounted,
+        [shm](int q) { return shm && shm->reaches(q); });
     fn(static_cast<P2P &>(c));
   };
   if (shm_ && shm_->reaches_all()) {
@@ -512,7 +514,32 @@ void GlooBackend::check(CallPrint print) {
   if (registered_first() && prints_)  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
-  over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
+  // Pairs on first use: the prints take the call's own TCP peers, through
+  // the leaders on the hierarchical routes (an allgather as one
+  // hierarchical alltoallv: every block is this rank's print), so checking
+  // connects no pair the calls would not. Not counted as the calls'
+  // traffic, as on the registered buffers.
+  if (lazy_ && (hier_ || hier_reduce_))
+    return over_p2p(
+        [&](P2P &p2p) {
+          check_call(
+              rank(), world_size(),
+              [&](char *all) { allgather_prints(p2p, all); }, print);
+        },
+        Peers::kLeaders, false, false);
+  over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); },
+           Peers::kFar, false, !lazy_);
+}
+
+void GlooBackend::allgather_prints(P2P &p2p, char *all) {
+  const int n = world_size(), r = rank();
+  const int64_t w = int64_t(CallPrint::wire_bytes(n));
+  const size_t ns = static_cast<size_t>(n);
+  std::vector<int64_t> sc(ns, w), so(ns, r * w), rc(ns, w), ro(ns, 0);
+  sc[size_t(r)] = rc[size_t(r)] = 0;
+  for (int q = 0; q < n; ++q) ro[size_t(q)] = q * w;
+  hier_alltoallv(p2p, hosts_, hier_scratch_, kPrintChannel, all, sc.data(),
+                 so.data(), all, rc.data(), ro.data(), 1);
 }
 
 void GlooBackend::flush_check() {

@@ -155,9 +155,14 @@ class GlooBackend final : public Backend {
   void connect_peers(Peers which);
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
   // per peer, TCP peers among `which`; over the registered pair buffers
-  // (regions_) when `registered`. Takes one tag on every rank.
+  // (regions_) when `registered`; counted in traffic_ when `count`. Takes
+  // one tag on every rank.
   template <class F>
-  void over_p2p(F &&fn, Peers which = Peers::kFar, bool registered = false);
+  void over_p2p(F &&fn, Peers which = Peers::kFar, bool registered = false,
+                bool count = true);
+  // The call prints' allgather (all: world x wire bytes, this rank's at
+  // rank x) through the host leaders.
+  void allgather_prints(P2P &p2p, char *all);
   // The call's fingerprint, checked across ranks (comm/fingerprint.h)
   // before anything of a size that depends on it is posted. On the call
   // board (every peer shares memory) it is only kept here, and travels

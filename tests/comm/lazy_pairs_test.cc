@@ -97,14 +97,16 @@ void alltoallv(ThreadWorld &w) {
 TEST(LazyPairs, NoSameHostPairsAndOnlyThoseCallsUse) {
   ThreadWorld hier(kRanks, config("hier", false)),
       direct(kRanks, config("direct", false)),
-      checked(kRanks, config("direct", true));
+      checked(kRanks, config("direct", true)),
+      checked_hier(kRanks, config("hier", true));
   // Formed: no pair anywhere (a full mesh was 2 x 5 per rank).
-  for (ThreadWorld *w : {&hier, &direct, &checked})
+  for (ThreadWorld *w : {&hier, &direct, &checked, &checked_hier})
     EXPECT_EQ(show(pairs(*w)), "0 0 0 0 0 0 ") << "after forming";
   // Small (registered buffers) and large (per-call buffers) reductions.
   for (size_t count : {size_t(7), size_t(1001), size_t(300007)}) {
     const auto a = allreduce(hier, count), b = allreduce(direct, count),
-               c = allreduce(checked, count);
+               c = allreduce(checked, count),
+               d = allreduce(checked_hier, count);
     std::vector<float> ref(count, 0.f);
     for (int r = 0; r < kRanks; ++r) {
       const std::vector<float> x = input(r, count);
@@ -117,13 +119,18 @@ TEST(LazyPairs, NoSameHostPairsAndOnlyThoseCallsUse) {
           << "direct, rank " << r << ", count " << count;
       ASSERT_EQ(0, std::memcmp(c[r].data(), ref.data(), count * 4))
           << "checked, rank " << r << ", count " << count;
+      ASSERT_EQ(0, std::memcmp(d[r].data(), ref.data(), count * 4))
+          << "checked hier, rank " << r << ", count " << count;
     }
   }
   alltoallv(hier);
   alltoallv(direct);
   alltoallv(checked);
-  // Through the leaders: one pair per context between the two leaders.
+  alltoallv(checked_hier);
+  // Through the leaders: one pair per context between the two leaders
+  // (call prints too, when checked).
   EXPECT_EQ(show(pairs(hier)), "2 0 0 2 0 0 ");
+  EXPECT_EQ(show(pairs(checked_hier)), "2 0 0 2 0 0 ");
   // Direct: every rank to the other host's 3 ranks, per context; never to
   // its own host's (the full mesh's 10).
   EXPECT_EQ(show(pairs(direct)), "6 6 6 6 6 6 ");
