@@ -2,10 +2,11 @@
 # TCP pairs made on first use (src/comm/mesh_connect.h, docs/scaling.md)
 # across two "hosts" (network namespaces joined by a veth pair,
 # tests/multihost/netns.sh) of 3 ranks each: every rank's established TCP
-# sockets but the rendezvous store's (mh_pairs), after forming the world
+# sockets but the rendezvous store's (mh_pairs), after hb_context_create
+# and a barrier (none: the CPU communicator forms at the first collective)
 # and after an allreduce and an alltoallv:
-#   - no socket between two ranks of one host, ever;
-#   - none at all once formed;
+#   - no socket between two ranks of one host (main's full mesh: 4 per
+#     rank, and 6 to the other host, on both routes);
 #   - after the calls, through the leaders (cpu_alltoallv =
 #     cpu_allreduce_route = hier): 2 on each leader (one per Gloo context),
 #     none on the others; direct: 2 per rank of the other host (6);
@@ -62,7 +63,8 @@ on_hosts() {
 for route in hier direct; do
   on_hosts "pairs_$route" $route 0 0 -- "$PAIRS" $PORT
   for r in 0 1 2 3 4 5; do
-    line=$(grep -h "mh_pairs rank $r:" "$WORK"/pairs_$route.?.log)
+    line=$(grep -h "mh_pairs rank $r:" "$WORK"/pairs_$route.?.log |
+      sed 's/^\[[0-9]*\] //')  # hbrun's prefix
     echo "   $line"
     want=6
     [ $route = hier ] && { want=0; [ $r = 0 ] || [ $r = 3 ]; } && want=2

@@ -108,15 +108,15 @@ int main(int argc, char **argv) {
     so[q] = s, ro[q] = t;
     s += sc[q], t += rc[q];
   }
-  std::vector<float> send(size_t(s)), recv(size_t(t));
+  std::vector<float> out(static_cast<size_t>(s)), in(static_cast<size_t>(t));
   for (int q = 0; q < n; ++q)
     for (int64_t i = 0; i < sc[q]; ++i)
-      send[size_t(so[q] + i)] = float(100 * g_mp_rank + q);
-  CHECK_OK(hb_alltoallv(ctx, send.data(), sc.data(), so.data(), recv.data(),
+      out[size_t(so[q] + i)] = float(100 * g_mp_rank + q);
+  CHECK_OK(hb_alltoallv(ctx, out.data(), sc.data(), so.data(), in.data(),
                         rc.data(), ro.data(), HB_FLOAT32));
   for (int q = 0; q < n; ++q)
     for (int64_t i = 0; i < rc[q]; ++i)
-      CHECK(recv[size_t(ro[q] + i)] == float(100 * q + g_mp_rank),
+      CHECK(in[size_t(ro[q] + i)] == float(100 * q + g_mp_rank),
             "alltoallv: element %lld from rank %d", static_cast<long long>(i),
             q);
   const Count after = count(store_port);
