@@ -43,8 +43,8 @@ one() {  # $1 = np, $2 = libdir or empty; prints "seconds sockets..."
   line=$(grep -h 'world of' "$out"/a "$out"/b)
   [ -n "$line" ] || { echo "np=$1 FAILED: $(tail -3 "$out"/a "$out"/b)" >&2; echo 999; return; }
   echo "$line" | sed 's/.*first allreduce after \([0-9.]*\) s.*/\1/'
-  grep -h 'holds [0-9]* sockets' "$out"/a "$out"/b |
-    sed 's/.*holds \([0-9]*\) sockets/\1/' | sort -n | tr '\n' ' ' >"$out/sockets.$3"
+  grep -h 'rank [0-9]* holds [0-9]* sockets$' "$out"/a "$out"/b |
+    sed 's/.*holds \([0-9]*\) sockets$/\1/' | sort -n | tr '\n' ' ' >"$out/sockets.$3"
 }
 median() { sort -n | awk '{ t[NR] = $1 } END { print t[int((NR + 1) / 2)] }'; }
 spread() { awk '{ printf "%s / %s / %s", $1, $(int((NF + 1) / 2)), $NF }' "$1"; }

@@ -329,10 +329,9 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     // Both contexts in one exchange through the rendezvous (O(N) bytes per
     // rank; comm/mesh_connect.h).
     const int64_t t0 = now_ms();
-    mesh_ = std::make_unique<LazyMesh>(kv, cfg.key_prefix + "mesh/",
-                                       cfg.timeout_ms, dev_,
-                                       std::vector<std::shared_ptr<MeshContext>>{algo, coll},
-                                       reach);
+    mesh_ = std::make_unique<LazyMesh>(
+        kv, cfg.key_prefix + "mesh/", cfg.timeout_ms, dev_,
+        std::vector<std::shared_ptr<MeshContext>>{algo, coll}, reach);
     algo_ctx_ = algo;
     coll_ctx_ = coll;
     algo_mesh_ = algo;

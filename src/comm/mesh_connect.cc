@@ -101,8 +101,7 @@ void MeshContext::start_pair(int q, const std::vector<std::string> &boot,
   if (broken_) throw gloo::IoException(why_);
   auto &pair = pairs_->getPair(q);
   if (!pair)
-    fail(HB_ERR_INTERNAL, "Gloo mesh: rank %d has no pair to rank %d", rank,
-         q);
+    fail(HB_ERR_INTERNAL, "Gloo mesh: rank %d has no pair to rank %d", rank, q);
   if (state_[size_t(q)] != kIdle) return;
   state_[size_t(q)] = kStarted;
   if (!mesh_dials(rank, q, size)) return;  // q dials this rank
@@ -143,7 +142,8 @@ size_t MeshContext::connected_pairs() {
   std::lock_guard<std::mutex> lock(mu_);
   size_t n = 0;
   for (int q = 0; pairs_ && q < size; ++q)
-    if (q != rank && pairs_->getPair(q) && pair_socket(*pairs_->getPair(q)) >= 0)
+    if (q != rank && pairs_->getPair(q) &&
+        pair_socket(*pairs_->getPair(q)) >= 0)
       ++n;
   return n;
 }

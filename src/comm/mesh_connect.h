@@ -112,7 +112,7 @@ class LazyMesh {
   std::vector<std::shared_ptr<MeshContext>> ctxs_;
   std::vector<std::string> boot_;
   std::unique_ptr<MeshListener> listener_;
-  std::mutex mu_;  // one connect at a time
+  std::mutex mu_;           // one connect at a time
   std::vector<bool> done_;  // by peer: connected in every context
   int64_t formed_ms_ = 0;
 };

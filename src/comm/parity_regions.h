@@ -28,7 +28,8 @@ class ParityRegions {
   // given, only those of the peers q with peers[q] (the others have no
   // TCP pair: they share this rank's host, comm/mesh_connect.h).
   void register_all(gloo::Context &ctx, int slot_base, size_t region_bytes,
-                    size_t send_bytes, const std::vector<bool> *peers = nullptr);
+                    size_t send_bytes,
+                    const std::vector<bool> *peers = nullptr);
   gloo::transport::Buffer *to(int peer, size_t parity) const {
     return to_[size_t(peer) * 2 + parity].get();
   }

@@ -63,8 +63,7 @@ std::vector<std::vector<float>> allreduce(ThreadWorld &w, size_t count) {
                                     std::vector<float>(count));
   w.run([&](int r) {
     const std::vector<float> x = input(r, count);
-    w.at(r).allreduce(x.data(), y[size_t(r)].data(), count, HB_FLOAT32,
-                      HB_SUM);
+    w.at(r).allreduce(x.data(), y[size_t(r)].data(), count, HB_FLOAT32, HB_SUM);
   });
   return y;
 }

@@ -32,36 +32,8 @@ fail() {
   failures=$((failures + 1))
 }
 
-# on_hosts NAME ROUTE WANT_A WANT_B -- program args: hbrun -n 3 on each
-# host; exit codes must be WANT_A and WANT_B.
-on_hosts() {
-  local name=$1 route=$2 want_a=$3 want_b=$4
-  shift 5
-  local start=$SECONDS pids=() codes=() ns host type
-  echo "== $name ($route): ${*##*/}"
-  for host in a b; do
-    ns=$NETNS_A type=chief
-    [ $host = b ] && ns=$NETNS_B type=worker
-    ip netns exec "$ns" env HB_LOG_LEVEL=debug HB_CPU_ALLTOALLV="$route" \
-      HB_CPU_ALLREDUCE_ROUTE="$route" \
-      TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
-      "$HBRUN" -n 3 --timeout 60 --grace-ms 10000 -- "$@" \
-      >"$WORK/$name.$host.log" 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do
-    wait "$p"
-    codes+=($?)
-  done
-  echo "   exit ${codes[0]}/${codes[1]} ($((SECONDS - start)) s)"
-  if [ "${codes[0]}" != "$want_a" ] || [ "${codes[1]}" != "$want_b" ]; then
-    fail "$name: exit codes ${codes[0]}/${codes[1]}, expected $want_a/$want_b"
-    tail -n 30 "$WORK/$name.a.log" "$WORK/$name.b.log" | grep -v " DEBUG "
-  fi
-}
-
 for route in hier direct; do
-  on_hosts "pairs_$route" $route 0 0 -- "$PAIRS" $PORT
+  NETNS_ROUTE=$route netns_on_hosts "pairs_$route" 3 0 0 -- "$PAIRS" $PORT
   for r in 0 1 2 3 4 5; do
     line=$(grep -h "mh_pairs rank $r:" "$WORK"/pairs_$route.?.log |
       sed 's/^\[[0-9]*\] //')  # hbrun's prefix
@@ -73,11 +45,8 @@ for route in hier direct; do
   done
 done
 
-on_hosts kill4 hier 0 137 -- "$KILL" 4 "$WORK/killed4" alltoallv
-for r in 0 1 2 3 5; do
-  line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/kill4.?.log)
-  if [ -n "$line" ]; then echo "   $line"; else fail "kill4: rank $r did not report HB_ERR_PEER_FAILED"; fi
-done
+NETNS_ROUTE=hier netns_on_hosts kill4 3 0 137 -- "$KILL" 4 "$WORK/killed4" alltoallv
+netns_expect_peer_failed kill4 0 1 2 3 5
 
 if [ $failures -ne 0 ]; then
   echo "$failures failure(s)"

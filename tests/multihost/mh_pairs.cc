@@ -37,8 +37,7 @@ std::set<unsigned long> socket_inodes() {
     const std::string path = std::string("/proc/self/fd/") + e->d_name;
     const ssize_t n = readlink(path.c_str(), link, sizeof link - 1);
     unsigned long ino = 0;
-    if (n > 0 && std::sscanf(link, "socket:[%lu]", &ino) == 1)
-      out.insert(ino);
+    if (n > 0 && std::sscanf(link, "socket:[%lu]", &ino) == 1) out.insert(ino);
   }
   closedir(d);
   return out;
@@ -61,7 +60,8 @@ Count count(int store_port) {
       std::string sl, local, remote, st, skip;
       unsigned long inode = 0;
       ss >> sl >> local >> remote >> st;
-      for (int i = 0; i < 5; ++i) ss >> skip;  // tx:rx tr:when retrnsmt uid timeout
+      for (int i = 0; i < 5; ++i)
+        ss >> skip;  // tx:rx tr:when retrnsmt uid timeout
       ss >> inode;
       if (st != "01" || !mine.count(inode)) continue;  // 01: ESTABLISHED
       const size_t lc = local.rfind(':'), rc = remote.rfind(':');
