@@ -15,6 +15,7 @@
 #include <thread>
 #include <vector>
 
+#include "../common/a2a_pattern.h"
 #include "thread_world.h"
 
 namespace {
@@ -72,22 +73,16 @@ std::vector<std::vector<float>> allreduce(ThreadWorld &w, size_t count) {
 void alltoallv(ThreadWorld &w) {
   w.run([&](int r) {
     const int n = w.size();
-    std::vector<int64_t> sc(n), so(n), rc(n), ro(n);
-    int64_t s = 0, t = 0;
-    for (int q = 0; q < n; ++q) {
-      sc[q] = r + q + 1, rc[q] = q + r + 1;
-      so[q] = s, ro[q] = t;
-      s += sc[q], t += rc[q];
-    }
-    std::vector<uint8_t> out(static_cast<size_t>(s)),
-        in(static_cast<size_t>(t));
+    const hb::test::A2aPattern p(n, r);
+    std::vector<uint8_t> out(static_cast<size_t>(p.send_total)),
+        in(static_cast<size_t>(p.recv_total));
     for (int q = 0; q < n; ++q)
-      std::memset(out.data() + so[q], 16 * r + q, size_t(sc[q]));
-    w.at(r).alltoallv(out.data(), sc.data(), so.data(), in.data(), rc.data(),
-                      ro.data(), HB_UINT8);
+      std::memset(out.data() + p.so[q], 16 * r + q, size_t(p.sc[q]));
+    w.at(r).alltoallv(out.data(), p.sc.data(), p.so.data(), in.data(),
+                      p.rc.data(), p.ro.data(), HB_UINT8);
     for (int q = 0; q < n; ++q)
-      for (int64_t i = 0; i < rc[q]; ++i)
-        if (in[size_t(ro[q] + i)] != uint8_t(16 * q + r))
+      for (int64_t i = 0; i < p.rc[q]; ++i)
+        if (in[size_t(p.ro[q] + i)] != uint8_t(16 * q + r))
           hb::fail(HB_ERR_INTERNAL, "rank %d: byte %lld from %d wrong", r,
                    static_cast<long long>(i), q);
   });

@@ -20,6 +20,7 @@
 #include <string>
 #include <vector>
 
+#include "common/a2a_pattern.h"
 #include "common/mp_check.h"
 #include "hb.h"
 
@@ -101,22 +102,17 @@ int main(int argc, char **argv) {
     CHECK(b[i] == want, "allreduce element %zu: %g, not %g", i, b[i], want);
   }
   // alltoallv: rank r sends r + q + 1 floats of value 100 r + q to rank q.
-  std::vector<int64_t> sc(n), so(n), rc(n), ro(n);
-  int64_t s = 0, t = 0;
-  for (int q = 0; q < n; ++q) {
-    sc[q] = g_mp_rank + q + 1, rc[q] = q + g_mp_rank + 1;
-    so[q] = s, ro[q] = t;
-    s += sc[q], t += rc[q];
-  }
-  std::vector<float> out(static_cast<size_t>(s)), in(static_cast<size_t>(t));
+  const hb::test::A2aPattern p(n, g_mp_rank);
+  std::vector<float> out(static_cast<size_t>(p.send_total)),
+      in(static_cast<size_t>(p.recv_total));
   for (int q = 0; q < n; ++q)
-    for (int64_t i = 0; i < sc[q]; ++i)
-      out[size_t(so[q] + i)] = float(100 * g_mp_rank + q);
-  CHECK_OK(hb_alltoallv(ctx, out.data(), sc.data(), so.data(), in.data(),
-                        rc.data(), ro.data(), HB_FLOAT32));
+    for (int64_t i = 0; i < p.sc[q]; ++i)
+      out[size_t(p.so[q] + i)] = float(100 * g_mp_rank + q);
+  CHECK_OK(hb_alltoallv(ctx, out.data(), p.sc.data(), p.so.data(), in.data(),
+                        p.rc.data(), p.ro.data(), HB_FLOAT32));
   for (int q = 0; q < n; ++q)
-    for (int64_t i = 0; i < rc[q]; ++i)
-      CHECK(in[size_t(ro[q] + i)] == float(100 * q + g_mp_rank),
+    for (int64_t i = 0; i < p.rc[q]; ++i)
+      CHECK(in[size_t(p.ro[q] + i)] == float(100 * q + g_mp_rank),
             "alltoallv: element %lld from rank %d", static_cast<long long>(i),
             q);
   const Count after = count(store_port);
