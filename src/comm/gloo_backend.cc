@@ -344,9 +344,9 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
       links_->add_context(*coll);
     }
     HB_LOG_DEBUG(
-        "gloo mesh, rank %d of %d: %s, %zu TCP peer(s) (%zu leader(s)), %zu "
-        "pair(s) connected after %lld ms",
-        cfg.rank, cfg.world_size,
+        "gloo mesh of %d ranks, rank %d: %s, %zu TCP peer(s) (%zu "
+        "leader(s)), %zu pair(s) connected after %lld ms",
+        cfg.world_size, cfg.rank,
         lazy_ ? "pairs on first use, none to this host" : "full mesh",
         far_peers_.size(), leader_peers_.size(),
         algo->connected_pairs() + coll->connected_pairs(),
