@@ -365,7 +365,7 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
 
 void GlooBackend::connect_peers(Peers which) {
   bool &up = which == Peers::kLeaders ? leaders_up_ : far_up_;
-  if (up) return;
+  if (up || !mesh_) return;  // no mesh: every peer shares memory
   const std::vector<int> &peers =
       which == Peers::kLeaders ? leader_peers_ : far_peers_;
   const std::vector<int> fresh = mesh_->connect(peers);
