@@ -28,11 +28,6 @@ HBRUN=$1 COLL=$2 CTR=$3 KILL=$4
 ADDR_A=10.214.0.1 ADDR_B=10.214.0.2 PORT=29410
 netns_test_setup "$ADDR_A" "$ADDR_B"
 
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # on_hosts NAME ROUTE WANT_A WANT_B -- program args: hbrun -n 2 on each
 # host with cpu_alltoallv=cpu_allreduce_route=ROUTE; exit codes must be
@@ -93,8 +88,4 @@ for kill in 1 2 2:allreduce; do
   netns_expect_peer_failed "$name" "${others[@]}"
 done
 
-if [ $failures -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "hierarchical alltoallv and reductions across hosts: all phases passed"
+netns_finish "hierarchical alltoallv and reductions across hosts: all phases passed"

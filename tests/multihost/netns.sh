@@ -119,3 +119,20 @@ netns_expect_peer_failed() {
     if [ -n "$line" ]; then echo "   $line"; else fail "$name: rank $r did not report HB_ERR_PEER_FAILED"; fi
   done
 }
+
+# fail MESSAGE: one failure of a test script; netns_finish reports them.
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# netns_finish PASSED_LINE: exits 1 naming the count of failures, else
+# prints PASSED_LINE.
+netns_finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+  fi
+  echo "$1"
+}
