@@ -300,8 +300,26 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
   // byte. Skipping it is what lets one host hold 128 ranks (docs/scaling.md:
   // the mesh is 2(N-1) sockets per rank, 82 s to form at 128 ranks).
   if (sockets_free_) return;
-  // Two contexts of N-1 sockets each, plus the device's listener.
-  raise_fd_limit(2 * size_t(cfg.world_size) + 64);
+  // A world of several hosts whose calls all run over P2P (rank order, shm
+  // to the same host's peers) connects pairs on first use, and never to a
+  // peer of its own host: Gloo's algorithms (cpu_allreduce) and the
+  // collectives of an all-TCP world use every pair, so there all connect
+  // when the world forms, as before. Same choice on every rank.
+  lazy_ = shm_ && !board_ && algo_kind_ == Algo::kRankOrder;
+  std::vector<bool> reach(size_t(cfg.world_size), true);
+  reach[size_t(cfg.rank)] = false;
+  for (int q = 0; q < cfg.world_size; ++q) {
+    if (lazy_ && shm_->reaches(q)) reach[size_t(q)] = false;
+    if (reach[size_t(q)]) far_peers_.push_back(q);
+  }
+  if (lazy_ && !hosts_.members.empty()) {
+    const int host = hosts_.host_of[size_t(cfg.rank)];
+    if (hosts_.members[size_t(host)][0] == cfg.rank)
+      for (size_t h = 0; h < hosts_.members.size(); ++h)
+        if (int(h) != host) leader_peers_.push_back(hosts_.members[h][0]);
+  }
+  // Two contexts of a socket per TCP peer, plus the device's listener.
+  raise_fd_limit(2 * far_peers_.size() + 64);
   guarded("connecting the Gloo full mesh", [&] {
     gloo::transport::tcp::attr attr;
     attr.hostname = cfg.hostname;
@@ -310,18 +328,59 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
       ctx->setTimeout(std::chrono::milliseconds(cfg.timeout_ms));
     // Both contexts in one exchange through the rendezvous (O(N) bytes per
     // rank; comm/mesh_connect.h).
-    connect_meshes(kv, cfg.key_prefix + "mesh/", cfg.timeout_ms, dev_,
-                   {algo, coll});
-    links_->add_context(*algo);
-    links_->add_context(*coll);
+    const int64_t t0 = now_ms();
+    mesh_ = std::make_unique<LazyMesh>(
+        kv, cfg.key_prefix + "mesh/", cfg.timeout_ms, dev_,
+        std::vector<std::shared_ptr<MeshContext>>{algo, coll}, reach);
     algo_ctx_ = algo;
     coll_ctx_ = coll;
-    prints_ = std::make_unique<PairExchange>(
-        *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
+    algo_mesh_ = algo;
+    coll_mesh_ = coll;
+    if (!lazy_) {
+      far_up_ = leaders_up_ = true;
+      mesh_->connect(far_peers_);
+      mesh_->close_listener();  // every pair is connected
+      links_->add_context(*algo);
+      links_->add_context(*coll);
+    }
+    HB_LOG_DEBUG(
+        "gloo mesh of %d ranks, rank %d: %s, %zu TCP peer(s) (%zu "
+        "leader(s)), %zu pair(s) connected after %lld ms",
+        cfg.world_size, cfg.rank,
+        lazy_ ? "pairs on first use, none to this host" : "full mesh",
+        far_peers_.size(), leader_peers_.size(),
+        algo->connected_pairs() + coll->connected_pairs(),
+        static_cast<long long>(now_ms() - t0));
+    // In a lazy world the prints travel over P2P, not prints_ (which would
+    // use every pair), and the regions only to the other hosts' ranks.
+    if (!lazy_)
+      prints_ = std::make_unique<PairExchange>(
+          *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
     if (algo_kind_ == Algo::kRankOrder)
       regions_ = std::make_unique<PairRegions>(
-          *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
+          *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes),
+          lazy_ ? reach : std::vector<bool>{});
   });
+}
+
+void GlooBackend::connect_peers(Peers which) {
+  bool &up = which == Peers::kLeaders ? leaders_up_ : far_up_;
+  if (up || !mesh_) return;  // no mesh: every peer shares memory
+  const std::vector<int> &peers =
+      which == Peers::kLeaders ? leader_peers_ : far_peers_;
+  const std::vector<int> fresh = mesh_->connect(peers);
+  links_->add_pairs(*algo_ctx_, fresh);
+  links_->add_pairs(*coll_ctx_, fresh);
+  up = true;
+  if (which == Peers::kFar) leaders_up_ = true;  // a subset
+}
+
+Traffic GlooBackend::traffic() const {
+  Traffic t = traffic_;
+  t.calls = seq_;
+  if (algo_mesh_) t.tcp_pairs = algo_mesh_->connected_pairs();
+  if (coll_mesh_) t.tcp_pairs += coll_mesh_->connected_pairs();
+  return t;
 }
 
 void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
@@ -367,18 +426,22 @@ GlooBackend::~GlooBackend() {
   if (health_sub_ >= 0) health_.unsubscribe(health_sub_);
   HB_LOG_DEBUG(
       "cpu traffic, rank %d of %d (alltoallv %s, reductions %s): %llu calls, "
-      "tcp %llu messages %llu bytes, shm %llu messages %llu bytes",
+      "tcp %llu messages %llu bytes, shm %llu messages %llu bytes; tcp "
+      "pairs %llu",
       rank(), world_size(), hier_ ? "hierarchical" : "direct",
       hier_reduce_ ? "hierarchical" : "direct",
       static_cast<unsigned long long>(seq_),
       static_cast<unsigned long long>(traffic_.tcp_messages),
       static_cast<unsigned long long>(traffic_.tcp_bytes),
       static_cast<unsigned long long>(traffic_.shm_messages),
-      static_cast<unsigned long long>(traffic_.shm_bytes));
-  // Buffers unregister from the pairs before they close.
+      static_cast<unsigned long long>(traffic_.shm_bytes),
+      static_cast<unsigned long long>(traffic().tcp_pairs));
+  // Buffers unregister from the pairs before they close; the listener
+  // (which hands sockets to pairs) closes before them too.
   regions_.reset();
   prints_.reset();
   algos_.clear();
+  mesh_.reset();
 }
 
 template <class F>
@@ -407,21 +470,29 @@ bool GlooBackend::registered_first() const {
 }
 
 template <class F>
-void GlooBackend::over_p2p(F &&fn) {
+void GlooBackend::over_p2p(F &&fn, Peers which, bool registered, bool count) {
   flush_check();
   const uint32_t tag = next_tag();
   const ShmTransport *shm = shm_.get();
+  Traffic uncounted;
   auto counted = [&](P2P &p2p) {
     CountingP2P<std::function<bool(int)>> c(
-        p2p, traffic_, [shm](int q) { return shm && shm->reaches(q); });
+        p2p, count ? traffic_ : uncounted,
+        [shm](int q) { return shm && shm->reaches(q); });
     fn(static_cast<P2P &>(c));
   };
   if (shm_ && shm_->reaches_all()) {
     ShmP2P p2p(*shm_);
     return counted(p2p);
   }
-  GlooP2P tcp(*coll_ctx_, tag, std::chrono::milliseconds(cfg_.timeout_ms),
-              *breaker_);
+  connect_peers(which);
+  std::optional<RegionP2P> regions;
+  std::optional<GlooP2P> unbound;
+  P2P &tcp = registered
+                 ? static_cast<P2P &>(regions.emplace(*regions_))
+                 : unbound.emplace(*coll_ctx_, tag,
+                                   std::chrono::milliseconds(cfg_.timeout_ms),
+                                   *breaker_);
   if (shm_ && shm_->reaches_any()) {
     ShmP2P near(*shm_);
     RoutedP2P p2p(*shm_, near, tcp);
@@ -439,10 +510,35 @@ void GlooBackend::check(CallPrint print) {
     print_pending_ = true;
     return;
   }
-  if (registered_first())  // registered pair buffers: one hop
+  if (registered_first() && prints_)  // registered pair buffers: one hop
     return check_call(
         rank(), world_size(), [&](char *all) { prints_->run(all); }, print);
-  over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); });
+  // Pairs on first use: the prints take the call's own TCP peers, through
+  // the leaders on the hierarchical routes (an allgather as one
+  // hierarchical alltoallv: every block is this rank's print), so checking
+  // connects no pair the calls would not. Not counted as the calls'
+  // traffic, as on the registered buffers.
+  if (lazy_ && (hier_ || hier_reduce_))
+    return over_p2p(
+        [&](P2P &p2p) {
+          check_call(
+              rank(), world_size(),
+              [&](char *all) { allgather_prints(p2p, all); }, print);
+        },
+        Peers::kLeaders, false, false);
+  over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); },
+           Peers::kFar, false, !lazy_);
+}
+
+void GlooBackend::allgather_prints(P2P &p2p, char *all) {
+  const int n = world_size(), r = rank();
+  const int64_t w = int64_t(CallPrint::wire_bytes(n));
+  const size_t ns = static_cast<size_t>(n);
+  std::vector<int64_t> sc(ns, w), so(ns, r * w), rc(ns, w), ro(ns, 0);
+  sc[size_t(r)] = rc[size_t(r)] = 0;
+  for (int q = 0; q < n; ++q) ro[size_t(q)] = q * w;
+  hier_alltoallv(p2p, hosts_, hier_scratch_, kPrintChannel, all, sc.data(),
+                 so.data(), all, rc.data(), ro.data(), 1);
 }
 
 void GlooBackend::flush_check() {
@@ -754,10 +850,18 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
   if (hier_reduce_)
-    return over_p2p([&](P2P &p2p) {
-      hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro, x, b,
-                             own_out, gather, peer_scratch_);
-    });
+    return over_p2p(
+        [&](P2P &p2p) {
+          hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro,
+                                 x, b, own_out, gather, peer_scratch_);
+        },
+        Peers::kLeaders);
+  if (lazy_ && regions_->fits(bytes))  // registered to the other hosts
+    return over_p2p(
+        [&](P2P &p2p) {
+          rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
+        },
+        Peers::kFar, true);
   if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P regions(*regions_);
     CountingP2P<bool (*)(int)> p2p(regions, traffic_,
@@ -1001,16 +1105,18 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
         in = s;
         in_off = staged_off.data();
       }
-      return over_p2p([&](P2P &p2p) {
-        if (hier_)
-          hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
-                         send_counts, in_off, static_cast<char *>(recv),
-                         recv_counts, recv_offsets, size_t(es));
-        else
-          p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
-                        static_cast<char *>(recv), recv_counts, recv_offsets,
-                        size_t(es));
-      });
+      return over_p2p(
+          [&](P2P &p2p) {
+            if (hier_)
+              hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
+                             send_counts, in_off, static_cast<char *>(recv),
+                             recv_counts, recv_offsets, size_t(es));
+            else
+              p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                            static_cast<char *>(recv), recv_counts,
+                            recv_offsets, size_t(es));
+          },
+          hier_ ? Peers::kLeaders : Peers::kFar);
     }
     const bool send_direct =
         packed(send_counts, send_offsets, n) &&

@@ -49,6 +49,7 @@ class Device;
 namespace hb {
 namespace comm {
 
+class LazyMesh;
 class Links;
 class MeshContext;
 class PairExchange;
@@ -60,11 +61,7 @@ class GlooBackend final : public Backend {
   GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health);
   ~GlooBackend() override;
   const char *name() const override { return "gloo"; }
-  Traffic traffic() const override {
-    Traffic t = traffic_;
-    t.calls = seq_;
-    return t;
-  }
+  Traffic traffic() const override;
 
   void allreduce(const void *send, void *recv, size_t count, hb_dtype dtype,
                  hb_reduce_op op) override;
@@ -149,10 +146,23 @@ class GlooBackend final : public Backend {
   // shares memory, per-call TCP messages (and routing) cost more there than
   // the shared-memory pairs save. Same on every rank; same bits either way.
   bool registered_first() const;
+  // The TCP peers a call may exchange with: every other host's rank, or
+  // (routes through the host leaders) a leader's other leaders, none for
+  // the other ranks. Same choice on every rank for a call.
+  enum class Peers { kFar, kLeaders };
+  // Connects the pairs to `which` unless they are (pairs made on first use,
+  // comm/mesh_connect.h); a no-op where the mesh connected at formation.
+  void connect_peers(Peers which);
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
-  // per peer. Takes one tag on every rank.
+  // per peer, TCP peers among `which`; over the registered pair buffers
+  // (regions_) when `registered`; counted in traffic_ when `count`. Takes
+  // one tag on every rank.
   template <class F>
-  void over_p2p(F &&fn);
+  void over_p2p(F &&fn, Peers which = Peers::kFar, bool registered = false,
+                bool count = true);
+  // The call prints' allgather (all: world x wire bytes, this rank's at
+  // rank x) through the host leaders.
+  void allgather_prints(P2P &p2p, char *all);
   // The call's fingerprint, checked across ranks (comm/fingerprint.h)
   // before anything of a size that depends on it is posted. On the call
   // board (every peer shares memory) it is only kept here, and travels
@@ -198,6 +208,14 @@ class GlooBackend final : public Backend {
   std::shared_ptr<gloo::transport::Device> dev_;
   std::shared_ptr<gloo::Context> algo_ctx_;  // cached legacy algorithms
   std::shared_ptr<gloo::Context> coll_ctx_;  // unbound-buffer collectives
+  std::shared_ptr<MeshContext> algo_mesh_, coll_mesh_;  // the same two
+  // The listener and the pairs still to connect: a world of several hosts
+  // running rank order over P2P connects no pair when it forms, and none
+  // to a peer of its own host, ever (lazy_); others connect all at once.
+  std::unique_ptr<LazyMesh> mesh_;
+  bool lazy_ = false;
+  std::vector<int> far_peers_, leader_peers_;
+  bool far_up_ = false, leaders_up_ = false;
   std::shared_ptr<Links> links_;
   std::shared_ptr<WaitBreaker> breaker_ = std::make_shared<WaitBreaker>();
   int health_sub_ = -1;

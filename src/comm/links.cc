@@ -47,8 +47,15 @@ bool connected(int fd) {
 }  // namespace
 
 void Links::add_context(gloo::Context &ctx) {
+  std::vector<int> peers;
+  for (int r = 0; r < ctx.size; ++r)
+    if (r != ctx.rank) peers.push_back(r);
+  add_pairs(ctx, peers);
+}
+
+void Links::add_pairs(gloo::Context &ctx, const std::vector<int> &peers) {
   std::lock_guard<std::mutex> lock(mu_);
-  for (int r = 0; r < ctx.size; ++r) {
+  for (int r : peers) {
     if (r == ctx.rank) continue;
     auto &pair = ctx.getPair(r);
     if (!pair) continue;

@@ -24,8 +24,11 @@ namespace comm {
 
 class Links {
  public:
-  // Records the socket of every pair of ctx (call once it is connected).
+  // Records the socket of every connected pair of ctx.
   void add_context(gloo::Context &ctx);
+  // Records the sockets of ctx's pairs to peers (call once they are
+  // connected: pairs made on first use, comm/mesh_connect.h).
+  void add_pairs(gloo::Context &ctx, const std::vector<int> &peers);
   // Shuts every recorded socket down (idempotent, thread-safe).
   void break_all();
   // The rank whose peer address appears in a Gloo message, or -1.

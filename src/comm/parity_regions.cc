@@ -11,14 +11,15 @@ ParityRegions::ParityRegions() = default;
 ParityRegions::~ParityRegions() = default;
 
 void ParityRegions::register_all(gloo::Context &ctx, int slot_base,
-                                 size_t region_bytes, size_t send_bytes) {
+                                 size_t region_bytes, size_t send_bytes,
+                                 const std::vector<bool> *peers) {
   const int n = ctx.size;
   recv_ = std::vector<Scratch>(size_t(n) * 2);
   to_.resize(size_t(n) * 2);
   from_.resize(size_t(n) * 2);
   for (int b = 0; b < 2; ++b) send_[b].ensure(send_bytes, true);
   for (int q = 0; q < n; ++q) {
-    if (q == ctx.rank) continue;
+    if (q == ctx.rank || (peers && !(*peers)[size_t(q)])) continue;
     auto &pair = ctx.getPair(q);
     for (int b = 0; b < 2; ++b) {
       const size_t i = size_t(q) * 2 + size_t(b);

@@ -24,9 +24,12 @@ class ParityRegions {
   ParityRegions();
   ~ParityRegions();
   bool registered() const { return !to_.empty(); }
-  // Registers every buffer, in the same order on every rank.
+  // Registers every buffer, in the same order on every rank; with peers
+  // given, only those of the peers q with peers[q] (the others have no
+  // TCP pair: they share this rank's host, comm/mesh_connect.h).
   void register_all(gloo::Context &ctx, int slot_base, size_t region_bytes,
-                    size_t send_bytes);
+                    size_t send_bytes,
+                    const std::vector<bool> *peers = nullptr);
   gloo::transport::Buffer *to(int peer, size_t parity) const {
     return to_[size_t(peer) * 2 + parity].get();
   }

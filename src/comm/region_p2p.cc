@@ -13,8 +13,11 @@ namespace hb {
 namespace comm {
 
 PairRegions::PairRegions(gloo::Context &ctx, size_t max_bytes,
-                         size_t one_round_bytes)
-    : ctx_(ctx), slot_base_(ctx.nextSlot(2)), max_bytes_(max_bytes) {
+                         size_t one_round_bytes, std::vector<bool> peers)
+    : ctx_(ctx),
+      slot_base_(ctx.nextSlot(2)),
+      max_bytes_(max_bytes),
+      peers_(std::move(peers)) {
   // A block is at most ceil(max_bytes / n) rounded up to an element; the
   // one-round form sends a whole buffer on one channel.
   const size_t n = size_t(ctx.size);
@@ -30,7 +33,8 @@ PairRegions::~PairRegions() = default;
 RegionP2P::RegionP2P(PairRegions &r) : r_(r), parity_(size_t(r.calls_++ & 1)) {
   if (!r_.regions_.registered())
     r_.regions_.register_all(r_.ctx_, r_.slot_base_, r_.area_bytes_ * kChannels,
-                             r_.send_bytes_);
+                             r_.send_bytes_,
+                             r_.peers_.empty() ? nullptr : &r_.peers_);
   const size_t n = size_t(r_.ctx_.size);
   r_.out_at_.assign(n * kChannels, 0);
   r_.in_at_.assign(n * kChannels, 0);

@@ -47,7 +47,10 @@ class PairRegions {
   // buffers are registered on first use. A call fits when its input is at
   // most max_bytes, its blocks at most max_bytes / world and its one-round
   // (shared block) buffer at most one_round_bytes.
-  PairRegions(gloo::Context &ctx, size_t max_bytes, size_t one_round_bytes);
+  // peers (if not empty): the only peers q (peers[q]) calls exchange with;
+  // no buffer is registered for the others.
+  PairRegions(gloo::Context &ctx, size_t max_bytes, size_t one_round_bytes,
+              std::vector<bool> peers = {});
   ~PairRegions();
   bool fits(size_t bytes) const { return bytes <= max_bytes_; }
 
@@ -65,6 +68,7 @@ class PairRegions {
   int slot_base_;
   size_t max_bytes_, area_bytes_, send_bytes_;
   uint64_t calls_ = 0;
+  std::vector<bool> peers_;
   ParityRegions regions_;
   std::vector<size_t> out_at_, in_at_;  // per (peer, channel): bytes used
   std::vector<uint64_t> sends_, sends_done_, recvs_, arrived_;  // per peer

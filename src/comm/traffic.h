@@ -16,6 +16,9 @@ struct Traffic {
   uint64_t calls = 0;  // collective calls
   uint64_t shm_messages = 0, shm_bytes = 0;
   uint64_t tcp_messages = 0, tcp_bytes = 0;
+  // Connected TCP pairs (sockets) of the mesh, all contexts, when asked:
+  // pairs are made on first use (comm/mesh_connect.h).
+  uint64_t tcp_pairs = 0;
   void add(bool shm, size_t bytes) {
     (shm ? shm_messages : tcp_messages) += 1;
     (shm ? shm_bytes : tcp_bytes) += bytes;

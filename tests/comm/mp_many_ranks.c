@@ -111,6 +111,9 @@ int main(int argc, char **argv) {
         "sockets, RssAnon %ld KiB, RssShmem %ld KiB, VmHWM %ld KiB\n",
         n, created, formed, now_s() - t0, sockets, status_kib("RssAnon"),
         status_kib("RssShmem"), status_kib("VmHWM"));
+  /* Every rank's count, for bench/scale/netns_form.sh. */
+  if (getenv("MP_MANY_RANKS_EVERY"))
+    printf("rank %d holds %d sockets\n", rank, sockets);
   if (max_sockets >= 0 && sockets > max_sockets) {
     fprintf(stderr,
             "mp_many_ranks r%d: %d open sockets in a world of %d, at most %d "

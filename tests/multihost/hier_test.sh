@@ -28,39 +28,14 @@ HBRUN=$1 COLL=$2 CTR=$3 KILL=$4
 ADDR_A=10.214.0.1 ADDR_B=10.214.0.2 PORT=29410
 netns_test_setup "$ADDR_A" "$ADDR_B"
 
-failures=0
-fail() {
-  echo "FAIL: $*"
-  failures=$((failures + 1))
-}
 
 # on_hosts NAME ROUTE WANT_A WANT_B -- program args: hbrun -n 2 on each
 # host with cpu_alltoallv=cpu_allreduce_route=ROUTE; exit codes must be
 # WANT_A and WANT_B.
 on_hosts() {
   local name=$1 route=$2 want_a=$3 want_b=$4
-  shift 5
-  local start=$SECONDS pids=() codes=() ns host type
-  echo "== $name ($route): ${*##*/}"
-  for host in a b; do
-    ns=$NETNS_A type=chief
-    [ $host = b ] && ns=$NETNS_B type=worker
-    ip netns exec "$ns" env HB_LOG_LEVEL=debug HB_CPU_ALLTOALLV="$route" \
-      HB_CPU_ALLREDUCE_ROUTE="$route" \
-      TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
-      "$HBRUN" -n 2 --timeout 90 --grace-ms 10000 -- "$@" \
-      >"$WORK/$name.$host.log" 2>&1 &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do
-    wait "$p"
-    codes+=($?)
-  done
-  echo "   exit ${codes[0]}/${codes[1]} ($((SECONDS - start)) s)"
-  if [ "${codes[0]}" != "$want_a" ] || [ "${codes[1]}" != "$want_b" ]; then
-    fail "$name: exit codes ${codes[0]}/${codes[1]}, expected $want_a/$want_b"
-    tail -n 30 "$WORK/$name.a.log" "$WORK/$name.b.log" | grep -v " DEBUG "
-  fi
+  shift 4
+  NETNS_ROUTE=$route netns_on_hosts "$name" 2 "$want_a" "$want_b" "$@"
   # The route every rank took.
   local want=hierarchical
   [ "$route" = direct ] && want=direct
@@ -108,15 +83,9 @@ for kill in 1 2 2:allreduce; do
   [ $victim = 1 ] && want_a=137 want_b=0
   on_hosts "$name" hier $want_a $want_b -- "$KILL" $victim \
     "$WORK/killed_$name" $loop
-  for r in 0 1 2 3; do
-    [ $r = $victim ] && continue
-    line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/$name.?.log)
-    if [ -n "$line" ]; then echo "   $line"; else fail "$name: rank $r did not report HB_ERR_PEER_FAILED"; fi
-  done
+  others=()
+  for r in 0 1 2 3; do [ $r = $victim ] || others+=($r); done
+  netns_expect_peer_failed "$name" "${others[@]}"
 done
 
-if [ $failures -ne 0 ]; then
-  echo "$failures failure(s)"
-  exit 1
-fi
-echo "hierarchical alltoallv and reductions across hosts: all phases passed"
+netns_finish "hierarchical alltoallv and reductions across hosts: all phases passed"

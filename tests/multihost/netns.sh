@@ -74,3 +74,65 @@ netns_test_setup() {
     *) echo "FAIL: setting up the namespaces and their veth pair failed"; exit 1 ;;
   esac
 }
+
+# netns_on_hosts NAME NP WANT_A WANT_B -- PROGRAM ARGS...: hbrun -n NP of
+# PROGRAM in each namespace at once (the chief, whose hbrun serves the
+# store, in NETNS_A), with HB_LOG_LEVEL=debug, the routes of
+# $NETNS_ROUTE (cpu_alltoallv and cpu_allreduce_route; auto if unset) and
+# TF_CONFIG from ADDR_A, ADDR_B and PORT; output in $WORK/NAME.{a,b}.log.
+# Calls the script's fail (and shows the logs' tails) unless the exit codes
+# are WANT_A and WANT_B.
+netns_on_hosts() {
+  local name=$1 np=$2 want_a=$3 want_b=$4
+  shift 5
+  local start=$SECONDS pids=() codes=() ns host type
+  local route=${NETNS_ROUTE:-auto}
+  echo "== $name ($route): ${*##*/}"
+  for host in a b; do
+    ns=$NETNS_A type=chief
+    [ $host = b ] && ns=$NETNS_B type=worker
+    ip netns exec "$ns" env HB_LOG_LEVEL=debug HB_CPU_ALLTOALLV="$route" \
+      HB_CPU_ALLREDUCE_ROUTE="$route" \
+      TF_CONFIG="$(netns_tf_config "$ADDR_A" "$ADDR_B" "$PORT" $type)" \
+      "$HBRUN" -n "$np" --timeout 90 --grace-ms 10000 -- "$@" \
+      >"$WORK/$name.$host.log" 2>&1 &
+    pids+=($!)
+  done
+  for p in "${pids[@]}"; do
+    wait "$p"
+    codes+=($?)
+  done
+  echo "   exit ${codes[0]}/${codes[1]} ($((SECONDS - start)) s)"
+  if [ "${codes[0]}" != "$want_a" ] || [ "${codes[1]}" != "$want_b" ]; then
+    fail "$name: exit codes ${codes[0]}/${codes[1]}, expected $want_a/$want_b"
+    tail -n 30 "$WORK/$name.a.log" "$WORK/$name.b.log" | grep -v " DEBUG "
+  fi
+}
+
+# netns_expect_peer_failed NAME RANK...: each RANK reported
+# HB_ERR_PEER_FAILED in $WORK/NAME.?.log (shows the lines; else fail).
+netns_expect_peer_failed() {
+  local name=$1 r line
+  shift
+  for r in "$@"; do
+    line=$(grep -h "rank $r: HB_ERR_PEER_FAILED" "$WORK"/$name.?.log)
+    if [ -n "$line" ]; then echo "   $line"; else fail "$name: rank $r did not report HB_ERR_PEER_FAILED"; fi
+  done
+}
+
+# fail MESSAGE: one failure of a test script; netns_finish reports them.
+failures=0
+fail() {
+  echo "FAIL: $*"
+  failures=$((failures + 1))
+}
+
+# netns_finish PASSED_LINE: exits 1 naming the count of failures, else
+# prints PASSED_LINE.
+netns_finish() {
+  if [ "$failures" -ne 0 ]; then
+    echo "$failures failure(s)"
+    exit 1
+  fi
+  echo "$1"
+}
