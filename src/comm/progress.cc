@@ -1,5 +1,8 @@
 #include "comm/progress.h"
 
+#include <sched.h>
+#include <unistd.h>
+
 #include <chrono>
 #include <condition_variable>
 #include <deque>
@@ -204,15 +207,41 @@ bool AsyncCall::wait() {
   return true;
 }
 
+bool async_exchange_vote(int own_cpus, int online_cpus, int local_ranks) {
+  const int share = online_cpus / (local_ranks > 0 ? local_ranks : 1);
+  return (own_cpus < share ? own_cpus : share) >= 2;
+}
+
+bool async_exchange(hb_context &c) {
+  const int64_t opt = c.options.get_int("cpu_async_exchange");
+  if (opt >= 0) return opt != 0;
+  int got = c.cpu_async_auto.load();
+  if (got >= 0) return got != 0;
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const int own = sched_getaffinity(0, sizeof set, &set) == 0
+                      ? CPU_COUNT(&set)
+                      : int(sysconf(_SC_NPROCESSORS_ONLN));
+  const int32_t vote = async_exchange_vote(
+      own, int(sysconf(_SC_NPROCESSORS_ONLN)), c.cluster.local_world_size);
+  int32_t all = vote;
+  allreduce(c, Memory::kHost, &vote, &all, 1, HB_INT32, HB_MIN);
+  c.cpu_async_auto.store(all);
+  return all != 0;
+}
+
 std::shared_ptr<AsyncCall> allreduce_async(hb_context &c, const void *send,
                                            void *recv, size_t count,
                                            hb_dtype dtype, hb_reduce_op op) {
   c.check();
-  if (c.cluster.world_size == 1 ||
-      c.options.get_int("cpu_async_exchange") == 0) {
+  if (c.cluster.world_size == 1 || !async_exchange(c)) {
     auto call = std::make_shared<AsyncCall>(0);
-    allreduce(c, Memory::kHost, send, recv, count, dtype, op);
-    call->finish(nullptr);
+    try {
+      allreduce(c, Memory::kHost, send, recv, count, dtype, op);
+      call->finish(nullptr);
+    } catch (...) {
+      call->finish(std::current_exception());
+    }
     return call;
   }
   const std::shared_ptr<Progress> &p =

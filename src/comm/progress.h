@@ -40,6 +40,24 @@ class Progress;
 // the channel is created by the first call on every rank (world > 1).
 std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx);
 
+// Whether ctx's asynchronous CPU exchanges run on progress threads (true)
+// or inline, on the caller's thread and the context's communicator
+// (false): option cpu_async_exchange, 1 / 0, or -1 = auto. Auto runs them
+// on threads only where every rank has a CPU to spare for one: a progress
+// thread that shares its rank's only CPU preempts the main thread for each
+// round it runs (2 ranks on 2 cores: 1.39x one rank with the threads, 1.55x
+// inline; docs/performance.md). Every rank must pick the same (a thread
+// rank's rounds go over another communicator than an inline rank's), so the
+// first auto call is collective: the ranks' votes meet in an allreduce
+// (MIN) on the context's communicator, and the answer is kept. Only called
+// in a world of several.
+bool async_exchange(hb_context &ctx);
+// One rank's vote: its CPUs are the fewer of those it may run on
+// (own_cpus, sched_getaffinity: hbrun binds each rank to a slice) and its
+// share of the host's (online_cpus / local_ranks, for ranks left
+// unbound); a thread pays where that share is at least 2.
+bool async_exchange_vote(int own_cpus, int online_cpus, int local_ranks);
+
 // The outcome of one call posted to the progress channel (hb_allreduce_start):
 // the job finishes it, any thread waits for it. It holds no reference to the
 // context, so it can be waited for after the context is destroyed (whose
@@ -66,8 +84,9 @@ class AsyncCall {
 // run after every allreduce started before it, on a channel of its own
 // (not the collections': their rounds, e.g. the sparse update's, would
 // otherwise queue behind the allreduce instead of running beside it). In a
-// world of one, or with cpu_async_exchange=0, it runs here, on the context's
-// communicator, and the call is born finished.
+// world of one, or inline (async_exchange), it runs here, on the context's
+// communicator, and the call is born finished; its failure, if any, is the
+// call's, so hb_allreduce_wait reports it in either mode.
 std::shared_ptr<AsyncCall> allreduce_async(hb_context &ctx, const void *send,
                                            void *recv, size_t count,
                                            hb_dtype dtype, hb_reduce_op op);

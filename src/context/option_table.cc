@@ -119,17 +119,22 @@ const std::vector<OptionSpec> &option_table() {
        "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
        "(a long spin would take the waited-for peer's CPU share). >= 0: "
        "that spin, fixed."},
-      {"cpu_async_exchange", OptionType::kInt, "1", nullptr, 0, 1,
+      {"cpu_async_exchange", OptionType::kInt, "-1", nullptr, -1, 1,
        "1: a host embedding collection exchanges over a CPU communicator "
        "and progress thread of its own, so the rounds that "
        "hb_collection_lookup_start posts run while the caller computes "
        "(and beside the context's own collectives); the thread sleeps "
        "while nothing is posted; hb_allreduce_start runs its allreduces "
        "likewise, on a communicator and thread of their own. 0: every "
-       "round runs in the calling thread, on the context's communicator "
-       "(hb_allreduce_start then reduces before it returns). Same bits "
-       "either way. Read when a collection is created, and by every "
-       "hb_allreduce_start."},
+       "round runs inline, in the calling thread, on the context's "
+       "communicator (hb_allreduce_start then reduces before it returns; "
+       "hb_allreduce_wait reports its outcome). -1 = auto: 1 where every "
+       "rank has at least 2 CPUs (the fewer of those it may run on and "
+       "the host's online CPUs / its ranks there), else 0 (a progress "
+       "thread on its rank's only CPU preempts the caller for every "
+       "round); the ranks agree by one allreduce at the first collection "
+       "or start. Same bits either way. Read when a collection is "
+       "created, and by every hb_allreduce_start."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "
        "(operation, dtype, op, root, counts, call number) and fails with "

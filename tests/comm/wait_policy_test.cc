@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "comm/backend.h"
+#include "comm/progress.h"
 #include "comm/spin_policy.h"
 #include "thread_world.h"
 
@@ -145,6 +146,21 @@ TEST(WaitPolicy, SpinsLongOnlyWhileTheHostHasACpuPerRunnableTask) {
   EXPECT_EQ(blind.budget(t), kLong);
   // The real reader counts at least the calling thread.
   EXPECT_GE(hb::comm::read_host_runnable(), 1);
+}
+
+// cpu_async_exchange=auto: a rank votes for progress threads only where it
+// has 2 CPUs, bound (its own affinity) or as its share of the host's.
+TEST(WaitPolicy, AsyncExchangeVotesForThreadsOnlyWithACpuToSpare) {
+  using hb::comm::async_exchange_vote;
+  EXPECT_FALSE(async_exchange_vote(1, 2, 2));    // hbrun -n 2 on 2 CPUs: bound
+  EXPECT_FALSE(async_exchange_vote(2, 2, 2));    // --bind-to none
+  EXPECT_FALSE(async_exchange_vote(2, 2, 4));    // 4 ranks on 2 CPUs
+  EXPECT_FALSE(async_exchange_vote(1, 16, 1));   // taskset to one CPU
+  EXPECT_TRUE(async_exchange_vote(2, 2, 1));     // one rank, 2 CPUs
+  EXPECT_TRUE(async_exchange_vote(8, 16, 2));    // bound to 8 of 16
+  EXPECT_TRUE(async_exchange_vote(16, 16, 4));   // unbound, 4 each
+  EXPECT_FALSE(async_exchange_vote(16, 16, 9));  // unbound, 1 each
+  EXPECT_TRUE(async_exchange_vote(2, 4, 0));     // local size unknown: 1
 }
 
 }  // namespace
