@@ -27,6 +27,12 @@ int read_host_runnable() {
   return end != p && *end == '/' && running >= 0 ? int(running) : -1;
 }
 
+namespace {
+thread_local bool t_progress_thread = false;
+}  // namespace
+
+void mark_progress_thread() { t_progress_thread = true; }
+
 SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
                        std::function<int()> runnable)
     : ranks_(ranks), cpus_(cpus), runnable_(std::move(runnable)) {
@@ -35,7 +41,8 @@ SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
 
 std::chrono::nanoseconds SpinPolicy::budget(Clock::time_point now) {
   if (fixed_.count() >= 0) return fixed_;
-  if (ranks_ > cpus_) return kShort;  // the ranks alone fill the CPUs
+  if (ranks_ > cpus_ || t_progress_thread)
+    return kShort;  // the ranks alone fill the CPUs
   constexpr auto r = std::memory_order_relaxed;
   const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         now.time_since_epoch())

@@ -18,6 +18,13 @@ namespace hb::comm {
 // the job's own running ranks), from /proc/loadavg; -1 if unreadable.
 int read_host_runnable();
 
+// Marks the calling thread as a progress thread (comm/progress.h): unless
+// the budget is fixed (cpu_wait_spin_us), its waits spin kShort at most,
+// since they overlap its own process's compute, and a long spin there takes
+// the CPU the caller computes on (2 ranks on 2 cores halved the overlapped
+// step, docs/performance.md). The caller's own waits keep the rule.
+void mark_progress_thread();
+
 class SpinPolicy {
  public:
   using Clock = std::chrono::steady_clock;

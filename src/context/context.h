@@ -89,9 +89,6 @@ struct hb_context {
   // allreduce in flight instead of queueing behind it. Created by the first
   // start (world > 1, cpu_async_exchange=1).
   std::shared_ptr<hb::comm::Progress> cpu_async_allreduce;
-  // cpu_async_exchange=-1 (auto) as resolved by the ranks' agreement
-  // (comm::async_exchange): 1 progress threads, 0 inline; -1 not yet.
-  std::atomic<int> cpu_async_auto{-1};
   // Parameter-server mode: the worker's connections to the ps tasks
   // (src/ps), created on first use.
   std::mutex ps_mu;

@@ -103,7 +103,7 @@ hb_status hb_collection_create(hb_context *ctx,
     // progress channel, so a started lookup's overlap the caller's compute
     // (option cpu_async_exchange; comm/progress.h).
     const bool async = !on_ps && !device && c.cluster.world_size > 1 &&
-                       hb::comm::async_exchange(c);
+                       c.options.get_int("cpu_async_exchange") != 0;
     auto x = on_ps   ? hb::comm::make_local_exchange()
              : async ? hb::comm::make_progress_exchange(ctx)
                      : hb::comm::make_context_exchange(ctx);
