@@ -16,8 +16,10 @@
 // The thread sleeps on a condition variable while nothing is posted (it
 // never spins: on a host with fewer cores than ranks a spinning helper
 // would take the core the caller computes on). A job's own waits are the
-// backend's (spin briefly, then the futex; bounded by timeout_ms; a lost
-// peer fails the context's Health, which breaks them).
+// backend's (bounded by timeout_ms; a lost peer fails the context's
+// Health, which breaks them): on the thread they spin briefly, then sleep
+// on the futex; a job the caller runs inline (auto, InlineRule) keeps the
+// context's spin rule.
 #pragma once
 
 #include <condition_variable>
