@@ -1,6 +1,5 @@
 #include "comm/progress.h"
 
-#include <fcntl.h>
 #include <sched.h>
 #include <unistd.h>
 
@@ -41,13 +40,9 @@ int64_t thread_cpu_ns() {
 // The calling thread's run delay (ns runnable but not running), the 2nd
 // field of /proc/thread-self/schedstat; -1 if unreadable.
 int64_t read_run_delay_ns() {
-  const int fd = open("/proc/thread-self/schedstat", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
   char buf[96];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (!read_proc_file("/proc/thread-self/schedstat", buf, sizeof buf))
+    return -1;
   char *end = nullptr;
   std::strtoll(buf, &end, 10);  // time on the CPU
   const char *p = end;
@@ -264,8 +259,6 @@ const std::shared_ptr<Progress> &channel(hb_context &c,
     cpu_backend(c);  // the context's own first (the same order on every rank)
     BackendConfig cfg = cpu_backend_config(c);
     cfg.key_prefix = prefix;
-    // The progress thread's waits spin briefly (mark_progress_thread); a
-    // job run inline keeps the context's spin rule, as its own waits do.
     cpu_set_t set;
     CPU_ZERO(&set);
     const int online = int(sysconf(_SC_NPROCESSORS_ONLN));
@@ -274,6 +267,13 @@ const std::shared_ptr<Progress> &channel(hb_context &c,
     const bool auto_inline =
         c.options.get_int("cpu_async_exchange") < 0 &&
         !async_exchange_vote(own, online, c.cluster.local_world_size);
+    // The thread's waits overlap its own process's compute: a long spin
+    // there takes the core the caller's MLP runs on (2 ranks on 2 cores
+    // halved the overlapped step, docs/performance.md). So they spin
+    // briefly, then sleep on the futex, unless the option says otherwise
+    // (mark_progress_thread); where jobs may run inline, the caller's
+    // waits on the channel keep the context's rule, as its own waits do.
+    if (cfg.wait_spin_us < 0 && !auto_inline) cfg.wait_spin_us = 5;
     slot =
         std::make_shared<Progress>(make_backend(cfg, c.client.get(), c.health),
                                    cfg.timeout_ms, auto_inline);

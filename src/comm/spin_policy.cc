@@ -7,16 +7,21 @@
 
 namespace hb::comm {
 
+bool read_proc_file(const char *path, char *buf, size_t size) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return true;
+}
+
 int read_host_runnable() {
   // "0.52 0.58 0.59 3/467 12345": the 4th field is running/total tasks.
   // One open+read+close per sample (every kSampleEvery at most).
-  const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
   char buf[128];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (!read_proc_file("/proc/loadavg", buf, sizeof buf)) return -1;
   const char *p = buf;
   for (int field = 0; field < 3 && p; ++field) {
     while (*p && *p != ' ') ++p;

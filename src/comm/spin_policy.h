@@ -9,10 +9,15 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
 namespace hb::comm {
+
+// Reads a small file of /proc whole into buf (NUL-terminated): one
+// open+read+close; false if it cannot.
+bool read_proc_file(const char *path, char *buf, size_t size);
 
 // The host's runnable tasks right now (nr_running, counting the caller and
 // the job's own running ranks), from /proc/loadavg; -1 if unreadable.
