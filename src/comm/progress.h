@@ -67,8 +67,8 @@ class InlineRule {
  public:
   using Reader = std::function<int64_t()>;  // ns; < 0: unreadable
   static constexpr int64_t kWindowNs = 50000000;
-  static constexpr int64_t kLoadedPermille = 150;
-  static constexpr int kQuietWindows = 4;
+  static constexpr int64_t kLoadedPermille = 50;
+  static constexpr int kQuietWindows = 20;
   // run_delay: the caller's run delay so far; progress_cpu: the CPU time
   // of the process's progress threads so far (tests inject fakes).
   InlineRule(Reader run_delay, Reader progress_cpu);

@@ -132,8 +132,9 @@ const std::vector<OptionSpec> &option_table() {
        "and the host's online CPUs / its ranks there); elsewhere each "
        "posted job runs in the calling thread, over the same "
        "communicators, unless other tasks keep that thread off its CPU "
-       "(its run delay, less the progress threads' CPU time, over 15 % of "
-       "50 ms windows), when it goes to the thread. Each rank decides "
+       "(its run delay, less the progress threads' CPU time, over 5 % of "
+       "50 ms windows; back after 1 s below), when it goes to the thread. "
+       "Each rank decides "
        "alone; hb_allreduce_wait reports a failure in every mode. Same "
        "bits either way. Read when a collection is created, and by every "
        "hb_allreduce_start."},
