@@ -62,7 +62,7 @@ std::unique_ptr<Exchange> make_progress_exchange(hb_context *ctx);
 // threads took (they preempt the caller on its CPU, and are no other
 // task): above kLoadedPermille of the window, threads, at once; back
 // inline after kQuietWindows quiet windows in a row. A nice-19 co-tenant
-// does not count: a woken rank preempts it at once.
+// should barely count: a woken rank preempts it.
 class InlineRule {
  public:
   using Reader = std::function<int64_t()>;  // ns; < 0: unreadable
