@@ -636,16 +636,22 @@ void Collection::read_bags(const JaggedBatch &in, const char *what,
   const int64_t B = in.batch;
   for (size_t f = 0; f < features_.size(); ++f) {
     Bags &g = bags_[f];
-    g.bag.assign(B + 1, 0);
+    g.bag.resize(B + 1);  // every entry written below: no fill
+    g.bag[0] = 0;
     int64_t base = 0;
     if (B > 0 && in.offsets) {
       const int64_t *o = in.offsets[f];
       if (o[0] < 0) bag_error(what, f, 1, 0, o[0]);
       base = o[0];
-      for (int64_t b = 0; b < B; ++b) {
+      // Check, then convert: two loops that vectorise (an error call
+      // inside the loop kept it scalar); the first bad sample is found
+      // only when there is one.
+      bool down = false;
+      for (int64_t b = 0; b < B; ++b) down |= o[b + 1] < o[b];
+      for (int64_t b = 0; down && b < B; ++b)
         if (o[b + 1] < o[b]) bag_error(what, f, 2, b, 0);
-        g.bag[b + 1] = o[b + 1] - base;
-      }
+      int64_t *bag = g.bag.data();
+      for (int64_t b = 0; b < B; ++b) bag[b + 1] = o[b + 1] - base;
     } else if (B > 0) {
       const int64_t *l = in.lengths[f];
       for (int64_t b = 0; b < B; ++b) {
