@@ -123,14 +123,28 @@ struct RowOps {
   // the first occurrence of an id (inv numbers ids in first-occurrence
   // order: *next is the next new one) is assigned, later ones are added,
   // in batch order -- sum_rows' order, without the per-id rows in between.
+  // pos == nullptr: the send order is the unique order (world 1), and the
+  // loops skip that load per id.
   static void expand(int64_t dim_rt, const float *grad, int64_t stride,
                      const float *w, const int64_t *bag, int64_t B, size_t n,
                      int32_t pooling, const uint32_t *inv, const uint32_t *pos,
                      uint32_t *next, float *partial) {
+    if (pos)
+      expand_at(dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+                [pos](uint32_t u) { return pos[u]; }, next, partial);
+    else
+      expand_at(dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+                [](uint32_t u) { return u; }, next, partial);
+  }
+  template <class Pos>
+  static void expand_at(int64_t dim_rt, const float *grad, int64_t stride,
+                        const float *w, const int64_t *bag, int64_t B, size_t n,
+                        int32_t pooling, const uint32_t *inv, Pos pos,
+                        uint32_t *next, float *partial) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
     auto put = [&](size_t k, const float *src, bool scaled, float sc) {
       const uint32_t u = inv[k];
-      float *d = partial + pos[u] * dim;
+      float *d = partial + static_cast<size_t>(pos(u)) * dim;
       if (u == *next) {
         ++*next;
         if (scaled)
@@ -848,8 +862,9 @@ void Collection::expand_grads(const float *grad_out,
         ops.expand(dim, none ? grad_unpooled[f] : grad_out + column_[f],
                    pooled_width_, g.w, g.bag.data(),
                    static_cast<int64_t>(g.bag.size()) - 1, n_[f], pooling,
-                   pl.local().inverse().data() + start_[f], pl.pos().data(),
-                   &next, s.partial.data());
+                   pl.local().inverse().data() + start_[f],
+                   world_ == 1 ? nullptr : pl.pos().data(), &next,
+                   s.partial.data());
       });
     }
   }

@@ -35,7 +35,8 @@ class Optimizer {
     step_rows_dim<0>(1, one, g);
   }
   // Steps n rows: record(k) is row k's record, g + k * dim its summed
-  // gradient. The same element operations as step(), with the kind and
+  // gradient; record(k) is called once per row, in increasing k (a caller
+  // may prefetch ahead from it). The same element operations as step(), with the kind and
   // the hyperparameters read once and, for the common dims, the row width
   // a compile-time constant (no per-row call, loop set-up or remainder).
   template <class Record>

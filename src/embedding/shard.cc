@@ -89,8 +89,9 @@ int64_t Shard::create_index(int64_t id, const float *w) {
       fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
            spec_.name.c_str(), rank_, idx);
     if (idx % chunk_rows_ == 0)
-      chunks_.emplace_back(
-          new float[static_cast<size_t>(chunk_rows_ * words_)]);
+      chunks_.emplace_back(static_cast<float *>(
+          ::operator new[](static_cast<size_t>(chunk_rows_ * words_) * 4,
+                           std::align_val_t(kRecordAlign))));
     ids_.push_back(id);
     if (!dead_.empty() && dead_.size() < ids_.size())
       dead_.resize(ids_.capacity());

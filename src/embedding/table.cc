@@ -107,6 +107,9 @@ void Table::count_step(size_t n) {
 namespace {
 // How many ids ahead the owner's loops prefetch their rows.
 constexpr size_t kPrefetchAhead = 8;
+// The same for the optimizer's loop over a static table (a power of two:
+// its ring of record addresses is indexed modulo it).
+constexpr size_t kStepAhead = 8;
 }  // namespace
 
 std::unique_ptr<OwnerBatch> Table::batch_with(const std::vector<Table *> &) {
@@ -191,15 +194,34 @@ void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
     life_->apply(*shard_, *x_, ids, n, g);
     return;
   }
-  if (!meta_) {  // the common case: no per-row state to keep
+  if (!meta_ && !spec_.dynamic()) {  // the common case: a static table
+    // Each record's address is computed once, kStepAhead ids ahead: the
+    // prefetch of its lines and the step read it from a ring.
     Shard &sh = *shard_;
+    float *ring[kStepAhead];
+    const size_t lead = n < kStepAhead ? n : kStepAhead;
+    for (size_t k = 0; k < lead; ++k) {
+      ring[k] = sh.static_record(ids[k]);
+      sh.prefetch_record(ring[k]);
+    }
     opt.step_rows(
         n,
         [&](size_t k) {
-          if (k + kPrefetchAhead < n) sh.prefetch(ids[k + kPrefetchAhead]);
-          return sh.get(ids[k]);
+          float *r = ring[k % kStepAhead];
+          if (k + kStepAhead < n) {
+            float *next = sh.static_record(ids[k + kStepAhead]);
+            sh.prefetch_record(next);
+            ring[k % kStepAhead] = next;
+          }
+          return r;
         },
         g);
+    return;
+  }
+  if (!meta_) {  // dynamic: get() creates the rows on first touch
+    Shard &sh = *shard_;
+    opt.step_rows(
+        n, [&](size_t k) { return sh.get(ids[k]); }, g);
     return;
   }
   for (size_t k = 0; k < n; ++k) {
