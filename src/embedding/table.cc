@@ -166,10 +166,17 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
 
 void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                            const Dedup &owner, const unsigned char *partials) {
-  fbuf2_.resize(nrecv * spec_.dim);
-  wire_decode(partials, nrecv * spec_.dim, spec_.wire_dtype, fbuf2_.data());
   // Not virtual: an override of apply_rows may forward to apply_received
   // (PsTable's does).
+  if (spec_.wire_dtype == HB_FLOAT32 &&
+      reinterpret_cast<uintptr_t>(partials) % alignof(float) == 0) {
+    // Float32 partial sums are already the rows: no decoded copy.
+    Table::apply_rows(recv, nrecv, nu, owner,
+                      reinterpret_cast<const float *>(partials));
+    return;
+  }
+  fbuf2_.resize(nrecv * spec_.dim);
+  wire_decode(partials, nrecv * spec_.dim, spec_.wire_dtype, fbuf2_.data());
   Table::apply_rows(recv, nrecv, nu, owner, fbuf2_.data());
 }
 
