@@ -130,11 +130,13 @@ struct RowOps {
                      int32_t pooling, const uint32_t *inv, const uint32_t *pos,
                      uint32_t *next, float *partial) {
     if (pos)
-      expand_at(dim_rt, grad, stride, w, bag, B, n, pooling, inv,
-                [pos](uint32_t u) { return pos[u]; }, next, partial);
+      expand_at(
+          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          [pos](uint32_t u) { return pos[u]; }, next, partial);
     else
-      expand_at(dim_rt, grad, stride, w, bag, B, n, pooling, inv,
-                [](uint32_t u) { return u; }, next, partial);
+      expand_at(
+          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          [](uint32_t u) { return u; }, next, partial);
   }
   template <class Pos>
   static void expand_at(int64_t dim_rt, const float *grad, int64_t stride,
@@ -142,11 +144,12 @@ struct RowOps {
                         int32_t pooling, const uint32_t *inv, Pos pos,
                         uint32_t *next, float *partial) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
+    uint32_t nx = *next;  // in a register: *next might alias inv
     auto put = [&](size_t k, const float *src, bool scaled, float sc) {
       const uint32_t u = inv[k];
       float *d = partial + static_cast<size_t>(pos(u)) * dim;
-      if (u == *next) {
-        ++*next;
+      if (u == nx) {
+        ++nx;
         if (scaled)
           set_scaled(d, src, sc, dim);
         else
@@ -160,17 +163,26 @@ struct RowOps {
     if (pooling == HB_POOLING_NONE) {
       for (size_t k = 0; k < n; ++k)
         put(k, grad + k * dim, w != nullptr, w ? w[k] : 1.0f);
+      *next = nx;
+      return;
+    }
+    if (pooling == HB_POOLING_SUM && !w) {
+      // One loop over the ids, the bag following (bag[0] = 0, bags may be
+      // empty): no per-bag set-up for bags of one id, the common case.
+      int64_t b = 0;
+      for (size_t k = 0; k < n; ++k) {
+        while (bag[b + 1] <= static_cast<int64_t>(k)) ++b;
+        put(k, grad + b * stride, false, 1.0f);
+      }
+      *next = nx;
       return;
     }
     for (int64_t b = 0; b < B; ++b) {
       const int64_t lo = bag[b], hi = bag[b + 1];
       if (lo == hi) continue;
       const float *src = grad + b * stride;
-      if (pooling == HB_POOLING_SUM) {  // no divisor to compute per bag
-        if (w)
-          for (int64_t k = lo; k < hi; ++k) put(k, src, true, w[k]);
-        else
-          for (int64_t k = lo; k < hi; ++k) put(k, src, false, 1.0f);
+      if (pooling == HB_POOLING_SUM) {  // weighted: no divisor per bag
+        for (int64_t k = lo; k < hi; ++k) put(k, src, true, w[k]);
         continue;
       }
       const float d = pooling == HB_POOLING_MEAN
@@ -179,6 +191,7 @@ struct RowOps {
       for (int64_t k = lo; k < hi; ++k)
         put(k, src, true, (w ? w[k] : 1.0f) / d);
     }
+    *next = nx;
   }
 };
 
@@ -859,12 +872,11 @@ void Collection::expand_grads(const float *grad_out,
       const bool none = pooling == HB_POOLING_NONE;
       if (none ? n_[f] == 0 : g.bag.size() == 1) continue;  // may be NULL
       with_row_ops(dim, [&](auto ops) {
-        ops.expand(dim, none ? grad_unpooled[f] : grad_out + column_[f],
-                   pooled_width_, g.w, g.bag.data(),
-                   static_cast<int64_t>(g.bag.size()) - 1, n_[f], pooling,
-                   pl.local().inverse().data() + start_[f],
-                   world_ == 1 ? nullptr : pl.pos().data(), &next,
-                   s.partial.data());
+        ops.expand(
+            dim, none ? grad_unpooled[f] : grad_out + column_[f], pooled_width_,
+            g.w, g.bag.data(), static_cast<int64_t>(g.bag.size()) - 1, n_[f],
+            pooling, pl.local().inverse().data() + start_[f],
+            world_ == 1 ? nullptr : pl.pos().data(), &next, s.partial.data());
       });
     }
   }

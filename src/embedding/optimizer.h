@@ -36,9 +36,10 @@ class Optimizer {
   }
   // Steps n rows: record(k) is row k's record, g + k * dim its summed
   // gradient; record(k) is called once per row, in increasing k (a caller
-  // may prefetch ahead from it). The same element operations as step(), with the kind and
-  // the hyperparameters read once and, for the common dims, the row width
-  // a compile-time constant (no per-row call, loop set-up or remainder).
+  // may prefetch ahead from it). The same element operations as step(), with
+  // the kind and the hyperparameters read once and, for the common dims, the
+  // row width a compile-time constant (no per-row call, loop set-up or
+  // remainder).
   template <class Record>
   void step_rows(size_t n, Record &&record, const float *g) const {
     with_dim(dim_, [&](auto kdim) {
