@@ -167,12 +167,13 @@ struct RowOps {
       return;
     }
     if (pooling == HB_POOLING_SUM && !w) {
-      // One loop over the ids, the bag following (bag[0] = 0, bags may be
-      // empty): no per-bag set-up for bags of one id, the common case.
-      int64_t b = 0;
-      for (size_t k = 0; k < n; ++k) {
-        while (bag[b + 1] <= static_cast<int64_t>(k)) ++b;
-        put(k, grad + b * stride, false, 1.0f);
+      // The per-bag tests hoisted; each bag's end is the next one's start.
+      int64_t lo = bag[0];
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t hi = bag[b + 1];
+        const float *src = grad + b * stride;
+        for (int64_t k = lo; k < hi; ++k) put(k, src, false, 1.0f);
+        lo = hi;
       }
       *next = nx;
       return;

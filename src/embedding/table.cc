@@ -107,9 +107,6 @@ void Table::count_step(size_t n) {
 namespace {
 // How many ids ahead the owner's loops prefetch their rows.
 constexpr size_t kPrefetchAhead = 8;
-// The same for the optimizer's loop over a static table (a power of two:
-// its ring of record addresses is indexed modulo it).
-constexpr size_t kStepAhead = 8;
 }  // namespace
 
 std::unique_ptr<OwnerBatch> Table::batch_with(const std::vector<Table *> &) {
@@ -202,25 +199,12 @@ void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
     return;
   }
   if (!meta_ && !spec_.dynamic()) {  // the common case: a static table
-    // Each record's address is computed once, kStepAhead ids ahead: the
-    // prefetch of its lines and the step read it from a ring.
     Shard &sh = *shard_;
-    float *ring[kStepAhead];
-    const size_t lead = n < kStepAhead ? n : kStepAhead;
-    for (size_t k = 0; k < lead; ++k) {
-      ring[k] = sh.static_record(ids[k]);
-      sh.prefetch_record(ring[k]);
-    }
     opt.step_rows(
         n,
         [&](size_t k) {
-          float *r = ring[k % kStepAhead];
-          if (k + kStepAhead < n) {
-            float *next = sh.static_record(ids[k + kStepAhead]);
-            sh.prefetch_record(next);
-            ring[k % kStepAhead] = next;
-          }
-          return r;
+          if (k + kPrefetchAhead < n) sh.prefetch(ids[k + kPrefetchAhead]);
+          return sh.static_record(ids[k]);
         },
         g);
     return;

@@ -344,11 +344,12 @@ TEST(Optimizer, StaticUpdateEqualsReferenceEveryDim) {
       }
 }
 
-// Row records start on a cache line (shard.h, kRecordAlign): static and
-// dynamic shards, every optimizer's record width.
+// Row records start on a cache line (shard.h, kRecordAlign): dynamic and
+// static shards (small, and over 2 MiB: advised for huge pages), every
+// optimizer's record width.
 TEST(Shard, RecordsStartOnCacheLines) {
   for (int opt : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL})
-    for (int64_t num_rows : {int64_t{0}, int64_t{1000}}) {
+    for (int64_t num_rows : {int64_t{0}, int64_t{1000}, int64_t{40000}}) {
       hb_embedding_config c =
           base_config(opt, num_rows, HB_PARTITION_MOD, HB_FLOAT32);
       c.dim = 8;
