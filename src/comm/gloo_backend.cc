@@ -321,7 +321,25 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     if (algo_kind_ == Algo::kRankOrder)
       regions_ = std::make_unique<PairRegions>(
           *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes));
+    if (algo_kind_ == Algo::kRankOrder && hier_reduce_) make_leader_regions();
   });
+}
+
+void GlooBackend::make_leader_regions() {
+  // A leader's share of cpu_staged_bytes per other leader, per channel and
+  // parity, and room to send as much as all its peers' areas take: about
+  // 8 x cpu_staged_bytes per leader whatever the number of hosts (as the
+  // direct route's regions, ~6 x, on every rank).
+  const size_t nh = hosts_.members.size();
+  const size_t area = size_t(cfg_.staged_bytes) / std::max<size_t>(1, nh - 1);
+  const size_t send = 2 * std::max<size_t>(1, nh - 1) * area;
+  std::vector<int> peers;
+  const int host = hosts_.host_of[size_t(rank())];
+  if (hosts_.members[size_t(host)][0] == rank())
+    for (size_t h = 0; h < nh; ++h)
+      if (int(h) != host) peers.push_back(hosts_.members[h][0]);
+  leader_regions_ =
+      std::make_unique<PairRegions>(*algo_ctx_, std::move(peers), area, send);
 }
 
 void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
@@ -376,6 +394,7 @@ GlooBackend::~GlooBackend() {
       static_cast<unsigned long long>(traffic_.shm_messages),
       static_cast<unsigned long long>(traffic_.shm_bytes));
   // Buffers unregister from the pairs before they close.
+  leader_regions_.reset();
   regions_.reset();
   prints_.reset();
   algos_.clear();
@@ -400,6 +419,17 @@ void GlooBackend::guarded(const char *what, F &&fn) {
   }
 }
 
+Traffic GlooBackend::traffic() const {
+  Traffic t = traffic_;
+  t.calls = seq_;
+  for (const auto *r : {regions_.get(), leader_regions_.get()})
+    if (r) {
+      t.tcp_registered += r->messages();
+      t.region_bytes += r->reserved_bytes();
+    }
+  return t;
+}
+
 bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
 bool GlooBackend::registered_first() const {
@@ -407,7 +437,7 @@ bool GlooBackend::registered_first() const {
 }
 
 template <class F>
-void GlooBackend::over_p2p(F &&fn) {
+void GlooBackend::over_p2p(F &&fn, P2P *far) {
   flush_check();
   const uint32_t tag = next_tag();
   const ShmTransport *shm = shm_.get();
@@ -424,10 +454,10 @@ void GlooBackend::over_p2p(F &&fn) {
               *breaker_);
   if (shm_ && shm_->reaches_any()) {
     ShmP2P near(*shm_);
-    RoutedP2P p2p(*shm_, near, tcp);
+    RoutedP2P p2p(*shm_, near, far ? *far : tcp);
     return counted(p2p);
   }
-  counted(tcp);
+  counted(far ? *far : tcp);  // e.g. the leader of a host of one rank
 }
 
 void GlooBackend::check(CallPrint print) {
@@ -753,11 +783,22 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
     return board_reduce(ro, x, bytes, b, own_out, gather);
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
-  if (hier_reduce_)
-    return over_p2p([&](P2P &p2p) {
+  if (hier_reduce_) {
+    auto routed = [&](P2P &p2p) {
       hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro, x, b,
                              own_out, gather, peer_scratch_);
-    });
+    };
+    // The leaders' messages on their registered regions (one hop, no
+    // per-call buffer) when the call's fit; the same decision on every
+    // rank, from the call's shape.
+    if (leader_regions_ &&
+        hier_leader_bytes(hosts_, b, ro.elem_size, gather != nullptr) <=
+            leader_regions_->area_bytes()) {
+      RegionP2P far(*leader_regions_);
+      return over_p2p(routed, &far);
+    }
+    return over_p2p(routed);
+  }
   if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P regions(*regions_);
     CountingP2P<bool (*)(int)> p2p(regions, traffic_,

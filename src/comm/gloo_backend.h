@@ -60,11 +60,7 @@ class GlooBackend final : public Backend {
   GlooBackend(const BackendConfig &cfg, rdv::KV &kv, Health &health);
   ~GlooBackend() override;
   const char *name() const override { return "gloo"; }
-  Traffic traffic() const override {
-    Traffic t = traffic_;
-    t.calls = seq_;
-    return t;
-  }
+  Traffic traffic() const override;
 
   void allreduce(const void *send, void *recv, size_t count, hb_dtype dtype,
                  hb_reduce_op op) override;
@@ -143,6 +139,7 @@ class GlooBackend final : public Backend {
   // HB_ERR_CONFIG on every rank naming them when one differs (mixed
   // worlds, where the route matters).
   void agree_route(const BackendConfig &cfg, rdv::KV &kv);
+  void make_leader_regions();  // leader_regions_, on every rank
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
   // buffers (one hop) although the world runs over P2P: unless every pair
@@ -150,9 +147,10 @@ class GlooBackend final : public Backend {
   // the shared-memory pairs save. Same on every rank; same bits either way.
   bool registered_first() const;
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
-  // per peer. Takes one tag on every rank.
+  // per peer. Takes one tag on every rank. far, when given, carries the
+  // messages to other hosts' ranks instead of per-call TCP buffers.
   template <class F>
-  void over_p2p(F &&fn);
+  void over_p2p(F &&fn, P2P *far = nullptr);
   // The call's fingerprint, checked across ranks (comm/fingerprint.h)
   // before anything of a size that depends on it is posted. On the call
   // board (every peer shares memory) it is only kept here, and travels
@@ -207,6 +205,10 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<PairRegions> regions_;  // rank-order, small buffers
+  // The routed rank-order reduction's leader-to-leader messages
+  // (cpu_allreduce_route=hier): registered with the other hosts' leaders
+  // only, on a leader; nothing on the other ranks.
+  std::unique_ptr<PairRegions> leader_regions_;
   std::unique_ptr<PairExchange> prints_;  // fingerprints over TCP
   std::shared_ptr<ShmTransport> shm_;     // same-host peers, if any
   // What the health subscription trips: made before the mesh connects, the

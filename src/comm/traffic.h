@@ -16,6 +16,10 @@ struct Traffic {
   uint64_t calls = 0;  // collective calls
   uint64_t shm_messages = 0, shm_bytes = 0;
   uint64_t tcp_messages = 0, tcp_bytes = 0;
+  // Of tcp_messages: those sent on registered pair buffers (one hop; the
+  // others on per-call buffers). And the bytes those buffers' regions take
+  // (docs/scaling.md, memory per rank).
+  uint64_t tcp_registered = 0, region_bytes = 0;
   void add(bool shm, size_t bytes) {
     (shm ? shm_messages : tcp_messages) += 1;
     (shm ? shm_bytes : tcp_bytes) += bytes;
