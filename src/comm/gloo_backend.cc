@@ -427,6 +427,7 @@ Traffic GlooBackend::traffic() const {
       t.tcp_registered += r->messages();
       t.region_bytes += r->reserved_bytes();
     }
+  if (prints_) t.region_bytes += prints_->reserved_bytes();
   return t;
 }
 
