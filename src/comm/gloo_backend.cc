@@ -50,13 +50,15 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
-// cpu_alltoallv=auto and cpu_allreduce_route=auto route through host
-// leaders from this many ranks: below it the model of docs/scaling.md has
-// the leader's copies and two extra hops per round cost about what the
-// saved network messages do (the allreduce's break-even lies between 14
-// and 110 ranks by the per-message cost; routed, it measured 6-16 ms
-// slower per step at 2 hosts x 2 and x 4 ranks on 2 shared cores).
+// cpu_alltoallv=auto routes through host leaders from this many ranks:
+// below it the model of docs/scaling.md has the leader's copies and two
+// extra hops per round cost about what the saved network messages do.
 constexpr int kHierMinWorld = 64;
+// cpu_allreduce_route=auto from this many: with the leaders' messages on
+// registered buffers the routed reduction measured no slower than direct
+// at 2 hosts x 2 ranks (median step ratio 0.99) and faster at 2 x 4 (0.91;
+// bench/step_cost, 7 interleaved launches, docs/scaling.md).
+constexpr int kHierReduceMinWorld = 8;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
@@ -281,16 +283,17 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     // Mixed worlds: alltoallv through one leader per host (comm/
     // hier_alltoallv.h) on request, or (auto) from kHierMinWorld ranks,
     // where the network messages it saves outweigh its two extra hops and
-    // the leader's copies (docs/scaling.md).
+    // the leader's copies (docs/scaling.md); the reductions likewise from
+    // kHierReduceMinWorld.
     hosts_ = HostGroups::from_leaders(shm->host_leaders());
     if (!board_) agree_route(cfg, kv);
-    auto leaders = [&](const std::string &route) {
+    auto leaders = [&](const std::string &route, int min_world) {
       return !board_ && !hosts_.members.empty() &&
              (route == "hier" || (route == "auto" && hosts_.hierarchical() &&
-                                  cfg.world_size >= kHierMinWorld));
+                                  cfg.world_size >= min_world));
     };
-    hier_ = leaders(cfg.alltoallv);
-    hier_reduce_ = leaders(cfg.allreduce_route);
+    hier_ = leaders(cfg.alltoallv, kHierMinWorld);
+    hier_reduce_ = leaders(cfg.allreduce_route, kHierReduceMinWorld);
   }
   HB_LOG_DEBUG("cpu alltoallv, rank %d: %s; reductions: %s", cfg.rank,
                hier_ ? "hierarchical" : "direct",

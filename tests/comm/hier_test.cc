@@ -434,6 +434,19 @@ TEST(HierAllreduce, AutoKeepsSmallWorldsDirect) {
   EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
 }
 
+// ... and takes the leaders from 8 ranks (kHierReduceMinWorld: measured
+// no slower than direct there, docs/scaling.md): rank 1 sends no TCP.
+TEST(HierAllreduce, AutoRoutesThroughLeadersFromEightRanks) {
+  ThreadWorld w(8, reduce_config(2, "auto"));
+  const auto x = inputs<float>(8, 5000, HB_SUM, 3);
+  const auto y = allreduce_all(w, x, HB_FLOAT32, HB_SUM, false);
+  const auto ref = fold_reference(x, HB_SUM);
+  for (int r = 0; r < 8; ++r)
+    ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 5000 * sizeof(float)));
+  EXPECT_EQ(w.at(1).traffic().tcp_messages, 0u);
+  EXPECT_GT(w.at(0).traffic().tcp_registered, 0u);
+}
+
 TEST(HierAllreduce, LostRankFailsEveryOtherRank) {
   // Two rounds (over one_round_bytes): the loss may hit either.
   std::vector<std::vector<float>> x;
