@@ -50,13 +50,15 @@ namespace {
 // P2P channels: the rank-order reduction takes 0 and 1, fingerprints 2.
 constexpr int kDataChannel = 0;
 constexpr int kPrintChannel = 2;
-// cpu_alltoallv=auto and cpu_allreduce_route=auto route through host
-// leaders from this many ranks: below it the model of docs/scaling.md has
-// the leader's copies and two extra hops per round cost about what the
-// saved network messages do (the allreduce's break-even lies between 14
-// and 110 ranks by the per-message cost; routed, it measured 6-16 ms
-// slower per step at 2 hosts x 2 and x 4 ranks on 2 shared cores).
+// cpu_alltoallv=auto routes through host leaders from this many ranks:
+// below it the model of docs/scaling.md has the leader's copies and two
+// extra hops per round cost about what the saved network messages do.
 constexpr int kHierMinWorld = 64;
+// cpu_allreduce_route=auto from this many: with the leaders' messages on
+// registered buffers the routed reduction measured no slower than direct
+// at 2 hosts x 2 ranks (median step ratio 0.99) and faster at 2 x 4 (0.91;
+// bench/step_cost, 7 interleaved launches, docs/scaling.md).
+constexpr int kHierReduceMinWorld = 8;
 
 // Legacy algorithms take an int count; larger tensors go in pieces.
 constexpr size_t kMaxPiece = size_t(1) << 30;
@@ -281,16 +283,17 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     // Mixed worlds: alltoallv through one leader per host (comm/
     // hier_alltoallv.h) on request, or (auto) from kHierMinWorld ranks,
     // where the network messages it saves outweigh its two extra hops and
-    // the leader's copies (docs/scaling.md).
+    // the leader's copies (docs/scaling.md); the reductions likewise from
+    // kHierReduceMinWorld.
     hosts_ = HostGroups::from_leaders(shm->host_leaders());
     if (!board_) agree_route(cfg, kv);
-    auto leaders = [&](const std::string &route) {
+    auto leaders = [&](const std::string &route, int min_world) {
       return !board_ && !hosts_.members.empty() &&
              (route == "hier" || (route == "auto" && hosts_.hierarchical() &&
-                                  cfg.world_size >= kHierMinWorld));
+                                  cfg.world_size >= min_world));
     };
-    hier_ = leaders(cfg.alltoallv);
-    hier_reduce_ = leaders(cfg.allreduce_route);
+    hier_ = leaders(cfg.alltoallv, kHierMinWorld);
+    hier_reduce_ = leaders(cfg.allreduce_route, kHierReduceMinWorld);
   }
   HB_LOG_DEBUG("cpu alltoallv, rank %d: %s; reductions: %s", cfg.rank,
                hier_ ? "hierarchical" : "direct",
@@ -312,7 +315,10 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
     if (lazy_ && shm_->reaches(q)) reach[size_t(q)] = false;
     if (reach[size_t(q)]) far_peers_.push_back(q);
   }
-  if (lazy_ && !hosts_.members.empty()) {
+  // A leader's TCP peers on the routes through the leaders (pairs made on
+  // first use connect only these there; the leaders' registered regions
+  // hold only these).
+  if (!hosts_.members.empty()) {
     const int host = hosts_.host_of[size_t(cfg.rank)];
     if (hosts_.members[size_t(host)][0] == cfg.rank)
       for (size_t h = 0; h < hosts_.members.size(); ++h)
@@ -352,14 +358,20 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
         algo->connected_pairs() + coll->connected_pairs(),
         static_cast<long long>(now_ms() - t0));
     // In a lazy world the prints travel over P2P, not prints_ (which would
-    // use every pair), and the regions only to the other hosts' ranks.
+    // use every pair).
     if (!lazy_)
       prints_ = std::make_unique<PairExchange>(
           *algo_ctx_, CallPrint::wire_bytes(cfg.world_size));
+    // In a lazy world the direct regions register only the other hosts'
+    // ranks (the only TCP peers), in the first call that takes them.
     if (algo_kind_ == Algo::kRankOrder)
-      regions_ = std::make_unique<PairRegions>(
-          *algo_ctx_, size_t(cfg.staged_bytes), size_t(cfg.one_round_bytes),
-          lazy_ ? reach : std::vector<bool>{});
+      regions_ = lazy_ ? std::make_unique<PairRegions>(
+                             *algo_ctx_, size_t(cfg.staged_bytes),
+                             size_t(cfg.one_round_bytes), far_peers_)
+                       : std::make_unique<PairRegions>(
+                             *algo_ctx_, size_t(cfg.staged_bytes),
+                             size_t(cfg.one_round_bytes));
+    if (algo_kind_ == Algo::kRankOrder && hier_reduce_) make_leader_regions();
   });
 }
 
@@ -375,12 +387,18 @@ void GlooBackend::connect_peers(Peers which) {
   if (which == Peers::kFar) leaders_up_ = true;  // a subset
 }
 
-Traffic GlooBackend::traffic() const {
-  Traffic t = traffic_;
-  t.calls = seq_;
-  if (algo_mesh_) t.tcp_pairs = algo_mesh_->connected_pairs();
-  if (coll_mesh_) t.tcp_pairs += coll_mesh_->connected_pairs();
-  return t;
+void GlooBackend::make_leader_regions() {
+  // A leader's share of cpu_staged_bytes per other leader, per channel and
+  // parity, and room to send as much as all its peers' areas take: about
+  // 8 x cpu_staged_bytes per leader whatever the number of hosts (as the
+  // direct route's regions, ~6 x, on every rank). Registered with the
+  // other hosts' leaders only (leader_peers_; none on the other ranks), in
+  // the first call that takes them, after those pairs connect.
+  const size_t nh = hosts_.members.size();
+  const size_t area = size_t(cfg_.staged_bytes) / std::max<size_t>(1, nh - 1);
+  const size_t send = 2 * std::max<size_t>(1, nh - 1) * area;
+  leader_regions_ =
+      std::make_unique<PairRegions>(*algo_ctx_, leader_peers_, area, send);
 }
 
 void GlooBackend::agree_route(const BackendConfig &cfg, rdv::KV &kv) {
@@ -438,6 +456,7 @@ GlooBackend::~GlooBackend() {
       static_cast<unsigned long long>(traffic().tcp_pairs));
   // Buffers unregister from the pairs before they close; the listener
   // (which hands sockets to pairs) closes before them too.
+  leader_regions_.reset();
   regions_.reset();
   prints_.reset();
   algos_.clear();
@@ -463,6 +482,20 @@ void GlooBackend::guarded(const char *what, F &&fn) {
   }
 }
 
+Traffic GlooBackend::traffic() const {
+  Traffic t = traffic_;
+  t.calls = seq_;
+  for (const auto *r : {regions_.get(), leader_regions_.get()})
+    if (r) {
+      t.tcp_registered += r->messages();
+      t.region_bytes += r->reserved_bytes();
+    }
+  if (prints_) t.region_bytes += prints_->reserved_bytes();
+  if (algo_mesh_) t.tcp_pairs = algo_mesh_->connected_pairs();
+  if (coll_mesh_) t.tcp_pairs += coll_mesh_->connected_pairs();
+  return t;
+}
+
 bool GlooBackend::p2p_world() const { return shm_ != nullptr; }
 
 bool GlooBackend::registered_first() const {
@@ -470,7 +503,8 @@ bool GlooBackend::registered_first() const {
 }
 
 template <class F>
-void GlooBackend::over_p2p(F &&fn, Peers which, bool registered, bool count) {
+void GlooBackend::over_p2p(F &&fn, Peers which, PairRegions *regions,
+                           bool count) {
   flush_check();
   const uint32_t tag = next_tag();
   const ShmTransport *shm = shm_.get();
@@ -485,11 +519,13 @@ void GlooBackend::over_p2p(F &&fn, Peers which, bool registered, bool count) {
     ShmP2P p2p(*shm_);
     return counted(p2p);
   }
+  // Pairs made on first use connect before the regions register on them
+  // (RegionP2P registers in the first call that takes them).
   connect_peers(which);
-  std::optional<RegionP2P> regions;
+  std::optional<RegionP2P> registered;
   std::optional<GlooP2P> unbound;
-  P2P &tcp = registered
-                 ? static_cast<P2P &>(regions.emplace(*regions_))
+  P2P &tcp = regions
+                 ? static_cast<P2P &>(registered.emplace(*regions))
                  : unbound.emplace(*coll_ctx_, tag,
                                    std::chrono::milliseconds(cfg_.timeout_ms),
                                    *breaker_);
@@ -498,7 +534,7 @@ void GlooBackend::over_p2p(F &&fn, Peers which, bool registered, bool count) {
     RoutedP2P p2p(*shm_, near, tcp);
     return counted(p2p);
   }
-  counted(tcp);
+  counted(tcp);  // e.g. the leader of a host of one rank
 }
 
 void GlooBackend::check(CallPrint print) {
@@ -525,9 +561,9 @@ void GlooBackend::check(CallPrint print) {
               rank(), world_size(),
               [&](char *all) { allgather_prints(p2p, all); }, print);
         },
-        Peers::kLeaders, false, false);
+        Peers::kLeaders, nullptr, false);
   over_p2p([&](P2P &p2p) { check_call(p2p, kPrintChannel, print); },
-           Peers::kFar, false, !lazy_);
+           Peers::kFar, nullptr, !lazy_);
 }
 
 void GlooBackend::allgather_prints(P2P &p2p, char *all) {
@@ -849,19 +885,28 @@ void GlooBackend::reduce_rank_order(const char *x, const Blocks &b,
     return board_reduce(ro, x, bytes, b, own_out, gather);
   if (board_ && staged_board_)  // the print rides on its first post
     return board_reduce_staged(ro, x, b, own_out, gather);
-  if (hier_reduce_)
-    return over_p2p(
-        [&](P2P &p2p) {
-          hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro,
-                                 x, b, own_out, gather, peer_scratch_);
-        },
-        Peers::kLeaders);
+  if (hier_reduce_) {
+    auto routed = [&](P2P &p2p) {
+      hier_rank_order_reduce(p2p, hosts_, hier_scratch_, kDataChannel, ro, x, b,
+                             own_out, gather, peer_scratch_);
+    };
+    // The leaders' messages on their registered regions (one hop, no
+    // per-call buffer) when the call's fit; the same decision on every
+    // rank, from the call's shape. Pairs made on first use: only the
+    // leaders' pairs connect (then register).
+    const bool fits =
+        leader_regions_ &&
+        hier_leader_bytes(hosts_, b, ro.elem_size, gather != nullptr) <=
+            leader_regions_->area_bytes();
+    return over_p2p(routed, Peers::kLeaders,
+                    fits ? leader_regions_.get() : nullptr);
+  }
   if (lazy_ && regions_->fits(bytes))  // registered to the other hosts
     return over_p2p(
         [&](P2P &p2p) {
           rank_order_reduce(p2p, ro, x, b, own_out, gather, peer_scratch_);
         },
-        Peers::kFar, true);
+        Peers::kFar, regions_.get());
   if (registered_first() && regions_ && regions_->fits(bytes)) {
     RegionP2P regions(*regions_);
     CountingP2P<bool (*)(int)> p2p(regions, traffic_,

@@ -140,6 +140,7 @@ class GlooBackend final : public Backend {
   // HB_ERR_CONFIG on every rank naming them when one differs (mixed
   // worlds, where the route matters).
   void agree_route(const BackendConfig &cfg, rdv::KV &kv);
+  void make_leader_regions();  // leader_regions_, on every rank
   bool p2p_world() const;
   // True when small allreduces and the call checks take the registered TCP
   // buffers (one hop) although the world runs over P2P: unless every pair
@@ -154,12 +155,15 @@ class GlooBackend final : public Backend {
   // comm/mesh_connect.h); a no-op where the mesh connected at formation.
   void connect_peers(Peers which);
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
-  // per peer, TCP peers among `which`; over the registered pair buffers
-  // (regions_) when `registered`; counted in traffic_ when `count`. Takes
-  // one tag on every rank.
+  // per peer, TCP peers among `which` (connected first, where pairs are
+  // made on first use); to other hosts' ranks over the registered pair
+  // buffers of `regions` when given (registered in the call that first
+  // takes them, after the connection, on both sides of each pair), else
+  // per-call TCP buffers; counted in traffic_ when `count`. Takes one tag
+  // on every rank.
   template <class F>
-  void over_p2p(F &&fn, Peers which = Peers::kFar, bool registered = false,
-                bool count = true);
+  void over_p2p(F &&fn, Peers which = Peers::kFar,
+                PairRegions *regions = nullptr, bool count = true);
   // The call prints' allgather (all: world x wire bytes, this rank's at
   // rank x) through the host leaders.
   void allgather_prints(P2P &p2p, char *all);
@@ -225,6 +229,10 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<PairRegions> regions_;  // rank-order, small buffers
+  // The routed rank-order reduction's leader-to-leader messages
+  // (cpu_allreduce_route=hier): registered with the other hosts' leaders
+  // only, on a leader; nothing on the other ranks.
+  std::unique_ptr<PairRegions> leader_regions_;
   std::unique_ptr<PairExchange> prints_;  // fingerprints over TCP
   std::shared_ptr<ShmTransport> shm_;     // same-host peers, if any
   // What the health subscription trips: made before the mesh connects, the

@@ -1,6 +1,7 @@
 #include "comm/hier_reduce.h"
 
 #include <algorithm>
+#include <cstdint>
 #include <vector>
 
 #include "comm/p2p.h"
@@ -50,7 +51,7 @@ void reduce_piece(P2P &p2p, const HostGroups &g, HierScratch &hs, int channel,
     rc[u] = q == r ? 0 : int64_t(b.len[u]);
     ro[u] = int64_t(b.lo[u]);
   }
-  hier_alltoallv(p2p, g, hs, channel, own_out, sc.data(), so.data(), gather,
+  hier_alltoallv(p2p, g, hs, channel + 1, own_out, sc.data(), so.data(), gather,
                  rc.data(), ro.data(), es);
 }
 
@@ -79,6 +80,27 @@ void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
                  own_out + std::min(at, b.len[r]) * op.elem_size, gather,
                  peer_scratch);
   }
+}
+
+size_t hier_leader_bytes(const HostGroups &g, const Blocks &b, size_t es,
+                         bool gather) {
+  // Per host: ranks and elements owned. Round 1: leader A sends leader B
+  // each A rank's part of every B rank's block (m_A x owned_B); round 2:
+  // every A rank's reduced block to every B rank (m_B x owned_A).
+  const size_t nh = g.members.size();
+  std::vector<size_t> owned(nh, 0);
+  for (size_t h = 0; h < nh; ++h)
+    for (int q : g.members[h]) owned[h] += b.len[size_t(q)];
+  size_t most = 0;
+  for (size_t a = 0; a < nh; ++a) {
+    if (owned[a] == 0) return SIZE_MAX;
+    for (size_t c = 0; c < nh; ++c) {
+      if (a == c) continue;
+      most = std::max(most, g.members[a].size() * owned[c] * es);
+      if (gather) most = std::max(most, g.members[c].size() * owned[a] * es);
+    }
+  }
+  return most;
 }
 
 }  // namespace comm

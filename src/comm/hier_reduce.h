@@ -28,11 +28,21 @@ class Scratch;
 // As rank_order_reduce (same arguments, same result), each round routed
 // through the leaders of g over p2p (shared memory within a host, TCP
 // between hosts), in pieces of about op.piece_bytes per rank (bounding
-// the leader's buffers). channel carries both rounds.
+// the leader's buffers). channel carries the first round (contributions to
+// the owners), channel + 1 the second (the owners' reduced blocks).
 void hier_rank_order_reduce(P2P &p2p, const HostGroups &g, HierScratch &hs,
                             int channel, const RankOrderOp &op, const char *x,
                             const Blocks &b, char *own_out, char *gather,
                             Scratch &peer_scratch);
+
+// The most bytes one host's leader sends another's on one channel in such
+// a call (all pieces): what a leader's registered regions must hold per
+// peer and channel (comm/region_p2p.h) for the call to take them. SIZE_MAX
+// when some host owns no element of b: some pair of leaders would then
+// exchange nothing one way, and the regions' call parity needs a message
+// each way in every call.
+size_t hier_leader_bytes(const HostGroups &g, const Blocks &b, size_t es,
+                         bool gather);
 
 }  // namespace comm
 }  // namespace hb

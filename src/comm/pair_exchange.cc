@@ -15,7 +15,7 @@ PairExchange::~PairExchange() = default;
 
 void PairExchange::run(char *all) {
   const int n = ctx_.size, r = ctx_.rank;
-  if (!regions_.registered())
+  if (!regions_.initialized())
     regions_.register_all(ctx_, slot_base_, bytes_, bytes_);
   const size_t parity = size_t(calls_++ & 1);
   std::memcpy(regions_.send(parity), all + size_t(r) * bytes_, bytes_);

@@ -28,6 +28,9 @@ class PairExchange {
   // all holds world x bytes: this rank's message at rank x bytes on entry,
   // every rank's on return.
   void run(char *all);
+  // What its regions take: 2 x world x bytes per rank, N^2 over N ranks
+  // (docs/scaling.md).
+  size_t reserved_bytes() const { return regions_.reserved_bytes(); }
 
  private:
   gloo::Context &ctx_;

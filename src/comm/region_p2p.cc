@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <utility>
 
 #include "abi/error.h"
 
@@ -13,28 +14,56 @@ namespace hb {
 namespace comm {
 
 PairRegions::PairRegions(gloo::Context &ctx, size_t max_bytes,
-                         size_t one_round_bytes, std::vector<bool> peers)
+                         size_t one_round_bytes)
+    : PairRegions(ctx, max_bytes, one_round_bytes, std::vector<int>{}) {
+  all_peers_ = true;
+}
+
+PairRegions::PairRegions(gloo::Context &ctx, size_t max_bytes,
+                         size_t one_round_bytes, std::vector<int> peers)
     : ctx_(ctx),
       slot_base_(ctx.nextSlot(2)),
       max_bytes_(max_bytes),
+      all_peers_(false),
       peers_(std::move(peers)) {
   // A block is at most ceil(max_bytes / n) rounded up to an element; the
-  // one-round form sends a whole buffer on one channel.
-  const size_t n = size_t(ctx.size);
+  // one-round form sends a whole buffer, of at most one_round_bytes /
+  // (n - 1), on one channel. Both shrink as 1/n, so the n - 1 peers' areas
+  // together stay ~2 x 2 x max_bytes (sizing the one-round area by
+  // one_round_bytes itself made them grow as 256 KiB x n).
+  const size_t n = size_t(ctx.size), others = std::max<size_t>(1, n - 1);
   const size_t block = (max_bytes + n - 1) / n + 64;
-  area_bytes_ = std::max(block, one_round_bytes + 64);
+  area_bytes_ = std::max(block, one_round_bytes / others + 64);
   // Sends: distinct pieces of the input (at most the input), then this
   // rank's reduced block.
   send_bytes_ = max_bytes + block + 64;
 }
 
+PairRegions::PairRegions(gloo::Context &ctx, std::vector<int> peers,
+                         size_t area_bytes, size_t send_bytes)
+    : ctx_(ctx),
+      slot_base_(ctx.nextSlot(2)),
+      area_bytes_(area_bytes),
+      send_bytes_(send_bytes),
+      all_peers_(false),
+      peers_(std::move(peers)) {}
+
+size_t PairRegions::reserved_bytes() const { return regions_.reserved_bytes(); }
+
 PairRegions::~PairRegions() = default;
 
 RegionP2P::RegionP2P(PairRegions &r) : r_(r), parity_(size_t(r.calls_++ & 1)) {
-  if (!r_.regions_.registered())
-    r_.regions_.register_all(r_.ctx_, r_.slot_base_, r_.area_bytes_ * kChannels,
-                             r_.send_bytes_,
-                             r_.peers_.empty() ? nullptr : &r_.peers_);
+  // A rank with no peers here (not a leader) allocates nothing.
+  if (!r_.regions_.initialized() && (r_.all_peers_ || !r_.peers_.empty())) {
+    if (r_.all_peers_) {
+      r_.regions_.register_all(r_.ctx_, r_.slot_base_,
+                               r_.area_bytes_ * kChannels, r_.send_bytes_);
+    } else {
+      r_.regions_.init(r_.ctx_, r_.slot_base_, r_.area_bytes_ * kChannels,
+                       r_.send_bytes_);
+      for (int q : r_.peers_) r_.regions_.register_peer(q);
+    }
+  }
   const size_t n = size_t(r_.ctx_.size);
   r_.out_at_.assign(n * kChannels, 0);
   r_.in_at_.assign(n * kChannels, 0);
@@ -53,7 +82,7 @@ int RegionP2P::world_size() const { return r_.ctx_.size; }
 size_t RegionP2P::area_offset(std::vector<size_t> &at, int peer, int channel,
                               size_t bytes, const char *what) {
   if (bytes == 0 || peer == rank() || peer < 0 || peer >= world_size() ||
-      channel < 0 || channel >= kChannels)
+      channel < 0 || channel >= kChannels || !r_.regions_.registered(peer))
     fail(HB_ERR_INTERNAL,
          "registered p2p: bad %s (peer %d, channel %d, %zu bytes)", what, peer,
          channel, bytes);
@@ -87,6 +116,7 @@ int RegionP2P::send(int peer, int channel, const void *data, size_t bytes) {
   const size_t remote = area_offset(r_.out_at_, peer, channel, bytes, "send");
   const size_t local = staged(data, bytes);
   r_.regions_.to(peer, parity_)->send(local, bytes, remote);
+  ++r_.messages_;
   r_.ops_.push_back(
       {peer, true, false, r_.sends_[size_t(peer)]++, nullptr, nullptr, bytes});
   return static_cast<int>(r_.ops_.size()) - 1;

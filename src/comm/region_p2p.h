@@ -22,7 +22,17 @@
 // Regions are double-buffered by call parity: a peer can run at most one
 // call ahead of this rank (it cannot finish call t+1 without this rank's
 // data of call t+1, sent after this rank finished call t), so its data of
-// the next call never lands in a region still being read.
+// the next call never lands in a region still being read. That holds for
+// every pair that exchanges a message each way in every call on these
+// regions: the callers only take them for such calls.
+//
+// Memory per rank is bounded whatever the world's size (docs/scaling.md):
+// the direct reduction's area per peer shrinks as 1/N (its blocks do), and
+// the leaders' regions hold only the other hosts' leaders, each a share of
+// a fixed budget; calls that do not fit take per-call buffers instead.
+// Registration is per peer (comm/parity_regions.h): where pairs are made
+// on first use, only the peers a route uses register, in the call that
+// first takes the regions, on both sides of each pair.
 #pragma once
 
 #include <cstddef>
@@ -43,16 +53,32 @@ namespace comm {
 // call allocates nothing).
 class PairRegions {
  public:
-  // Takes two slots of ctx now (call it at the same point on every rank);
-  // buffers are registered on first use. A call fits when its input is at
-  // most max_bytes, its blocks at most max_bytes / world and its one-round
-  // (shared block) buffer at most one_round_bytes.
-  // peers (if not empty): the only peers q (peers[q]) calls exchange with;
-  // no buffer is registered for the others.
+  // With every peer, for the direct rank-order reduction. Takes two slots
+  // of ctx now (call it at the same point on every rank); buffers are
+  // registered on first use. A call fits when its input is at most
+  // max_bytes (its blocks are then at most max_bytes / world), or when it
+  // is one round (shared block), whose buffer is at most
+  // one_round_bytes / (world - 1) (GlooBackend::allreduce_rank_order).
+  PairRegions(gloo::Context &ctx, size_t max_bytes, size_t one_round_bytes);
+  // The same, sized alike, but registering only the given peers: in a
+  // world whose TCP pairs are made on first use, the other hosts' ranks
+  // (no pair to a peer of this rank's host exists; GlooBackend registers
+  // them in the call that first takes the regions, after connecting them).
   PairRegions(gloo::Context &ctx, size_t max_bytes, size_t one_round_bytes,
-              std::vector<bool> peers = {});
+              std::vector<int> peers);
+  // With the given peers only (none: this rank registers nothing), of
+  // area_bytes per (peer, channel, parity) and send_bytes per parity; also
+  // takes two slots on every rank. fits() is the caller's to decide.
+  PairRegions(gloo::Context &ctx, std::vector<int> peers, size_t area_bytes,
+              size_t send_bytes);
   ~PairRegions();
   bool fits(size_t bytes) const { return bytes <= max_bytes_; }
+  size_t area_bytes() const { return area_bytes_; }
+  size_t send_bytes() const { return send_bytes_; }
+  // What the regions take once registered (2 parities x (registered peers
+  // x kChannels x area_bytes + send_bytes)).
+  size_t reserved_bytes() const;
+  uint64_t messages() const { return messages_; }  // sent on the regions
 
  private:
   friend class RegionP2P;
@@ -66,9 +92,10 @@ class PairRegions {
   };
   gloo::Context &ctx_;
   int slot_base_;
-  size_t max_bytes_, area_bytes_, send_bytes_;
-  uint64_t calls_ = 0;
-  std::vector<bool> peers_;
+  size_t max_bytes_ = 0, area_bytes_, send_bytes_;
+  bool all_peers_;
+  std::vector<int> peers_;  // when not all
+  uint64_t calls_ = 0, messages_ = 0;
   ParityRegions regions_;
   std::vector<size_t> out_at_, in_at_;  // per (peer, channel): bytes used
   std::vector<uint64_t> sends_, sends_done_, recvs_, arrived_;  // per peer

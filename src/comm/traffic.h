@@ -19,6 +19,10 @@ struct Traffic {
   // Connected TCP pairs (sockets) of the mesh, all contexts, when asked:
   // pairs are made on first use (comm/mesh_connect.h).
   uint64_t tcp_pairs = 0;
+  // Of tcp_messages: those sent on registered pair buffers (one hop; the
+  // others on per-call buffers). And the bytes those buffers' regions take
+  // (docs/scaling.md, memory per rank).
+  uint64_t tcp_registered = 0, region_bytes = 0;
   void add(bool shm, size_t bytes) {
     (shm ? shm_messages : tcp_messages) += 1;
     (shm ? shm_bytes : tcp_bytes) += bytes;

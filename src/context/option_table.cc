@@ -106,9 +106,11 @@ const std::vector<OptionSpec> &option_table() {
        "cpu_piece_bytes of it, (leaders) or none instead of up to "
        "2 x (world - 1)); the leaders carry every rank's "
        "contribution and each block is still folded rank 0, 1, 2, ..., so "
-       "the result is the same bits as direct. direct = every pair; auto = "
-       "hier from 64 ranks when the world spans several hosts and some host "
-       "has several. Needs ranks that share memory (not "
+       "the result is the same bits as direct; the leaders' messages go on "
+       "registered pair buffers when the call fits them. direct = every "
+       "pair; auto = hier from 8 ranks when the world spans several hosts "
+       "and some host has several (measured no slower than direct from 2 "
+       "hosts x 2 ranks). Needs ranks that share memory (not "
        "cpu_transport=tcp)."},
       {"cpu_wait_spin_us", OptionType::kInt, "-1", nullptr, -1, 1000000,
        "How long a CPU collective's wait for a same-host peer spins before "

@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cmath>
 #include <cstdint>
@@ -433,6 +434,19 @@ TEST(HierAllreduce, AutoKeepsSmallWorldsDirect) {
   EXPECT_GT(w.at(1).traffic().tcp_messages, 0u);  // rank 1 is no leader
 }
 
+// ... and takes the leaders from 8 ranks (kHierReduceMinWorld: measured
+// no slower than direct there, docs/scaling.md): rank 1 sends no TCP.
+TEST(HierAllreduce, AutoRoutesThroughLeadersFromEightRanks) {
+  ThreadWorld w(8, reduce_config(2, "auto"));
+  const auto x = inputs<float>(8, 5000, HB_SUM, 3);
+  const auto y = allreduce_all(w, x, HB_FLOAT32, HB_SUM, false);
+  const auto ref = fold_reference(x, HB_SUM);
+  for (int r = 0; r < 8; ++r)
+    ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 5000 * sizeof(float)));
+  EXPECT_EQ(w.at(1).traffic().tcp_messages, 0u);
+  EXPECT_GT(w.at(0).traffic().tcp_registered, 0u);
+}
+
 TEST(HierAllreduce, LostRankFailsEveryOtherRank) {
   // Two rounds (over one_round_bytes): the loss may hit either.
   std::vector<std::vector<float>> x;
@@ -443,6 +457,79 @@ TEST(HierAllreduce, LostRankFailsEveryOtherRank) {
         w.at(r).allreduce(x[r].data(), x[r].data(), x[r].size(), HB_FLOAT32,
                           HB_SUM);
       });
+}
+
+// --- The leaders' messages on registered pair buffers (comm/region_p2p.h).
+
+uint64_t registered(ThreadWorld &w, int r) {
+  return w.at(r).traffic().tcp_registered;
+}
+
+// Every TCP message a leader sends in a routed reduction that fits its
+// regions goes on them (one hop, no per-call buffer); one that does not fit
+// (its pieces together exceed a region: cpu_staged_bytes shrunk here) takes
+// per-call buffers; calls of both kinds interleaved (the regions' call
+// parity counts only theirs) and of many pieces keep the bits.
+TEST(HierAllreduce, LeadersUseRegisteredBuffersWhenTheCallFits) {
+  const int n = 5, hosts = 2;
+  hb::comm::BackendConfig cfg = reduce_config(hosts, "hier");
+  cfg.piece_bytes = 4096;    // many pieces per call
+  cfg.staged_bytes = 64000;  // a leader's area per peer and channel
+  ThreadWorld w(n, cfg);
+  // Hosts of 3 and 2 ranks, two rounds (over one_round_bytes). 5000
+  // floats: blocks of 1000, so a leader sends the other 3 x 2000 or
+  // 2 x 3000 floats (24 KB) per channel; 20011 floats: 96 KB, over the area.
+  const std::vector<size_t> counts{5000, 20011, 5000, 5000, 20011, 20011, 5000};
+  for (size_t i = 0; i < counts.size(); ++i) {
+    const size_t count = counts[i];
+    const bool fits = count == 5000;
+    const auto x = inputs<float>(n, count, HB_SUM, unsigned(40 + i));
+    const auto ref = fold_reference(x, HB_SUM);
+    std::vector<hb::comm::Traffic> before{size_t(n)};
+    for (int r = 0; r < n; ++r) before[r] = w.at(r).traffic();
+    const auto y = allreduce_all(w, x, HB_FLOAT32, HB_SUM, i % 2 == 1);
+    for (int r = 0; r < n; ++r) {
+      const std::string at =
+          "call " + std::to_string(i) + " rank " + std::to_string(r);
+      ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), count * sizeof(float)))
+          << at;
+      const hb::comm::Traffic t = w.at(r).traffic();
+      const uint64_t tcp = t.tcp_messages - before[r].tcp_messages;
+      const uint64_t reg = t.tcp_registered - before[r].tcp_registered;
+      if (leader(r, n, hosts)) {
+        EXPECT_GT(tcp, 2u) << at;  // several pieces, two rounds each
+        EXPECT_EQ(reg, fits ? tcp : 0u) << at;
+      } else {
+        EXPECT_EQ(tcp + reg, 0u) << at;
+      }
+    }
+  }
+  // Only the leaders hold reduction regions, of at most 8 x
+  // cpu_staged_bytes; every rank holds the call checks' (2 x 5 x 128 B).
+  for (int r = 0; r < n; ++r) {
+    const uint64_t b = w.at(r).traffic().region_bytes;
+    if (leader(r, n, hosts)) EXPECT_GT(b, 4 * 64000u) << r;
+    EXPECT_LE(b, (leader(r, n, hosts) ? 8 * 64000u : 0u) + 2048u) << r;
+  }
+}
+
+// A rank lost while the others are inside a many-piece reduction whose
+// leader messages travel on the registered buffers: HB_ERR_PEER_FAILED on
+// every other rank, promptly (a leader's region wait ends on the lost pair
+// or the health report, never by hanging).
+TEST(HierAllreduce, LostRankMidPieceOnRegisteredBuffersFailsEveryOtherRank) {
+  hb::comm::BackendConfig cfg = reduce_config(2, "hier");
+  cfg.piece_bytes = 4096;  // 256 floats of each block per piece: ~40 pieces
+  std::vector<std::vector<float>> x;
+  std::atomic<uint64_t> on_regions{0};
+  expect_lost_rank_fails_others(
+      cfg, [&](int n) { x = inputs<float>(n, 40000, HB_SUM, 11); },
+      [&](ThreadWorld &w, int r) {
+        w.at(r).allreduce(x[r].data(), x[r].data(), x[r].size(), HB_FLOAT32,
+                          HB_SUM);
+        if (r == 0) on_regions = registered(w, 0);
+      });
+  EXPECT_GT(on_regions.load(), 0u);  // the calls took the regions
 }
 
 }  // namespace

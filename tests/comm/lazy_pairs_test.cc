@@ -15,7 +15,10 @@
 #include <thread>
 #include <vector>
 
+#include <gloo/context.h>
+
 #include "../common/a2a_pattern.h"
+#include "comm/region_p2p.h"
 #include "thread_world.h"
 
 namespace {
@@ -69,6 +72,23 @@ std::vector<std::vector<float>> allreduce(ThreadWorld &w, size_t count) {
   return y;
 }
 
+// The single-process fold, rank 0, 1, 2, ... (the bits every route keeps).
+std::vector<float> reference(int n, size_t count) {
+  std::vector<float> ref(count, 0.f);
+  for (int r = 0; r < n; ++r) {
+    const std::vector<float> x = input(r, count);
+    for (size_t i = 0; i < count; ++i) ref[i] += x[i];
+  }
+  return ref;
+}
+
+void expect_bits(const std::vector<std::vector<float>> &y,
+                 const std::vector<float> &ref, const char *what) {
+  for (size_t r = 0; r < y.size(); ++r)
+    ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), ref.size() * 4))
+        << what << ", rank " << r;
+}
+
 // alltoallv: rank r sends r + q + 1 bytes of value 16 r + q to rank q.
 void alltoallv(ThreadWorld &w) {
   w.run([&](int r) {
@@ -101,11 +121,7 @@ TEST(LazyPairs, NoSameHostPairsAndOnlyThoseCallsUse) {
     const auto a = allreduce(hier, count), b = allreduce(direct, count),
                c = allreduce(checked, count),
                d = allreduce(checked_hier, count);
-    std::vector<float> ref(count, 0.f);
-    for (int r = 0; r < kRanks; ++r) {
-      const std::vector<float> x = input(r, count);
-      for (size_t i = 0; i < count; ++i) ref[i] += x[i];
-    }
+    const std::vector<float> ref = reference(kRanks, count);
     for (int r = 0; r < kRanks; ++r) {
       ASSERT_EQ(0, std::memcmp(a[r].data(), ref.data(), count * 4))
           << "hier, rank " << r << ", count " << count;
@@ -129,6 +145,69 @@ TEST(LazyPairs, NoSameHostPairsAndOnlyThoseCallsUse) {
   // its own host's (the full mesh's 10).
   EXPECT_EQ(show(pairs(direct)), "6 6 6 6 6 6 ");
   EXPECT_EQ(show(pairs(checked)), "6 6 6 6 6 6 ");
+}
+
+// The registered regions (comm/region_p2p.h) in such a world: nothing
+// registered when it forms; the first call that takes them connects the
+// pairs of its route, then registers on those only, on both sides: the
+// direct reduction's to the other host's 3 ranks (not all 5 peers), the
+// routed reduction's between the two leaders only (nothing on the other
+// ranks), and every TCP message of such calls goes on them.
+TEST(LazyPairs, RegionsRegisterOnlyTheRoutesPairsOnFirstUse) {
+  ThreadWorld hier(kRanks, config("hier", false)),
+      direct(kRanks, config("direct", false));
+  for (ThreadWorld *w : {&hier, &direct})
+    for (int r = 0; r < kRanks; ++r)
+      EXPECT_EQ(w->at(r).traffic().region_bytes, 0u) << "formed, rank " << r;
+  const size_t count = 1001;
+  const std::vector<float> ref = reference(kRanks, count);
+  expect_bits(allreduce(hier, count), ref, "hier");
+  expect_bits(allreduce(direct, count), ref, "direct");
+  expect_bits(allreduce(hier, count), ref, "hier, again");
+  expect_bits(allreduce(direct, count), ref, "direct, again");
+  EXPECT_EQ(show(pairs(hier)), "2 0 0 2 0 0 ");
+  EXPECT_EQ(show(pairs(direct)), "6 6 6 6 6 6 ");
+  const hb::comm::BackendConfig cfg = config("direct", false);
+  gloo::Context sizes(0, kRanks);  // no transport: the sizes only
+  const hb::comm::PairRegions r6(sizes, size_t(cfg.staged_bytes),
+                                 size_t(cfg.one_round_bytes));
+  const uint64_t three_peers =
+      2 *
+      (3 * hb::comm::RegionP2P::kChannels * r6.area_bytes() + r6.send_bytes());
+  for (int r = 0; r < kRanks; ++r) {
+    const hb::comm::Traffic d = direct.at(r).traffic(),
+                            h = hier.at(r).traffic();
+    EXPECT_EQ(d.region_bytes, three_peers) << "direct, rank " << r;
+    EXPECT_GT(d.tcp_registered, 0u) << "direct, rank " << r;
+    EXPECT_EQ(d.tcp_registered, d.tcp_messages) << "direct, rank " << r;
+    if (r == 0 || r == 3) {  // the leaders
+      EXPECT_GT(h.region_bytes, 0u) << "hier, rank " << r;
+      EXPECT_GT(h.tcp_registered, 0u) << "hier, rank " << r;
+      EXPECT_EQ(h.tcp_registered, h.tcp_messages) << "hier, rank " << r;
+    } else {
+      EXPECT_EQ(h.region_bytes + h.tcp_registered + h.tcp_messages, 0u)
+          << "hier, rank " << r;
+    }
+  }
+}
+
+// cpu_allreduce_route=auto routes through the leaders from 8 ranks, and
+// cpu_alltoallv=auto stays direct below 64: the reductions connect (and
+// register on) the leaders' pairs only; the first alltoallv then connects
+// every other host's rank; reductions after it keep their bits.
+TEST(LazyPairs, AutoFromEightRanksConnectsTheLeadersFirst) {
+  constexpr int n = 8;  // 4 + 4: leaders 0 and 4
+  ThreadWorld w(n, config("auto", true));
+  const size_t count = 5000;
+  const std::vector<float> ref = reference(n, count);
+  expect_bits(allreduce(w, count), ref, "first");
+  EXPECT_EQ(show(pairs(w)), "2 0 0 0 2 0 0 0 ");
+  EXPECT_GT(w.at(0).traffic().tcp_registered, 0u);
+  EXPECT_EQ(w.at(1).traffic().tcp_messages, 0u);
+  alltoallv(w);
+  EXPECT_EQ(show(pairs(w)), "8 8 8 8 8 8 8 8 ");
+  expect_bits(allreduce(w, count), ref, "after the alltoallv");
+  expect_bits(allreduce(w, 7), reference(n, 7), "one round");
 }
 
 // A rank lost before any rank connected to it: the others' first call

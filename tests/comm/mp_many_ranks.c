@@ -108,9 +108,10 @@ int main(int argc, char **argv) {
         "world of %d: context in %.2f s, first allreduce after %.2f s, total "
         "%.2f s; rank 0 "
         "holds %d "
-        "sockets, RssAnon %ld KiB, RssShmem %ld KiB, VmHWM %ld KiB\n",
+        "sockets, RssAnon %ld KiB, RssShmem %ld KiB, VmHWM %ld KiB, VmData %ld "
+        "KiB\n",
         n, created, formed, now_s() - t0, sockets, status_kib("RssAnon"),
-        status_kib("RssShmem"), status_kib("VmHWM"));
+        status_kib("RssShmem"), status_kib("VmHWM"), status_kib("VmData"));
   /* Every rank's count, for bench/scale/netns_form.sh. */
   if (getenv("MP_MANY_RANKS_EVERY"))
     printf("rank %d holds %d sockets\n", rank, sockets);
