@@ -1,7 +1,14 @@
 #include "comm/progress.h"
 
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <condition_variable>
+#include <cstdlib>
+#include <ctime>
 #include <deque>
 #include <functional>
 #include <mutex>
@@ -11,6 +18,7 @@
 #include "abi/error.h"
 #include "comm/backend.h"
 #include "comm/communicator.h"
+#include "comm/spin_policy.h"
 #include "context/context.h"
 #include "rendezvous/client.h"
 #include "timeline/timeline.h"
@@ -18,10 +26,82 @@
 namespace hb {
 namespace comm {
 
+namespace {
+
+// The CPU time of every progress thread of this process so far.
+std::atomic<int64_t> g_progress_cpu_ns{0};
+
+int64_t thread_cpu_ns() {
+  timespec ts;
+  if (clock_gettime(CLOCK_THREAD_CPUTIME_ID, &ts) != 0) return 0;
+  return int64_t(ts.tv_sec) * 1000000000 + ts.tv_nsec;
+}
+
+// The calling thread's run delay (ns runnable but not running), the 2nd
+// field of /proc/thread-self/schedstat; -1 if unreadable.
+int64_t read_run_delay_ns() {
+  char buf[96];
+  if (!read_proc_file("/proc/thread-self/schedstat", buf, sizeof buf))
+    return -1;
+  char *end = nullptr;
+  std::strtoll(buf, &end, 10);  // time on the CPU
+  const char *p = end;
+  const long long delay = std::strtoll(p, &end, 10);
+  return end != p ? delay : -1;
+}
+
+int64_t steady_ns() {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(
+             std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
+
+// Each caller's own rule: its run delay is its own.
+bool run_here_now() {
+  thread_local InlineRule rule(read_run_delay_ns, [] {
+    return g_progress_cpu_ns.load(std::memory_order_relaxed);
+  });
+  return rule.run_here(steady_ns());
+}
+
+}  // namespace
+
+InlineRule::InlineRule(Reader run_delay, Reader progress_cpu)
+    : run_delay_(std::move(run_delay)),
+      progress_cpu_(std::move(progress_cpu)) {}
+
+bool InlineRule::run_here(int64_t now_ns) {
+  if (last_ns_ >= 0 && now_ns - last_ns_ < kWindowNs) return !threaded_;
+  const int64_t delay = run_delay_(), cpu = progress_cpu_();
+  if (delay < 0) return true;  // no schedstat: the CPU rule alone
+  if (last_ns_ >= 0) {
+    // Delay the process's own progress threads did not cause.
+    const int64_t other =
+        std::max<int64_t>(0, (delay - last_delay_) - (cpu - last_cpu_));
+    if (other * 1000 > (now_ns - last_ns_) * kLoadedPermille) {
+      threaded_ = true;
+      quiet_ = 0;
+    } else if (threaded_ && ++quiet_ >= kQuietWindows) {
+      threaded_ = false;
+    }
+  }
+  last_ns_ = now_ns, last_delay_ = delay, last_cpu_ = cpu;
+  return !threaded_;
+}
+
+bool async_exchange_vote(int own_cpus, int online_cpus, int local_ranks) {
+  const int share = online_cpus / (local_ranks > 0 ? local_ranks : 1);
+  return std::min(own_cpus, share) >= 2;
+}
+
 class Progress {
  public:
-  Progress(std::shared_ptr<Backend> backend, int64_t timeout_ms)
+  // auto_inline: cpu_async_exchange=-1 on a rank without a CPU to spare
+  // (InlineRule decides per job).
+  Progress(std::shared_ptr<Backend> backend, int64_t timeout_ms,
+           bool auto_inline)
       : backend_(std::move(backend)),
+        auto_inline_(auto_inline),
         // A job's rounds end within the backend's timeout (a lost peer
         // sooner); the margin covers the job's local work around them.
         settle_ms_(timeout_ms + 10000),
@@ -39,6 +119,14 @@ class Progress {
   std::thread::id thread_id() const { return thread_.get_id(); }
 
   void post(std::function<void()> job) {
+    if (auto_inline_ && run_here_now()) {
+      settle();  // after the jobs posted before it
+      try {
+        job();  // as on the thread: the job keeps its own outcome
+      } catch (...) {
+      }
+      return;
+    }
     {
       std::lock_guard<std::mutex> lock(mu_);
       jobs_.push_back(std::move(job));
@@ -60,6 +148,7 @@ class Progress {
 
  private:
   void loop() {
+    mark_progress_thread();  // its waits spin briefly (comm/spin_policy.h)
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       // Asleep on the condition variable while nothing is posted.
@@ -69,10 +158,13 @@ class Progress {
       jobs_.pop_front();
       running_ = true;
       lock.unlock();
+      const int64_t cpu0 = thread_cpu_ns();
       try {
         job();  // jobs report their own failures; nothing may escape here
       } catch (...) {
       }
+      g_progress_cpu_ns.fetch_add(thread_cpu_ns() - cpu0,
+                                  std::memory_order_relaxed);
       job = nullptr;  // its captures go before the caller is told
       lock.lock();
       running_ = false;
@@ -81,6 +173,7 @@ class Progress {
   }
 
   std::shared_ptr<Backend> backend_;
+  const bool auto_inline_;
   const int64_t settle_ms_;
   std::mutex mu_;
   std::condition_variable wake_, idle_;
@@ -166,13 +259,24 @@ const std::shared_ptr<Progress> &channel(hb_context &c,
     cpu_backend(c);  // the context's own first (the same order on every rank)
     BackendConfig cfg = cpu_backend_config(c);
     cfg.key_prefix = prefix;
-    // The job's waits overlap its own process's compute: a long spin there
-    // takes the core the caller's MLP runs on (2 ranks on 2 cores halved
-    // the overlapped step in the A/B of docs/performance.md). Spin briefly,
-    // then sleep on the futex, unless the option says otherwise.
-    if (cfg.wait_spin_us < 0) cfg.wait_spin_us = 5;
-    slot = std::make_shared<Progress>(
-        make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms);
+    cpu_set_t set;
+    CPU_ZERO(&set);
+    const int online = int(sysconf(_SC_NPROCESSORS_ONLN));
+    const int own =
+        sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
+    const bool auto_inline =
+        c.options.get_int("cpu_async_exchange") < 0 &&
+        !async_exchange_vote(own, online, c.cluster.local_world_size);
+    // The thread's waits overlap its own process's compute: a long spin
+    // there takes the core the caller's MLP runs on (2 ranks on 2 cores
+    // halved the overlapped step, docs/performance.md). So they spin
+    // briefly, then sleep on the futex, unless the option says otherwise
+    // (mark_progress_thread); where jobs may run inline, the caller's
+    // waits on the channel keep the context's rule, as its own waits do.
+    if (cfg.wait_spin_us < 0 && !auto_inline) cfg.wait_spin_us = 5;
+    slot =
+        std::make_shared<Progress>(make_backend(cfg, c.client.get(), c.health),
+                                   cfg.timeout_ms, auto_inline);
   }
   return slot;
 }
@@ -211,8 +315,12 @@ std::shared_ptr<AsyncCall> allreduce_async(hb_context &c, const void *send,
   if (c.cluster.world_size == 1 ||
       c.options.get_int("cpu_async_exchange") == 0) {
     auto call = std::make_shared<AsyncCall>(0);
-    allreduce(c, Memory::kHost, send, recv, count, dtype, op);
-    call->finish(nullptr);
+    try {
+      allreduce(c, Memory::kHost, send, recv, count, dtype, op);
+      call->finish(nullptr);
+    } catch (...) {
+      call->finish(std::current_exception());
+    }
     return call;
   }
   const std::shared_ptr<Progress> &p =

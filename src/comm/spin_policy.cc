@@ -7,16 +7,21 @@
 
 namespace hb::comm {
 
+bool read_proc_file(const char *path, char *buf, size_t size) {
+  const int fd = open(path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0) return false;
+  const ssize_t n = read(fd, buf, size - 1);
+  close(fd);
+  if (n <= 0) return false;
+  buf[n] = 0;
+  return true;
+}
+
 int read_host_runnable() {
   // "0.52 0.58 0.59 3/467 12345": the 4th field is running/total tasks.
   // One open+read+close per sample (every kSampleEvery at most).
-  const int fd = open("/proc/loadavg", O_RDONLY | O_CLOEXEC);
-  if (fd < 0) return -1;
   char buf[128];
-  const ssize_t n = read(fd, buf, sizeof buf - 1);
-  close(fd);
-  if (n <= 0) return -1;
-  buf[n] = 0;
+  if (!read_proc_file("/proc/loadavg", buf, sizeof buf)) return -1;
   const char *p = buf;
   for (int field = 0; field < 3 && p; ++field) {
     while (*p && *p != ' ') ++p;
@@ -27,6 +32,12 @@ int read_host_runnable() {
   return end != p && *end == '/' && running >= 0 ? int(running) : -1;
 }
 
+namespace {
+thread_local bool t_progress_thread = false;
+}  // namespace
+
+void mark_progress_thread() { t_progress_thread = true; }
+
 SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
                        std::function<int()> runnable)
     : ranks_(ranks), cpus_(cpus), runnable_(std::move(runnable)) {
@@ -35,7 +46,8 @@ SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
 
 std::chrono::nanoseconds SpinPolicy::budget(Clock::time_point now) {
   if (fixed_.count() >= 0) return fixed_;
-  if (ranks_ > cpus_) return kShort;  // the ranks alone fill the CPUs
+  if (ranks_ > cpus_ || t_progress_thread)
+    return kShort;  // the ranks alone fill the CPUs
   constexpr auto r = std::memory_order_relaxed;
   const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(
                         now.time_since_epoch())

@@ -9,14 +9,26 @@
 
 #include <atomic>
 #include <chrono>
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 
 namespace hb::comm {
 
+// Reads a small file of /proc whole into buf (NUL-terminated): one
+// open+read+close; false if it cannot.
+bool read_proc_file(const char *path, char *buf, size_t size);
+
 // The host's runnable tasks right now (nr_running, counting the caller and
 // the job's own running ranks), from /proc/loadavg; -1 if unreadable.
 int read_host_runnable();
+
+// Marks the calling thread as a progress thread (comm/progress.h): unless
+// the budget is fixed (cpu_wait_spin_us), its waits spin kShort at most,
+// since they overlap its own process's compute, and a long spin there takes
+// the CPU the caller computes on (2 ranks on 2 cores halved the overlapped
+// step, docs/performance.md). The caller's own waits keep the rule.
+void mark_progress_thread();
 
 class SpinPolicy {
  public:

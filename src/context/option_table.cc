@@ -119,7 +119,7 @@ const std::vector<OptionSpec> &option_table() {
        "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
        "(a long spin would take the waited-for peer's CPU share). >= 0: "
        "that spin, fixed."},
-      {"cpu_async_exchange", OptionType::kInt, "1", nullptr, 0, 1,
+      {"cpu_async_exchange", OptionType::kInt, "-1", nullptr, -1, 1,
        "1: a host embedding collection exchanges over a CPU communicator "
        "and progress thread of its own, so the rounds that "
        "hb_collection_lookup_start posts run while the caller computes "
@@ -127,8 +127,16 @@ const std::vector<OptionSpec> &option_table() {
        "while nothing is posted; hb_allreduce_start runs its allreduces "
        "likewise, on a communicator and thread of their own. 0: every "
        "round runs in the calling thread, on the context's communicator "
-       "(hb_allreduce_start then reduces before it returns). Same bits "
-       "either way. Read when a collection is created, and by every "
+       "(hb_allreduce_start then reduces before it returns). -1 = auto: "
+       "as 1 where the rank has 2 CPUs (the fewer of those it may run on "
+       "and the host's online CPUs / its ranks there); elsewhere each "
+       "posted job runs in the calling thread, over the same "
+       "communicators, unless other tasks keep that thread off its CPU "
+       "(its run delay, less the progress threads' CPU time, over 5 % of "
+       "50 ms windows; back after 1 s below), when it goes to the thread. "
+       "Each rank decides "
+       "alone; hb_allreduce_wait reports a failure in every mode. Same "
+       "bits either way. Read when a collection is created, and by every "
        "hb_allreduce_start."},
       {"cpu_check_calls", OptionType::kEnum, "auto", "auto|1|0", 0, 0,
        "1: every CPU collective checks that all ranks made the same call "

@@ -12,15 +12,26 @@
 //   peer               the last rank _exit()s while the others' request is
 //                      in flight: their wait fails with HB_ERR_PEER_FAILED
 //                      well within the timeout
+//   auto               cpu_async_exchange=auto: a rank without 2 CPUs
+//                      (sched_getaffinity, online CPUs / local ranks) runs
+//                      the start inline (it waits for a late peer), else
+//                      on the thread (it returns at once), as does =1; the
+//                      result is hb_allreduce's
+// The other modes run with HB_CPU_ASYNC_EXCHANGE=1 (threads), 0 (the
+// context's communicator) and auto (inline on a 2-CPU host): the same
+// results and the same errors, from the wait.
 #define HB_EXPERIMENTAL 1
+#include <sched.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <random>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include "common/mp_check.h"
@@ -203,6 +214,52 @@ void mode_peer(hb_context *ctx) {
   hb_context_destroy(ctx);
 }
 
+void mode_auto(hb_context *ctx) {
+  // The vote, from the outside: this rank's CPUs, the fewer of its own and
+  // its share of the host's; without 2, auto runs a job on the caller's
+  // thread (always the first: the load is read over windows).
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  CHECK(sched_getaffinity(0, sizeof set, &set) == 0, "sched_getaffinity");
+  const int own = CPU_COUNT(&set);
+  const int share = int(sysconf(_SC_NPROCESSORS_ONLN)) /
+                    std::max(1, int(hb_context_local_world_size(ctx)));
+  const char *env = std::getenv("HB_CPU_ASYNC_EXCHANGE");
+  const bool is_auto = !env || std::string(env) == "-1";
+  const bool want_inline = is_auto && std::min(own, share) < 2;
+  // The channel first (its bootstrap waits for every rank).
+  std::vector<float> buf = input<float>(g_mp_rank, 1031, 3), ref(1031);
+  hb_allreduce_request *req = nullptr;
+  CHECK_OK(hb_allreduce_start(ctx, ref.data(), ref.data(), ref.size(),
+                              HB_FLOAT32, HB_SUM, &req));
+  CHECK_OK(hb_allreduce_wait(req));
+  CHECK_OK(hb_allreduce(ctx, buf.data(), ref.data(), buf.size(), HB_FLOAT32,
+                        HB_SUM));
+  // The last rank starts late: inline, the others' start waits for it.
+  // From a new thread: its rule has seen no window yet, so a loaded host
+  // cannot have sent its jobs to the progress thread (deterministic).
+  if (g_mp_rank == g_world - 1) usleep(500 * 1000);
+  double ms = 0;
+  std::thread([&] {
+    const double t0 = now_ms();
+    CHECK_OK(hb_allreduce_start(ctx, buf.data(), buf.data(), buf.size(),
+                                HB_FLOAT32, HB_SUM, &req));
+    ms = now_ms() - t0;
+  }).join();
+  CHECK_OK(hb_allreduce_wait(req));
+  CHECK(std::memcmp(buf.data(), ref.data(), buf.size() * 4) == 0,
+        "auto: not bit-identical to hb_allreduce");
+  if (g_mp_rank != g_world - 1)
+    CHECK(want_inline ? ms >= 400 : ms < 250,
+          "%s, %d CPUs here (own %d, share %d): want %s, but the start took "
+          "%.0f ms beside a rank 500 ms late",
+          is_auto ? "auto" : env, std::min(own, share), own, share,
+          want_inline ? "inline" : "on the thread", ms);
+  std::printf("rank %d: %s (own %d CPUs, share %d): start %.0f ms\n", g_mp_rank,
+              want_inline ? "inline" : "thread", own, share, ms);
+  hb_context_destroy(ctx);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -220,8 +277,10 @@ int main(int argc, char **argv) {
     mode_mismatch(ctx);
   else if (mode == "peer")
     mode_peer(ctx);
+  else if (mode == "auto")
+    mode_auto(ctx);
   else
-    CHECK(false, "usage: mp_async equal|mismatch|peer (got '%s')",
+    CHECK(false, "usage: mp_async equal|mismatch|peer|auto (got '%s')",
           mode.c_str());
   std::printf("rank %d/%d: mp_async %s passed\n", g_mp_rank, g_world,
               mode.c_str());

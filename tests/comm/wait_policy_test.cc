@@ -18,6 +18,7 @@
 #include <thread>
 
 #include "comm/backend.h"
+#include "comm/progress.h"
 #include "comm/spin_policy.h"
 #include "thread_world.h"
 
@@ -145,6 +146,68 @@ TEST(WaitPolicy, SpinsLongOnlyWhileTheHostHasACpuPerRunnableTask) {
   EXPECT_EQ(blind.budget(t), kLong);
   // The real reader counts at least the calling thread.
   EXPECT_GE(hb::comm::read_host_runnable(), 1);
+}
+
+// cpu_async_exchange=auto: a rank votes for progress threads only where it
+// has 2 CPUs, bound (its own affinity) or as its share of the host's.
+TEST(WaitPolicy, AsyncExchangeVotesForThreadsOnlyWithACpuToSpare) {
+  using hb::comm::async_exchange_vote;
+  EXPECT_FALSE(async_exchange_vote(1, 2, 2));    // hbrun -n 2 on 2 CPUs: bound
+  EXPECT_FALSE(async_exchange_vote(2, 2, 2));    // --bind-to none
+  EXPECT_FALSE(async_exchange_vote(2, 2, 4));    // 4 ranks on 2 CPUs
+  EXPECT_FALSE(async_exchange_vote(1, 16, 1));   // taskset to one CPU
+  EXPECT_TRUE(async_exchange_vote(2, 2, 1));     // one rank, 2 CPUs
+  EXPECT_TRUE(async_exchange_vote(8, 16, 2));    // bound to 8 of 16
+  EXPECT_TRUE(async_exchange_vote(16, 16, 4));   // unbound, 4 each
+  EXPECT_FALSE(async_exchange_vote(16, 16, 9));  // unbound, 1 each
+  EXPECT_TRUE(async_exchange_vote(2, 4, 0));     // local size unknown: 1
+}
+
+// cpu_async_exchange=auto without a CPU to spare: jobs inline until the
+// caller's run delay, less its own progress threads' CPU time, passes
+// kLoadedPermille of a window; back inline after kQuietWindows quiet ones.
+TEST(WaitPolicy, AsyncExchangeRunsInlineUnlessOthersKeepTheCallerOffItsCpu) {
+  using hb::comm::InlineRule;
+  int64_t delay = 0, cpu = 0, reads = 0;
+  InlineRule rule([&] { return ++reads, delay; }, [&] { return cpu; });
+  const int64_t w = InlineRule::kWindowNs, t0 = 1000000000;
+  int64_t t = t0;
+  EXPECT_TRUE(rule.run_here(t));  // the first: inline, no window yet
+  EXPECT_TRUE(rule.run_here(t + w / 2));
+  EXPECT_EQ(reads, 1);  // within a window: no read
+  // Delayed 40 % of a window, all of it by the own progress threads.
+  t += w, delay += w * 4 / 10, cpu += w * 4 / 10;
+  EXPECT_TRUE(rule.run_here(t));
+  // 20 % by others: threads, at once.
+  t += w, delay += w * 2 / 10;
+  EXPECT_FALSE(rule.run_here(t));
+  // Quiet windows: back inline at the kQuietWindows-th.
+  for (int i = 1; i < InlineRule::kQuietWindows; ++i) {
+    t += w, delay += w / 100;
+    EXPECT_FALSE(rule.run_here(t)) << "quiet window " << i;
+  }
+  t += w;
+  EXPECT_TRUE(rule.run_here(t));
+  // Just under the mark stays inline; one loaded window goes threaded
+  // again, and a loaded window among quiet ones starts the count anew.
+  t += w, delay += w * InlineRule::kLoadedPermille / 1000;
+  EXPECT_TRUE(rule.run_here(t));
+  t += w, delay += w / 2;
+  EXPECT_FALSE(rule.run_here(t));
+  t += w;
+  EXPECT_FALSE(rule.run_here(t));
+  t += w, delay += w / 2;
+  EXPECT_FALSE(rule.run_here(t));
+  for (int i = 1; i < InlineRule::kQuietWindows; ++i) {
+    t += w;
+    EXPECT_FALSE(rule.run_here(t));
+  }
+  t += w;
+  EXPECT_TRUE(rule.run_here(t));
+  // No schedstat: inline (the CPU rule alone).
+  InlineRule blind([] { return int64_t(-1); }, [] { return int64_t(0); });
+  EXPECT_TRUE(blind.run_here(t0));
+  EXPECT_TRUE(blind.run_here(t0 + 10 * w));
 }
 
 }  // namespace
