@@ -1,5 +1,6 @@
 #include "embedding/collection.h"
 
+#include <algorithm>
 #include <cmath>
 #include <cstring>
 #include <exception>
@@ -57,6 +58,7 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
 // operations in the same order.
 template <int kDim>
 struct RowOps {
+  static constexpr int kWidth = kDim;
   // d = s, d += s, d = sc * s, d += sc * s (the product rounded before the
   // add: no FMA) over one row. The rows never overlap (__restrict): without
   // that GCC kept the constant-width loops scalar.
@@ -77,14 +79,14 @@ struct RowOps {
       d[c] += g;
     }
   }
-  // Feature f's pooled output (or unpooled rows) from the rows in send
-  // order: row(k) = rows + pos[inv[k]] * dim.
-  static void pool(int64_t dim_rt, const float *rows, const uint32_t *inv,
-                   const uint32_t *pos, const float *w, const int64_t *bag,
+  // Feature f's pooled output (or unpooled rows) from its ids' rows:
+  // row(k) is id k's row (the gathered rows in send order, or the shard's
+  // records read in place), called once per id in increasing k.
+  template <class Row>
+  static void pool(int64_t dim_rt, Row row, const float *w, const int64_t *bag,
                    int64_t B, size_t n, int32_t pooling, float *out,
                    int64_t stride) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
-    auto row = [&](int64_t k) { return rows + pos[inv[k]] * dim; };
     if (pooling == HB_POOLING_NONE) {
       for (size_t k = 0; k < n; ++k) {
         const float *r = row(k);
@@ -173,6 +175,13 @@ template <class F>
 void with_row_ops(int64_t dim, F &&fn) {
   with_dim(dim, [&](auto kdim) { fn(RowOps<decltype(kdim)::value>()); });
 }
+
+// How many ids ahead a lookup that reads a shard's records in place
+// prefetches their rows (Collection::prefetch_rows), and from which table
+// size on (records, bytes: about one core's L2 here; below it the rows
+// stay cached from step to step and the prefetch only costs instructions).
+constexpr size_t kPoolAhead = 8;
+constexpr uint64_t kPoolPrefetchBytes = uint64_t{1} << 20;
 
 }  // namespace
 
@@ -627,16 +636,22 @@ void Collection::read_bags(const JaggedBatch &in, const char *what,
   const int64_t B = in.batch;
   for (size_t f = 0; f < features_.size(); ++f) {
     Bags &g = bags_[f];
-    g.bag.assign(B + 1, 0);
+    g.bag.resize(B + 1);  // every entry written below: no fill
+    g.bag[0] = 0;
     int64_t base = 0;
     if (B > 0 && in.offsets) {
       const int64_t *o = in.offsets[f];
       if (o[0] < 0) bag_error(what, f, 1, 0, o[0]);
       base = o[0];
-      for (int64_t b = 0; b < B; ++b) {
+      // Check, then convert: two loops that vectorise (an error call
+      // inside the loop kept it scalar); the first bad sample is found
+      // only when there is one.
+      bool down = false;
+      for (int64_t b = 0; b < B; ++b) down |= o[b + 1] < o[b];
+      for (int64_t b = 0; down && b < B; ++b)
         if (o[b + 1] < o[b]) bag_error(what, f, 2, b, 0);
-        g.bag[b + 1] = o[b + 1] - base;
-      }
+      int64_t *bag = g.bag.data();
+      for (int64_t b = 0; b < B; ++b) bag[b + 1] = o[b + 1] - base;
     } else if (B > 0) {
       const int64_t *l = in.lengths[f];
       for (int64_t b = 0; b < B; ++b) {
@@ -723,6 +738,7 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
   std::vector<OwnerCall> calls(batch_ ? T : 0);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
+    if (rows_in_place(t)) continue;  // pooled from the shard below
     s.wire.resize(s.recv_ids.size() * row_bytes_[t]);
     if (batch_)
       calls[t] = {tables_[t], s.recv_ids.data(),  s.recv_ids.size(),
@@ -738,6 +754,7 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
+    if (rows_in_place(t)) continue;
     if (!batch_ && direct_rows(t)) {
       s.partial.resize(pl.send_ids().size() * tables_[t]->spec().dim);
       tables_[t]->encode_rows(
@@ -789,13 +806,56 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
     const int32_t pooling = features_[f].pooling;
     const bool none = pooling == HB_POOLING_NONE;
     if (none ? n_[f] == 0 : in.batch == 0) continue;  // out may be NULL
+    float *o = none ? unpooled[f] : out + column_[f];
+    const size_t n = n_[f];
     with_row_ops(dim, [&](auto ops) {
-      ops.pool(dim, slots_[t].partial.data(),
-               plans_[t].local().inverse().data() + start_[f],
-               plans_[t].pos().data(), g.w, g.bag.data(), in.batch, n_[f],
-               pooling, none ? unpooled[f] : out + column_[f], pooled_width_);
+      constexpr int kD = decltype(ops)::kWidth;
+      const int64_t d = kD > 0 ? kD : dim;
+      if (!rows_in_place(t)) {
+        const float *rows = slots_[t].partial.data();
+        const uint32_t *inv = plans_[t].local().inverse().data() + start_[f];
+        const uint32_t *pos = plans_[t].pos().data();
+        ops.pool(
+            dim, [=](size_t k) { return rows + pos[inv[k]] * d; }, g.w,
+            g.bag.data(), in.batch, n, pooling, o, pooled_width_);
+        return;
+      }
+      // World 1: id k's record is the shard's record k (a local index is
+      // the id), its weights first: no gather, no copy, the same floats.
+      const float *rec = tables_[t]->records_in_place();
+      const int64_t words = tables_[t]->shard().record_words();
+      const int64_t *ids = slots_[t].ids.data() + start_[f];
+      if (!prefetch_rows(t)) {
+        ops.pool(
+            dim, [=](size_t k) { return rec + ids[k] * words; }, g.w,
+            g.bag.data(), in.batch, n, pooling, o, pooled_width_);
+        return;
+      }
+      // Rows spread over more than the cache: each id's row is a memory
+      // access; start the one kPoolAhead ids on (its first and last
+      // weight: a row may straddle a cache line).
+      ops.pool(
+          dim,
+          [=](size_t k) {
+            const float *a = rec + ids[std::min(k + kPoolAhead, n - 1)] * words;
+            __builtin_prefetch(a);
+            if (d > 1) __builtin_prefetch(a + d - 1);
+            return rec + ids[k] * words;
+          },
+          g.w, g.bag.data(), in.batch, n, pooling, o, pooled_width_);
     });
   }
+}
+
+bool Collection::rows_in_place(size_t t) const {
+  return !batch_ && direct_rows(t) && tables_[t]->records_in_place();
+}
+
+bool Collection::prefetch_rows(size_t t) const {
+  const Spec &sp = tables_[t]->spec();
+  return static_cast<uint64_t>(sp.num_rows) *
+             static_cast<uint64_t>(tables_[t]->shard().record_words()) * 4 >
+         kPoolPrefetchBytes;
 }
 
 bool Collection::direct_rows(size_t t) const {

@@ -257,6 +257,12 @@ class Collection : public CollectionBase {
   // Table t's rows and partial sums skip the wire buffers (world 1, float32
   // wire rows): the owner's rows are the requester's, byte for byte.
   bool direct_rows(size_t t) const;
+  // Table t's lookup pools straight from its shard's records
+  // (Table::records_in_place; world 1, float32 wire rows): no rows are
+  // gathered into the partial rows first.
+  bool rows_in_place(size_t t) const;
+  // Its records are large enough that the pool prefetches them.
+  bool prefetch_rows(size_t t) const;
   // Where rank's share starts in a plan's send / received order.
   static int64_t send_at(const StepPlan &pl, int rank);
   static int64_t recv_at(const StepPlan &pl, int rank);

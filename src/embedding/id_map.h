@@ -206,9 +206,14 @@ class Dedup {
   bool run_direct(const int64_t *ids, size_t n, uint64_t bound) {
     std::vector<uint32_t> &index = direct_index();
     if (index.size() < bound) index.assign(bound, 0);
-    unique_.resize(n);
+    // Appended, not resize(n) and back to the count: a resize up
+    // zero-fills every slot past the last call's count first (a memset of
+    // the duplicates' share of the batch, every call). No reallocation
+    // below, so u stays valid.
+    unique_.clear();
+    unique_.reserve(n);
     inverse_.resize(n);
-    int64_t *u = unique_.data();
+    const int64_t *u = unique_.data();
     uint32_t *inv = inverse_.data();
     uint32_t *at = index.data();
     uint32_t nu = 0;
@@ -219,11 +224,10 @@ class Dedup {
       if (v >= nu || u[v] != id) {
         v = nu++;
         at[id] = v;
-        u[v] = id;
+        unique_.push_back(id);
       }
       inv[i] = v;
     }
-    unique_.resize(nu);
     return true;
   }
   void prepare(size_t n) {

@@ -83,6 +83,11 @@ class Shard {
     // A record may straddle a cache line (or span several).
     __builtin_prefetch(r + words_ - 1, 1);
   }
+  // A static shard's records, densely by local index (record i at
+  // dense_records() + i * record_words()); nullptr for a dynamic shard.
+  const float *dense_records() const {
+    return spec_.dynamic() ? nullptr : dense_.data();
+  }
   // Dynamic: nullptr when absent.
   const float *find(int64_t id) const {
     if (!spec_.dynamic()) return dense_.data() + part_.local_index(id) * words_;

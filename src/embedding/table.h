@@ -117,6 +117,14 @@ class Table {
   virtual void apply_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                           const Dedup &owner, const float *partials);
   size_t wire_row_bytes() const { return wire_row_bytes_; }
+  // The records a lookup may read in place instead of through
+  // encode_rows: a static shard's dense records (dense_records()) when
+  // this rank holds the rows and no lifecycle reads them (its lookups
+  // create nothing and read no defaults); nullptr otherwise. A subclass
+  // that overrides encode_rows holds no shard (rows = false).
+  const float *records_in_place() const {
+    return shard_ && !life_ ? shard_->dense_records() : nullptr;
+  }
 
   // The owner halves of several tables at once (a collection's), where the
   // tables can make them together: tables on the ps tasks send one request

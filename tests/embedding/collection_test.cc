@@ -51,8 +51,12 @@ bool same_bits(const std::vector<float> &a, const float *b, size_t n) {
 // Trains `steps` steps through a collection and, on twin tables, through
 // the single-table calls; checks every lookup against the reference and,
 // at the end, every row of both against the reference.
-void check_world(int world, int steps, uint64_t seed, int partition = -1) {
-  CollCase c = hbtest::standard_case();
+// edges: besides make_step's small ids, some ids anywhere in a static
+// table and at its first and last row.
+void check_world(int world, int steps, uint64_t seed, int partition = -1,
+                 const CollCase &the_case = hbtest::standard_case(),
+                 bool edges = false) {
+  CollCase c = the_case;
   if (partition >= 0)
     for (auto &t : c.tables)
       if (t.num_rows > 0) t.partition = partition;
@@ -61,6 +65,17 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1) {
   std::mt19937_64 g(seed);
   std::vector<std::vector<JBatch>> plan;
   for (int s = 0; s < steps; ++s) plan.push_back(make_step(g, c, world));
+  if (edges)
+    for (auto &step : plan)
+      for (JBatch &b : step)
+        for (size_t f = 0; f < c.features.size(); ++f) {
+          const int64_t rows = c.tables[c.features[f].table].num_rows;
+          for (size_t k = b.base[f]; k < b.ids[f].size() && rows > 0; ++k) {
+            const uint64_t r = g() % 4;
+            if (r == 1) b.ids[f][k] = static_cast<int64_t>(g() % rows);
+            if (r == 2) b.ids[f][k] = g() % 2 ? 0 : rows - 1;
+          }
+        }
   // Expected outputs, step by step (lookups create dynamic rows first).
   std::vector<std::vector<std::vector<float>>> want_out(steps);
   std::vector<std::vector<std::vector<std::vector<float>>>> want_unp(steps);
@@ -141,6 +156,43 @@ TEST(Collection, BitEqualWorld1) { check_world(1, 6, 11); }
 TEST(Collection, BitEqualWorld2) { check_world(2, 6, 12); }
 TEST(Collection, BitEqualWorld3) { check_world(3, 6, 13); }
 TEST(Collection, BitEqualWorld4) { check_world(4, 6, 14); }
+
+// World 1 pools float32 rows of static tables straight from the shard
+// (Collection::rows_in_place), prefetching them ahead in tables larger
+// than the cache: bit-equal to the reference for every pooling, weights,
+// empty bags, one-id bags, ids at a table's first and last row, dims of
+// run-time width (5) and of the unrolled widths (1, 8), tables with and
+// without the prefetch, the gathered path beside it (a dynamic table).
+TEST(Collection, InPlaceRowsBitEqualWorld1) {
+  using hb_f = hbtest::CollFeature;
+  CollCase c;
+  c.tables = {
+      // 20000 x 16 words and 140000 x 2 words: over the 1 MiB from which
+      // the pool prefetches; 64 and 300 rows: under it.
+      hbtest::coll_table("big8", 8, 20000, HB_OPT_ADAGRAD, HB_PARTITION_MOD,
+                         HB_FLOAT32),
+      hbtest::coll_table("big1", 1, 140000, HB_OPT_ADAGRAD, HB_PARTITION_DIV,
+                         HB_FLOAT32),
+      hbtest::coll_table("small5", 5, 64, HB_OPT_SGD, HB_PARTITION_MOD,
+                         HB_FLOAT32),
+      hbtest::coll_table("small8", 8, 300, HB_OPT_SGD, HB_PARTITION_MOD,
+                         HB_FLOAT32),
+      hbtest::coll_table("dyn", 8, 0, HB_OPT_SGD, HB_PARTITION_MOD,
+                         HB_FLOAT32)};
+  c.features = {hb_f{0, HB_POOLING_SUM, false, 30, false},
+                hb_f{0, HB_POOLING_NONE, true, 3, false},
+                hb_f{0, HB_POOLING_MEAN, true, 12, false},
+                hb_f{1, HB_POOLING_SUM, false, 26, false},
+                hb_f{1, HB_POOLING_SQRTN, true, 5, false},
+                hb_f{2, HB_POOLING_MEAN, false, 4, false},
+                hb_f{2, HB_POOLING_NONE, false, 2, false},
+                hb_f{3, HB_POOLING_SUM, false, 1, true},
+                hb_f{3, HB_POOLING_SQRTN, false, 9, false},
+                hb_f{4, HB_POOLING_SUM, true, 4, false}};
+  for (size_t f = 0; f < c.features.size(); ++f)
+    c.names.push_back("f" + std::to_string(f));
+  check_world(1, 8, 31, -1, c, /*edges=*/true);
+}
 
 // Every partition gives the reference's bits (the reference has none).
 TEST(Collection, BitEqualPartitionDiv) {
