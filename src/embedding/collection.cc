@@ -125,16 +125,33 @@ struct RowOps {
   // the first occurrence of an id (inv numbers ids in first-occurrence
   // order: *next is the next new one) is assigned, later ones are added,
   // in batch order -- sum_rows' order, without the per-id rows in between.
+  // pos == nullptr: the send order is the unique order (world 1), and the
+  // loops skip that load per id.
   static void expand(int64_t dim_rt, const float *grad, int64_t stride,
                      const float *w, const int64_t *bag, int64_t B, size_t n,
                      int32_t pooling, const uint32_t *inv, const uint32_t *pos,
                      uint32_t *next, float *partial) {
+    if (pos)
+      expand_at(
+          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          [pos](uint32_t u) { return pos[u]; }, next, partial);
+    else
+      expand_at(
+          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          [](uint32_t u) { return u; }, next, partial);
+  }
+  template <class Pos>
+  static void expand_at(int64_t dim_rt, const float *grad, int64_t stride,
+                        const float *w, const int64_t *bag, int64_t B, size_t n,
+                        int32_t pooling, const uint32_t *inv, Pos pos,
+                        uint32_t *next, float *partial) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
+    uint32_t nx = *next;  // in a register: *next might alias inv
     auto put = [&](size_t k, const float *src, bool scaled, float sc) {
       const uint32_t u = inv[k];
-      float *d = partial + pos[u] * dim;
-      if (u == *next) {
-        ++*next;
+      float *d = partial + static_cast<size_t>(pos(u)) * dim;
+      if (u == nx) {
+        ++nx;
         if (scaled)
           set_scaled(d, src, sc, dim);
         else
@@ -148,17 +165,27 @@ struct RowOps {
     if (pooling == HB_POOLING_NONE) {
       for (size_t k = 0; k < n; ++k)
         put(k, grad + k * dim, w != nullptr, w ? w[k] : 1.0f);
+      *next = nx;
+      return;
+    }
+    if (pooling == HB_POOLING_SUM && !w) {
+      // The per-bag tests hoisted; each bag's end is the next one's start.
+      int64_t lo = bag[0];
+      for (int64_t b = 0; b < B; ++b) {
+        const int64_t hi = bag[b + 1];
+        const float *src = grad + b * stride;
+        for (int64_t k = lo; k < hi; ++k) put(k, src, false, 1.0f);
+        lo = hi;
+      }
+      *next = nx;
       return;
     }
     for (int64_t b = 0; b < B; ++b) {
       const int64_t lo = bag[b], hi = bag[b + 1];
       if (lo == hi) continue;
       const float *src = grad + b * stride;
-      if (pooling == HB_POOLING_SUM) {  // no divisor to compute per bag
-        if (w)
-          for (int64_t k = lo; k < hi; ++k) put(k, src, true, w[k]);
-        else
-          for (int64_t k = lo; k < hi; ++k) put(k, src, false, 1.0f);
+      if (pooling == HB_POOLING_SUM) {  // weighted: no divisor per bag
+        for (int64_t k = lo; k < hi; ++k) put(k, src, true, w[k]);
         continue;
       }
       const float d = pooling == HB_POOLING_MEAN
@@ -167,6 +194,7 @@ struct RowOps {
       for (int64_t k = lo; k < hi; ++k)
         put(k, src, true, (w ? w[k] : 1.0f) / d);
     }
+    *next = nx;
   }
 };
 
@@ -905,11 +933,11 @@ void Collection::expand_grads(const float *grad_out,
       const bool none = pooling == HB_POOLING_NONE;
       if (none ? n_[f] == 0 : g.bag.size() == 1) continue;  // may be NULL
       with_row_ops(dim, [&](auto ops) {
-        ops.expand(dim, none ? grad_unpooled[f] : grad_out + column_[f],
-                   pooled_width_, g.w, g.bag.data(),
-                   static_cast<int64_t>(g.bag.size()) - 1, n_[f], pooling,
-                   pl.local().inverse().data() + start_[f], pl.pos().data(),
-                   &next, s.partial.data());
+        ops.expand(
+            dim, none ? grad_unpooled[f] : grad_out + column_[f], pooled_width_,
+            g.w, g.bag.data(), static_cast<int64_t>(g.bag.size()) - 1, n_[f],
+            pooling, pl.local().inverse().data() + start_[f],
+            world_ == 1 ? nullptr : pl.pos().data(), &next, s.partial.data());
       });
     }
   }

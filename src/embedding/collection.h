@@ -27,6 +27,7 @@
 #include <exception>
 #include <memory>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "common/agreement.h"
@@ -35,6 +36,29 @@
 
 namespace hb {
 namespace emb {
+
+// The allocator of the step's buffers: resize leaves new elements
+// uninitialized. Each is written in full before it is read, and they
+// change size from phase to phase (ids, rows, partial sums), so the zero
+// fill of a plain vector cost a pass over the rows per step.
+template <class T>
+struct NoFill : std::allocator<T> {
+  template <class U>
+  struct rebind {
+    using other = NoFill<U>;
+  };
+  NoFill() = default;
+  template <class U>
+  NoFill(const NoFill<U> &) {}
+  template <class U>
+  void construct(U *p) noexcept {
+    ::new (static_cast<void *>(p)) U;
+  }
+  template <class U, class... A>
+  void construct(U *p, A &&...a) {
+    ::new (static_cast<void *>(p)) U(std::forward<A>(a)...);
+  }
+};
 
 class DeviceTable;
 
@@ -235,11 +259,13 @@ class Collection : public CollectionBase {
   };
   // Per-call buffers of a table.
   struct Slot {
-    std::vector<int64_t> ids;         // concatenated ids of its features
-    std::vector<int64_t> recv_ids;    // packed by source rank
-    int64_t owner_nu = -1;            // StepPlan::owner_dedup's result
-    std::vector<float> partial;       // rows / partial sums in send order
-    std::vector<unsigned char> wire;  // owner side, received order
+    std::vector<int64_t> ids;       // concatenated ids of its features
+    std::vector<int64_t> recv_ids;  // packed by source rank
+    int64_t owner_nu = -1;          // StepPlan::owner_dedup's result
+    // Rows / partial sums in send order.
+    std::vector<float, NoFill<float>> partial;
+    // Owner side, received order.
+    std::vector<unsigned char, NoFill<unsigned char>> wire;
   };
 
   void read_bags(const JaggedBatch &in, const char *what, const void *pooled,
@@ -269,7 +295,7 @@ class Collection : public CollectionBase {
 
   std::vector<Slot> slots_, spare_slots_;
   std::vector<Bags> bags_, spare_bags_;
-  std::vector<unsigned char> sbuf_, rbuf_;
+  std::vector<unsigned char, NoFill<unsigned char>> sbuf_, rbuf_;
 };
 
 }  // namespace emb

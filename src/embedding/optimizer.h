@@ -35,9 +35,11 @@ class Optimizer {
     step_rows_dim<0>(1, one, g);
   }
   // Steps n rows: record(k) is row k's record, g + k * dim its summed
-  // gradient. The same element operations as step(), with the kind and
-  // the hyperparameters read once and, for the common dims, the row width
-  // a compile-time constant (no per-row call, loop set-up or remainder).
+  // gradient; record(k) is called once per row, in increasing k (a caller
+  // may prefetch ahead from it). The same element operations as step(), with
+  // the kind and the hyperparameters read once and, for the common dims, the
+  // row width a compile-time constant (no per-row call, loop set-up or
+  // remainder).
   template <class Record>
   void step_rows(size_t n, Record &&record, const float *g) const {
     with_dim(dim_, [&](auto kdim) {

@@ -1,5 +1,7 @@
 #include "embedding/shard.h"
 
+#include <sys/mman.h>
+
 #include <cstring>
 
 #include "abi/error.h"
@@ -22,6 +24,26 @@ int64_t Partitioner::local_rows(int rank) const {
   return rank < num_rows ? (num_rows - rank + world - 1) / world : 0;
 }
 
+namespace {
+
+// Asks for transparent huge pages (where the kernel offers them on advice)
+// on the 2 MiB-aligned middle of a block not touched yet: an optimizer step
+// or a lookup reads random rows of a table of tens of MB, and with 4 KiB
+// pages each row is also a TLB miss and a page walk.
+void advise_huge_pages(void *p, size_t bytes) {
+#ifdef MADV_HUGEPAGE
+  constexpr uintptr_t kHuge = uintptr_t{2} << 20;
+  const uintptr_t a = reinterpret_cast<uintptr_t>(p);
+  const uintptr_t lo = (a + kHuge - 1) & ~(kHuge - 1),
+                  hi = (a + bytes) & ~(kHuge - 1);
+  if (hi > lo) ::madvise(reinterpret_cast<void *>(lo), hi - lo, MADV_HUGEPAGE);
+#else
+  (void)p, (void)bytes;
+#endif
+}
+
+}  // namespace
+
 Shard::Shard(const Spec &spec, int rank, int world)
     : spec_(spec),
       opt_(spec),
@@ -32,6 +54,9 @@ Shard::Shard(const Spec &spec, int rank, int world)
   if (!spec_.dynamic()) {
     int64_t n = part_.local_rows(rank);
     try {
+      // Allocated, advised, then touched (the zero fill).
+      dense_.reserve(static_cast<size_t>(n * words_));
+      advise_huge_pages(dense_.data(), static_cast<size_t>(n * words_) * 4);
       dense_.resize(static_cast<size_t>(n * words_));
     } catch (const std::bad_alloc &) {
       fail(HB_ERR_OUT_OF_MEMORY,
@@ -89,8 +114,9 @@ int64_t Shard::create_index(int64_t id, const float *w) {
       fail(HB_ERR_OUT_OF_MEMORY, "embedding '%s': shard %d is full (%zu rows)",
            spec_.name.c_str(), rank_, idx);
     if (idx % chunk_rows_ == 0)
-      chunks_.emplace_back(
-          new float[static_cast<size_t>(chunk_rows_ * words_)]);
+      chunks_.emplace_back(static_cast<float *>(
+          ::operator new[](static_cast<size_t>(chunk_rows_ * words_) * 4,
+                           std::align_val_t(kRecordAlign))));
     ids_.push_back(id);
     if (!dead_.empty() && dead_.size() < ids_.size())
       dead_.resize(ids_.capacity());

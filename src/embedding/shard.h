@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cstdint>
 #include <memory>
+#include <new>
 #include <vector>
 
 #include "embedding/id_map.h"
@@ -52,6 +53,33 @@ struct Partitioner {
   int64_t local_rows(int rank) const;  // static tables only
 };
 
+// Row records start on a cache line (64 bytes): a record of 64 bytes or
+// less (Adagrad at dim <= 8, say) then never straddles two lines, so the
+// sparse update touches one line per row, not two. Only the memory layout
+// changes: checkpoints and exports copy records row by row.
+constexpr size_t kRecordAlign = 64;
+template <class T>
+struct LineAllocator {
+  using value_type = T;
+  LineAllocator() = default;
+  template <class U>
+  LineAllocator(const LineAllocator<U> &) {}
+  T *allocate(size_t n) {
+    return static_cast<T *>(
+        ::operator new(n * sizeof(T), std::align_val_t(kRecordAlign)));
+  }
+  void deallocate(T *p, size_t) {
+    ::operator delete(p, std::align_val_t(kRecordAlign));
+  }
+  bool operator==(const LineAllocator &) const { return true; }
+  bool operator!=(const LineAllocator &) const { return false; }
+};
+struct LineDelete {
+  void operator()(float *p) const {
+    ::operator delete[](p, std::align_val_t(kRecordAlign));
+  }
+};
+
 class Shard {
  public:
   Shard(const Spec &spec, int rank, int world);
@@ -78,10 +106,20 @@ class Shard {
   // table are memory-bound); a dynamic shard does nothing.
   void prefetch(int64_t id) const {
     if (spec_.dynamic()) return;
-    const float *r = dense_.data() + part_.local_index(id) * words_;
-    __builtin_prefetch(r, 1);
-    // A record may straddle a cache line (or span several).
-    __builtin_prefetch(r + words_ - 1, 1);
+    prefetch_record(dense_.data() + part_.local_index(id) * words_);
+  }
+  // Every cache line of the record at r (a record wider than 64 bytes, or
+  // one not a divisor of 64 bytes wide, spans several lines).
+  void prefetch_record(const float *r) const {
+    const uintptr_t first = reinterpret_cast<uintptr_t>(r) & ~uintptr_t{63};
+    const uintptr_t last = reinterpret_cast<uintptr_t>(r + words_ - 1);
+    for (uintptr_t a = first; a <= last; a += 64)
+      __builtin_prefetch(reinterpret_cast<const void *>(a), 1);
+  }
+  // Static shards: the record of an owned id, without get()'s test for a
+  // dynamic shard (a loop over many ids tests that once).
+  float *static_record(int64_t id) {
+    return dense_.data() + part_.local_index(id) * words_;
   }
   // A static shard's records, densely by local index (record i at
   // dense_records() + i * record_words()); nullptr for a dynamic shard.
@@ -173,13 +211,13 @@ class Shard {
   int rank_;
   Partitioner part_;
   uint64_t name_hash_;
-  std::vector<float> dense_;    // static
+  std::vector<float, LineAllocator<float>> dense_;  // static
   IdMap map_;                   // dynamic: id -> creation index
   std::vector<int64_t> ids_;    // dynamic: record index -> id
   std::vector<uint32_t> free_;  // dynamic: erased record slots
   std::vector<uint8_t> dead_;   // dynamic: 1 = free slot (empty: none yet)
   lifecycle::RowMeta *meta_ = nullptr;
-  std::vector<std::unique_ptr<float[]>> chunks_;
+  std::vector<std::unique_ptr<float[], LineDelete>> chunks_;
   int64_t chunk_rows_ = 0;
 };
 

@@ -163,10 +163,17 @@ void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
 
 void Table::apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                            const Dedup &owner, const unsigned char *partials) {
-  fbuf2_.resize(nrecv * spec_.dim);
-  wire_decode(partials, nrecv * spec_.dim, spec_.wire_dtype, fbuf2_.data());
   // Not virtual: an override of apply_rows may forward to apply_received
   // (PsTable's does).
+  if (spec_.wire_dtype == HB_FLOAT32 &&
+      reinterpret_cast<uintptr_t>(partials) % alignof(float) == 0) {
+    // Float32 partial sums are already the rows: no decoded copy.
+    Table::apply_rows(recv, nrecv, nu, owner,
+                      reinterpret_cast<const float *>(partials));
+    return;
+  }
+  fbuf2_.resize(nrecv * spec_.dim);
+  wire_decode(partials, nrecv * spec_.dim, spec_.wire_dtype, fbuf2_.data());
   Table::apply_rows(recv, nrecv, nu, owner, fbuf2_.data());
 }
 
@@ -191,15 +198,21 @@ void Table::step_rows(const int64_t *ids, size_t n, const float *g) {
     life_->apply(*shard_, *x_, ids, n, g);
     return;
   }
-  if (!meta_) {  // the common case: no per-row state to keep
+  if (!meta_ && !spec_.dynamic()) {  // the common case: a static table
     Shard &sh = *shard_;
     opt.step_rows(
         n,
         [&](size_t k) {
           if (k + kPrefetchAhead < n) sh.prefetch(ids[k + kPrefetchAhead]);
-          return sh.get(ids[k]);
+          return sh.static_record(ids[k]);
         },
         g);
+    return;
+  }
+  if (!meta_) {  // dynamic: get() creates the rows on first touch
+    Shard &sh = *shard_;
+    opt.step_rows(
+        n, [&](size_t k) { return sh.get(ids[k]); }, g);
     return;
   }
   for (size_t k = 0; k < n; ++k) {

@@ -11,6 +11,7 @@
 #include <cstring>
 #include <random>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "reference.h"
@@ -50,26 +51,33 @@ inline hb_embedding_config coll_table(const char *name, int64_t dim,
   return c;
 }
 
+// A case of these tables and features, the features named f0, f1, ...
+inline CollCase make_case(std::vector<hb_embedding_config> tables,
+                          std::vector<CollFeature> features) {
+  CollCase c;
+  c.tables = std::move(tables);
+  c.features = std::move(features);
+  for (size_t f = 0; f < c.features.size(); ++f)
+    c.names.push_back("f" + std::to_string(f));
+  return c;
+}
+
 // Mixed dims, optimizers, static and dynamic tables, wire dtypes; every
 // pooling mode, weights, one-hot and multi-hot, two tables shared by two
 // features each.
 inline CollCase standard_case() {
-  CollCase c;
-  c.tables = {
-      coll_table("ta", 3, 50, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT32),
-      coll_table("tb", 5, 0, HB_OPT_ADAGRAD, HB_PARTITION_MOD, HB_FLOAT32),
-      coll_table("tc", 2, 40, HB_OPT_ADAM, HB_PARTITION_DIV, HB_BFLOAT16),
-      coll_table("td", 4, 0, HB_OPT_FTRL, HB_PARTITION_MOD, HB_FLOAT16)};
-  c.features = {{0, HB_POOLING_SUM, false, 1, true},
-                {0, HB_POOLING_MEAN, true, 4, false},
-                {1, HB_POOLING_SQRTN, false, 5, false},
-                {1, HB_POOLING_NONE, false, 3, false},
-                {2, HB_POOLING_SUM, true, 3, false},
-                {3, HB_POOLING_MEAN, false, 4, false},
-                {2, HB_POOLING_NONE, true, 2, false}};
-  for (size_t f = 0; f < c.features.size(); ++f)
-    c.names.push_back("f" + std::to_string(f));
-  return c;
+  return make_case(
+      {coll_table("ta", 3, 50, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT32),
+       coll_table("tb", 5, 0, HB_OPT_ADAGRAD, HB_PARTITION_MOD, HB_FLOAT32),
+       coll_table("tc", 2, 40, HB_OPT_ADAM, HB_PARTITION_DIV, HB_BFLOAT16),
+       coll_table("td", 4, 0, HB_OPT_FTRL, HB_PARTITION_MOD, HB_FLOAT16)},
+      {{0, HB_POOLING_SUM, false, 1, true},
+       {0, HB_POOLING_MEAN, true, 4, false},
+       {1, HB_POOLING_SQRTN, false, 5, false},
+       {1, HB_POOLING_NONE, false, 3, false},
+       {2, HB_POOLING_SUM, true, 3, false},
+       {3, HB_POOLING_MEAN, false, 4, false},
+       {2, HB_POOLING_NONE, true, 2, false}});
 }
 
 inline int64_t coll_width(const CollCase &c) {

@@ -152,7 +152,32 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1,
   EXPECT_EQ(err.first, "");
 }
 
+void check_case(const CollCase &c, int world, int steps, uint64_t seed,
+                int partition = -1) {
+  check_world(world, steps, seed, partition, c);
+}
+
 TEST(Collection, BitEqualWorld1) { check_world(1, 6, 11); }
+
+// Unweighted sum pooling over bags of 0-5 ids (the gradient expansion's
+// path with the per-bag tests hoisted; empty bags), every optimizer, dims
+// of one vector body (1, 8, 16) and with a tail (3), at world 1 (the
+// partial sums straight to the optimizer) and world 3.
+TEST(Collection, BitEqualSumBagsEveryDim) {
+  using hbtest::coll_table;
+  const CollCase c = hbtest::make_case(
+      {coll_table("s8", 8, 64, HB_OPT_ADAGRAD, HB_PARTITION_MOD, HB_FLOAT32),
+       coll_table("s3", 3, 0, HB_OPT_ADAM, HB_PARTITION_MOD, HB_FLOAT32),
+       coll_table("s16", 16, 30, HB_OPT_FTRL, HB_PARTITION_DIV, HB_FLOAT32),
+       coll_table("s1", 1, 40, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT32)},
+      {{0, HB_POOLING_SUM, false, 4, false},
+       {0, HB_POOLING_SUM, false, 1, true},
+       {1, HB_POOLING_SUM, false, 3, false},
+       {2, HB_POOLING_SUM, false, 5, false},
+       {3, HB_POOLING_SUM, false, 2, false},
+       {3, HB_POOLING_SUM, true, 3, false}});
+  for (int world : {1, 3}) check_case(c, world, 8, 40 + world);
+}
 TEST(Collection, BitEqualWorld2) { check_world(2, 6, 12); }
 TEST(Collection, BitEqualWorld3) { check_world(3, 6, 13); }
 TEST(Collection, BitEqualWorld4) { check_world(4, 6, 14); }

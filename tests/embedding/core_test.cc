@@ -325,6 +325,41 @@ TEST(Optimizer, StepRowsEqualsStepPerRow) {
     }
 }
 
+// The owner's update over a static table (Table::step_rows: record
+// addresses computed once, their cache lines prefetched a few ids ahead)
+// against the reference, for every optimizer, at dims whose rows are one
+// vector body (1, 4, 8, 16, 64 floats) and at dims with a tail (3, 12); a
+// 13-row table, so the rows at both edges are touched in every few steps,
+// and batches of 0-48 ids with duplicates merged (local and across ranks).
+TEST(Optimizer, StaticUpdateEqualsReferenceEveryDim) {
+  for (int opt : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL})
+    for (int64_t dim : {1, 3, 4, 8, 12, 16, 64})
+      for (int world : {1, 2}) {
+        SCOPED_TRACE("optimizer " + std::to_string(opt) + " dim " +
+                     std::to_string(dim) + " world " + std::to_string(world));
+        hb_embedding_config c =
+            base_config(opt, 13, HB_PARTITION_MOD, HB_FLOAT32);
+        c.dim = dim;
+        check_bit_equal(c, world, 12, 500 + opt * 7 + dim + world);
+      }
+}
+
+// Row records start on a cache line (shard.h, kRecordAlign): dynamic and
+// static shards (small, and over 2 MiB: advised for huge pages), every
+// optimizer's record width.
+TEST(Shard, RecordsStartOnCacheLines) {
+  for (int opt : {HB_OPT_SGD, HB_OPT_ADAGRAD, HB_OPT_ADAM, HB_OPT_FTRL})
+    for (int64_t num_rows : {int64_t{0}, int64_t{1000}, int64_t{40000}}) {
+      hb_embedding_config c =
+          base_config(opt, num_rows, HB_PARTITION_MOD, HB_FLOAT32);
+      c.dim = 8;
+      hb::emb::Shard sh(hb::emb::spec_from_config(&c), 0, 1);
+      sh.get(num_rows > 0 ? 999 : 12345);  // a dynamic shard's first chunk
+      EXPECT_EQ(reinterpret_cast<uintptr_t>(sh.record_at(0)) % 64, 0u)
+          << "optimizer " << opt << " rows " << num_rows;
+    }
+}
+
 // Dedup's stamp array (ids of a static table index it directly) gives the
 // hash table's unique ids and inverse, call after call; an id outside
 // [0, bound), or a bound too large for the batch, takes the hash table.
