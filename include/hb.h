@@ -1122,10 +1122,9 @@ HB_API hb_status hb_collection_lookup_wait(hb_collection *coll);
  * embedding and collection calls, more starts. With cpu_async_exchange=0,
  * or in a world of one, the allreduce runs inside hb_allreduce_start on
  * the context's communicator and the wait only reports its outcome (a
- * failure too); under its default, auto, a rank without a CPU to spare
- * for the thread may run it inside the start too (docs/options.md). CUDA
- * buffers are
- * HB_ERR_UNSUPPORTED (hb_allreduce is already asynchronous there, on the
+ * failure too); with cpu_async_exchange=-1 (auto), a rank without a CPU
+ * to spare for the thread may run it inside the start too
+ * (docs/options.md). CUDA buffers are HB_ERR_UNSUPPORTED (hb_allreduce is already asynchronous there, on the
  * context's stream). Thread safety: as the context's collectives.
  */
 

@@ -119,7 +119,7 @@ const std::vector<OptionSpec> &option_table() {
        "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
        "(a long spin would take the waited-for peer's CPU share). >= 0: "
        "that spin, fixed."},
-      {"cpu_async_exchange", OptionType::kInt, "-1", nullptr, -1, 1,
+      {"cpu_async_exchange", OptionType::kInt, "1", nullptr, -1, 1,
        "1: a host embedding collection exchanges over a CPU communicator "
        "and progress thread of its own, so the rounds that "
        "hb_collection_lookup_start posts run while the caller computes "
