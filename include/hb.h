@@ -1125,7 +1125,8 @@ HB_API hb_status hb_collection_lookup_wait(hb_collection *coll);
  * failure too); with cpu_async_exchange=-1 (auto), a rank without a CPU
  * to spare for the thread may run it inside the start too
  * (docs/options.md). CUDA buffers are HB_ERR_UNSUPPORTED (hb_allreduce
- * is already asynchronous there, on the context's stream). Thread safety: as the context's collectives.
+ * is already asynchronous there, on the context's stream). Thread
+ * safety: as the context's collectives.
  */
 
 /** An allreduce in flight. Opaque. */
