@@ -86,7 +86,7 @@ class Samples:
     """A batch of n samples, as arrays."""
 
     def __init__(self, ids, dense, label, planted_prob):
-        self.ids = ids                    # (n, TABLES) int64
+        self.ids = ids                    # (n, TABLES) int64 (Generator's: a (TABLES, n) array's .T)
         self.dense = dense                # (n, DENSE) float32
         self.label = label                # (n,) float32, 0 or 1
         self.planted_prob = planted_prob  # (n,) float32
@@ -111,10 +111,11 @@ class Generator:
         self._buckets = min(32 * vocab, 1 << 20)
         edges = np.arange(self._buckets + 1, dtype=np.float64) / self._buckets
         self._below = np.searchsorted(self._cdf, edges, side="left").astype(np.int32)
-        # rank_of's per-bucket lookups (np.take of int64, no conversion):
-        # the rank below the bucket and whether a CDF entry falls inside it.
-        self._below64 = self._below[:-1].astype(np.int64)
-        self._open = self._below[:-1] != self._below[1:]
+        # rank_of's per-bucket lookup, one table: 2 * (the rank below the
+        # bucket) + 1 if a CDF entry falls inside it (np.take of int64, no
+        # conversion; one table read per u instead of two).
+        self._below_open = 2 * self._below[:-1].astype(np.int64)
+        self._below_open += self._below[:-1] != self._below[1:]
         # Planted weights of every (table, id), and of the dense features.
         ids = np.arange(vocab, dtype=_U64)
         mixed_ids = mix(ids)
@@ -140,8 +141,9 @@ class Generator:
         where a bucket holds no CDF entry (most u), by binary search where
         it holds some."""
         k = (u * self._buckets).astype(np.int64)
-        rank = np.take(self._below64, k)
-        open_ = np.take(self._open, k)
+        rank = np.take(self._below_open, k)
+        open_ = (rank & 1).astype(np.bool_)
+        rank >>= 1
         rank[open_] = np.searchsorted(self._cdf, u[open_], side="left")
         return rank
 
@@ -160,14 +162,18 @@ class Generator:
         index = np.arange(begin, begin + n, dtype=_U64)
         index ^= _U64(split) << _U64(56)
         base = mix(self.seed ^ mix(index))
-        u = _unit_into(_mix_into(np.add(base[:, None], self._table_key)))
+        # The tables' hashes as (TABLES, n), table after table: the ids
+        # come out in the layout the planted weights are read in and the
+        # collection's flat batch takes (Samples.ids is their (n, TABLES)
+        # view); the same operations per value as per sample.
+        u = _unit_into(_mix_into(np.add(self._table_key[:, None], base)))
         rank = self.rank_of(u)
         np.minimum(rank, self.vocab - 1, out=rank)
-        ids = rank.astype(_U64)
+        ids = rank.view(_U64)  # ranks are >= 0: the same values, in place
         ids *= _U64(0x9E3779B1)
-        ids += self._table_add
+        ids += self._table_add[:, None]
         ids &= _U64(self.vocab - 1)
-        ids = ids.astype(np.int64)
+        ids = ids.view(np.int64)
         dense = _gauss_into(_mix_into(np.add(base[:, None], self._dense_key))).astype(np.float32)
         # The logit's terms in the C++ order (-1, the tables', the dense
         # features'), one row per term, summed left to right as C++ does:
@@ -175,9 +181,9 @@ class Generator:
         # (the pairwise summation is only along the contiguous axis).
         terms = np.empty((1 + TABLES + DENSE, n))
         terms[0] = -1.0
-        np.take(self._weight, ids.T + self._table_base, out=terms[1:1 + TABLES])
+        np.take(self._weight, ids + self._table_base, out=terms[1:1 + TABLES])
         np.multiply(self._dense_weight[:, None], dense.T, out=terms[1 + TABLES:])
         logit = np.add.reduce(terms, axis=0)
         p = 1.0 / (1.0 + np.exp(-logit))
         label = (_unit_into(_mix_into(base + self._label_key)) < p).astype(np.float32)
-        return Samples(ids, dense, label, p.astype(np.float32))
+        return Samples(ids.T, dense, label, p.astype(np.float32))
