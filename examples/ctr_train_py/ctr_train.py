@@ -489,7 +489,7 @@ class Trainer:
         lengths = b.lengths()
         starts = b.offsets[:-1].reshape(T, n)
         ids[lengths > 0] = b.ids[starts[lengths > 0]]
-        return synth.Samples(np.ascontiguousarray(ids.T), b.dense, b.labels, np.zeros(n, np.float32))
+        return synth.Samples(ids.T, b.dense, b.labels, np.zeros(n, np.float32))
 
     def backward(self, b, global_n):
         """Gradients of the mean logistic loss over the global batch."""

@@ -87,7 +87,7 @@ class Samples:
 
     def __init__(self, ids, dense, label, planted_prob):
         self.ids = ids                    # (n, TABLES) int64 (Generator's: a (TABLES, n) array's .T)
-        self.dense = dense                # (n, DENSE) float32
+        self.dense = dense                # (n, DENSE) float32 (Generator's: a view, as ids)
         self.label = label                # (n,) float32, 0 or 1
         self.planted_prob = planted_prob  # (n,) float32
 
@@ -131,9 +131,10 @@ class Generator:
         self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
         # The salts plus mix's increment: sample() hashes base + salt with
         # one add (uint64 adds wrap, so the sum is the same).
-        self._table_key = self._table_salt + _GOLDEN
-        self._dense_key = self._dense_salt + _GOLDEN
-        self._label_key = np.array([4242], dtype=_U64) + _GOLDEN
+        # sample()'s hash keys in its rows' order: the tables', the dense
+        # features', the label's.
+        self._keys = np.concatenate([self._table_salt, self._dense_salt,
+                                     np.array([4242], dtype=_U64)]) + _GOLDEN
 
     def rank_of(self, u):
         """np.searchsorted(cdf, u, side="left") for u in [0, 1), the
@@ -155,26 +156,26 @@ class Generator:
 
     def sample(self, split, begin, end):
         """Samples [begin, end) of split (0: train, 1: held out): every
-        table's (and dense feature's) hash as one (n, TABLES) array, in
-        place where the hash's steps allow (no numpy error state to switch:
-        array arithmetic wraps silently)."""
+        hash of the batch (the tables', the dense features', the label's)
+        as one (TABLES + DENSE + 1, n) array, hashed in place (no numpy
+        error state to switch: array arithmetic wraps silently); per value
+        the C++ operations, so the same samples."""
         n = max(0, end - begin)
         index = np.arange(begin, begin + n, dtype=_U64)
         index ^= _U64(split) << _U64(56)
         base = mix(self.seed ^ mix(index))
-        # The tables' hashes as (TABLES, n), table after table: the ids
-        # come out in the layout the planted weights are read in and the
-        # collection's flat batch takes (Samples.ids is their (n, TABLES)
-        # view); the same operations per value as per sample.
-        u = _unit_into(_mix_into(np.add(self._table_key[:, None], base)))
-        rank = self.rank_of(u)
+        # One row per hash, table after table: the ids come out in the
+        # layout the planted weights are read in and the collection's flat
+        # batch takes (Samples.ids and .dense are (n, ...) views of them).
+        h = _mix_into(np.add(self._keys[:, None], base))
+        rank = self.rank_of(_unit_into(h[:TABLES]))
         np.minimum(rank, self.vocab - 1, out=rank)
         ids = rank.view(_U64)  # ranks are >= 0: the same values, in place
         ids *= _U64(0x9E3779B1)
         ids += self._table_add[:, None]
         ids &= _U64(self.vocab - 1)
         ids = ids.view(np.int64)
-        dense = _gauss_into(_mix_into(np.add(base[:, None], self._dense_key))).astype(np.float32)
+        dense = _gauss_into(h[TABLES:TABLES + DENSE]).astype(np.float32)
         # The logit's terms in the C++ order (-1, the tables', the dense
         # features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
@@ -182,8 +183,11 @@ class Generator:
         terms = np.empty((1 + TABLES + DENSE, n))
         terms[0] = -1.0
         np.take(self._weight, ids + self._table_base, out=terms[1:1 + TABLES])
-        np.multiply(self._dense_weight[:, None], dense.T, out=terms[1 + TABLES:])
-        logit = np.add.reduce(terms, axis=0)
-        p = 1.0 / (1.0 + np.exp(-logit))
-        label = (_unit_into(_mix_into(base + self._label_key)) < p).astype(np.float32)
-        return Samples(ids.T, dense, label, p.astype(np.float32))
+        np.multiply(self._dense_weight[:, None], dense, out=terms[1 + TABLES:])
+        p = np.add.reduce(terms, axis=0)  # the logit; then 1 / (1 + exp(-logit)) in place
+        np.negative(p, out=p)
+        np.exp(p, out=p)
+        p += 1.0
+        np.divide(1.0, p, out=p)
+        label = (_unit_into(h[TABLES + DENSE]) < p).astype(np.float32)
+        return Samples(ids.T, dense.T, label, p.astype(np.float32))
