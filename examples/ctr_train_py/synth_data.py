@@ -129,10 +129,9 @@ class Generator:
         self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
         self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
         self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
-        # The salts plus mix's increment: sample() hashes base + salt with
-        # one add (uint64 adds wrap, so the sum is the same).
-        # sample()'s hash keys in its rows' order: the tables', the dense
-        # features', the label's.
+        # sample()'s hash keys in its rows' order (the tables', the dense
+        # features', the label's): the salts plus mix's increment, so it
+        # hashes base + salt with one add (uint64 adds wrap: the same sum).
         self._keys = np.concatenate([self._table_salt, self._dense_salt,
                                      np.array([4242], dtype=_U64)]) + _GOLDEN
 
