@@ -18,8 +18,10 @@
 //                                 splits, a fast worker takes more, each
 //                                 sample trained exactly once)
 //
-// Per step, on every rank: hb_data_sync (with --files N the ranks hold
-// uneven shards; by default the samples are split evenly), one
+// Per step, on every rank: hb_data_sync where ranks may run out of data
+// apart (--files N: uneven shards; --data; by default the samples are
+// split evenly and every rank knows from the shard plan when any rank is
+// out, without a round; --data-sync calls it anyway), one
 // hb_collection_lookup for all 27 features (26 one-hot categorical tables
 // and the wide table's 26 ids per sample, sum-pooled: at most three
 // exchanges whatever the number of tables), a forward/backward pass of the
@@ -114,6 +116,9 @@ struct Flags {
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
   bool overlap = true;   // --no-overlap: the dense allreduce before the update
+  // --data-sync: hb_data_sync every step even on even shards (where the
+  // shard plan decides alike without a round).
+  bool data_sync = false;
   // --splits: ps mode with dynamic splits (sets HB_PS_SPLIT_SAMPLES to the
   // train samples and, unless set, HB_PS_SPLIT_SIZE to 8 batches).
   bool splits = false;
@@ -176,6 +181,8 @@ Flags parse_flags(int argc, char **argv) {
       f.pipeline = false;
     else if (a == "--no-overlap")
       f.overlap = false;
+    else if (a == "--data-sync")
+      f.data_sync = true;
     else if (a == "--splits")
       f.splits = true;
     else {
@@ -185,7 +192,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--checkpoint-dir D "
+          "[--profile] [--no-pipeline] [--no-overlap] [--data-sync] "
+          "[--checkpoint-dir D "
           "[--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
           "[--digest] [--splits]\n");
@@ -659,9 +667,10 @@ class Trainer {
   // Fills b with samples [begin, end) of split and the collection's
   // jagged input for them.
   void prepare(Batch &b, int split, int64_t begin, int64_t end);
-  // The next training batch of this rank into b, after hb_data_sync (a
-  // rank out of data gets an empty batch); false once every rank is out.
-  bool next_batch(Batch &b);
+  // The next training batch of this rank into b, the batch of step `step`
+  // (from 0), after hb_data_sync (a rank out of data gets an empty batch);
+  // false once every rank is out.
+  bool next_batch(Batch &b, int64_t step);
   // The forward pass of b, whose pooled rows were looked up.
   void forward(Batch &b);
   // Backward pass and updates; `global_n` is the step's sample count over
@@ -785,12 +794,23 @@ void Trainer::prepare(Batch &b, int split, int64_t begin, int64_t end) {
   b.pooled.resize(n * (T * D + 1));  // pooled width
 }
 
-bool Trainer::next_batch(Batch &b) {
+bool Trainer::next_batch(Batch &b, int64_t step) {
   prof_.mark(StepProfile::kData);
   bool has_data = files_ ? files_->fetch() : pos_ < shard_end_;
   prof_.mark(StepProfile::kSync);
   int32_t cont = 0, empty = 0;
-  CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
+  if (!files_ && f_.files == 0 && !f_.data_sync) {
+    // Even shards: every rank knows every rank's shard (shard_sizes_), so
+    // whether any rank still has data at this step is known here, as
+    // global_batch() knows the step's size: the same decision as
+    // hb_data_sync's, without its round (one rendezvous per step fewer,
+    // docs/performance.md, "Rendezvous per step"). Uneven files (--files)
+    // and --data keep hb_data_sync: only then may ranks run out apart.
+    for (int64_t size : shard_sizes_) cont |= size > step * f_.batch;
+    empty = !has_data;
+  } else {
+    CHECK_HB(hb_data_sync(ctx_, has_data, /*drop_remainder=*/0, &cont, &empty));
+  }
   if (!cont) return false;
   int64_t lo = pos_, hi = empty    ? pos_
                           : files_ ? pos_ + files_->size()
@@ -1297,7 +1317,7 @@ int Trainer::train() {
     double t_step = now_s();
     Batch &b = train_[cur];
     if (!started) {
-      if (!next_batch(b)) {
+      if (!next_batch(b, step)) {
         prof_.stop();
         break;
       }
@@ -1323,7 +1343,7 @@ int Trainer::train() {
       // dense allreduce, on the context's own communicator); its rows come
       // back at the top of the next step, after this batch's update.
       Batch &nb = train_[1 - cur];
-      if (!next_batch(nb)) {
+      if (!next_batch(nb, step + 1)) {
         done = true;
       } else {
         prof_.mark(StepProfile::kLookupStart);

@@ -717,15 +717,23 @@ bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
                                   const int64_t *recv_counts,
                                   const int64_t *recv_offsets, size_t es) {
   const int n = world_size(), r = rank();
+  // Blocks up to the slot's whole payload (inline part and staging area)
+  // ride with the print: one rendezvous per call. The rings would take a
+  // second one after the print's round for the same two copies (post, read
+  // out), which cost a round per exchange of a collection step at 2 ranks
+  // (docs/performance.md, "Rendezvous per step").
+  const size_t cap = shm_->board_payload_bytes();
   size_t mine = 0;
   for (int q = 0; q < n; ++q) mine += size_t(send_counts[q]) * es;
   const char *payload = nullptr;
   size_t bytes = 0;
-  if (mine <= ShmTransport::kInlineBytes) {  // else: the print alone
+  if (mine <= cap) {  // else: the print alone
     bytes = mine;
     payload = send;
     if (mine && !packed(send_counts, send_offsets, n)) {
-      char *s = in_stage_.ensure(mine);
+      // Packed straight into this rank's slot (board_post then copies
+      // nothing): writable, as the last call's wait has returned.
+      char *s = shm_->board_payload(board_calls_ + 1);
       size_t at = 0;
       for (int q = 0; q < n; at += size_t(send_counts[q]) * es, ++q)
         if (send_counts[q])
@@ -742,8 +750,7 @@ bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
     size_t total = 0;
     for (int j = 0; j < n; ++j)
       total += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
-    if (total > ShmTransport::kInlineBytes ||
-        shm_->board_slot(q, call).payload_bytes != total)
+    if (total > cap || shm_->board_slot(q, call).payload_bytes != total)
       return false;
   }
   // My block from q sits after q's blocks for ranks below me. Reading the

@@ -19,9 +19,10 @@
 // the peers' slots directly), and it carries each call's fingerprint
 // (comm/fingerprint.h) in the same round. After the inline payload, each
 // slot has a staging area: large reductions go through it piece by piece,
-// each rank folding its share of a piece straight from the peers' slots
-// (comm/gloo_backend.h). No "done reading" flag is needed:
-// a rank reuses a slot two calls later, and by then every peer has
+// each rank folding its share of a piece straight from the peers' slots,
+// and an alltoallv whose sends fit the whole payload posts them there with
+// its print, in one round (comm/gloo_backend.h). No "done reading" flag is
+// needed: a rank reuses a slot two calls later, and by then every peer has
 // published the call in between, which it does only after it finished
 // reading this one.
 //
