@@ -37,16 +37,9 @@
 #include <time.h>
 #include <unistd.h>
 
-enum { kRepeats = 5, kMaxRounds = 100000 };
+#include "slice_attr.h"
 
-/* struct sched_attr of sched_setattr(2) (glibc has no wrapper). */
-struct slice_attr {
-  uint32_t size, policy;
-  uint64_t flags;
-  int32_t nice;
-  uint32_t priority;
-  uint64_t runtime, deadline, period;
-};
+enum { kRepeats = 5, kMaxRounds = 100000 };
 
 static _Atomic int g_word;
 static _Atomic int64_t g_woken_at;
@@ -73,12 +66,7 @@ static void *sleeper(void *arg) {
   (void)arg;
   pin(1);
   if (g_slice_us > 0) {
-    struct slice_attr a;
-    memset(&a, 0, sizeof a);
-    a.size = sizeof a;
-    a.policy = SCHED_OTHER;
-    a.runtime = (uint64_t)g_slice_us * 1000;
-    if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
+    if (set_slice_us((uint64_t)g_slice_us) != 0) {
       perror("sched_setattr (a custom slice needs Linux >= 6.12)");
       exit(2);
     }

@@ -20,26 +20,14 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-struct slice_attr {
-  uint32_t size, policy;
-  uint64_t flags;
-  int32_t nice;
-  uint32_t priority;
-  uint64_t runtime, deadline, period;
-};
+#include "slice_attr.h"
 
 int main(int argc, char **argv) {
   if (argc < 3 || atoi(argv[1]) < 0) {
     fprintf(stderr, "usage: %s SLICE_US COMMAND [ARGS...]\n", argv[0]);
     return 2;
   }
-  struct slice_attr a;
-  memset(&a, 0, sizeof a);
-  a.size = sizeof a;
-  a.policy = SCHED_OTHER;
-  a.nice = getpriority(PRIO_PROCESS, 0);  // keep the nice value
-  a.runtime = (uint64_t)atoi(argv[1]) * 1000;
-  if (syscall(SYS_sched_setattr, 0, &a, 0) != 0) {
+  if (set_slice_us((uint64_t)atoi(argv[1])) != 0) {
     perror("hb_with_slice: sched_setattr (a custom slice needs Linux >= 6.12)");
     return 2;
   }

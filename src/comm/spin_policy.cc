@@ -54,17 +54,17 @@ struct SchedAttr {
   uint64_t runtime, deadline, period;
 };
 
-bool get_attr(SchedAttr *a) {
+bool get_attr(SchedAttr *a, long tid = 0) {
   std::memset(a, 0, sizeof *a);
-  if (syscall(SYS_sched_getattr, 0, a, sizeof *a, 0) != 0) return false;
+  if (syscall(SYS_sched_getattr, tid, a, sizeof *a, 0) != 0) return false;
   return a->policy == SCHED_OTHER || a->policy == SCHED_BATCH;
 }
 
 }  // namespace
 
-int64_t thread_slice_us() {
+int64_t thread_slice_us(long tid) {
   SchedAttr a;
-  return get_attr(&a) ? int64_t(a.runtime / 1000) : -1;
+  return get_attr(&a, tid) ? int64_t(a.runtime / 1000) : -1;
 }
 
 bool set_thread_slice_us(int64_t us) {

@@ -30,11 +30,11 @@ int read_host_runnable();
 // step, docs/performance.md). The caller's own waits keep the rule.
 void mark_progress_thread();
 
-// The calling thread's scheduler slice request (Linux >= 6.12: a custom
-// slice, sched_attr.sched_runtime, for SCHED_OTHER and SCHED_BATCH), in
-// us: the current slice as the kernel reports it, or -1 where it cannot
-// (an older kernel, a real-time policy).
-int64_t thread_slice_us();
+// The scheduler slice of thread tid of this process (0: the calling one;
+// Linux >= 6.12: a custom slice, sched_attr.sched_runtime, for SCHED_OTHER
+// and SCHED_BATCH), in us: the current slice as the kernel reports it, or
+// -1 where it cannot (an older kernel, a real-time policy).
+int64_t thread_slice_us(long tid = 0);
 // Asks for a slice of us (the kernel clamps it to 100 us..100 ms; 0: its
 // default) for the calling thread, keeping its policy and nice value;
 // false where the kernel cannot (nothing changed then).

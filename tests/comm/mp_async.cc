@@ -267,18 +267,23 @@ void mode_auto(hb_context *ctx) {
   hb_context_destroy(ctx);
 }
 
-// The slice of thread tid of this process (us; sched_getattr), -1 if the
-// kernel cannot say.
+// Thread tid's scheduler slice in us ("se.slice" of
+// /proc/self/task/<tid>/sched, in ns; 0: this thread), -1 if the kernel
+// does not say (no custom slices before Linux 6.12, or no scheduler debug
+// fields).
 int64_t slice_us_of(long tid) {
-  struct {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-  } a{};
-  if (syscall(SYS_sched_getattr, tid, &a, sizeof a, 0) != 0) return -1;
-  return int64_t(a.runtime / 1000);
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/sched",
+                tid ? tid : long(syscall(SYS_gettid)));
+  FILE *f = std::fopen(path, "r");
+  if (!f) return -1;
+  char line[256];
+  long long ns = -1000;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "se.slice", 8) == 0)
+      ns = std::atoll(std::strchr(line, ':') + 1);
+  std::fclose(f);
+  return ns / 1000;
 }
 
 // How many threads of this process run with a slice of us.

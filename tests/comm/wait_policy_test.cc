@@ -210,20 +210,6 @@ TEST(WaitPolicy, AsyncExchangeRunsInlineUnlessOthersKeepTheCallerOffItsCpu) {
   EXPECT_TRUE(blind.run_here(t0 + 10 * w));
 }
 
-// The slice of thread `tid` of this process (us; sched_getattr), -1 if the
-// kernel cannot say.
-int64_t slice_of(pid_t tid) {
-  struct {
-    uint32_t size, policy;
-    uint64_t flags;
-    int32_t nice;
-    uint32_t priority;
-    uint64_t runtime, deadline, period;
-  } a{};
-  if (syscall(SYS_sched_getattr, tid, &a, sizeof a, 0) != 0) return -1;
-  return int64_t(a.runtime / 1000);
-}
-
 // Option cpu_wait_slice_us: a waiter asks for the short slice while it
 // sleeps on its futex (a woken task with a shorter slice preempts the one
 // running on its CPU, e.g. a nice-19 busy loop, instead of waiting for its
@@ -266,7 +252,7 @@ TEST(WaitPolicy, ASleepingWaiterAsksForTheOptionsSlice) {
   w.run([&](int r) {
     float x = 1;
     if (r == 0) {
-      before = slice_of(0);
+      before = hb::comm::thread_slice_us(0);
       waiter = pid_t(syscall(SYS_gettid));
     } else {
       while (!waiter.load()) std::this_thread::yield();
@@ -274,13 +260,13 @@ TEST(WaitPolicy, ASleepingWaiterAsksForTheOptionsSlice) {
       // between which it runs a few us with its own slice.
       std::this_thread::sleep_for(std::chrono::milliseconds(50));
       for (int i = 0; i < 10; ++i) {
-        hits += slice_of(waiter.load()) == kSlice;
+        hits += hb::comm::thread_slice_us(waiter.load()) == kSlice;
         std::this_thread::sleep_for(std::chrono::milliseconds(25));
       }
     }
     w.at(r).allreduce(&x, &x, 1, HB_FLOAT32, HB_SUM);
     EXPECT_EQ(x, 2.0f);
-    if (r == 0) after = slice_of(0);
+    if (r == 0) after = hb::comm::thread_slice_us(0);
   });
   EXPECT_GE(hits, 8) << "of 10 readings of rank 0's slice while it waited";
   EXPECT_EQ(after.load(), before.load()) << "its own slice back after";
