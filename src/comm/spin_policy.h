@@ -42,15 +42,16 @@ bool set_thread_slice_us(int64_t us);
 
 // Option cpu_wait_slice_us > 0: while a wait sleeps (a futex, a condition
 // variable), its thread asks for that slice, and gets its own back when
-// it wakes. Why: a task woken on a CPU where another task runs preempts it
-// at once only if its slice is shorter (EEVDF's PREEMPT_SHORT); else it may
-// wait for the running task's protected slice. A nice-19 busy loop's slice
-// protects it as long as a nice-0 task's (1.4 ms here), and at 2 ranks on
-// 2 CPUs such a loop shares a rank's CPU: every wake-up of that rank then
-// risks a slice behind it (docs/performance.md, "What a nice-19 busy loop
-// costs"). 0 (default): no change. Costs a sched_getattr and a
-// sched_setattr on each side of a sleep (a few us; the wake-up it
-// shortens takes tens of us to milliseconds).
+// it wakes (a thread on the kernel's default gets a custom slice of the
+// same length: sched_getattr cannot tell them apart). Why: a task woken on a
+// CPU where another task runs preempts it at once only if its slice is shorter
+// (EEVDF's PREEMPT_SHORT); else it may wait for the running task's protected
+// slice. A nice-19 busy loop's slice protects it as long as a nice-0 task's
+// (1.4 ms here), and at 2 ranks on 2 CPUs such a loop shares a rank's CPU:
+// every wake-up of that rank then risks a slice behind it (docs/performance.md,
+// "What a nice-19 busy loop costs"). 0 (default): no change. Costs a
+// sched_getattr and a sched_setattr on each side of a sleep (a few us; the
+// wake-up it shortens takes tens of us to milliseconds).
 class SleepSlice {
  public:
   explicit SleepSlice(int64_t us);
