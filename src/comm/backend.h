@@ -59,6 +59,9 @@ struct BackendConfig {
   // sleeps on its futex (-1: auto, by the CPUs this host's ranks share
   // and the host's load, comm/spin_policy.h).
   int64_t wait_spin_us = -1;
+  // Option cpu_wait_slice_us: > 0, the scheduler slice a thread asks for
+  // while a wait sleeps (comm/spin_policy.h, SleepSlice); 0: unchanged.
+  int64_t wait_slice_us = 0;
   // Fingerprint every call (comm/fingerprint.h), option cpu_check_calls;
   // check_calls_where_free: only where the print rides along with the
   // call's data (the shared-memory call board), not as a TCP round of its

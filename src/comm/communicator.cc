@@ -88,6 +88,7 @@ BackendConfig cpu_backend_config(hb_context &ctx) {
   cfg.alltoallv = ctx.options.get_string("cpu_alltoallv");
   cfg.allreduce_route = ctx.options.get_string("cpu_allreduce_route");
   cfg.wait_spin_us = ctx.options.get_int("cpu_wait_spin_us");
+  cfg.wait_slice_us = ctx.options.get_int("cpu_wait_slice_us");
   // cpu_check_calls=auto: everywhere in debug builds; in release builds
   // only where it is (nearly) free -- over TCP the print is a round of its
   // own, which doubled a 4 KiB allreduce's latency.

@@ -268,7 +268,7 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
           : (cfg.hostname.empty() ? "-" : cfg.hostname);
   auto shm = std::make_shared<ShmTransport>(
       cfg.rank, cfg.world_size, kv, cfg.key_prefix, cfg.transport,
-      cfg.timeout_ms, host, cfg.wait_spin_us);
+      cfg.timeout_ms, host, cfg.wait_spin_us, cfg.wait_slice_us);
   HB_LOG_DEBUG("cpu transport, rank %d (host %s) to each peer: %s", cfg.rank,
                host.c_str(), shm->describe().c_str());
   if (shm->world_uses_shm()) {

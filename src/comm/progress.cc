@@ -98,13 +98,15 @@ class Progress {
  public:
   // auto_inline: cpu_async_exchange=-1 on a rank without a CPU to spare
   // (InlineRule decides per job).
+  // slice_us > 0: option cpu_wait_slice_us (SleepSlice).
   Progress(std::shared_ptr<Backend> backend, int64_t timeout_ms,
-           bool auto_inline)
+           bool auto_inline, int64_t slice_us)
       : backend_(std::move(backend)),
         auto_inline_(auto_inline),
         // A job's rounds end within the backend's timeout (a lost peer
         // sooner); the margin covers the job's local work around them.
         settle_ms_(timeout_ms + 10000),
+        slice_us_(slice_us),
         thread_([this] { loop(); }) {}
   ~Progress() {
     {
@@ -116,6 +118,7 @@ class Progress {
   }
   Backend &backend() { return *backend_; }
   int64_t settle_ms() const { return settle_ms_; }
+  int64_t slice_us() const { return slice_us_; }
   std::thread::id thread_id() const { return thread_.get_id(); }
 
   void post(std::function<void()> job) {
@@ -136,6 +139,10 @@ class Progress {
 
   void settle() {
     std::unique_lock<std::mutex> lock(mu_);
+    if (!running_ && jobs_.empty()) return;
+    lock.unlock();
+    SleepSlice slice(slice_us_);  // the job's end wakes this thread
+    lock.lock();
     const auto deadline = std::chrono::steady_clock::now() +
                           std::chrono::milliseconds(settle_ms_);
     if (!idle_.wait_until(lock, deadline,
@@ -149,6 +156,9 @@ class Progress {
  private:
   void loop() {
     mark_progress_thread();  // its waits spin briefly (comm/spin_policy.h)
+    // Every post wakes this thread: it keeps the short slice for life (its
+    // work is rounds, not compute), so its sleeps need no SleepSlice.
+    if (slice_us_ > 0) set_thread_slice_us(slice_us_);
     std::unique_lock<std::mutex> lock(mu_);
     for (;;) {
       // Asleep on the condition variable while nothing is posted.
@@ -175,6 +185,7 @@ class Progress {
   std::shared_ptr<Backend> backend_;
   const bool auto_inline_;
   const int64_t settle_ms_;
+  const int64_t slice_us_;
   std::mutex mu_;
   std::condition_variable wake_, idle_;
   std::deque<std::function<void()>> jobs_;
@@ -274,9 +285,9 @@ const std::shared_ptr<Progress> &channel(hb_context &c,
     // (mark_progress_thread); where jobs may run inline, the caller's
     // waits on the channel keep the context's rule, as its own waits do.
     if (cfg.wait_spin_us < 0 && !auto_inline) cfg.wait_spin_us = 5;
-    slot =
-        std::make_shared<Progress>(make_backend(cfg, c.client.get(), c.health),
-                                   cfg.timeout_ms, auto_inline);
+    slot = std::make_shared<Progress>(
+        make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms,
+        auto_inline, cfg.wait_slice_us);
   }
   return slot;
 }
@@ -301,6 +312,14 @@ void AsyncCall::finish(std::exception_ptr error) {
 
 bool AsyncCall::wait() {
   std::unique_lock<std::mutex> lock(mu_);
+  if (done_) return wait_locked(lock);
+  lock.unlock();  // no syscalls under the lock the job finishes with
+  SleepSlice slice(slice_us_);  // the job's end wakes this thread
+  lock.lock();
+  return wait_locked(lock);
+}
+
+bool AsyncCall::wait_locked(std::unique_lock<std::mutex> &lock) {
   if (!cv_.wait_for(lock, std::chrono::milliseconds(wait_ms_),
                     [this] { return done_; }))
     return false;
@@ -314,7 +333,7 @@ std::shared_ptr<AsyncCall> allreduce_async(hb_context &c, const void *send,
   c.check();
   if (c.cluster.world_size == 1 ||
       c.options.get_int("cpu_async_exchange") == 0) {
-    auto call = std::make_shared<AsyncCall>(0);
+    auto call = std::make_shared<AsyncCall>(0, 0);
     try {
       allreduce(c, Memory::kHost, send, recv, count, dtype, op);
       call->finish(nullptr);
@@ -325,7 +344,7 @@ std::shared_ptr<AsyncCall> allreduce_async(hb_context &c, const void *send,
   }
   const std::shared_ptr<Progress> &p =
       channel(c, c.cpu_async_allreduce, "hb/comm/cpu-async-allreduce/");
-  auto call = std::make_shared<AsyncCall>(p->settle_ms());
+  auto call = std::make_shared<AsyncCall>(p->settle_ms(), p->slice_us());
   Progress *raw = p.get();  // alive while its thread runs the job
   p->post([raw, call, send, recv, count, dtype, op] {
     try {

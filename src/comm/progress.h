@@ -95,7 +95,9 @@ bool async_exchange_vote(int own_cpus, int online_cpus, int local_ranks);
 // destructor joins the thread once the job has ended).
 class AsyncCall {
  public:
-  explicit AsyncCall(int64_t wait_ms) : wait_ms_(wait_ms) {}
+  // slice_us > 0: option cpu_wait_slice_us (comm/spin_policy.h, SleepSlice).
+  AsyncCall(int64_t wait_ms, int64_t slice_us)
+      : wait_ms_(wait_ms), slice_us_(slice_us) {}
   void finish(std::exception_ptr error);
   // Bounded by the channel's timeout plus a margin (the job's rounds end
   // within the timeout, a lost peer sooner): false while the job is still
@@ -103,7 +105,8 @@ class AsyncCall {
   bool wait();
 
  private:
-  const int64_t wait_ms_;
+  bool wait_locked(std::unique_lock<std::mutex> &lock);
+  const int64_t wait_ms_, slice_us_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool done_ = false;

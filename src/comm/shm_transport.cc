@@ -276,10 +276,11 @@ std::unique_ptr<ShmSegment> open_segment(const std::string &name,
 ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
                            const std::string &prefix, const std::string &mode,
                            int64_t timeout_ms, const std::string &host,
-                           int64_t spin_us)
+                           int64_t spin_us, int64_t slice_us)
     : rank_(rank),
       world_(world),
       timeout_ms_(timeout_ms),
+      slice_us_(slice_us),
       ring_bytes_(ring_bytes_for(world)),
       peer_(size_t(world)) {
   if (mode != "auto" && mode != "shm" && mode != "tcp")
@@ -448,8 +449,10 @@ void ShmTransport::doze(uint32_t seen, const std::vector<int> &watch,
   timespec ts{time_t(ms / 1000), long(ms % 1000) * 1000000L};
   SegHeader *h = mine_->hdr();
   h->sleepers.fetch_add(1);
-  if (h->bell.load() == seen && !(ready && ready()))
+  if (h->bell.load() == seen && !(ready && ready())) {
+    SleepSlice slice(slice_us_);  // wakes as the shorter slice, if asked
     futex(&h->bell, FUTEX_WAIT, seen, &ts);
+  }
   h->sleepers.fetch_sub(1);
 }
 

@@ -83,10 +83,13 @@ class ShmTransport {
   // segment (two network namespaces on one machine share /dev/shm).
   // spin_us: how long a wait spins before it sleeps (option
   // cpu_wait_spin_us); -1 chooses by the CPUs this host's ranks share and
-  // by the host's load (comm/spin_policy.h).
+  // by the host's load (comm/spin_policy.h). slice_us > 0: the scheduler
+  // slice a waiter asks for while it sleeps (option cpu_wait_slice_us,
+  // SleepSlice).
   ShmTransport(int rank, int world, rdv::KV &kv, const std::string &prefix,
                const std::string &mode, int64_t timeout_ms,
-               const std::string &host, int64_t spin_us = -1);
+               const std::string &host, int64_t spin_us = -1,
+               int64_t slice_us = 0);
   ~ShmTransport();
 
   int rank() const { return rank_; }
@@ -165,6 +168,7 @@ class ShmTransport {
 
   int rank_, world_;
   int64_t timeout_ms_;
+  int64_t slice_us_;  // > 0: a sleeping waiter's slice (SleepSlice)
   std::unique_ptr<SpinPolicy> spin_;  // a wait's spin before it sleeps
   size_t ring_bytes_;
   std::unique_ptr<ShmSegment> mine_;

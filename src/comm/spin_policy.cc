@@ -1,9 +1,13 @@
 #include "comm/spin_policy.h"
 
 #include <fcntl.h>
+#include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
+#include <cstdint>
 #include <cstdlib>
+#include <cstring>
 
 namespace hb::comm {
 
@@ -37,6 +41,51 @@ thread_local bool t_progress_thread = false;
 }  // namespace
 
 void mark_progress_thread() { t_progress_thread = true; }
+
+namespace {
+
+// struct sched_attr of sched_setattr(2) / sched_getattr(2) (no glibc
+// wrapper); the size names the version (48: SCHED_ATTR_SIZE_VER0).
+struct SchedAttr {
+  uint32_t size, policy;
+  uint64_t flags;
+  int32_t nice;
+  uint32_t priority;
+  uint64_t runtime, deadline, period;
+};
+
+bool get_attr(SchedAttr *a, long tid = 0) {
+  std::memset(a, 0, sizeof *a);
+  if (syscall(SYS_sched_getattr, tid, a, sizeof *a, 0) != 0) return false;
+  return a->policy == SCHED_OTHER || a->policy == SCHED_BATCH;
+}
+
+}  // namespace
+
+int64_t thread_slice_us(long tid) {
+  SchedAttr a;
+  return get_attr(&a, tid) ? int64_t(a.runtime / 1000) : -1;
+}
+
+bool set_thread_slice_us(int64_t us) {
+  SchedAttr a;
+  if (us < 0 || !get_attr(&a)) return false;
+  a.size = sizeof a;
+  a.flags = 0;
+  a.runtime = uint64_t(us) * 1000;  // policy and nice as read
+  return syscall(SYS_sched_setattr, 0, &a, 0) == 0;
+}
+
+SleepSlice::SleepSlice(int64_t us) {
+  if (us <= 0) return;
+  const int64_t own = thread_slice_us();
+  // Already that short (a progress thread keeps it for life): nothing to do.
+  if (own > us && set_thread_slice_us(us)) restore_us_ = own;
+}
+
+SleepSlice::~SleepSlice() {
+  if (restore_us_ >= 0) set_thread_slice_us(restore_us_);
+}
 
 SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
                        std::function<int()> runnable)

@@ -30,6 +30,39 @@ int read_host_runnable();
 // step, docs/performance.md). The caller's own waits keep the rule.
 void mark_progress_thread();
 
+// The scheduler slice of thread tid of this process (0: the calling one;
+// Linux >= 6.12: a custom slice, sched_attr.sched_runtime, for SCHED_OTHER
+// and SCHED_BATCH), in us: the current slice as the kernel reports it, or
+// -1 where it cannot (an older kernel, a real-time policy).
+int64_t thread_slice_us(long tid = 0);
+// Asks for a slice of us (the kernel clamps it to 100 us..100 ms; 0: its
+// default) for the calling thread, keeping its policy and nice value;
+// false where the kernel cannot (nothing changed then).
+bool set_thread_slice_us(int64_t us);
+
+// Option cpu_wait_slice_us > 0: while a wait sleeps (a futex, a condition
+// variable), its thread asks for that slice, and gets its own back when
+// it wakes (a thread on the kernel's default gets a custom slice of the
+// same length: sched_getattr cannot tell them apart). Why: a task woken on a
+// CPU where another task runs preempts it at once only if its slice is shorter
+// (EEVDF's PREEMPT_SHORT); else it may wait for the running task's protected
+// slice. A nice-19 busy loop's slice protects it as long as a nice-0 task's
+// (1.4 ms here), and at 2 ranks on 2 CPUs such a loop shares a rank's CPU:
+// every wake-up of that rank then risks a slice behind it (docs/performance.md,
+// "What a nice-19 busy loop costs"). 0 (default): no change. Costs a
+// sched_getattr and a sched_setattr on each side of a sleep (a few us; the
+// wake-up it shortens takes tens of us to milliseconds).
+class SleepSlice {
+ public:
+  explicit SleepSlice(int64_t us);
+  ~SleepSlice();
+  SleepSlice(const SleepSlice &) = delete;
+  SleepSlice &operator=(const SleepSlice &) = delete;
+
+ private:
+  int64_t restore_us_ = -1;  // the thread's own slice; -1: nothing to undo
+};
+
 class SpinPolicy {
  public:
   using Clock = std::chrono::steady_clock;

@@ -121,6 +121,16 @@ const std::vector<OptionSpec> &option_table() {
        "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
        "(a long spin would take the waited-for peer's CPU share). >= 0: "
        "that spin, fixed."},
+      {"cpu_wait_slice_us", OptionType::kInt, "0", nullptr, 0, 100000,
+       "> 0: while a CPU collective's wait sleeps (and while an "
+       "asynchronous exchange's progress thread lives), the thread asks the "
+       "kernel for a scheduler slice of that many us (Linux >= 6.12, "
+       "SCHED_OTHER / SCHED_BATCH: sched_attr.sched_runtime, clamped to "
+       "100..100000), and gets its own back when it wakes: a woken thread "
+       "with a shorter slice than the task running on its CPU preempts it "
+       "at once, where it could otherwise wait for that task's slice (a "
+       "nice-19 busy loop's too). 0 = the kernel's slices, unchanged; "
+       "ignored where the kernel has no custom slices."},
       {"cpu_async_exchange", OptionType::kInt, "1", nullptr, -1, 1,
        "1: a host embedding collection exchanges over a CPU communicator "
        "and progress thread of its own, so the rounds that "

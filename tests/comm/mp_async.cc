@@ -12,6 +12,11 @@
 //   peer               the last rank _exit()s while the others' request is
 //                      in flight: their wait fails with HB_ERR_PEER_FAILED
 //                      well within the timeout
+//   slice              cpu_wait_slice_us=150 (HB_CPU_WAIT_SLICE_US): a
+//                      started allreduce's progress thread runs with that
+//                      scheduler slice, the caller's thread has its own
+//                      slice back after hb_allreduce_wait, the results are
+//                      hb_allreduce's (skipped without custom slices)
 //   auto               cpu_async_exchange=auto: a rank without 2 CPUs
 //                      (sched_getaffinity, online CPUs / local ranks) runs
 //                      the start inline (it waits for a late peer), else
@@ -21,7 +26,9 @@
 // context's communicator) and auto (inline on a 2-CPU host): the same
 // results and the same errors, from the wait.
 #define HB_EXPERIMENTAL 1
+#include <dirent.h>
 #include <sched.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include <algorithm>
@@ -260,6 +267,67 @@ void mode_auto(hb_context *ctx) {
   hb_context_destroy(ctx);
 }
 
+// Thread tid's scheduler slice in us ("se.slice" of
+// /proc/self/task/<tid>/sched, in ns; 0: this thread), -1 if the kernel
+// does not say (no custom slices before Linux 6.12, or no scheduler debug
+// fields).
+int64_t slice_us_of(long tid) {
+  char path[64];
+  std::snprintf(path, sizeof path, "/proc/self/task/%ld/sched",
+                tid ? tid : long(syscall(SYS_gettid)));
+  FILE *f = std::fopen(path, "r");
+  if (!f) return -1;
+  char line[256];
+  long long ns = -1000;
+  while (std::fgets(line, sizeof line, f))
+    if (std::strncmp(line, "se.slice", 8) == 0)
+      ns = std::atoll(std::strchr(line, ':') + 1);
+  std::fclose(f);
+  return ns / 1000;
+}
+
+// How many threads of this process run with a slice of us.
+int threads_with_slice(int64_t us) {
+  int n = 0;
+  DIR *d = opendir("/proc/self/task");
+  CHECK(d != nullptr, "cannot list /proc/self/task");
+  while (dirent *e = readdir(d))
+    if (e->d_name[0] != '.' && slice_us_of(std::atol(e->d_name)) == us) ++n;
+  closedir(d);
+  return n;
+}
+
+void mode_slice(hb_context *ctx) {
+  const char *env = std::getenv("HB_CPU_WAIT_SLICE_US");
+  CHECK(env && std::atoll(env) == 150, "run with HB_CPU_WAIT_SLICE_US=150");
+  const int64_t own = slice_us_of(0);
+  if (own < 0 || own == 150) {
+    std::printf("rank %d: no custom slices here (slice %lld): skipped\n",
+                g_mp_rank, (long long)own);
+    hb_context_destroy(ctx);
+    return;
+  }
+  check_equal<float>(ctx, HB_FLOAT32, HB_SUM, 1031, 2);  // creates the thread
+  // A start the last rank joins late: the caller waits, then has its own
+  // slice back; the channel's progress thread keeps the option's.
+  std::vector<float> x = input<float>(g_mp_rank, 64, 3), want(64);
+  CHECK_OK(hb_allreduce(ctx, x.data(), want.data(), 64, HB_FLOAT32, HB_SUM));
+  hb_allreduce_request *req = nullptr;
+  if (g_mp_rank == g_world - 1) usleep(300 * 1000);
+  CHECK_OK(hb_allreduce_start(ctx, x.data(), x.data(), 64, HB_FLOAT32, HB_SUM,
+                              &req));
+  CHECK_OK(hb_allreduce_wait(req));
+  CHECK(std::memcmp(x.data(), want.data(), sizeof(float) * 64) == 0,
+        "the started allreduce is not hb_allreduce's");
+  CHECK(slice_us_of(0) == own,
+        "the caller's slice is %lld us after the "
+        "wait, was %lld",
+        (long long)slice_us_of(0), (long long)own);
+  const int n = threads_with_slice(150);
+  CHECK(n >= 1, "no thread runs with cpu_wait_slice_us's 150 us slice");
+  hb_context_destroy(ctx);
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -279,8 +347,10 @@ int main(int argc, char **argv) {
     mode_peer(ctx);
   else if (mode == "auto")
     mode_auto(ctx);
+  else if (mode == "slice")
+    mode_slice(ctx);
   else
-    CHECK(false, "usage: mp_async equal|mismatch|peer|auto (got '%s')",
+    CHECK(false, "usage: mp_async equal|mismatch|peer|auto|slice (got '%s')",
           mode.c_str());
   std::printf("rank %d/%d: mp_async %s passed\n", g_mp_rank, g_world,
               mode.c_str());

@@ -210,4 +210,67 @@ TEST(WaitPolicy, AsyncExchangeRunsInlineUnlessOthersKeepTheCallerOffItsCpu) {
   EXPECT_TRUE(blind.run_here(t0 + 10 * w));
 }
 
+// Option cpu_wait_slice_us: a waiter asks for the short slice while it
+// sleeps on its futex (a woken task with a shorter slice preempts the one
+// running on its CPU, e.g. a nice-19 busy loop, instead of waiting for its
+// slice) and gets its own slice back when it returns. Rank 1 arrives
+// 300 ms late; rank 0 sleeps meanwhile, read from here.
+TEST(WaitPolicy, ASleepingWaiterAsksForTheOptionsSlice) {
+  constexpr int64_t kSlice = 150;
+  std::atomic<int64_t> own{-2};
+  std::thread probe([&] {
+    own = hb::comm::thread_slice_us();
+    if (own >= 0 && own != kSlice && hb::comm::set_thread_slice_us(kSlice) &&
+        hb::comm::thread_slice_us() != kSlice)
+      own = -1;  // the kernel takes the call but not the slice
+  });
+  probe.join();
+  if (own < 0) GTEST_SKIP() << "no custom slices (Linux >= 6.12)";
+  ASSERT_NE(own.load(), kSlice);
+  // The guard alone: the slice while alive, the own one after; 0 is a no-op.
+  std::thread([&] {
+    const int64_t before = hb::comm::thread_slice_us();
+    {
+      hb::comm::SleepSlice s(kSlice);
+      EXPECT_EQ(hb::comm::thread_slice_us(), kSlice);
+    }
+    EXPECT_EQ(hb::comm::thread_slice_us(), before);
+    {
+      hb::comm::SleepSlice s(0);
+      EXPECT_EQ(hb::comm::thread_slice_us(), before);
+    }
+  }).join();
+
+  hb::comm::BackendConfig cfg;
+  cfg.transport = "shm";
+  cfg.wait_spin_us = 5;  // sleeps at once
+  cfg.wait_slice_us = kSlice;
+  hb::test::ThreadWorld w(2, cfg);
+  std::atomic<pid_t> waiter{0};
+  std::atomic<int64_t> before{-2}, after{-2};
+  int hits = 0;  // readings of rank 0's slice, asleep, equal to kSlice
+  w.run([&](int r) {
+    float x = 1;
+    if (r == 0) {
+      before = hb::comm::thread_slice_us(0);
+      waiter = pid_t(syscall(SYS_gettid));
+    } else {
+      while (!waiter.load()) std::this_thread::yield();
+      // Rank 0 waits meanwhile: in futex sleeps of up to 50 ms each,
+      // between which it runs a few us with its own slice.
+      std::this_thread::sleep_for(std::chrono::milliseconds(50));
+      for (int i = 0; i < 10; ++i) {
+        hits += hb::comm::thread_slice_us(waiter.load()) == kSlice;
+        std::this_thread::sleep_for(std::chrono::milliseconds(25));
+      }
+    }
+    w.at(r).allreduce(&x, &x, 1, HB_FLOAT32, HB_SUM);
+    EXPECT_EQ(x, 2.0f);
+    if (r == 0) after = hb::comm::thread_slice_us(0);
+  });
+  EXPECT_GE(hits, 8) << "of 10 readings of rank 0's slice while it waited";
+  EXPECT_EQ(after.load(), before.load()) << "its own slice back after";
+  EXPECT_NE(before.load(), kSlice);
+}
+
 }  // namespace
