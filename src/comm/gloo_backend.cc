@@ -371,7 +371,8 @@ void GlooBackend::connect_mesh(const BackendConfig &cfg, rdv::KV &kv,
                        : std::make_unique<PairRegions>(
                              *algo_ctx_, size_t(cfg.staged_bytes),
                              size_t(cfg.one_round_bytes));
-    if (algo_kind_ == Algo::kRankOrder && hier_reduce_) make_leader_regions();
+    if (algo_kind_ == Algo::kRankOrder && (hier_reduce_ || hier_))
+      make_leader_regions();
   });
 }
 
@@ -385,6 +386,13 @@ void GlooBackend::connect_peers(Peers which) {
   links_->add_pairs(*coll_ctx_, fresh);
   up = true;
   if (which == Peers::kFar) leaders_up_ = true;  // a subset
+}
+
+void GlooBackend::connect_peers(const std::vector<int> &peers) {
+  if (far_up_ || !mesh_) return;
+  const std::vector<int> fresh = mesh_->connect(peers);
+  links_->add_pairs(*algo_ctx_, fresh);
+  links_->add_pairs(*coll_ctx_, fresh);
 }
 
 void GlooBackend::make_leader_regions() {
@@ -504,7 +512,8 @@ bool GlooBackend::registered_first() const {
 
 template <class F>
 void GlooBackend::over_p2p(F &&fn, Peers which, PairRegions *regions,
-                           bool count) {
+                           bool count, bool split,
+                           const std::vector<int> *only) {
   flush_check();
   const uint32_t tag = next_tag();
   const ShmTransport *shm = shm_.get();
@@ -521,14 +530,20 @@ void GlooBackend::over_p2p(F &&fn, Peers which, PairRegions *regions,
   }
   // Pairs made on first use connect before the regions register on them
   // (RegionP2P registers in the first call that takes them).
-  connect_peers(which);
+  if (only)
+    connect_peers(*only);
+  else
+    connect_peers(which);
   std::optional<RegionP2P> registered;
   std::optional<GlooP2P> unbound;
-  P2P &tcp = regions
-                 ? static_cast<P2P &>(registered.emplace(*regions))
-                 : unbound.emplace(*coll_ctx_, tag,
-                                   std::chrono::milliseconds(cfg_.timeout_ms),
-                                   *breaker_);
+  std::optional<SplitP2P> both;
+  if (regions) registered.emplace(*regions);
+  if (!regions || split)
+    unbound.emplace(*coll_ctx_, tag, std::chrono::milliseconds(cfg_.timeout_ms),
+                    *breaker_);
+  P2P &tcp = !regions ? static_cast<P2P &>(*unbound)
+             : split  ? both.emplace(*registered, *unbound)
+                      : static_cast<P2P &>(*registered);
   if (shm_ && shm_->reaches_any()) {
     ShmP2P near(*shm_);
     RoutedP2P p2p(*shm_, near, tcp);
@@ -1157,18 +1172,34 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
         in = s;
         in_off = staged_off.data();
       }
-      return over_p2p(
-          [&](P2P &p2p) {
-            if (hier_)
+      if (hier_) {
+        // The leaders' messages on their registered regions, each that
+        // fits (sizes from the call's counts round, the same choice on
+        // both sides), the others on per-call buffers; every call that
+        // has regions takes them (the same on every rank).
+        PairRegions *lr = leader_regions_.get();
+        return over_p2p(
+            [&](P2P &p2p) {
               hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
                              send_counts, in_off, static_cast<char *>(recv),
-                             recv_counts, recv_offsets, size_t(es));
-            else
-              p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
-                            static_cast<char *>(recv), recv_counts,
-                            recv_offsets, size_t(es));
+                             recv_counts, recv_offsets, size_t(es),
+                             lr ? lr->area_bytes() : 0);
+            },
+            Peers::kLeaders, lr, true, true);
+      }
+      // Pairs made on first use: only the pairs with bytes either way
+      // connect; both sides of a pair know that from their own counts
+      // (checked consistent by the call's print).
+      call_peers_.clear();
+      for (int q : far_peers_)
+        if (send_counts[q] || recv_counts[q]) call_peers_.push_back(q);
+      return over_p2p(
+          [&](P2P &p2p) {
+            p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                          static_cast<char *>(recv), recv_counts, recv_offsets,
+                          size_t(es));
           },
-          hier_ ? Peers::kLeaders : Peers::kFar);
+          Peers::kFar, nullptr, true, false, &call_peers_);
     }
     const bool send_direct =
         packed(send_counts, send_offsets, n) &&

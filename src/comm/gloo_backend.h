@@ -154,16 +154,22 @@ class GlooBackend final : public Backend {
   // Connects the pairs to `which` unless they are (pairs made on first use,
   // comm/mesh_connect.h); a no-op where the mesh connected at formation.
   void connect_peers(Peers which);
+  // Connects only the pairs to `peers` (far peers): a direct alltoallv's
+  // peers with bytes either way, which both sides of a pair know from
+  // their own counts.
+  void connect_peers(const std::vector<int> &peers);
   // Runs fn(P2P &) over this call's P2P: shared memory, TCP or routed
   // per peer, TCP peers among `which` (connected first, where pairs are
-  // made on first use); to other hosts' ranks over the registered pair
-  // buffers of `regions` when given (registered in the call that first
-  // takes them, after the connection, on both sides of each pair), else
-  // per-call TCP buffers; counted in traffic_ when `count`. Takes one tag
-  // on every rank.
+  // made on first use; only those in `only` when given); to other hosts'
+  // ranks over the registered pair buffers of `regions` when given
+  // (registered in the call that first takes them, after the connection,
+  // on both sides of each pair; with per-call buffers as well when split),
+  // else per-call TCP buffers; counted in traffic_ when `count`. Takes one
+  // tag on every rank.
   template <class F>
   void over_p2p(F &&fn, Peers which = Peers::kFar,
-                PairRegions *regions = nullptr, bool count = true);
+                PairRegions *regions = nullptr, bool count = true,
+                bool split = false, const std::vector<int> *only = nullptr);
   // The call prints' allgather (all: world x wire bytes, this rank's at
   // rank x) through the host leaders.
   void allgather_prints(P2P &p2p, char *all);
@@ -219,6 +225,7 @@ class GlooBackend final : public Backend {
   std::unique_ptr<LazyMesh> mesh_;
   bool lazy_ = false;
   std::vector<int> far_peers_, leader_peers_;
+  std::vector<int> call_peers_;  // a direct alltoallv's far peers with bytes
   bool far_up_ = false, leaders_up_ = false;
   std::shared_ptr<Links> links_;
   std::shared_ptr<WaitBreaker> breaker_ = std::make_shared<WaitBreaker>();
@@ -229,9 +236,10 @@ class GlooBackend final : public Backend {
   size_t live_bytes_ = 0;
   std::map<AlgoKey, AlgoEntry> algos_;
   std::unique_ptr<PairRegions> regions_;  // rank-order, small buffers
-  // The routed rank-order reduction's leader-to-leader messages
-  // (cpu_allreduce_route=hier): registered with the other hosts' leaders
-  // only, on a leader; nothing on the other ranks.
+  // The routed rank-order reduction's and the routed alltoallv's
+  // leader-to-leader messages (cpu_allreduce_route=hier, cpu_alltoallv=
+  // hier): registered with the other hosts' leaders only, on a leader;
+  // nothing on the other ranks.
   std::unique_ptr<PairRegions> leader_regions_;
   std::unique_ptr<PairExchange> prints_;  // fingerprints over TCP
   std::shared_ptr<ShmTransport> shm_;     // same-host peers, if any

@@ -5,6 +5,7 @@
 
 #include "comm/p2p.h"
 #include "comm/p2p_collectives.h"
+#include "comm/region_p2p.h"
 
 namespace hb {
 namespace comm {
@@ -43,6 +44,7 @@ struct Call {
   HierScratch &s;
   int channel, n, host;
   const std::vector<int> &mine;  // this host's ranks, leader first
+  size_t fit;                    // region_fit
   // Bytes member k sends to rank j / receives from rank i.
   int64_t sent(size_t k, int j) const { return s.counts[k][size_t(j)]; }
   int64_t got(size_t k, int i) const { return s.counts[k][size_t(n + i)]; }
@@ -99,6 +101,21 @@ void member(Call &c, const char *send, const int64_t *send_offsets, char *recv,
   }
 }
 
+// This leader's message to / from host h's (3.), on the regions or per-call
+// buffers (see the header); the payload's id, -1 when there is none.
+int leader_message(Call &c, bool is_send, size_t h, char *data, size_t bytes) {
+  const int peer = c.g.members[h][0];
+  auto post = [&](int channel, char *at, size_t len) {
+    return is_send ? c.p2p.send(peer, channel, at, len)
+                   : c.p2p.recv(peer, channel, at, len);
+  };
+  if (c.fit == 0) return bytes ? post(c.channel, data, bytes) : -1;
+  const int on_regions = c.channel + SplitP2P::kRegions;
+  if (bytes && bytes <= c.fit) return post(on_regions, data, bytes);
+  post(on_regions, &c.s.tokens[2 * h + size_t(is_send)], 1);
+  return bytes ? post(c.channel, data, bytes) : -1;
+}
+
 void leader(Call &c, const char *send, const int64_t *send_offsets, char *recv,
             const int64_t *recv_offsets, size_t es) {
   const size_t m = c.mine.size(), nh = c.g.members.size(), n = size_t(c.n);
@@ -122,6 +139,7 @@ void leader(Call &c, const char *send, const int64_t *send_offsets, char *recv,
   // The other leaders' messages: rank j of this host (in order), then the
   // blocks of the sending host's ranks i for j.
   s.in.resize(nh);
+  s.tokens.assign(2 * nh, 0);
   std::vector<int> in_ids(nh, -1);
   for (size_t h = 0; h < nh; ++h) {
     if (int(h) == c.host) continue;
@@ -129,9 +147,7 @@ void leader(Call &c, const char *send, const int64_t *send_offsets, char *recv,
     for (size_t k = 0; k < m; ++k)
       for (int i : c.g.members[h]) bytes += c.got(k, i);
     s.in[h].resize(size_t(bytes));
-    if (bytes)
-      in_ids[h] = c.p2p.recv(c.g.members[h][0], c.channel, s.in[h].data(),
-                             s.in[h].size());
+    in_ids[h] = leader_message(c, false, h, s.in[h].data(), s.in[h].size());
   }
   for (size_t k = 1; k < m; ++k)
     if (ids[k] >= 0) c.p2p.wait(ids[k]);
@@ -165,9 +181,7 @@ void leader(Call &c, const char *send, const int64_t *send_offsets, char *recv,
         if (len) std::memcpy(at, src[k * n + size_t(j)], len);
         at += len;
       }
-    if (bytes)
-      c.p2p.send(c.g.members[h][0], c.channel, s.out[h].data(),
-                 s.out[h].size());
+    leader_message(c, true, h, s.out[h].data(), s.out[h].size());
   }
 
   // Down: this leader's own blocks straight into recv, the others' packed
@@ -201,7 +215,7 @@ void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
                     const char *send, const int64_t *send_counts,
                     const int64_t *send_offsets, char *recv,
                     const int64_t *recv_counts, const int64_t *recv_offsets,
-                    size_t es) {
+                    size_t es, size_t region_fit) {
   const int n = p2p.world_size(), r = p2p.rank();
   const int host = g.host_of[size_t(r)];
   const std::vector<int> &mine = g.members[size_t(host)];
@@ -214,7 +228,7 @@ void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
                      es);
   s.counts.resize(std::max<size_t>(s.counts.size(), 1));
   set_counts(s.counts[0], n, send_counts, recv_counts, es);
-  Call c{p2p, g, s, channel, n, host, mine};
+  Call c{p2p, g, s, channel, n, host, mine, region_fit};
   if (r == mine[0])
     leader(c, send, send_offsets, recv, recv_offsets, es);
   else

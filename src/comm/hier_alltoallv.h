@@ -20,6 +20,15 @@
 //      from every other host, in (host, rank) order.
 // A lost rank fails every wait as the P2P's do (HB_ERR_PEER_FAILED through
 // the backend's health subscription), so no round hangs.
+//
+// The leaders' messages (3.) may go on pair buffers registered once
+// (comm/region_p2p.h: one hop, no per-call buffer; the p2p is then a
+// SplitP2P under the routing): a message of at most region_fit bytes goes
+// there, a larger one on per-call buffers. Both leaders know its size from
+// the counts round (2.), so both choose alike. The regions' double
+// buffering needs one message each way between every two leaders in every
+// call that takes them, so an empty or oversized message is replaced there
+// by a one-byte token.
 #pragma once
 
 #include <cstddef>
@@ -49,17 +58,20 @@ struct HierScratch {
   std::vector<std::vector<char>> up, down;   // per member
   std::vector<std::vector<char>> out, in;    // per host
   std::vector<char> mine_up, mine_down;      // a non-leader's
+  std::vector<char> tokens;                  // per (host, direction)
 };
 
 // As p2p_alltoallv (same arguments, same result), routed through the
 // leaders of g. Counts must be consistent across ranks (checked by the
 // caller's fingerprint, or the sizes of the messages differ and the
-// transport fails the call).
+// transport fails the call). region_fit: 0, or the registered regions'
+// bytes per (peer, channel) when p2p is a SplitP2P (see above; the same on
+// every rank).
 void hier_alltoallv(P2P &p2p, const HostGroups &g, HierScratch &s, int channel,
                     const char *send, const int64_t *send_counts,
                     const int64_t *send_offsets, char *recv,
                     const int64_t *recv_counts, const int64_t *recv_offsets,
-                    size_t es);
+                    size_t es, size_t region_fit = 0);
 
 }  // namespace comm
 }  // namespace hb

@@ -155,5 +155,34 @@ void RegionP2P::finish() {
   for (size_t i = 0; i < r_.ops_.size(); ++i) wait(static_cast<int>(i));
 }
 
+int SplitP2P::send(int peer, int channel, const void *data, size_t bytes) {
+  const bool reg = channel >= kRegions;
+  ops_.emplace_back(reg,
+                    reg ? regions_.send(peer, channel - kRegions, data, bytes)
+                        : per_call_.send(peer, channel, data, bytes));
+  return int(ops_.size()) - 1;
+}
+
+int SplitP2P::recv(int peer, int channel, void *data, size_t bytes) {
+  const bool reg = channel >= kRegions;
+  ops_.emplace_back(reg,
+                    reg ? regions_.recv(peer, channel - kRegions, data, bytes)
+                        : per_call_.recv(peer, channel, data, bytes));
+  return int(ops_.size()) - 1;
+}
+
+void SplitP2P::wait(int id) {
+  const auto &op = ops_.at(size_t(id));
+  if (op.first)
+    regions_.wait(op.second);
+  else
+    per_call_.wait(op.second);
+}
+
+void SplitP2P::finish() {
+  regions_.finish();
+  per_call_.finish();
+}
+
 }  // namespace comm
 }  // namespace hb

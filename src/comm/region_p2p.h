@@ -24,7 +24,9 @@
 // data of call t+1, sent after this rank finished call t), so its data of
 // the next call never lands in a region still being read. That holds for
 // every pair that exchanges a message each way in every call on these
-// regions: the callers only take them for such calls.
+// regions: the callers only take them for such calls (the routed
+// alltoallv sends a one-byte token where it has nothing that fits,
+// comm/hier_alltoallv.h).
 //
 // Memory per rank is bounded whatever the world's size (docs/scaling.md):
 // the direct reduction's area per peer shrinks as 1/N (its blocks do), and
@@ -37,6 +39,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <utility>
 #include <vector>
 
 #include "comm/p2p.h"
@@ -128,6 +131,28 @@ class RegionP2P final : public P2P {
   size_t send_used_ = 0;
   const void *last_data_ = nullptr;
   size_t last_bytes_ = 0, last_at_ = 0;
+};
+
+// A call's TCP messages split by channel: channels from kRegions up go on
+// the registered regions (as channel - kRegions), the others on per-call
+// buffers. For algorithms that know, message by message, what fits the
+// regions and keep their parity rule (comm/hier_alltoallv.h).
+class SplitP2P final : public P2P {
+ public:
+  static constexpr int kRegions = 16;
+  SplitP2P(RegionP2P &regions, P2P &per_call)
+      : regions_(regions), per_call_(per_call) {}
+  int rank() const override { return per_call_.rank(); }
+  int world_size() const override { return per_call_.world_size(); }
+  int send(int peer, int channel, const void *data, size_t bytes) override;
+  int recv(int peer, int channel, void *data, size_t bytes) override;
+  void wait(int id) override;
+  void finish() override;
+
+ private:
+  RegionP2P &regions_;
+  P2P &per_call_;
+  std::vector<std::pair<bool, int>> ops_;  // (on the regions, id there)
 };
 
 }  // namespace comm

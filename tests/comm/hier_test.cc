@@ -59,18 +59,31 @@ void expect_only_leaders_on_tcp(ThreadWorld &w, int r, int hosts,
     EXPECT_EQ(tcp, 0u) << at;
 }
 
-// One call's blocks: counts[s][d] bytes from s to d, strided offsets.
+// Block sizes of a Case: zeros, small blocks and now and then one beyond a
+// ring (kMixed); small only (kSmall); 30 KB each (kLarge); nothing between
+// hosts (kLocal); between hosts only from the first host (kOneWay).
+enum class Sizes { kMixed, kSmall, kLarge, kLocal, kOneWay };
+
+// One call's blocks: counts[s][d] bytes from s to d, strided offsets
+// (hosts: for kLocal and kOneWay).
 struct Case {
   int n;
   std::vector<std::vector<int64_t>> sc, so, rc, ro;
   std::vector<std::vector<uint8_t>> send;
-  Case(int n, unsigned seed) : n(n), sc(n, std::vector<int64_t>(n)) {
+  Case(int n, unsigned seed, Sizes sizes = Sizes::kMixed, int hosts = 1)
+      : n(n), sc(n, std::vector<int64_t>(n)) {
     std::mt19937 rng(seed);
     for (int s = 0; s < n; ++s)
       for (int d = 0; d < n; ++d) {
         const unsigned k = rng() % 8;
-        // Zeros, small blocks, and now and then one beyond a ring.
-        sc[s][d] = k < 2 ? 0 : k == 7 ? 300000 + rng() % 1000 : rng() % 200;
+        const int hs = s * hosts / n, hd = d * hosts / n;
+        int64_t &c = sc[s][d];
+        c = k < 2 ? 0 : k == 7 ? 300000 + rng() % 1000 : rng() % 200;
+        if (sizes == Sizes::kSmall) c = rng() % 200;
+        if (sizes == Sizes::kLarge) c = 30000 + rng() % 1000;
+        if ((sizes == Sizes::kLocal && hs != hd) ||
+            (sizes == Sizes::kOneWay && hs > hd))
+          c = 0;
       }
     so = rc = ro = sc;
     send.resize(size_t(n));
@@ -230,9 +243,13 @@ void expect_lost_rank_fails_others(
   }
 }
 
-TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
-  const Case c(4, 7);
+// Loops of c's exchange on 2 hosts x 2 ranks, a rank lost meanwhile; the
+// leader messages rank 0 sent on its registered regions (every routed
+// exchange sends one each way there: its payload, or a token in place of
+// an empty or too large one).
+uint64_t expect_lost_rank_fails_others_in_alltoallv(const Case &c) {
   std::vector<std::vector<uint8_t>> recv(4);
+  std::atomic<uint64_t> on_regions{0};
   expect_lost_rank_fails_others(
       config(2, "hier"),
       [&](int n) {
@@ -243,7 +260,13 @@ TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
         w.at(r).alltoallv(c.send[r].data(), c.sc[r].data(), c.so[r].data(),
                           recv[r].data(), c.rc[r].data(), c.ro[r].data(),
                           HB_UINT8);
+        if (r == 0) on_regions = w.at(0).traffic().tcp_registered;
       });
+  return on_regions.load();
+}
+
+TEST(HierAlltoallv, LostRankFailsEveryOtherRank) {
+  EXPECT_GT(expect_lost_rank_fails_others_in_alltoallv(Case(4, 7)), 0u);
 }
 
 // --- The rank-order reductions through the leaders (comm/hier_reduce.h).
@@ -530,6 +553,73 @@ TEST(HierAllreduce, LostRankMidPieceOnRegisteredBuffersFailsEveryOtherRank) {
         if (r == 0) on_regions = registered(w, 0);
       });
   EXPECT_GT(on_regions.load(), 0u);  // the calls took the regions
+}
+
+// The routed alltoallv's leader-to-leader message on the leaders'
+// registered regions (comm/hier_alltoallv.h): exactly one message each way
+// between the two leaders there per call, the payload when it fits a
+// region (cpu_staged_bytes shrunk here to 64 KB per peer and channel), a
+// one-byte token in place of an empty or too large one (which then takes a
+// per-call buffer); calls of every kind interleaved with routed
+// reductions on the same regions (one call parity) keep their bytes.
+TEST(HierAlltoallv, LeadersUseRegisteredBuffersWhenTheMessageFits) {
+  const int n = 5, hosts = 2;  // 3 + 2 ranks: leaders 0 and 3
+  hb::comm::BackendConfig cfg = config(hosts, "hier");
+  cfg.allreduce_route = "hier";
+  cfg.staged_bytes = 64000;
+  ThreadWorld hier(n, cfg), direct(n, config(hosts, "direct"));
+  // kLarge: a leader's message to the other is 6 blocks of 30 KB.
+  const std::vector<Sizes> calls{Sizes::kSmall, Sizes::kLarge,  Sizes::kLocal,
+                                 Sizes::kSmall, Sizes::kOneWay, Sizes::kLarge,
+                                 Sizes::kMixed, Sizes::kSmall};
+  for (size_t i = 0; i < calls.size(); ++i) {
+    const Case c(n, unsigned(70 + i), calls[i], hosts);
+    std::vector<hb::comm::Traffic> before{size_t(n)};
+    for (int r = 0; r < n; ++r) before[r] = hier.at(r).traffic();
+    const auto a = c.run(hier), b = c.run(direct);
+    // What each host sends the other: over a region (64000 B) or not.
+    int64_t out[2] = {0, 0};
+    for (int s = 0; s < n; ++s)
+      for (int d = 0; d < n; ++d)
+        if (s * hosts / n != d * hosts / n) out[s * hosts / n] += c.sc[s][d];
+    for (int r = 0; r < n; ++r) {
+      const std::string at =
+          "call " + std::to_string(i) + " rank " + std::to_string(r);
+      ASSERT_EQ(a[r], b[r]) << at;
+      for (int p = 0; p < n; ++p)
+        for (int64_t k = 0; k < c.rc[r][p]; ++k)
+          ASSERT_EQ(a[r][size_t(c.ro[r][p] + k)],
+                    c.send[p][size_t(c.so[p][r] + k)])
+              << at << " from " << p;
+      const hb::comm::Traffic t = hier.at(r).traffic();
+      const uint64_t tcp = t.tcp_messages - before[r].tcp_messages;
+      const uint64_t reg = t.tcp_registered - before[r].tcp_registered;
+      if (leader(r, n, hosts)) {
+        EXPECT_EQ(reg, 1u) << at;
+        EXPECT_EQ(tcp, out[r * hosts / n] > 64000 ? 2u : 1u) << at;
+      } else {
+        EXPECT_EQ(tcp + reg, 0u) << at;
+      }
+    }
+    // A routed reduction on the same regions between the exchanges.
+    const auto x = inputs<float>(n, 1000, HB_SUM, unsigned(i));
+    const auto y = allreduce_all(hier, x, HB_FLOAT32, HB_SUM, false);
+    const auto ref = fold_reference(x, HB_SUM);
+    for (int r = 0; r < n; ++r)
+      ASSERT_EQ(0, std::memcmp(y[r].data(), ref.data(), 1000 * sizeof(float)))
+          << "allreduce after call " << i << ", rank " << r;
+  }
+}
+
+// A rank lost while the others loop on routed exchanges whose leader
+// messages travel on the registered regions: HB_ERR_PEER_FAILED on every
+// other rank, promptly (a leader's region wait ends on the lost pair or
+// the health report).
+TEST(HierAlltoallv, LostRankOnRegisteredBuffersFailsEveryOtherRank) {
+  // Every leader message fits: all of them on the regions.
+  EXPECT_GT(
+      expect_lost_rank_fails_others_in_alltoallv(Case(4, 13, Sizes::kSmall, 2)),
+      0u);
 }
 
 }  // namespace

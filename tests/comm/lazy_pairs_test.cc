@@ -13,6 +13,7 @@
 #include <random>
 #include <string>
 #include <thread>
+#include <utility>
 #include <vector>
 
 #include <gloo/context.h>
@@ -106,6 +107,59 @@ void alltoallv(ThreadWorld &w) {
           hb::fail(HB_ERR_INTERNAL, "rank %d: byte %lld from %d wrong", r,
                    static_cast<long long>(i), q);
   });
+}
+
+// A sparse alltoallv: rank s sends 100 + s bytes of value 16 s + d to d
+// for each (s, d) in edges, nothing else.
+void sparse_alltoallv(ThreadWorld &w,
+                      const std::vector<std::pair<int, int>> &edges) {
+  w.run([&](int r) {
+    const int n = w.size();
+    const size_t ns = static_cast<size_t>(n);
+    std::vector<int64_t> sc(ns, 0), rc(ns, 0), so(ns, 0), ro(ns, 0);
+    for (const auto &e : edges) {
+      if (e.first == r) sc[size_t(e.second)] = 100 + r;
+      if (e.second == r) rc[size_t(e.first)] = 100 + e.first;
+    }
+    int64_t st = 0, rt = 0;
+    for (int q = 0; q < n; ++q) {
+      so[size_t(q)] = st, ro[size_t(q)] = rt;
+      st += sc[size_t(q)], rt += rc[size_t(q)];
+    }
+    std::vector<uint8_t> out(size_t(st) + 1), in(size_t(rt) + 1, 0);
+    for (int q = 0; q < n; ++q)
+      std::memset(out.data() + so[size_t(q)], 16 * r + q, size_t(sc[q]));
+    w.at(r).alltoallv(out.data(), sc.data(), so.data(), in.data(), rc.data(),
+                      ro.data(), HB_UINT8);
+    for (int q = 0; q < n; ++q)
+      for (int64_t i = 0; i < rc[size_t(q)]; ++i)
+        if (in[size_t(ro[size_t(q)] + i)] != uint8_t(16 * q + r))
+          hb::fail(HB_ERR_INTERNAL, "rank %d: byte %lld from %d wrong", r,
+                   static_cast<long long>(i), q);
+  });
+}
+
+// The direct alltoallv connects only the pairs that carry bytes either way
+// in the call (each side knows from its own counts), on first use; a later
+// call with other peers connects theirs. Checked calls whose prints go
+// through the leaders (a routed reduction) add only the leaders' pair.
+TEST(LazyPairs, DirectAlltoallvConnectsOnlyPeersWithBytes) {
+  hb::comm::BackendConfig routed_prints = config("direct", true);
+  routed_prints.allreduce_route = "hier";
+  ThreadWorld plain(kRanks, config("direct", false)),
+      checked(kRanks, routed_prints);
+  // Rank 0 sends only to rank 4, rank 5 only to rank 1 (and to its own
+  // host's rank 3, over shared memory).
+  const std::vector<std::pair<int, int>> first{{0, 4}, {5, 1}, {5, 3}};
+  sparse_alltoallv(plain, first);
+  sparse_alltoallv(checked, first);
+  EXPECT_EQ(show(pairs(plain)), "2 2 0 0 2 2 ");
+  EXPECT_EQ(show(pairs(checked)), "4 2 0 2 2 2 ");  // + leaders 0 and 3
+  // Rank 3 to rank 2 next; the pairs already made stay.
+  sparse_alltoallv(plain, {{3, 2}, {0, 4}});
+  sparse_alltoallv(checked, {{3, 2}, {0, 4}});
+  EXPECT_EQ(show(pairs(plain)), "2 2 2 2 2 2 ");
+  EXPECT_EQ(show(pairs(checked)), "4 2 2 4 2 2 ");
 }
 
 TEST(LazyPairs, NoSameHostPairsAndOnlyThoseCallsUse) {
