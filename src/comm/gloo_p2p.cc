@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "abi/error.h"
+#include "comm/tcp_pair.h"
 
 namespace hb {
 namespace comm {
@@ -20,11 +21,7 @@ constexpr int kMaxChannels = 256;
 void WaitBreaker::trip() {
   std::lock_guard<std::mutex> lock(mu_);
   tripped_ = true;
-  if (!waiting_) return;
-  if (waiting_send_)
-    waiting_->abortWaitSend();
-  else
-    waiting_->abortWaitRecv();
+  if (waiting_) abort_wait(*waiting_, waiting_send_);
 }
 
 GlooP2P::GlooP2P(gloo::Context &ctx, uint32_t tag,
