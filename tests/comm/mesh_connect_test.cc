@@ -18,6 +18,7 @@
 #include <set>
 #include <thread>
 
+#include "comm/gloo_p2p.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
 #include "comm/tcp_pair.h"
@@ -236,6 +237,73 @@ TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
           kv.get("links_test/done/" + std::to_string(q), 30000);
       } catch (const std::exception &e) {
         errors[r] = e.what();
+      }
+    });
+  for (auto &t : threads) t.join();
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// A call that fails with operations still posted on its per-call buffers
+// (comm/gloo_p2p.h) must leave Gloo's loop thread nothing to fill or
+// drain once it destroys them, although the peer is alive and may still
+// send: the pair of each pending operation is failed (closed) first. A
+// call whose operations all finished leaves its pairs connected.
+TEST(MeshConnect, FailedCallFailsThePairsOfItsPendingOperations) {
+  const int n = 3;
+  hb::rdv::MemoryKV kv;
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  auto barrier = [&](const std::string &step, int r) {
+    kv.set("p2p_barrier/" + step + "/" + std::to_string(r), "1");
+    for (int q = 0; q < n; ++q)
+      kv.get("p2p_barrier/" + step + "/" + std::to_string(q), 30000);
+  };
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        gloo::transport::tcp::attr attr;
+        attr.hostname = "127.0.0.1";
+        auto dev = gloo::transport::tcp::CreateDevice(attr);
+        auto ctx = std::make_shared<hb::comm::MeshContext>(r, n);
+        ctx->setTimeout(std::chrono::milliseconds(30000));
+        hb::comm::connect_meshes(kv, "p2p_test/", 30000, dev, {ctx});
+        hb::comm::WaitBreaker breaker;
+        const std::chrono::milliseconds timeout(30000);
+        std::vector<char> buf(1 << 16, char(r)), in(buf.size());
+        {  // a call that completes: ring exchange
+          hb::comm::GlooP2P p2p(*ctx, 1, timeout, breaker);
+          p2p.send((r + 1) % n, 0, buf.data(), buf.size());
+          p2p.recv((r + n - 1) % n, 0, in.data(), in.size());
+          p2p.finish();
+        }
+        for (int q = 0; q < n; ++q)
+          if (q != r && hb::comm::pair_socket(*ctx->getPair(q)) < 0)
+            errors[r] += "pair to " + std::to_string(q) +
+                         " closed after a complete call; ";
+        // Rank 0's call "fails" with a receive from rank 1 pending; rank 1
+        // then sends it (into the buffer rank 0 destroyed).
+        if (r == 0) {
+          hb::comm::GlooP2P p2p(*ctx, 2, timeout, breaker);
+          p2p.recv(1, 0, in.data(), in.size());
+        }
+        barrier("failed", r);
+        if (r == 1) {
+          try {  // rank 0's side of the pair may be closed first
+            hb::comm::GlooP2P p2p(*ctx, 2, timeout, breaker);
+            p2p.send(0, 0, buf.data(), buf.size());
+            p2p.finish();
+          } catch (const std::exception &) {
+          }
+        }
+        if (r == 0) {
+          if (hb::comm::pair_socket(*ctx->getPair(1)) >= 0)
+            errors[r] += "pair to 1 still open after the failed call; ";
+          if (hb::comm::pair_socket(*ctx->getPair(2)) < 0)
+            errors[r] += "pair to 2 (no pending operation) closed; ";
+        }
+        barrier("done", r);
+      } catch (const std::exception &e) {
+        errors[r] += e.what();
       }
     });
   for (auto &t : threads) t.join();
