@@ -47,7 +47,8 @@ cmake --build _build-asan -j"$jobs"
 (cd _build-asan && ASAN_OPTIONS=detect_leaks=1 UBSAN_OPTIONS=print_stacktrace=1 \
    ctest --output-on-failure -j"$ctest_jobs" -LE 'fuzz|install')
 
-# The threaded parts, as TSan needs to see them: the rendezvous store and
+# The threaded parts, as TSan needs to see them: Health's callbacks and
+# unsubscribes across threads, the rendezvous store and
 # its client/server and liveness threads, contexts, concurrent serving
 # lookups and the embedding API, the reader's parser threads, and the
 # collectives with ranks as threads. TSan finds races between threads, so
@@ -73,8 +74,8 @@ cmake --build _build-asan -j"$jobs"
 #    (sharding arithmetic; the parser threads and bounded queues run in the
 #    other tests with 1 to 4 threads); under TSan it alone took minutes.
 step "TSan (threaded parts)"
-tsan_tests=(rendezvous_store_test rendezvous_client_server_test rendezvous_liveness_test
-            context_test serving_export_test serving_swap_test serving_api_test
+tsan_tests=(common_health_test rendezvous_store_test rendezvous_client_server_test
+            rendezvous_liveness_test context_test serving_export_test serving_swap_test serving_api_test
             serving_delta_test embedding_api_test reader_test recovery_test ps_unit_test
             comm_test)
 cmake -S . -B _build-tsan "${common[@]}" "${san[@]}" -DHB_BUILD_EXAMPLES=OFF \

@@ -6,6 +6,7 @@
 #include <stdexcept>
 
 #include "abi/error.h"
+#include "comm/tcp_pair.h"
 
 namespace hb {
 namespace comm {
@@ -20,20 +21,36 @@ constexpr int kMaxChannels = 256;
 void WaitBreaker::trip() {
   std::lock_guard<std::mutex> lock(mu_);
   tripped_ = true;
-  if (!waiting_) return;
-  if (waiting_send_)
-    waiting_->abortWaitSend();
-  else
-    waiting_->abortWaitRecv();
+  if (waiting_) abort_wait(*waiting_, waiting_send_);
 }
 
 GlooP2P::GlooP2P(gloo::Context &ctx, uint32_t tag,
                  std::chrono::milliseconds timeout, WaitBreaker &breaker)
     : ctx_(ctx), tag_(tag), timeout_(timeout), breaker_(breaker) {}
 
-// Every operation must be finished before its buffer goes: on the error
-// path (peer lost) the pairs are failed already and release them.
-GlooP2P::~GlooP2P() = default;
+// Every operation must be finished before its buffer goes. One still
+// pending belongs to a call that failed (its wait threw, or an exception
+// unwound the call before it): its peer may be alive, and Gloo's loop
+// thread may still fill or drain the buffer and signal it. Its pair is
+// failed first, as Gloo fails every pair of a context on a timed-out wait:
+// under the pair's lock, which the loop holds whenever it touches a
+// buffer, and closed, so the loop touches none of its buffers again. The
+// pair's stream is out of step with its peer's after a failed call anyway
+// (and a failed call fails the context: GlooBackend::fail_from_gloo).
+GlooP2P::~GlooP2P() {
+  std::vector<bool> broken(size_t(ctx_.size), false);
+  for (const Op &op : ops_) {
+    if (op.done || broken[size_t(op.peer)]) continue;
+    broken[size_t(op.peer)] = true;
+    auto &pair = ctx_.getPair(op.peer);
+    if (!pair) continue;
+    try {
+      break_pair(*pair, "a call failed with operations pending on this pair");
+    } catch (...) {  // not a pair of make_tcp_context: Gloo's own close
+      pair->close();
+    }
+  }
+}
 
 int GlooP2P::rank() const { return ctx_.rank; }
 int GlooP2P::world_size() const { return ctx_.size; }
@@ -49,7 +66,7 @@ int GlooP2P::post(int peer, int channel, void *data, size_t bytes,
   if (bytes == 0 || peer == ctx_.rank || peer < 0 || peer >= ctx_.size)
     fail(HB_ERR_INTERNAL, "p2p: bad operation (peer %d, %zu bytes)", peer,
          bytes);
-  Op op{ctx_.createUnboundBuffer(data, bytes), is_send, false};
+  Op op{ctx_.createUnboundBuffer(data, bytes), peer, is_send, false};
   if (is_send)
     op.buf->send(peer, slot(channel));
   else

@@ -39,9 +39,12 @@ class WaitBreaker {
 class GlooP2P final : public P2P {
  public:
   // tag: the same on every rank for the same call. A wait ends early, with
-  // a std::runtime_error, once breaker trips.
+  // a std::runtime_error, once breaker trips. ctx: of make_tcp_context
+  // (comm/tcp_pair.h).
   GlooP2P(gloo::Context &ctx, uint32_t tag, std::chrono::milliseconds timeout,
           WaitBreaker &breaker);
+  // Fails the pair of every operation not finished (a failed call) before
+  // its buffer goes.
   ~GlooP2P() override;
 
   int rank() const override;
@@ -54,6 +57,7 @@ class GlooP2P final : public P2P {
  private:
   struct Op {
     std::unique_ptr<gloo::transport::UnboundBuffer> buf;
+    int peer;
     bool is_send;
     bool done;
   };

@@ -257,13 +257,13 @@ void MeshContext::break_connect(const std::string &why) {
   broken_ = true;
   why_ = why;
   if (!pairs_) return;
-  // Closing a pair wakes a connect waiting for its peer (it waits for
-  // "connected or later"); wait_pair then throws `why`. Connected pairs
-  // are comm/links.h's to break (shutting their sockets down).
+  // Failing a pair closes it and wakes a connect waiting for its peer;
+  // wait_pair then throws `why`. Connected pairs are comm/links.h's to
+  // break (shutting their sockets down).
   for (int i = 0; i < size; ++i) {
     if (i == rank || state_[size_t(i)] == kConnected) continue;
     auto &pair = pairs_->getPair(i);
-    if (pair) pair->close();
+    if (pair) break_pair(*pair, why);
   }
 }
 

@@ -17,6 +17,7 @@
 #include <gloo/transport/tcp/context.h>
 #include <gloo/transport/tcp/device.h>
 #include <gloo/transport/tcp/pair.h>
+#include <gloo/transport/tcp/unbound_buffer.h>
 
 namespace hb {
 namespace comm {
@@ -40,6 +41,7 @@ class TcpPair : public gloo::transport::tcp::Pair {
   void start_dial(const sockaddr_storage &peer, const std::string &hello);
   bool hand_accepted(int fd);
   void fail_accept(const std::string &why);
+  void break_pair(const std::string &why);
   // Until connected (accepted or dialled), failed, or the pair's timeout.
   void wait_connected();
   int socket() {
@@ -103,12 +105,28 @@ void RecvBuffer::waitRecv() {
   recvCompletions_--;
 }
 
-// A tcp::Context whose pairs are TcpPairs (create it instead of
-// device->createContext(rank, size)).
+// Gloo's unbound buffer, with its abortWait* done in hb's code
+// (abort_wait).
+class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
+ public:
+  using gloo::transport::tcp::UnboundBuffer::UnboundBuffer;
+  void abort_wait(bool send) {
+    std::lock_guard<std::mutex> lock(m_);
+    (send ? abortWaitSend_ : abortWaitRecv_) = true;
+    (send ? sendCv_ : recvCv_).notify_one();
+  }
+};
+
+// A tcp::Context whose pairs are TcpPairs and whose unbound buffers are
+// hb's (create it instead of device->createContext(rank, size)).
 class TcpContext : public gloo::transport::tcp::Context {
  public:
   using gloo::transport::tcp::Context::Context;
   std::unique_ptr<gloo::transport::Pair> &createPair(int rank) override;
+  std::unique_ptr<gloo::transport::UnboundBuffer> createUnboundBuffer(
+      void *ptr, size_t size) override {
+    return std::make_unique<AbortableBuffer>(shared_from_this(), ptr, size);
+  }
 };
 
 }  // namespace
@@ -206,6 +224,11 @@ bool TcpPair::hand_accepted(int fd) {
 void TcpPair::fail_accept(const std::string &why) {
   std::lock_guard<std::mutex> lock(m_);
   if (state_ == INITIALIZING) fail(io_error(why));
+}
+
+void TcpPair::break_pair(const std::string &why) {
+  std::lock_guard<std::mutex> lock(m_);
+  fail(io_error(why));
 }
 
 void TcpPair::wait_connected() {
@@ -344,6 +367,21 @@ bool hand_accepted(gloo::transport::Pair &pair, int fd) {
 
 void fail_accept(gloo::transport::Pair &pair, const std::string &why) {
   tcp_pair(pair).fail_accept(why);
+}
+
+void break_pair(gloo::transport::Pair &pair, const std::string &why) {
+  tcp_pair(pair).break_pair(why);
+}
+
+void abort_wait(gloo::transport::UnboundBuffer &buf, bool send) {
+  // Called from health callbacks, which must not throw: another context's
+  // buffer is aborted by Gloo itself.
+  if (auto *own = dynamic_cast<AbortableBuffer *>(&buf))
+    return own->abort_wait(send);
+  if (send)
+    buf.abortWaitSend();
+  else
+    buf.abortWaitRecv();
 }
 
 void wait_connected(gloo::transport::Pair &pair) {

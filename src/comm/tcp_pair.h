@@ -29,14 +29,16 @@ namespace transport {
 class Context;
 class Device;
 class Pair;
+class UnboundBuffer;
 }  // namespace transport
 }  // namespace gloo
 
 namespace hb {
 namespace comm {
 
-// A Gloo transport context whose pairs are hb's TCP pairs (use it instead
-// of dev->createContext(rank, size)); dev must be a TCP device.
+// A Gloo transport context whose pairs are hb's TCP pairs and whose
+// unbound buffers can be aborted with abort_wait (use it instead of
+// dev->createContext(rank, size)); dev must be a TCP device.
 std::shared_ptr<gloo::transport::Context> make_tcp_context(
     const std::shared_ptr<gloo::transport::Device> &dev, int rank, int size);
 
@@ -74,6 +76,18 @@ void start_dial(gloo::transport::Pair &pair, const sockaddr_storage &peer,
 bool hand_accepted(gloo::transport::Pair &pair, int fd);
 // Fails a pair waiting for an accept (the accepted connection broke).
 void fail_accept(gloo::transport::Pair &pair, const std::string &why);
+// Fails the pair (closing it, as Gloo's Pair::close does) unless it failed
+// already: a connect or operation waiting on it throws why. Use this, not
+// Pair::close, from hb's threads: the pair's lock is then taken and
+// released here, where TSan sees both (Gloo's close unlocks in a tail call
+// that TSan charges to its caller, after a lock it did not see).
+void break_pair(gloo::transport::Pair &pair, const std::string &why);
+// Ends another thread's wait in buf's waitSend (send) or waitRecv, which
+// returns false, as Gloo's abortWaitSend/abortWaitRecv do; buf is one of
+// a make_tcp_context context. The buffer's lock is taken and released
+// here, where TSan sees both (Gloo's abortWait* unlock in a tail call that
+// TSan charges to its caller, after a lock it did not see).
+void abort_wait(gloo::transport::UnboundBuffer &buf, bool send);
 // Waits (the pair's timeout) until the pair is connected or failed.
 void wait_connected(gloo::transport::Pair &pair);
 // The pair's connected socket, or -1. (A rank's accepted sockets all share

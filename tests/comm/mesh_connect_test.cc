@@ -7,6 +7,8 @@
 #include <dirent.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
+#include <pthread.h>
+#include <signal.h>
 #include <sys/socket.h>
 #include <unistd.h>
 
@@ -18,6 +20,7 @@
 #include <set>
 #include <thread>
 
+#include "comm/gloo_p2p.h"
 #include "comm/links.h"
 #include "comm/mesh_connect.h"
 #include "comm/tcp_pair.h"
@@ -200,6 +203,44 @@ TEST(MeshConnect, OneListenerPerRankRefusesStrangers) {
   }
 }
 
+// Rank r of n's context of a TCP mesh on loopback, connected through kv
+// under prefix (every rank calls it at once).
+std::shared_ptr<hb::comm::MeshContext> loopback_mesh(hb::rdv::KV &kv,
+                                                     const std::string &prefix,
+                                                     int r, int n) {
+  gloo::transport::tcp::attr attr;
+  attr.hostname = "127.0.0.1";
+  auto dev = gloo::transport::tcp::CreateDevice(attr);
+  auto ctx = std::make_shared<hb::comm::MeshContext>(r, n);
+  ctx->setTimeout(std::chrono::milliseconds(30000));
+  hb::comm::connect_meshes(kv, prefix, 30000, dev, {ctx});
+  return ctx;
+}
+
+// Runs fn(r, errors[r]) for ranks 0..n-1 on one thread each; an exception
+// is its rank's error. Returns every rank's errors ("" if none).
+std::vector<std::string> run_threads(
+    int n, const std::function<void(int, std::string &)> &fn) {
+  std::vector<std::string> errors(n);
+  std::vector<std::thread> threads;
+  for (int r = 0; r < n; ++r)
+    threads.emplace_back([&, r] {
+      try {
+        fn(r, errors[r]);
+      } catch (const std::exception &e) {
+        errors[r] += e.what();
+      }
+    });
+  for (auto &t : threads) t.join();
+  return errors;
+}
+
+// Returns once all n ranks reached key.
+void kv_barrier(hb::rdv::KV &kv, const std::string &key, int r, int n) {
+  kv.set(key + "/" + std::to_string(r), "1");
+  for (int q = 0; q < n; ++q) kv.get(key + "/" + std::to_string(q), 30000);
+}
+
 // Links (comm/links.h) names the rank behind a Gloo error by the peer
 // address in it: every pair's own socket must be recorded, although all the
 // sockets a rank accepted share its listener's address (matching by
@@ -207,38 +248,80 @@ TEST(MeshConnect, OneListenerPerRankRefusesStrangers) {
 TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
   const int n = 5;
   hb::rdv::MemoryKV kv;
-  std::vector<std::string> errors(n);
-  std::vector<std::thread> threads;
-  for (int r = 0; r < n; ++r)
-    threads.emplace_back([&, r] {
-      try {
-        gloo::transport::tcp::attr attr;
-        attr.hostname = "127.0.0.1";
-        auto dev = gloo::transport::tcp::CreateDevice(attr);
-        auto ctx = std::make_shared<hb::comm::MeshContext>(r, n);
-        ctx->setTimeout(std::chrono::milliseconds(30000));
-        hb::comm::connect_meshes(kv, "links_test/", 30000, dev, {ctx});
-        hb::comm::Links links;
-        links.add_context(*ctx);
-        for (int q = 0; q < n; ++q) {
-          if (q == r) continue;
-          const int fd = hb::comm::pair_socket(*ctx->getPair(q));
-          const std::string peer =
-              gloo::transport::tcp::Address::fromPeerName(fd).str();
-          const int named = links.rank_in_message("read [" + peer + "]: x");
-          if (named != q)
-            errors[r] += "peer " + std::to_string(q) + " (" + peer +
-                         ") named as " + std::to_string(named) + "; ";
-        }
-        // Every rank holds its pairs until all have checked theirs.
-        kv.set("links_test/done/" + std::to_string(r), "1");
-        for (int q = 0; q < n; ++q)
-          kv.get("links_test/done/" + std::to_string(q), 30000);
-      } catch (const std::exception &e) {
-        errors[r] = e.what();
+  const auto errors = run_threads(n, [&](int r, std::string &err) {
+    auto ctx = loopback_mesh(kv, "links_test/", r, n);
+    hb::comm::Links links;
+    links.add_context(*ctx);
+    for (int q = 0; q < n; ++q) {
+      if (q == r) continue;
+      const int fd = hb::comm::pair_socket(*ctx->getPair(q));
+      const std::string peer =
+          gloo::transport::tcp::Address::fromPeerName(fd).str();
+      const int named = links.rank_in_message("read [" + peer + "]: x");
+      if (named != q)
+        err += "peer " + std::to_string(q) + " (" + peer + ") named as " +
+               std::to_string(named) + "; ";
+    }
+    // Every rank holds its pairs until all have checked theirs.
+    kv_barrier(kv, "links_test/done", r, n);
+  });
+  for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
+}
+
+// A call that fails with operations still posted on its per-call buffers
+// (comm/gloo_p2p.h) must leave Gloo's loop thread nothing to fill or
+// drain once it destroys them, although the peer is alive and may still
+// send: the pair of each pending operation is failed (closed) first. A
+// call whose operations all finished leaves its pairs connected.
+TEST(MeshConnect, FailedCallFailsThePairsOfItsPendingOperations) {
+  const int n = 3;
+  hb::rdv::MemoryKV kv;
+  // Rank 1 writes to a closed pair: Gloo writes without MSG_NOSIGNAL
+  // (GlooBackend blocks SIGPIPE around its calls). The rank threads and
+  // their devices' loop threads inherit this mask.
+  sigset_t pipe, old;
+  sigemptyset(&pipe);
+  sigaddset(&pipe, SIGPIPE);
+  pthread_sigmask(SIG_BLOCK, &pipe, &old);
+  const auto errors = run_threads(n, [&](int r, std::string &err) {
+    auto ctx = loopback_mesh(kv, "p2p_test/", r, n);
+    hb::comm::WaitBreaker breaker;
+    const std::chrono::milliseconds timeout(30000);
+    std::vector<char> buf(1 << 16, char(r)), in(buf.size());
+    {  // a call that completes: ring exchange
+      hb::comm::GlooP2P p2p(*ctx, 1, timeout, breaker);
+      p2p.send((r + 1) % n, 0, buf.data(), buf.size());
+      p2p.recv((r + n - 1) % n, 0, in.data(), in.size());
+      p2p.finish();
+    }
+    for (int q = 0; q < n; ++q)
+      if (q != r && hb::comm::pair_socket(*ctx->getPair(q)) < 0)
+        err +=
+            "pair to " + std::to_string(q) + " closed after a complete call; ";
+    // Rank 0's call "fails" with a receive from rank 1 pending; rank 1 then
+    // sends it (into the buffer rank 0 destroyed).
+    if (r == 0) {
+      hb::comm::GlooP2P p2p(*ctx, 2, timeout, breaker);
+      p2p.recv(1, 0, in.data(), in.size());
+    }
+    kv_barrier(kv, "p2p_sync/failed", r, n);
+    if (r == 1) {
+      try {  // rank 0's side of the pair may be closed first
+        hb::comm::GlooP2P p2p(*ctx, 2, timeout, breaker);
+        p2p.send(0, 0, buf.data(), buf.size());
+        p2p.finish();
+      } catch (const std::exception &) {
       }
-    });
-  for (auto &t : threads) t.join();
+    }
+    if (r == 0) {
+      if (hb::comm::pair_socket(*ctx->getPair(1)) >= 0)
+        err += "pair to 1 still open after the failed call; ";
+      if (hb::comm::pair_socket(*ctx->getPair(2)) < 0)
+        err += "pair to 2 (no pending operation) closed; ";
+    }
+    kv_barrier(kv, "p2p_sync/done", r, n);
+  });
+  pthread_sigmask(SIG_SETMASK, &old, nullptr);
   for (int r = 0; r < n; ++r) EXPECT_EQ(errors[r], "") << "rank " << r;
 }
 
