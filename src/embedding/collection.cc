@@ -752,11 +752,6 @@ void Collection::route_ids() {
     stats_.unique_ids += pl.local().unique().size();
     stats_.dedup_bound_bytes += pl.remote_sent() * 8;
   }
-  // The rows this rank will read for the lookup, requested as soon as it
-  // knows them: on a table larger than the cache each is a memory access,
-  // and these run while the caller computes (a started lookup's rounds run
-  // before its MLP) instead of one by one under the pool's own prefetch.
-  for (size_t t = 0; t < T; ++t) prefetch_owned(t);
 }
 
 void Collection::rows_and_pool(const JaggedBatch &in, float *out,
@@ -889,19 +884,6 @@ bool Collection::prefetch_rows(size_t t) const {
   return static_cast<uint64_t>(sp.num_rows) *
              static_cast<uint64_t>(tables_[t]->shard().record_words()) * 4 >
          kPoolPrefetchBytes;
-}
-
-void Collection::prefetch_owned(size_t t) const {
-  // Only a static shard's records here (not the ps tasks', nor a lifecycle
-  // table's, whose rows may be absent).
-  if (batch_ || !tables_[t]->records_in_place() || !prefetch_rows(t)) return;
-  const Slot &s = slots_[t];
-  const Shard &sh = tables_[t]->shard();
-  const bool dedup = s.owner_nu >= 0;
-  const int64_t *ids =
-      dedup ? plans_[t].owner().unique().data() : s.recv_ids.data();
-  const size_t n = dedup ? static_cast<size_t>(s.owner_nu) : s.recv_ids.size();
-  for (size_t i = 0; i < n; ++i) sh.prefetch(ids[i]);
 }
 
 bool Collection::direct_rows(size_t t) const {

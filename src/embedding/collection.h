@@ -289,10 +289,6 @@ class Collection : public CollectionBase {
   bool rows_in_place(size_t t) const;
   // Its records are large enough that the pool prefetches them.
   bool prefetch_rows(size_t t) const;
-  // Starts loading the records this rank owns in table t's lookup (all of
-  // them, before any is read), when its records are in place and
-  // prefetch_rows(t).
-  void prefetch_owned(size_t t) const;
   // Where rank's share starts in a plan's send / received order.
   static int64_t send_at(const StepPlan &pl, int rank);
   static int64_t recv_at(const StepPlan &pl, int rank);

@@ -221,9 +221,9 @@ CollCase in_place_case() {
 TEST(Collection, InPlaceRowsBitEqualWorld1) {
   check_world(1, 8, 31, -1, in_place_case(), /*edges=*/true);
 }
-// The same tables at world 3: the owners prefetch the records they serve
-// once the ids are routed (Collection::prefetch_owned), deduplicated across
-// requesters or not.
+// The same tables at world 3: the owners gather and update rows of tables
+// over the cache (Table::encode_rows / step_rows prefetch them ahead),
+// deduplicated across requesters or not.
 TEST(Collection, LargeTablesBitEqualWorld3) {
   check_world(3, 8, 32, -1, in_place_case(), /*edges=*/true);
 }
