@@ -188,7 +188,7 @@ TEST(Collection, BitEqualWorld4) { check_world(4, 6, 14); }
 // empty bags, one-id bags, ids at a table's first and last row, dims of
 // run-time width (5) and of the unrolled widths (1, 8), tables with and
 // without the prefetch, the gathered path beside it (a dynamic table).
-TEST(Collection, InPlaceRowsBitEqualWorld1) {
+CollCase in_place_case() {
   using hb_f = hbtest::CollFeature;
   CollCase c;
   c.tables = {
@@ -216,7 +216,16 @@ TEST(Collection, InPlaceRowsBitEqualWorld1) {
                 hb_f{4, HB_POOLING_SUM, true, 4, false}};
   for (size_t f = 0; f < c.features.size(); ++f)
     c.names.push_back("f" + std::to_string(f));
-  check_world(1, 8, 31, -1, c, /*edges=*/true);
+  return c;
+}
+TEST(Collection, InPlaceRowsBitEqualWorld1) {
+  check_world(1, 8, 31, -1, in_place_case(), /*edges=*/true);
+}
+// The same tables at world 3: the owners gather and update rows of tables
+// over the cache (Table::encode_rows / step_rows prefetch them ahead),
+// deduplicated across requesters or not.
+TEST(Collection, LargeTablesBitEqualWorld3) {
+  check_world(3, 8, 32, -1, in_place_case(), /*edges=*/true);
 }
 
 // Every partition gives the reference's bits (the reference has none).
