@@ -7,6 +7,7 @@ summation order.
 """
 
 import math
+import threading
 
 import numpy as np
 
@@ -28,15 +29,19 @@ def mix(x):
 
 
 _M1, _M2 = _U64(0xBF58476D1CE4E5B9), _U64(0x94D049BB133111EB)
-_S30, _S27, _S31 = _U64(30), _U64(27), _U64(31)
+_S11, _S30, _S27, _S31 = _U64(11), _U64(30), _U64(27), _U64(31)
+_UNIT = 1.0 / 9007199254740992.0  # 2^-53
 
 
-def _mix_into(x):
-    """mix's steps after the add of _GOLDEN, in place on x (a uint64 array
-    of the caller's); one scratch array for the shifts instead of a
-    temporary per step (sample() calls this on every table's hash of a
-    batch, with _GOLDEN folded into its salts: the adds wrap mod 2^64)."""
-    t = np.right_shift(x, _S30)
+def _mix_into(x, t=None, add_golden=False):
+    """mix's steps after the add of _GOLDEN (with add_golden: from it), in
+    place on x (a uint64 array of the caller's); the shifts go to t (x's
+    shape; None: a new array) instead of a temporary per step (sample()
+    calls this on every hash of a batch, with _GOLDEN folded into its
+    salts: the adds wrap mod 2^64)."""
+    if add_golden:
+        x += _GOLDEN
+    t = np.right_shift(x, _S30, out=t)
     x ^= t
     x *= _M1
     np.right_shift(x, _S27, out=t)
@@ -49,7 +54,7 @@ def _mix_into(x):
 
 def unit(h):
     """Top 53 bits of h as a double in [0, 1)."""
-    return (np.asarray(h, dtype=_U64) >> _U64(11)).astype(np.float64) * (1.0 / 9007199254740992.0)
+    return (np.asarray(h, dtype=_U64) >> _S11).astype(np.float64) * _UNIT
 
 
 def gauss(h):
@@ -58,20 +63,25 @@ def gauss(h):
     return _gauss_into(h.reshape(-1)).reshape(h.shape)[()]  # a scalar's is a scalar
 
 
-def _unit_into(h):
-    """unit(h) of a uint64 array of the caller's, which it overwrites."""
-    np.right_shift(h, _U64(11), out=h)
-    u = h.astype(np.float64)
-    u *= 1.0 / 9007199254740992.0
-    return u
+def _unit_to(h, out=None):
+    """unit(h) of a uint64 array of the caller's, which it overwrites, into
+    out (float64, h's shape; None: a new array): one multiply converts
+    (exactly: h >> 11 < 2^53) and scales, as unit's astype and product;
+    from int64 (the same values), which converts in fewer instructions
+    than uint64."""
+    np.right_shift(h, _S11, out=h)
+    return np.multiply(h.view(np.int64), _UNIT, out=out)
 
 
-def _gauss_into(h):
+def _gauss_into(h, s=None):
     """gauss(h) of a uint64 array of the caller's, which it overwrites: the
     same operations in place (a product's operands swapped, which IEEE
-    rounding does not see)."""
-    u2 = _unit_into(mix(h))
-    u1 = _unit_into(h)
+    rounding does not see); with s (sample()'s _Scratch, h (DENSE, n)) in
+    its work arrays, the result in s.u1."""
+    g = np.add(h, _GOLDEN, out=None if s is None else s.g)  # mix(h), h kept
+    _mix_into(g, None if s is None else s.shift[:DENSE])
+    u2 = _unit_to(g, None if s is None else s.u2)
+    u1 = _unit_to(h, None if s is None else s.u1)
     np.maximum(u1, 1e-300, out=u1)
     np.log(u1, out=u1)
     u1 *= -2.0
@@ -104,48 +114,57 @@ class Generator:
         # pow as in C++ (np.cumsum adds sequentially).
         terms = np.array([math.pow(k + 1.0, -alpha) for k in range(vocab)])
         cdf = np.cumsum(terms)
-        self._cdf = cdf / cdf[-1]
-        # rank_of's table: u in bucket k = [k / K, (k + 1) / K) has between
-        # below[k] and below[k + 1] CDF entries under it (K a power of two,
-        # so k / K and u * K are exact).
+        self._cdf = cdf / cdf[-1]  # the last is exactly 1.0 (x / x)
+        # sample() compares a table's hash m = h >> 11 (u = m * 2^-53)
+        # with floor(cdf * 2^53) in integers: u > c exactly when
+        # m > floor(c * 2^53) (m an integer; the scaling is exact), so the
+        # uniforms are never made.
+        self._cdf_int = np.floor(self._cdf * 9007199254740992.0).astype(_U64)
+        # The inverse CDF by buckets: u in bucket k = [k / K, (k + 1) / K)
+        # (K a power of two: k = h >> (64 - log2 K) exactly) has between
+        # below[k] and below[k + 1] CDF entries under it. With at most one
+        # entry in the bucket, the rank is below[k] + (u > cdf[below[k]]):
+        # two table reads and a compare, no search. The rare buckets with
+        # more (large vocabularies' tails) are searched (_multi).
         self._buckets = min(32 * vocab, 1 << 20)
+        self._kshift = _U64(64 - (self._buckets.bit_length() - 1))
         edges = np.arange(self._buckets + 1, dtype=np.float64) / self._buckets
-        self._below = np.searchsorted(self._cdf, edges, side="left").astype(np.int32)
-        # rank_of's per-bucket lookup, one table: 2 * (the rank below the
-        # bucket) + 1 if a CDF entry falls inside it (np.take of int64, no
-        # conversion; one table read per u instead of two).
-        self._below_open = 2 * self._below[:-1].astype(np.int64)
-        self._below_open += self._below[:-1] != self._below[1:]
+        below = np.searchsorted(self._cdf, edges, side="left")
+        self._below = below[:-1].astype(np.int64)
+        self._cand = self._cdf_int[np.minimum(self._below, vocab - 1)]  # below[k] < vocab: cdf[-1] = 1
+        multi = below[1:] - below[:-1] > 1
+        self._multi = multi if multi.any() else None
+        # Ids and planted weights by (table, rank), flat: sample() reads
+        # both at t * vocab + rank. The ids: a fixed bijection on
+        # [0, vocab) per table (odd multiplier), as C++.
+        self._table_base = (np.arange(TABLES, dtype=np.int64) * vocab)[:, None]
+        rank = np.arange(vocab, dtype=_U64)
+        self._id_of_rank = ((rank * _U64(0x9E3779B1) + (np.arange(TABLES, dtype=_U64) * _U64(7919))[:, None])
+                            & _U64(vocab - 1)).view(np.int64)
         # Planted weights of every (table, id), and of the dense features.
-        ids = np.arange(vocab, dtype=_U64)
-        mixed_ids = mix(ids)
-        self._weight = np.empty((TABLES, vocab))
+        mixed_ids = mix(np.arange(vocab, dtype=_U64))
+        weight = np.empty((TABLES, vocab))
         for t in range(TABLES):
-            self._weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
+            weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
+        self._weight_of_rank = np.take(weight, self._id_of_rank + self._table_base)
+        self._weight = weight
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
-        # Per-table and per-feature constants of sample(), as row vectors.
-        self._table_base = (np.arange(TABLES, dtype=np.int64) * vocab)[:, None]
-        self._table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
-        self._table_add = np.arange(TABLES, dtype=_U64) * _U64(7919)
-        self._dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
+        self._dense_weight_col = self._dense_weight[:, None]
         # sample()'s hash keys in its rows' order (the tables', the dense
         # features', the label's): the salts plus mix's increment, so it
         # hashes base + salt with one add (uint64 adds wrap: the same sum).
-        self._keys = np.concatenate([self._table_salt, self._dense_salt,
-                                     np.array([4242], dtype=_U64)]) + _GOLDEN
+        table_salt = 2 * np.arange(TABLES, dtype=_U64) + _U64(1)
+        dense_salt = np.arange(DENSE, dtype=_U64) + _U64(1000)
+        self._keys = (np.concatenate([table_salt, dense_salt, np.array([4242], dtype=_U64)])
+                      + _GOLDEN)[:, None]
+        self._local = threading.local()  # per thread: sample()'s _Scratch
 
     def rank_of(self, u):
-        """np.searchsorted(cdf, u, side="left") for u in [0, 1), the
-        Zipf rank (0-based) of each uniform u: exact, from the bucket table
-        where a bucket holds no CDF entry (most u), by binary search where
-        it holds some."""
-        k = (u * self._buckets).astype(np.int64)
-        rank = np.take(self._below_open, k)
-        open_ = (rank & 1).astype(np.bool_)
-        rank >>= 1
-        rank[open_] = np.searchsorted(self._cdf, u[open_], side="left")
-        return rank
+        """The Zipf rank (0-based) of each uniform u in [0, 1):
+        np.searchsorted(cdf, u, side="left"), which sample() computes from
+        its bucket tables."""
+        return np.searchsorted(self._cdf, u, side="left")
 
     def weight(self, t, ids):
         return self._weight[t, ids]
@@ -153,40 +172,84 @@ class Generator:
     def dense_weight(self, j):
         return self._dense_weight[j]
 
+    def _scratch(self, n):
+        """This thread's work arrays for batches of n samples (the prefetch
+        thread and the main thread sample at once; Samples' arrays are new
+        per call)."""
+        s = getattr(self._local, "s", None)
+        if s is None or s.n != n:
+            s = self._local.s = _Scratch(n)
+        return s
+
     def sample(self, split, begin, end):
         """Samples [begin, end) of split (0: train, 1: held out): every
         hash of the batch (the tables', the dense features', the label's)
-        as one (TABLES + DENSE + 1, n) array, hashed in place (no numpy
-        error state to switch: array arithmetic wraps silently); per value
-        the C++ operations, so the same samples."""
+        as one (TABLES + DENSE + 1, n) array, hashed in place in reused
+        work arrays (no numpy error state to switch: array arithmetic
+        wraps silently); per value the C++ operations, so the same
+        samples. Each numpy call costs ~1 us whatever its size, so the
+        batch is a few dozen calls over whole arrays."""
         n = max(0, end - begin)
-        index = np.arange(begin, begin + n, dtype=_U64)
-        index ^= _U64(split) << _U64(56)
-        base = mix(self.seed ^ mix(index))
+        s = self._scratch(n)
+        index = np.add(s.iota, _U64(begin), out=s.base)
+        index ^= _U64(split << 56)
+        base = _mix_into(index, s.shift[0], add_golden=True)
+        base ^= self.seed
+        _mix_into(base, s.shift[0], add_golden=True)
         # One row per hash, table after table: the ids come out in the
         # layout the planted weights are read in and the collection's flat
         # batch takes (Samples.ids and .dense are (n, ...) views of them).
-        h = _mix_into(np.add(self._keys[:, None], base))
-        rank = self.rank_of(_unit_into(h[:TABLES]))
-        np.minimum(rank, self.vocab - 1, out=rank)
-        ids = rank.view(_U64)  # ranks are >= 0: the same values, in place
-        ids *= _U64(0x9E3779B1)
-        ids += self._table_add[:, None]
-        ids &= _U64(self.vocab - 1)
-        ids = ids.view(np.int64)
-        dense = _gauss_into(h[TABLES:TABLES + DENSE]).astype(np.float32)
+        h = _mix_into(np.add(self._keys, base, out=s.h), s.shift)
+        ht = h[:TABLES]
+        # The tables' Zipf ranks: bucket k, then m = h >> 11 (u's bits).
+        k = np.right_shift(ht, self._kshift, out=s.k).view(np.int64)
+        np.right_shift(ht, _S11, out=ht)
+        # Indices in range: mode "wrap" does not buffer out (as "raise"
+        # does) and costs fewer instructions than "clip".
+        rank = np.take(self._below, k, out=s.rank, mode="wrap")
+        np.greater(ht, np.take(self._cand, k, out=s.cand, mode="wrap"), out=s.bit)
+        rank += s.bit
+        if self._multi is not None:
+            at = np.flatnonzero(np.take(self._multi, k, out=s.bit, mode="wrap"))
+            if at.size:
+                rank.reshape(-1)[at] = np.searchsorted(self._cdf_int, ht.reshape(-1)[at], side="left")
+        rank += self._table_base
+        ids = np.take(self._id_of_rank, rank, mode="wrap")
+        terms = s.terms  # row 0 is -1
+        np.take(self._weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
+        dense = _gauss_into(h[TABLES:TABLES + DENSE], s).astype(np.float32)
         # The logit's terms in the C++ order (-1, the tables', the dense
         # features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
         # (the pairwise summation is only along the contiguous axis).
-        terms = np.empty((1 + TABLES + DENSE, n))
-        terms[0] = -1.0
-        np.take(self._weight, ids + self._table_base, out=terms[1:1 + TABLES])
-        np.multiply(self._dense_weight[:, None], dense, out=terms[1 + TABLES:])
-        p = np.add.reduce(terms, axis=0)  # the logit; then 1 / (1 + exp(-logit)) in place
+        np.multiply(self._dense_weight_col, dense, out=terms[1 + TABLES:])
+        p = np.add.reduce(terms, axis=0, out=s.p)  # the logit; then 1 / (1 + exp(-logit)) in place
         np.negative(p, out=p)
         np.exp(p, out=p)
         p += 1.0
         np.divide(1.0, p, out=p)
-        label = (_unit_into(h[TABLES + DENSE]) < p).astype(np.float32)
+        label = np.less(_unit_to(h[TABLES + DENSE], s.u1[0]), p, out=np.empty(n, np.float32))
         return Samples(ids.T, dense.T, label, p.astype(np.float32))
+
+
+class _Scratch:
+    """Generator.sample's work arrays for batches of n samples."""
+
+    def __init__(self, n):
+        rows = TABLES + DENSE + 1
+        self.n = n
+        self.iota = np.arange(n, dtype=_U64)
+        self.base = np.empty(n, _U64)
+        self.h = np.empty((rows, n), _U64)  # every hash of the batch
+        self.shift = np.empty((rows, n), _U64)  # _mix_into's shifts
+        self.k = np.empty((TABLES, n), _U64)
+        self.rank = np.empty((TABLES, n), np.int64)
+        self.cand = np.empty((TABLES, n), _U64)
+        self.bit = np.empty((TABLES, n), np.bool_)
+        self.g = np.empty((DENSE, n), _U64)  # _gauss_into's second hash
+        # _gauss_into's uniforms, two arrays: numpy's SIMD loops (log, cos)
+        # fall back to ~8x slower code between two views of one array.
+        self.u1, self.u2 = np.empty((DENSE, n)), np.empty((DENSE, n))
+        self.terms = np.empty((1 + TABLES + DENSE, n))
+        self.terms[0] = -1.0
+        self.p = np.empty(n)
