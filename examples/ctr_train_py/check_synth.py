@@ -9,6 +9,7 @@ log / cos / exp round differently from libm's.
 
 import subprocess
 import sys
+import threading
 
 import numpy as np
 
@@ -46,11 +47,65 @@ def check(dump, seed, vocab, split, begin, end):
     print("ok: %s (%d clicks)" % (where, int(label.sum())))
 
 
+def same_samples(a, b):
+    return all(np.array_equal(np.ascontiguousarray(getattr(a, f)).view(np.uint8),
+                              np.ascontiguousarray(getattr(b, f)).view(np.uint8))
+               for f in ("ids", "dense", "label", "planted_prob"))
+
+
+def check_reuse(seed, vocab):
+    """Generator.sample reuses per-thread work arrays: batches of changing
+    sizes, and two threads sampling one generator at once, must give the
+    bits of one fresh generator's single batch."""
+    g = synth_data.Generator(seed, vocab)
+    want = synth_data.Generator(seed, vocab).sample(0, 0, 4096)
+    cuts = [0, 512, 1024, 1025, 1536, 2048, 2048, 2560, 4096]
+    parts = [g.sample(0, a, b) for a, b in zip(cuts, cuts[1:])]
+    for f in ("ids", "dense", "label", "planted_prob"):
+        got = np.concatenate([getattr(p, f) for p in parts])
+        if not np.array_equal(got.view(np.uint8), np.ascontiguousarray(getattr(want, f)).view(np.uint8)):
+            raise SystemExit("seed %d vocab %d: %s of batches of changing sizes differ" % (seed, vocab, f))
+    got, errors = {}, []
+
+    def run(split, n):
+        try:
+            got[split] = [g.sample(split, i * n, (i + 1) * n) for i in range(40)]
+        except Exception as e:  # reported below, not lost with the thread
+            errors.append(e)
+
+    # One batch size (one shape of work arrays) and a thread switch every
+    # few numpy calls, so shared arrays would be overwritten mid-batch.
+    jobs = ((0, 512), (1, 512))
+    threads = [threading.Thread(target=run, args=job) for job in jobs]
+    interval = sys.getswitchinterval()
+    sys.setswitchinterval(1e-5)
+    try:
+        for t in threads:
+            t.start()
+        for t in threads:
+            t.join()
+    finally:
+        sys.setswitchinterval(interval)
+    if errors:
+        raise errors[0]
+    ref = synth_data.Generator(seed, vocab)
+    for split, n in jobs:
+        for i in range(40):
+            if not same_samples(got[split][i], ref.sample(split, i * n, (i + 1) * n)):
+                raise SystemExit("seed %d vocab %d: split %d batch %d differs when two threads "
+                                 "sample at once" % (seed, vocab, split, i))
+    print("ok: seed %d vocab %d: batches of changing sizes and two threads at once" % (seed, vocab))
+
+
 def main():
     dump = sys.argv[1]
     check(dump, 2026, 8192, 0, 0, 2000)
     check(dump, 2026, 8192, 1, 123456, 124456)
     check(dump, 7, 1024, 0, (1 << 40) - 500, (1 << 40) + 500)
+    # A large vocabulary: buckets of the inverse CDF that hold several CDF
+    # entries (synth_data searches those), ~3 % of the uniforms.
+    check(dump, 2026, 131072, 0, 0, 3000)
+    check_reuse(2026, 2048)
 
 
 if __name__ == "__main__":
