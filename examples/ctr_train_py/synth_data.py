@@ -115,38 +115,41 @@ class Generator:
         terms = np.array([math.pow(k + 1.0, -alpha) for k in range(vocab)])
         cdf = np.cumsum(terms)
         self._cdf = cdf / cdf[-1]  # the last is exactly 1.0 (x / x)
-        # sample() compares a table's hash m = h >> 11 (u = m * 2^-53)
-        # with floor(cdf * 2^53) in integers: u > c exactly when
-        # m > floor(c * 2^53) (m an integer; the scaling is exact), so the
-        # uniforms are never made.
-        self._cdf_int = np.floor(self._cdf * 9007199254740992.0).astype(_U64)
+        # sample() compares a table's hash h (u = (h >> 11) * 2^-53) with
+        # the CDF in integers: u > c exactly when h >> 11 > floor(c * 2^53)
+        # (an integer against a real; the scaling is exact), that is when
+        # h > floor(c * 2^53) << 11 | 0x7ff; for c = 1, never (2^64 - 1).
+        # So the tables' uniforms are never made.
+        c53 = np.floor(self._cdf * 9007199254740992.0).astype(_U64)
+        self._cdf_h = np.where(c53 >> _U64(53) != 0, _U64(0xFFFFFFFFFFFFFFFF),
+                               (c53 << _S11) | _U64(0x7FF))
         # The inverse CDF by buckets: u in bucket k = [k / K, (k + 1) / K)
         # (K a power of two: k = h >> (64 - log2 K) exactly) has between
         # below[k] and below[k + 1] CDF entries under it. With at most one
         # entry in the bucket, the rank is below[k] + (u > cdf[below[k]]):
-        # two table reads and a compare, no search. The rare buckets with
-        # more (large vocabularies' tails) are searched (_multi).
-        self._buckets = min(32 * vocab, 1 << 20)
+        # two table reads and a compare, no search. Buckets with more are
+        # searched (_multi: none up to vocab 8192 with K = 16 * vocab; 3 %
+        # of the uniforms at 131072, K = 2^20). K is what keeps the tables
+        # (K int64s and K uint64s) in cache beside the training step.
+        self._buckets = min(16 * vocab, 1 << 20)
         self._kshift = _U64(64 - (self._buckets.bit_length() - 1))
         edges = np.arange(self._buckets + 1, dtype=np.float64) / self._buckets
         below = np.searchsorted(self._cdf, edges, side="left")
         self._below = below[:-1].astype(np.int64)
-        self._cand = self._cdf_int[np.minimum(self._below, vocab - 1)]  # below[k] < vocab: cdf[-1] = 1
+        self._cand = self._cdf_h[np.minimum(self._below, vocab - 1)]  # below[k] < vocab: cdf[-1] = 1
         multi = below[1:] - below[:-1] > 1
         self._multi = multi if multi.any() else None
-        # Ids and planted weights by (table, rank), flat: sample() reads
-        # both at t * vocab + rank. The ids: a fixed bijection on
-        # [0, vocab) per table (odd multiplier), as C++.
+        # Planted weights by (table, rank), flat: sample() reads them at
+        # t * vocab + rank, and makes the ids from the same index.
         self._table_base = (np.arange(TABLES, dtype=np.int64) * vocab)[:, None]
-        rank = np.arange(vocab, dtype=_U64)
-        self._id_of_rank = ((rank * _U64(0x9E3779B1) + (np.arange(TABLES, dtype=_U64) * _U64(7919))[:, None])
-                            & _U64(vocab - 1)).view(np.int64)
+        self._table_add = (np.arange(TABLES, dtype=_U64) * _U64(7919))[:, None]
         # Planted weights of every (table, id), and of the dense features.
         mixed_ids = mix(np.arange(vocab, dtype=_U64))
         weight = np.empty((TABLES, vocab))
         for t in range(TABLES):
             weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
-        self._weight_of_rank = np.take(weight, self._id_of_rank + self._table_base)
+        ranks = np.arange(vocab, dtype=np.int64) + self._table_base
+        self._weight_of_rank = np.take(weight, self._ids_of(ranks) + self._table_base)
         self._weight = weight
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
@@ -165,6 +168,17 @@ class Generator:
         np.searchsorted(cdf, u, side="left"), which sample() computes from
         its bucket tables."""
         return np.searchsorted(self._cdf, u, side="left")
+
+    def _ids_of(self, rank):
+        """The ids (a new int64 array) of (TABLES, n) flat ranks t * vocab +
+        rank (int64): C++'s bijection on [0, vocab) per table, (rank *
+        0x9e3779b1 + t * 7919) & (vocab - 1), in uint64 arithmetic; t *
+        vocab times the odd multiplier is a multiple of vocab, which the
+        mask drops."""
+        ids = np.multiply(rank.view(_U64), _U64(0x9E3779B1))
+        ids += self._table_add
+        ids &= _U64(self.vocab - 1)
+        return ids.view(np.int64)
 
     def weight(self, t, ids):
         return self._weight[t, ids]
@@ -201,9 +215,8 @@ class Generator:
         # batch takes (Samples.ids and .dense are (n, ...) views of them).
         h = _mix_into(np.add(self._keys, base, out=s.h), s.shift)
         ht = h[:TABLES]
-        # The tables' Zipf ranks: bucket k, then m = h >> 11 (u's bits).
+        # The tables' Zipf ranks, from bucket k of each hash.
         k = np.right_shift(ht, self._kshift, out=s.k).view(np.int64)
-        np.right_shift(ht, _S11, out=ht)
         # Indices in range: mode "wrap" does not buffer out (as "raise"
         # does) and costs fewer instructions than "clip".
         rank = np.take(self._below, k, out=s.rank, mode="wrap")
@@ -212,9 +225,9 @@ class Generator:
         if self._multi is not None:
             at = np.flatnonzero(np.take(self._multi, k, out=s.bit, mode="wrap"))
             if at.size:
-                rank.reshape(-1)[at] = np.searchsorted(self._cdf_int, ht.reshape(-1)[at], side="left")
+                rank.reshape(-1)[at] = np.searchsorted(self._cdf_h, ht.reshape(-1)[at], side="left")
         rank += self._table_base
-        ids = np.take(self._id_of_rank, rank, mode="wrap")
+        ids = self._ids_of(rank)
         terms = s.terms  # row 0 is -1
         np.take(self._weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
         dense = _gauss_into(h[TABLES:TABLES + DENSE], s).astype(np.float32)
