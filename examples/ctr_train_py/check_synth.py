@@ -102,6 +102,8 @@ def main():
     check(dump, 2026, 8192, 0, 0, 2000)
     check(dump, 2026, 8192, 1, 123456, 124456)
     check(dump, 7, 1024, 0, (1 << 40) - 500, (1 << 40) + 500)
+    # Indices past 2^56, where the split's bit 56 is an xor, not an add.
+    check(dump, 7, 1024, 1, (1 << 56) - 500, (1 << 56) + 500)
     # A large vocabulary: buckets of the inverse CDF that hold several CDF
     # entries (synth_data searches those), ~3 % of the uniforms.
     check(dump, 2026, 131072, 0, 0, 3000)

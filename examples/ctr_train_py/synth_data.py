@@ -18,6 +18,7 @@ _U64 = np.uint64
 
 
 _GOLDEN = _U64(0x9E3779B97F4A7C15)  # splitmix64's increment
+_MASK64 = (1 << 64) - 1
 
 
 def mix(x):
@@ -149,11 +150,13 @@ class Generator:
         for t in range(TABLES):
             weight[t] = 0.3 * gauss(mix(self.seed ^ mix(_U64(0x5EED0000 + t)) ^ mixed_ids))
         ranks = np.arange(vocab, dtype=np.int64) + self._table_base
-        self._weight_of_rank = np.take(weight, self._ids_of(ranks) + self._table_base)
+        # Negated, as sample() sums the logit's terms: -logit directly (IEEE
+        # rounding is symmetric, so the same bits as the negated sum).
+        self._neg_weight_of_rank = -np.take(weight, self._ids_of(ranks) + self._table_base)
         self._weight = weight
         self._dense_weight = np.array(
             [0.5 * gauss(mix(self.seed ^ _U64(0xDEAD + j))) for j in range(DENSE)])
-        self._dense_weight_col = self._dense_weight[:, None]
+        self._neg_dense_weight_col = -self._dense_weight[:, None]
         # sample()'s hash keys in its rows' order (the tables', the dense
         # features', the label's): the salts plus mix's increment, so it
         # hashes base + salt with one add (uint64 adds wrap: the same sum).
@@ -205,9 +208,13 @@ class Generator:
         batch is a few dozen calls over whole arrays."""
         n = max(0, end - begin)
         s = self._scratch(n)
-        index = np.add(s.iota, _U64(begin), out=s.base)
-        index ^= _U64(split << 56)
-        base = _mix_into(index, s.shift[0], add_golden=True)
+        if end <= 1 << 56:  # the index's xor with split << 56 is an add: one add for both and mix's
+            base = _mix_into(np.add(s.iota, _U64((begin + (split << 56) + int(_GOLDEN)) & _MASK64),
+                                    out=s.base), s.shift[0])
+        else:
+            index = np.add(s.iota, _U64(begin), out=s.base)
+            index ^= _U64(split << 56)
+            base = _mix_into(index, s.shift[0], add_golden=True)
         base ^= self.seed
         _mix_into(base, s.shift[0], add_golden=True)
         # One row per hash, table after table: the ids come out in the
@@ -228,16 +235,15 @@ class Generator:
                 rank.reshape(-1)[at] = np.searchsorted(self._cdf_h, ht.reshape(-1)[at], side="left")
         rank += self._table_base
         ids = self._ids_of(rank)
-        terms = s.terms  # row 0 is -1
-        np.take(self._weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
+        terms = s.terms  # row 0 is +1: the logit's -1, negated
+        np.take(self._neg_weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
         dense = _gauss_into(h[TABLES:TABLES + DENSE], s).astype(np.float32)
         # The logit's terms in the C++ order (-1, the tables', the dense
         # features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
         # (the pairwise summation is only along the contiguous axis).
-        np.multiply(self._dense_weight_col, dense, out=terms[1 + TABLES:])
-        p = np.add.reduce(terms, axis=0, out=s.p)  # the logit; then 1 / (1 + exp(-logit)) in place
-        np.negative(p, out=p)
+        np.multiply(self._neg_dense_weight_col, dense, out=terms[1 + TABLES:])
+        p = np.add.reduce(terms, axis=0, out=s.p)  # -logit; then 1 / (1 + exp(-logit)) in place
         np.exp(p, out=p)
         p += 1.0
         np.divide(1.0, p, out=p)
@@ -264,5 +270,5 @@ class _Scratch:
         # fall back to ~8x slower code between two views of one array.
         self.u1, self.u2 = np.empty((DENSE, n)), np.empty((DENSE, n))
         self.terms = np.empty((1 + TABLES + DENSE, n))
-        self.terms[0] = -1.0
+        self.terms[0] = 1.0
         self.p = np.empty(n)
