@@ -2,8 +2,8 @@
 
 Every hash is the C++ one on numpy uint64 arrays (wrapping arithmetic), so
 ids and labels match the C++ generator exactly; a batch of samples is made
-with whole-array operations, one pass per table / dense feature, in the C++
-summation order.
+with whole-array operations over every table / dense feature at once, in
+the C++ summation order.
 """
 
 import math
@@ -238,8 +238,8 @@ class Generator:
         terms = s.terms  # row 0 is +1: the logit's -1, negated
         np.take(self._neg_weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
         dense = _gauss_into(h[TABLES:TABLES + DENSE], s).astype(np.float32)
-        # The logit's terms in the C++ order (-1, the tables', the dense
-        # features'), one row per term, summed left to right as C++ does:
+        # The logit's terms, negated, in the C++ order (-1, the tables', the
+        # dense features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
         # (the pairwise summation is only along the contiguous axis).
         np.multiply(self._neg_dense_weight_col, dense, out=terms[1 + TABLES:])
