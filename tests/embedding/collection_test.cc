@@ -228,6 +228,41 @@ TEST(Collection, LargeTablesBitEqualWorld3) {
   check_world(3, 8, 32, -1, in_place_case(), /*edges=*/true);
 }
 
+// Features whose bags all hold one id (Bags::one: the pool copies or
+// scales each bag's row without the per-bag bounds) give the reference's
+// bits for every pooling, weighted or not, from rows read in place (world
+// 1; a table over the prefetch threshold and under it) and gathered (a
+// dynamic table; world 2), beside multi-id features.
+CollCase one_id_case() {
+  using hb_f = hbtest::CollFeature;
+  CollCase c;
+  c.tables = {hbtest::coll_table("big8", 8, 20000, HB_OPT_ADAGRAD,
+                                 HB_PARTITION_MOD, HB_FLOAT32),
+              hbtest::coll_table("small5", 5, 64, HB_OPT_SGD, HB_PARTITION_DIV,
+                                 HB_FLOAT32),
+              hbtest::coll_table("small1", 1, 40, HB_OPT_ADAGRAD,
+                                 HB_PARTITION_MOD, HB_FLOAT32),
+              hbtest::coll_table("dyn", 8, 0, HB_OPT_SGD, HB_PARTITION_MOD,
+                                 HB_FLOAT32)};
+  c.features = {hb_f{0, HB_POOLING_SUM, false, 1, true},
+                hb_f{0, HB_POOLING_MEAN, true, 1, true},
+                hb_f{1, HB_POOLING_SQRTN, false, 1, true},
+                hb_f{1, HB_POOLING_SUM, true, 1, true},
+                hb_f{1, HB_POOLING_NONE, false, 1, true},
+                hb_f{2, HB_POOLING_SUM, false, 1, true},
+                hb_f{2, HB_POOLING_SUM, false, 4, false},
+                hb_f{3, HB_POOLING_SUM, false, 1, true},
+                hb_f{3, HB_POOLING_MEAN, true, 1, true},
+                hb_f{3, HB_POOLING_SQRTN, false, 3, false}};
+  for (size_t f = 0; f < c.features.size(); ++f)
+    c.names.push_back("f" + std::to_string(f));
+  return c;
+}
+TEST(Collection, OneIdBagsBitEqual) {
+  for (int world : {1, 2})
+    check_world(world, 8, 50 + world, -1, one_id_case(), /*edges=*/true);
+}
+
 // Every partition gives the reference's bits (the reference has none).
 TEST(Collection, BitEqualPartitionDiv) {
   check_world(3, 4, 21, HB_PARTITION_DIV);
