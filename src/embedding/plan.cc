@@ -97,7 +97,9 @@ int StepPlan::sources() const {
 
 int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
   if (sources() <= 1) return -1;
-  owner_dedup_.run(recv_ids, nrecv);
+  // The requesters checked a static table's ids: its bound lets the dedup
+  // index them directly (Dedup::run), as the requesters' own dedup does.
+  owner_dedup_.run(recv_ids, nrecv, spec_.dynamic() ? 0 : spec_.num_rows);
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 
