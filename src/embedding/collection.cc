@@ -700,12 +700,19 @@ void Collection::read_bags(const JaggedBatch &in, const char *what,
       const int64_t *o = in.offsets[f];
       if (o[0] < 0) bag_error(what, f, 1, 0, o[0]);
       base = o[0];
-      // Check, then convert: two loops without an error call inside (it
-      // kept them scalar); the first bad sample is found only when there
-      // is one. Strictly increasing offsets spanning B ids are one id per
-      // bag (g.one); an empty bag (or a bad one) takes a second check.
-      bool flat = false;
-      for (int64_t b = 0; b < B; ++b) flat |= o[b + 1] <= o[b];
+      // Check, then convert: loops without an error call inside (it kept
+      // them scalar); the first bad sample is found only when there is
+      // one. Strictly increasing offsets spanning B ids are one id per bag
+      // (g.one); an empty bag (or a bad one) takes a second check. The
+      // first check ORs sign bits (a vector loop: SSE2 has no 64-bit
+      // compare): an offset below 0, or o[b + 1] - o[b] - 1 below 0, which
+      // cannot overflow while both offsets are >= 0.
+      uint64_t sign = 0;
+      for (int64_t b = 0; b < B; ++b) {
+        const uint64_t hi = static_cast<uint64_t>(o[b + 1]);
+        sign |= hi | (hi - static_cast<uint64_t>(o[b]) - 1);
+      }
+      const bool flat = sign >> 63;
       bool down = false;
       for (int64_t b = 0; flat && b < B; ++b) down |= o[b + 1] < o[b];
       for (int64_t b = 0; down && b < B; ++b)
