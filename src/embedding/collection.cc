@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <type_traits>
 
 #include "abi/error.h"
 #include "embedding/dim_dispatch.h"
@@ -917,16 +919,26 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
       }
       // Rows spread over more than the cache: each id's row is a memory
       // access; start the one kPoolAhead ids on (its first and last
-      // weight: a row may straddle a cache line).
-      ops.pool(
-          dim,
-          [=](size_t k) {
-            const float *a = rec + ids[std::min(k + kPoolAhead, n - 1)] * words;
-            __builtin_prefetch(a);
-            if (d > 1) __builtin_prefetch(a + d - 1);
-            return rec + ids[k] * words;
-          },
-          g.w, g.bag.data(), in.batch, n, pooling, o, pooled_width_, g.one);
+      // weight when a row may straddle a cache line; records that start
+      // on lines and rows that fit in one need one prefetch).
+      auto prefetched = [&](auto last) {
+        ops.pool(
+            dim,
+            [=](size_t k) {
+              const float *a =
+                  rec + ids[std::min(k + kPoolAhead, n - 1)] * words;
+              __builtin_prefetch(a);
+              if (decltype(last)::value) __builtin_prefetch(a + d - 1);
+              return rec + ids[k] * words;
+            },
+            g.w, g.bag.data(), in.batch, n, pooling, o, pooled_width_, g.one);
+      };
+      const bool on_lines = reinterpret_cast<uintptr_t>(rec) % 64 == 0 &&
+                            words * 4 % 64 == 0 && d * 4 <= 64;
+      if (d > 1 && !on_lines)
+        prefetched(std::true_type());
+      else
+        prefetched(std::false_type());
     });
   }
 }
