@@ -754,8 +754,7 @@ void Collection::plan_tables(const char *what) {
     for (size_t f : slot_features_[t]) total += n_[f];
     s.ids.resize(total);
     for (size_t f : slot_features_[t])
-      if (n_[f])
-        std::memcpy(s.ids.data() + start_[f], bags_[f].ids, n_[f] * 8);
+      if (n_[f]) std::memcpy(s.ids.data() + start_[f], bags_[f].ids, n_[f] * 8);
     plans_[t].prepare(s.ids.data(), s.ids.size(), s.ids.data(), what);
   }
 }
@@ -827,9 +826,8 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
     if (rows_in_place(t)) continue;  // pooled from the shard below
     s.wire.resize(s.nrecv * row_bytes_[t]);
     if (batch_)
-      calls[t] = {tables_[t], s.recv,  s.nrecv,
-                  s.owner_nu, &plans_[t].owner(), s.wire.data(),
-                  nullptr};
+      calls[t] = {tables_[t],         s.recv,        s.nrecv, s.owner_nu,
+                  &plans_[t].owner(), s.wire.data(), nullptr};
   }
   if (batch_) batch_->encode_rows(calls);
   // This rank's own rows skip the exchange: the requester decodes them from
@@ -849,8 +847,8 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
       continue;
     }
     if (!batch_)
-      tables_[t]->encode_rows(s.recv, s.nrecv, s.owner_nu,
-                              pl.owner(), s.wire.data());
+      tables_[t]->encode_rows(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                              s.wire.data());
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
@@ -1061,8 +1059,8 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
     if (!batch_ && direct_rows(t)) {
-      tables_[t]->apply_rows(s.recv, s.nrecv, s.owner_nu,
-                             pl.owner(), s.partial.data());
+      tables_[t]->apply_rows(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                             s.partial.data());
       continue;
     }
     s.wire.resize(s.nrecv * rbt);
@@ -1080,11 +1078,11 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       to += c;
     }
     if (batch_)
-      calls[t] = {tables_[t],  s.recv, s.nrecv, s.owner_nu,
-                  &pl.owner(), nullptr,           s.wire.data()};
+      calls[t] = {tables_[t],  s.recv,  s.nrecv,      s.owner_nu,
+                  &pl.owner(), nullptr, s.wire.data()};
     else
-      tables_[t]->apply_received(s.recv, s.nrecv,
-                                 s.owner_nu, pl.owner(), s.wire.data());
+      tables_[t]->apply_received(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                                 s.wire.data());
   }
   if (batch_) batch_->apply_received(calls);
   return true;

@@ -267,7 +267,7 @@ class Collection : public CollectionBase {
     // (what recv_ids would copy).
     const int64_t *recv = nullptr;
     size_t nrecv = 0;
-    int64_t owner_nu = -1;          // StepPlan::owner_dedup's result
+    int64_t owner_nu = -1;  // StepPlan::owner_dedup's result
     // Rows / partial sums in send order.
     std::vector<float, NoFill<float>> partial;
     // Owner side, received order.

@@ -234,26 +234,16 @@ TEST(Collection, LargeTablesBitEqualWorld3) {
 // 1; a table over the prefetch threshold and under it) and gathered (a
 // dynamic table; world 2), beside multi-id features.
 CollCase one_id_case() {
-  using hb_f = hbtest::CollFeature;
-  CollCase c;
-  c.tables = {hbtest::coll_table("big8", 8, 20000, HB_OPT_ADAGRAD,
-                                 HB_PARTITION_MOD, HB_FLOAT32),
-              hbtest::coll_table("small5", 5, 64, HB_OPT_SGD, HB_PARTITION_DIV,
-                                 HB_FLOAT32),
-              hbtest::coll_table("small1", 1, 40, HB_OPT_ADAGRAD,
-                                 HB_PARTITION_MOD, HB_FLOAT32),
-              hbtest::coll_table("dyn", 8, 0, HB_OPT_SGD, HB_PARTITION_MOD,
-                                 HB_FLOAT32)};
-  c.features = {hb_f{0, HB_POOLING_SUM, false, 1, true},
-                hb_f{0, HB_POOLING_MEAN, true, 1, true},
-                hb_f{1, HB_POOLING_SQRTN, false, 1, true},
-                hb_f{1, HB_POOLING_SUM, true, 1, true},
-                hb_f{1, HB_POOLING_NONE, false, 1, true},
-                hb_f{2, HB_POOLING_SUM, false, 1, true},
-                hb_f{2, HB_POOLING_SUM, false, 4, false},
-                hb_f{3, HB_POOLING_SUM, false, 1, true},
-                hb_f{3, HB_POOLING_MEAN, true, 1, true},
-                hb_f{3, HB_POOLING_SQRTN, false, 3, false}};
+  CollCase c = in_place_case();  // its tables: big8 big1 small5 small8 dyn
+  c.features.clear();
+  const int32_t kPoolings[] = {HB_POOLING_SUM, HB_POOLING_MEAN,
+                               HB_POOLING_SQRTN, HB_POOLING_NONE};
+  for (int t : {0, 1, 2, 4})
+    for (int k = 0; k < 4; ++k)  // weighted every other one, by table
+      c.features.push_back({t, kPoolings[k], (t + k) % 2 == 1, 1, true});
+  c.features.push_back({1, HB_POOLING_SUM, false, 4, false});
+  c.features.push_back({4, HB_POOLING_SQRTN, false, 3, false});
+  c.names.clear();
   for (size_t f = 0; f < c.features.size(); ++f)
     c.names.push_back("f" + std::to_string(f));
   return c;
