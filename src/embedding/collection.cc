@@ -2,9 +2,11 @@
 
 #include <algorithm>
 #include <cmath>
+#include <cstdint>
 #include <cstring>
 #include <exception>
 #include <optional>
+#include <type_traits>
 
 #include "abi/error.h"
 #include "embedding/dim_dispatch.h"
@@ -82,11 +84,16 @@ struct RowOps {
   // Feature f's pooled output (or unpooled rows) from its ids' rows:
   // row(k) is id k's row (the gathered rows in send order, or the shard's
   // records read in place), called once per id in increasing k.
+  // one: every bag holds one id (Bags::one), bag b = [b, b + 1).
   template <class Row>
   static void pool(int64_t dim_rt, Row row, const float *w, const int64_t *bag,
                    int64_t B, size_t n, int32_t pooling, float *out,
-                   int64_t stride) {
+                   int64_t stride, bool one) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
+    if (one && pooling != HB_POOLING_NONE) {
+      pool_one(row, w, B, pooling, out, stride, dim);
+      return;
+    }
     if (pooling == HB_POOLING_NONE) {
       for (size_t k = 0; k < n; ++k) {
         const float *r = row(k);
@@ -116,6 +123,29 @@ struct RowOps {
       const float d = pooling == HB_POOLING_MEAN
                           ? static_cast<float>(hi - lo)
                           : std::sqrt(static_cast<float>(hi - lo));
+      for (int64_t c = 0; c < dim; ++c) o[c] /= d;
+    }
+  }
+  // pool() over one id per bag: the same operations per bag (the row, or
+  // its product with the weight; then the divisor of a one-id bag), without
+  // the bounds, the empty-bag test and the inner loop per bag.
+  template <class Row>
+  static void pool_one(Row row, const float *w, int64_t B, int32_t pooling,
+                       float *out, int64_t stride, int64_t dim) {
+    if (!w && pooling == HB_POOLING_SUM) {
+      for (int64_t b = 0; b < B; ++b) set(out + b * stride, row(b), dim);
+      return;
+    }
+    const float d = pooling == HB_POOLING_MEAN    ? static_cast<float>(1)
+                    : pooling == HB_POOLING_SQRTN ? std::sqrt(1.0f)
+                                                  : 0.0f;
+    for (int64_t b = 0; b < B; ++b) {
+      float *o = out + b * stride;
+      if (w)
+        set_scaled(o, row(b), w[b], dim);
+      else
+        set(o, row(b), dim);
+      if (pooling == HB_POOLING_SUM) continue;
       for (int64_t c = 0; c < dim; ++c) o[c] /= d;
     }
   }
@@ -666,27 +696,42 @@ void Collection::read_bags(const JaggedBatch &in, const char *what,
     Bags &g = bags_[f];
     g.bag.resize(B + 1);  // every entry written below: no fill
     g.bag[0] = 0;
+    g.one = false;
     int64_t base = 0;
     if (B > 0 && in.offsets) {
       const int64_t *o = in.offsets[f];
       if (o[0] < 0) bag_error(what, f, 1, 0, o[0]);
       base = o[0];
-      // Check, then convert: two loops that vectorise (an error call
-      // inside the loop kept it scalar); the first bad sample is found
-      // only when there is one.
+      // Check, then convert: loops without an error call inside (it kept
+      // them scalar); the first bad sample is found only when there is
+      // one. Strictly increasing offsets spanning B ids are one id per bag
+      // (g.one); an empty bag (or a bad one) takes a second check. The
+      // first check ORs sign bits (a vector loop: SSE2 has no 64-bit
+      // compare): an offset below 0, or o[b + 1] - o[b] - 1 below 0, which
+      // cannot overflow while both offsets are >= 0.
+      uint64_t sign = 0;
+      for (int64_t b = 0; b < B; ++b) {
+        const uint64_t hi = static_cast<uint64_t>(o[b + 1]);
+        sign |= hi | (hi - static_cast<uint64_t>(o[b]) - 1);
+      }
+      const bool flat = sign >> 63;
       bool down = false;
-      for (int64_t b = 0; b < B; ++b) down |= o[b + 1] < o[b];
+      for (int64_t b = 0; flat && b < B; ++b) down |= o[b + 1] < o[b];
       for (int64_t b = 0; down && b < B; ++b)
         if (o[b + 1] < o[b]) bag_error(what, f, 2, b, 0);
       int64_t *bag = g.bag.data();
       for (int64_t b = 0; b < B; ++b) bag[b + 1] = o[b + 1] - base;
+      g.one = !flat && bag[B] == B;
     } else if (B > 0) {
       const int64_t *l = in.lengths[f];
+      bool one = true;
       for (int64_t b = 0; b < B; ++b) {
         if (l[b] < 0 || l[b] >= (int64_t{1} << 32))
           bag_error(what, f, 3, b, l[b]);
         g.bag[b + 1] = g.bag[b] + l[b];
+        one &= l[b] == 1;
       }
+      g.one = one;
     }
     n_[f] = static_cast<size_t>(g.bag[B]);
     base_[f] = base;
@@ -703,9 +748,13 @@ void Collection::exchange() {
 void Collection::plan_tables(const char *what) {
   for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
-    s.ids.clear();
+    // Sized once (no fill), then one memcpy per feature: the range insert
+    // copied id by id.
+    size_t total = 0;
+    for (size_t f : slot_features_[t]) total += n_[f];
+    s.ids.resize(total);
     for (size_t f : slot_features_[t])
-      s.ids.insert(s.ids.end(), bags_[f].ids, bags_[f].ids + n_[f]);
+      if (n_[f]) std::memcpy(s.ids.data() + start_[f], bags_[f].ids, n_[f] * 8);
     plans_[t].prepare(s.ids.data(), s.ids.size(), s.ids.data(), what);
   }
 }
@@ -735,20 +784,28 @@ void Collection::route_ids() {
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     StepPlan &pl = plans_[t];
-    s.recv_ids.resize(pl.recv_total());
-    int64_t to = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.recv_counts()[p];
-      if (c)
-        std::memcpy(s.recv_ids.data() + to,
-                    p == rank_ ? reinterpret_cast<const unsigned char *>(
-                                     pl.send_ids().data() + send_at(pl, p))
-                               : rbuf_.data() + rat(p, t),
-                    c * 8);
-      to += c;
+    if (world_ == 1) {
+      // What this rank receives is what it sends: read the plan's ids.
+      s.recv = pl.send_ids().data();
+      s.nrecv = pl.send_ids().size();
+    } else {
+      s.recv_ids.resize(pl.recv_total());
+      int64_t to = 0;
+      for (int p = 0; p < world_; ++p) {
+        int64_t c = pl.recv_counts()[p];
+        if (c)
+          std::memcpy(s.recv_ids.data() + to,
+                      p == rank_ ? reinterpret_cast<const unsigned char *>(
+                                       pl.send_ids().data() + send_at(pl, p))
+                                 : rbuf_.data() + rat(p, t),
+                      c * 8);
+        to += c;
+      }
+      s.recv = s.recv_ids.data();
+      s.nrecv = s.recv_ids.size();
     }
-    s.owner_nu = pl.owner_dedup(s.recv_ids.data(), s.recv_ids.size());
-    stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.recv_ids.size();
+    s.owner_nu = pl.owner_dedup(s.recv, s.nrecv);
+    stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.nrecv;
     stats_.unique_ids += pl.local().unique().size();
     stats_.dedup_bound_bytes += pl.remote_sent() * 8;
   }
@@ -767,11 +824,10 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     if (rows_in_place(t)) continue;  // pooled from the shard below
-    s.wire.resize(s.recv_ids.size() * row_bytes_[t]);
+    s.wire.resize(s.nrecv * row_bytes_[t]);
     if (batch_)
-      calls[t] = {tables_[t], s.recv_ids.data(),  s.recv_ids.size(),
-                  s.owner_nu, &plans_[t].owner(), s.wire.data(),
-                  nullptr};
+      calls[t] = {tables_[t],         s.recv,        s.nrecv, s.owner_nu,
+                  &plans_[t].owner(), s.wire.data(), nullptr};
   }
   if (batch_) batch_->encode_rows(calls);
   // This rank's own rows skip the exchange: the requester decodes them from
@@ -786,13 +842,13 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
     if (!batch_ && direct_rows(t)) {
       s.partial.resize(pl.send_ids().size() * tables_[t]->spec().dim);
       tables_[t]->encode_rows(
-          s.recv_ids.data(), s.recv_ids.size(), s.owner_nu, pl.owner(),
+          s.recv, s.nrecv, s.owner_nu, pl.owner(),
           reinterpret_cast<unsigned char *>(s.partial.data()));
       continue;
     }
     if (!batch_)
-      tables_[t]->encode_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                              pl.owner(), s.wire.data());
+      tables_[t]->encode_rows(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                              s.wire.data());
     int64_t from = 0;
     for (int p = 0; p < world_; ++p) {
       int64_t c = pl.recv_counts()[p];
@@ -845,7 +901,7 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
         const uint32_t *pos = plans_[t].pos().data();
         ops.pool(
             dim, [=](size_t k) { return rows + pos[inv[k]] * d; }, g.w,
-            g.bag.data(), in.batch, n, pooling, o, pooled_width_);
+            g.bag.data(), in.batch, n, pooling, o, pooled_width_, g.one);
         return;
       }
       // World 1: id k's record is the shard's record k (a local index is
@@ -856,21 +912,31 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
       if (!prefetch_rows(t)) {
         ops.pool(
             dim, [=](size_t k) { return rec + ids[k] * words; }, g.w,
-            g.bag.data(), in.batch, n, pooling, o, pooled_width_);
+            g.bag.data(), in.batch, n, pooling, o, pooled_width_, g.one);
         return;
       }
       // Rows spread over more than the cache: each id's row is a memory
       // access; start the one kPoolAhead ids on (its first and last
-      // weight: a row may straddle a cache line).
-      ops.pool(
-          dim,
-          [=](size_t k) {
-            const float *a = rec + ids[std::min(k + kPoolAhead, n - 1)] * words;
-            __builtin_prefetch(a);
-            if (d > 1) __builtin_prefetch(a + d - 1);
-            return rec + ids[k] * words;
-          },
-          g.w, g.bag.data(), in.batch, n, pooling, o, pooled_width_);
+      // weight when a row may straddle a cache line; records that start
+      // on lines and rows that fit in one need one prefetch).
+      auto prefetched = [&](auto last) {
+        ops.pool(
+            dim,
+            [=](size_t k) {
+              const float *a =
+                  rec + ids[std::min(k + kPoolAhead, n - 1)] * words;
+              __builtin_prefetch(a);
+              if (decltype(last)::value) __builtin_prefetch(a + d - 1);
+              return rec + ids[k] * words;
+            },
+            g.w, g.bag.data(), in.batch, n, pooling, o, pooled_width_, g.one);
+      };
+      const bool on_lines = reinterpret_cast<uintptr_t>(rec) % 64 == 0 &&
+                            words * 4 % 64 == 0 && d * 4 <= 64;
+      if (d > 1 && !on_lines)
+        prefetched(std::true_type());
+      else
+        prefetched(std::false_type());
     });
   }
 }
@@ -993,11 +1059,11 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     const StepPlan &pl = plans_[t];
     const size_t rbt = row_bytes_[t];
     if (!batch_ && direct_rows(t)) {
-      tables_[t]->apply_rows(s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                             pl.owner(), s.partial.data());
+      tables_[t]->apply_rows(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                             s.partial.data());
       continue;
     }
-    s.wire.resize(s.recv_ids.size() * rbt);
+    s.wire.resize(s.nrecv * rbt);
     int64_t to = 0;
     const int64_t self_from = send_at(pl, rank_);
     for (int p = 0; p < world_; ++p) {
@@ -1012,11 +1078,11 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       to += c;
     }
     if (batch_)
-      calls[t] = {tables_[t],  s.recv_ids.data(), s.recv_ids.size(), s.owner_nu,
-                  &pl.owner(), nullptr,           s.wire.data()};
+      calls[t] = {tables_[t],  s.recv,  s.nrecv,      s.owner_nu,
+                  &pl.owner(), nullptr, s.wire.data()};
     else
-      tables_[t]->apply_received(s.recv_ids.data(), s.recv_ids.size(),
-                                 s.owner_nu, pl.owner(), s.wire.data());
+      tables_[t]->apply_received(s.recv, s.nrecv, s.owner_nu, pl.owner(),
+                                 s.wire.data());
   }
   if (batch_) batch_->apply_received(calls);
   return true;

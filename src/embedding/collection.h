@@ -256,12 +256,18 @@ class Collection : public CollectionBase {
     const int64_t *ids = nullptr;
     const float *w = nullptr;
     std::vector<int64_t> bag;
+    bool one = false;  // every bag holds one id: bag b = [b, b + 1)
   };
   // Per-call buffers of a table.
   struct Slot {
-    std::vector<int64_t> ids;       // concatenated ids of its features
+    // Concatenated ids of its features.
+    std::vector<int64_t, NoFill<int64_t>> ids;
     std::vector<int64_t> recv_ids;  // packed by source rank
-    int64_t owner_nu = -1;          // StepPlan::owner_dedup's result
+    // The received ids: recv_ids, or at world 1 the plan's send_ids()
+    // (what recv_ids would copy).
+    const int64_t *recv = nullptr;
+    size_t nrecv = 0;
+    int64_t owner_nu = -1;  // StepPlan::owner_dedup's result
     // Rows / partial sums in send order.
     std::vector<float, NoFill<float>> partial;
     // Owner side, received order.

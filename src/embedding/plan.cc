@@ -15,7 +15,7 @@ void StepPlan::check_args(const int64_t *ids, size_t n, const void *data,
   bad_id_.reset();
   send_counts_.assign(world_, 0);
   send_ids_.clear();
-  pos_.clear();
+  if (world_ > 1) pos_.clear();  // world 1: the identity prefix stays
   HB_CHECK_ARG(n == 0 || (ids && data),
                "%s('%s'): ids or %s is NULL with n = %zu", what,
                spec_.name.c_str(),
@@ -45,14 +45,16 @@ void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
     for (int64_t id : u)
       if (id < 0 || id >= spec_.num_rows) reject_id(id, what);
   }
-  pos_.resize(u.size());
-  send_ids_.resize(u.size());
   if (world_ == 1) {
-    for (size_t i = 0; i < u.size(); ++i) pos_[i] = static_cast<uint32_t>(i);
-    if (!u.empty()) std::memcpy(send_ids_.data(), u.data(), u.size() * 8);
+    // Send order = first-occurrence order: pos() only grows its identity
+    // prefix, send_ids() is unique() (plan.h).
+    for (size_t i = pos_.size(); i < u.size(); ++i)
+      pos_.push_back(static_cast<uint32_t>(i));
     send_counts_[0] = static_cast<int64_t>(u.size());
     return;
   }
+  pos_.resize(u.size());
+  send_ids_.resize(u.size());
   // Counting sort by owner, stable: each peer gets its ids in
   // first-occurrence order.
   for (int64_t id : u) ++send_counts_[part_.owner(id)];
@@ -95,7 +97,9 @@ int StepPlan::sources() const {
 
 int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
   if (sources() <= 1) return -1;
-  owner_dedup_.run(recv_ids, nrecv);
+  // The requesters checked a static table's ids: its bound lets the dedup
+  // index them directly (Dedup::run), as the requesters' own dedup does.
+  owner_dedup_.run(recv_ids, nrecv, spec_.dynamic() ? 0 : spec_.num_rows);
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 

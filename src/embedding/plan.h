@@ -52,8 +52,13 @@ class StepPlan {
 
   const Dedup &local() const { return dedup_; }
   const Dedup &owner() const { return owner_dedup_; }
+  // pos()[u] for u < local().unique().size(). At world 1 it is the
+  // identity, kept from call to call (it may be longer than unique()), and
+  // send_ids() is local().unique() itself: no fill or copy per call.
   const std::vector<uint32_t> &pos() const { return pos_; }
-  const std::vector<int64_t> &send_ids() const { return send_ids_; }
+  const std::vector<int64_t> &send_ids() const {
+    return world_ == 1 ? dedup_.unique() : send_ids_;
+  }
   const std::vector<int64_t> &send_counts() const { return send_counts_; }
   const std::vector<int64_t> &recv_counts() const { return recv_counts_; }
   int64_t recv_total() const;

@@ -228,6 +228,31 @@ TEST(Collection, LargeTablesBitEqualWorld3) {
   check_world(3, 8, 32, -1, in_place_case(), /*edges=*/true);
 }
 
+// Features whose bags all hold one id (Bags::one: the pool copies or
+// scales each bag's row without the per-bag bounds) give the reference's
+// bits for every pooling, weighted or not, from rows read in place (world
+// 1; a table over the prefetch threshold and under it) and gathered (a
+// dynamic table; world 2), beside multi-id features.
+CollCase one_id_case() {
+  CollCase c = in_place_case();  // its tables: big8 big1 small5 small8 dyn
+  c.features.clear();
+  const int32_t kPoolings[] = {HB_POOLING_SUM, HB_POOLING_MEAN,
+                               HB_POOLING_SQRTN, HB_POOLING_NONE};
+  for (int t : {0, 1, 2, 4})
+    for (int k = 0; k < 4; ++k)  // weighted every other one, by table
+      c.features.push_back({t, kPoolings[k], (t + k) % 2 == 1, 1, true});
+  c.features.push_back({1, HB_POOLING_SUM, false, 4, false});
+  c.features.push_back({4, HB_POOLING_SQRTN, false, 3, false});
+  c.names.clear();
+  for (size_t f = 0; f < c.features.size(); ++f)
+    c.names.push_back("f" + std::to_string(f));
+  return c;
+}
+TEST(Collection, OneIdBagsBitEqual) {
+  for (int world : {1, 2})
+    check_world(world, 8, 50 + world, -1, one_id_case(), /*edges=*/true);
+}
+
 // Every partition gives the reference's bits (the reference has none).
 TEST(Collection, BitEqualPartitionDiv) {
   check_world(3, 4, 21, HB_PARTITION_DIV);
