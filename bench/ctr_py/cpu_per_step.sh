@@ -9,7 +9,7 @@
 # examples/ctr_train_py, e.g. main's, when set). Run from the repository root:
 #   bench/ctr_py/cpu_per_step.sh BUILD_DIR
 # Environment: NPS="1 2 4", REPEATS=3, SAMPLES=240000, SMALL=24000,
-# PY_OLD=DIR (optional), PY_FLAGS / PY_OLD_FLAGS (extra flags of the Python
+# IMPLS="hb_cpp hb_py" (which demos), PY_OLD=DIR (optional), PY_FLAGS / PY_OLD_FLAGS (extra flags of the Python
 # demo / of PY_OLD's, e.g. --no-prefetch), PY_BUILD=DIR (the binding's build
 # for the Python demos; default BUILD_DIR). Prints a RESULT line per (repeat, impl, ranks):
 # cpu_ms_per_step (mean over the ranks) and the large run's train seconds.
@@ -34,7 +34,7 @@ run() {
        /CPU / { for (i = 1; i <= NF; i++) if ($i == "CPU") cpu += $(i + 1) + $(i + 2) }
        END { print st + 0, sec + 0, cpu + 0 }' "$W/log"
 }
-impls="hb_cpp hb_py"; [ -n "${PY_OLD:-}" ] && impls="$impls hb_py_old"
+impls=${IMPLS:-"hb_cpp hb_py"}; [ -n "${PY_OLD:-}" ] && impls="$impls hb_py_old"
 for rep in $(seq 1 "$R"); do for np in $NPS; do
   echo "# repeat $rep np $np: $(uptime)"
   for impl in $impls; do

@@ -96,10 +96,15 @@ int StepPlan::sources() const {
 }
 
 int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
+  owner_indexed_ = false;
   if (sources() <= 1) return -1;
-  // The requesters checked a static table's ids: its bound lets the dedup
-  // index them directly (Dedup::run), as the requesters' own dedup does.
-  owner_dedup_.run(recv_ids, nrecv, spec_.dynamic() ? 0 : spec_.num_rows);
+  // The senders checked a static table's ids against [0, num_rows) in
+  // prepare(), so the owner may index by id as the local dedup does: the
+  // same first-occurrence order, without the hash probes (this dedup is
+  // work that only a world > 1 does; docs/performance.md, "What 2 ranks
+  // spend that 1 rank does not").
+  owner_indexed_ =
+      owner_dedup_.run(recv_ids, nrecv, spec_.dynamic() ? 0 : spec_.num_rows);
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 

@@ -49,6 +49,9 @@ class StepPlan {
   // Returns the number of unique ids (owner() filled) or -1 when the
   // received ids are already unique.
   int64_t owner_dedup(const int64_t *recv_ids, size_t nrecv);
+  // Whether the last owner_dedup indexed by id (a static table within
+  // Dedup's array bound) rather than hashing.
+  bool owner_indexed() const { return owner_indexed_; }
 
   const Dedup &local() const { return dedup_; }
   const Dedup &owner() const { return owner_dedup_; }
@@ -76,6 +79,7 @@ class StepPlan {
   Partitioner part_;
   int rank_, world_;
   std::optional<int64_t> bad_id_;
+  bool owner_indexed_ = false;
   Dedup dedup_, owner_dedup_;
   std::vector<uint32_t> pos_;
   std::vector<int64_t> send_ids_, send_counts_, recv_counts_;

@@ -174,11 +174,12 @@ CPU binding:
   --bind-to auto    (default) Each CPU worker (-n) is bound to its own slice
                     of CPUs/N consecutive CPUs of those hbrun may run on, as
                     mpirun's --bind-to core does, when there are at least as
-                    many CPUs as workers; otherwise nobody is bound. Ranks
-                    that share memory then never share a CPU, and do not
-                    migrate away from their caches. GPU workers are not bound.
-  --bind-to core    Bind every worker, GPU workers too; with more workers than
-                    CPUs, worker i gets CPU i mod CPUs.
+                    many CPUs as workers; with more workers than CPUs,
+                    worker i gets CPU i mod CPUs. Ranks that share memory
+                    then never share a CPU (or share it with the fewest),
+                    and do not migrate away from their caches. GPU workers
+                    are not bound.
+  --bind-to core    As auto, GPU workers too.
   --bind-to none    Bind nothing: the workers inherit hbrun's affinity.
 
 Rendezvous (single machine):

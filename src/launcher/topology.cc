@@ -215,8 +215,10 @@ std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
   const int n = static_cast<int>(cpus.size());
   if (mode == "none" || n == 0 || (mode == "auto" && gpu_workers)) return out;
   if (n < workers) {
-    if (mode == "core")
-      for (int w = 0; w < workers; ++w) out[w] = {cpus[w % n]};
+    // Round-robin, under auto too: unbound, 3-4 ranks on 2 CPUs migrated
+    // and queued behind each other and trained 1.1-1.4x slower for the
+    // same CPU time (docs/performance.md, "More ranks than CPUs").
+    for (int w = 0; w < workers; ++w) out[w] = {cpus[w % n]};
     return out;
   }
   const int per = n / workers;

@@ -76,9 +76,9 @@ std::vector<int> usable_cpu_list();
 
 // The CPUs each of `workers` workers is bound to under --bind-to `mode`
 // (launch_options.h): consecutive, disjoint slices of cpus.size() / workers
-// CPUs when there are at least as many CPUs as workers; with fewer, "core"
-// gives worker i CPU i mod cpus.size() and "auto" binds nobody; "none", or
-// `gpu_workers` under "auto", binds nobody. Empty lists mean not bound.
+// CPUs when there are at least as many CPUs as workers; with fewer, worker
+// i gets CPU i mod cpus.size(); "none", or `gpu_workers` under "auto",
+// binds nobody. Empty lists mean not bound.
 std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
                                                 int workers, bool gpu_workers,
                                                 const std::string &mode);

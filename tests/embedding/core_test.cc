@@ -14,6 +14,7 @@
 #include "abi/error.h"
 #include "embedding/id_map.h"
 #include "embedding/init.h"
+#include "embedding/plan.h"
 #include "embedding/shard.h"
 #include "harness.h"
 
@@ -420,6 +421,38 @@ TEST(Dedup, SharedArrayForLargeTables) {
   const int64_t one[] = {kMax};
   EXPECT_FALSE(big.run(one, 1, kMax + 1));
   EXPECT_EQ(big.unique(), std::vector<int64_t>{kMax});
+}
+
+// An owner that received ids from several ranks dedups them by id for a
+// static table (the senders checked them against [0, num_rows)), as the
+// local dedup does, and hashes them for a dynamic one; either way the
+// result is the hash table's (first occurrence from the lowest rank).
+TEST(StepPlan, OwnerDedupIndexesStaticTables) {
+  std::mt19937_64 rng(11);
+  for (int64_t num_rows : {int64_t{2048}, int64_t{0}}) {
+    hb_embedding_config c =
+        base_config(HB_OPT_SGD, num_rows, HB_PARTITION_MOD, HB_FLOAT32);
+    hb::emb::StepPlan plan(hb::emb::spec_from_config(&c), 0, 2);
+    hb::emb::Dedup hashed;
+    for (int call = 0; call < 20; ++call) {
+      const int64_t from0 = 1 + rng() % 600, from1 = 1 + rng() % 600;
+      std::vector<int64_t> recv(from0 + from1);
+      for (int64_t &id : recv)  // ids rank 0 owns (MOD partition: even)
+        id = 2 * static_cast<int64_t>(rng() % (num_rows ? num_rows / 2 : 5000));
+      plan.set_recv_counts({from0, from1});
+      const int64_t nu = plan.owner_dedup(recv.data(), recv.size());
+      ASSERT_EQ(nu, static_cast<int64_t>(plan.owner().unique().size()));
+      EXPECT_EQ(num_rows > 0, plan.owner_indexed()) << num_rows;
+      hashed.run(recv.data(), recv.size());
+      ASSERT_EQ(hashed.unique(), plan.owner().unique()) << call;
+      ASSERT_EQ(hashed.inverse(), plan.owner().inverse()) << call;
+    }
+    // One source: the received ids are already unique, no dedup.
+    plan.set_recv_counts({3, 0});
+    const int64_t three[] = {0, 2, 4};
+    EXPECT_EQ(-1, plan.owner_dedup(three, 3));
+    EXPECT_FALSE(plan.owner_indexed());
+  }
 }
 
 TEST(Initializer, SameRowsForEveryWorldAndPartition) {

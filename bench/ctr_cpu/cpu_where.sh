@@ -1,0 +1,50 @@
+#!/usr/bin/env bash
+# Where the C++ CTR demo's CPU goes at each world size (docs/performance.md,
+# "What 2 ranks spend that 1 rank does not"): every rank runs under
+# `perf record -e cpu-clock` (a software clock: no hardware counters needed,
+# as on this VM), and the samples of all ranks are summed per function and
+# per thread role (main = the rank's own thread; helpers = its progress and
+# rendezvous threads). Printed as CPU us per training sample, so world sizes
+# compare directly: at equal work per sample the rows match; what a larger
+# world adds shows as the difference. The run includes start-up, evaluation
+# and export (a few % at 240,000 samples). Run from the repository root:
+#   NPS="1 2 4" bench/ctr_cpu/cpu_where.sh BUILD_DIR
+# Environment: NPS="1 2", SAMPLES=240000, VOCAB=2048, TOP=25, FREQ=4000;
+# HB_* options pass through to the ranks.
+set -u
+B=$(cd "$1" && pwd)
+S=${SAMPLES:-240000}; V=${VOCAB:-2048}; NPS=${NPS:-"1 2"}; F=${FREQ:-4000}
+W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+command -v perf > /dev/null || { echo "perf not found" >&2; exit 1; }
+cat > "$W/rank.sh" <<'RANK'
+#!/usr/bin/env bash
+exec perf record -q -e cpu-clock -F "$FREQ" -o "$PERF_OUT.${HB_RANK:-0}" -- "$@"
+RANK
+chmod +x "$W/rank.sh"
+for np in $NPS; do
+  rm -f "$W"/perf.*
+  FREQ=$F PERF_OUT="$W/perf" "$B/src/launcher/hbrun" -n "$np" -- "$W/rank.sh" \
+    "$B/examples/ctr_train/ctr_train" --train-samples "$S" --vocab "$V" \
+    --eval-samples 8000 --eval-every 1000000 --max-gap 1 --out "$W/out" \
+    > "$W/log" 2>&1 || { echo "np $np failed:" >&2; tail -5 "$W/log" >&2; exit 1; }
+  for f in "$W"/perf.*; do
+    # The main thread's tid is the process id, the lowest of its threads.
+    perf report -i "$f" --no-children --sort pid,sym -n --stdio 2> /dev/null |
+      awk '/^ *[0-9.]+%/ { split($3, p, ":"); t = p[1] + 0
+             if (!main || t < main) main = t
+             n = $2; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, "")
+             tid[++k] = t; cnt[k] = n; sym[k] = $0 }
+           END { for (i = 1; i <= k; i++)
+                   print cnt[i] "\t" (tid[i] == main ? "main" : "helpers") "\t" sym[i] }'
+  done > "$W/rows"
+  echo "# np $np: $(sed -n 's/.*final: \([0-9]* steps in [0-9.]* s\).*/\1/p' "$W/log" | head -1); $(cut -d' ' -f1-3 /proc/loadavg)"
+  awk -F'\t' -v S="$S" -v F="$F" -v np="$np" -v top="${TOP:-25}" '
+    { us = $1 * 1e6 / F / S; tot += us; role[$2] += us; sym[$3] += us
+      if ($3 ~ /^\[k\]/) kern += us }
+    END { printf "| %d | all | %.3f |\n| %d | main | %.3f |\n| %d | helpers | %.3f |\n| %d | kernel | %.3f |\n",
+            np, tot, np, role["main"], np, role["helpers"], np, kern
+          n = 0; for (k in sym) { key[++n] = k }
+          for (i = 1; i <= n; i++) for (j = i + 1; j <= n; j++)
+            if (sym[key[j]] > sym[key[i]]) { t = key[i]; key[i] = key[j]; key[j] = t }
+          for (i = 1; i <= n && i <= top; i++) printf "| %d | %s | %.3f |\n", np, substr(key[i], 1, 80), sym[key[i]] }' "$W/rows"
+done
