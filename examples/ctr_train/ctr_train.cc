@@ -49,13 +49,19 @@
 // to --eval-log; the chief ends training with hb_checkpoint_finish.
 // --digest prints a digest of every table, dense
 // buffer and metric at the end, to compare runs bit for bit.
+#include <sched.h>
+
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/resource.h>
@@ -82,11 +88,12 @@ namespace {
     if (st_ != HB_OK) die(#call, st_); \
   } while (0)
 
-double now_s() {
+double clock_s(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+double now_s() { return clock_s(CLOCK_MONOTONIC); }
 
 struct Flags {
   int64_t train_samples = 480000;
@@ -116,6 +123,9 @@ struct Flags {
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
   bool overlap = true;   // --no-overlap: the dense allreduce before the update
+  // --prefetch / --no-prefetch: the next train batch generated on a thread
+  // while the step runs, or in the step; -1 (neither): prefetch_default().
+  int prefetch = -1;
   // --data-sync: hb_data_sync every step even on even shards (where the
   // shard plan decides alike without a round).
   bool data_sync = false;
@@ -181,6 +191,10 @@ Flags parse_flags(int argc, char **argv) {
       f.pipeline = false;
     else if (a == "--no-overlap")
       f.overlap = false;
+    else if (a == "--prefetch")
+      f.prefetch = 1;
+    else if (a == "--no-prefetch")
+      f.prefetch = 0;
     else if (a == "--data-sync")
       f.data_sync = true;
     else if (a == "--splits")
@@ -192,7 +206,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--data-sync] "
+          "[--profile] [--no-pipeline] [--no-overlap] [--[no-]prefetch] "
+          "[--data-sync] "
           "[--checkpoint-dir D "
           "[--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
@@ -212,7 +227,9 @@ Flags parse_flags(int argc, char **argv) {
 }
 
 // --profile: wall time of each phase of the training steps (evaluation
-// excluded), summed over the steps; printed per rank at the end.
+// excluded), summed over the steps; printed per rank at the end, with the
+// process's CPU time over the same phases (every thread: hb's progress
+// threads and the prefetch) and the prefetch thread's own.
 class StepProfile {
  public:
   enum Phase {
@@ -233,13 +250,15 @@ class StepProfile {
   // Starts `next`, ending the running phase (if any).
   void mark(Phase next) {
     if (!on_ || paused_) return;
-    double t = now_s();
-    if (running_ != kPhases) total_[running_] += t - since_;
-    running_ = next, since_ = t;
+    double t = now_s(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (running_ != kPhases)
+      total_[running_] += t - since_, process_cpu_ += c - cpu_since_;
+    running_ = next, since_ = t, cpu_since_ = c;
   }
   void stop() { mark(kPhases); }
   void pause(bool p) { paused_ = p; }  // evaluation is not a training step
-  void print(int rank, int64_t steps) const {
+  // prefetch_cpu: the prefetch thread's CPU seconds (0 without one).
+  void print(int rank, int64_t steps, double prefetch_cpu = 0) const {
     if (!on_ || steps == 0) return;
     static const char *names[kPhases] = {
         "data",          "lookup",    "lookup_start",    "mlp_fwd",
@@ -256,13 +275,133 @@ class StepProfile {
     }
     std::printf("profile rank %d: ms/step%s | total %.3f\n", rank, line.c_str(),
                 1e3 * sum / steps);
+    // Its own prefix: scripts read the line above by "profile rank R:".
+    std::printf(
+        "profile cpu rank %d: ms/step prefetch thread %.3f | process "
+        "%.3f\n",
+        rank, 1e3 * prefetch_cpu / steps, 1e3 * process_cpu_ / steps);
   }
 
  private:
   bool on_, paused_ = false;
   Phase running_ = kPhases;
   double since_ = 0, total_[kPhases] = {};
+  double cpu_since_ = 0, process_cpu_ = 0;
 };
+
+// Samples [begin, end) of split from the generator into *out.
+void generate(const synth::Generator &gen, int split, int64_t begin,
+              int64_t end, std::vector<synth::Sample> *out) {
+  out->resize(end - begin);
+  for (int64_t i = begin; i < end; ++i)
+    gen.sample(split, i, &(*out)[i - begin]);
+}
+
+// The train batch after the one handed out, generated on a thread while the
+// step that trains the current one runs (--no-prefetch: in the step). Sample
+// i depends only on (seed, split, i), so a prefetched range holds the
+// samples generated in place, bit for bit; a range it did not guess (the
+// first after a start or a resume) is generated in place. One thread, one
+// range in flight: the handoff is the slot, under a mutex.
+class Prefetcher {
+ public:
+  Prefetcher(const synth::Generator &gen, int64_t batch, int64_t shard_end)
+      : gen_(gen), batch_(batch), shard_end_(shard_end) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Prefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Train samples [begin, end) into *out; starts generating the range
+  // next_batch asks for next, [end, min(shard end, end + batch)).
+  void take(int64_t begin, int64_t end, std::vector<synth::Sample> *out) {
+    bool hit = false;
+    {
+      std::unique_lock<std::mutex> lock(mu_);
+      if (pending_) {
+        // Generating a batch takes about a millisecond; a minute means the
+        // thread is gone (every wait in the demo is bounded).
+        if (!cv_.wait_for(lock, std::chrono::seconds(60),
+                          [this] { return ready_; })) {
+          std::fprintf(stderr,
+                       "ctr_train: the prefetch thread made no batch in 60 "
+                       "s\n");
+          std::exit(1);
+        }
+        pending_ = false;
+        hit = begin_ == begin && end_ == end;
+        if (hit) out->swap(slot_);
+      }
+    }
+    if (!hit) generate(gen_, /*split=*/0, begin, end, out);
+    const int64_t nb = end, ne = std::min(shard_end_, end + batch_);
+    if (ne <= nb) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      begin_ = nb, end_ = ne, pending_ = true, ready_ = false;
+    }
+    cv_.notify_all();
+  }
+  // The thread's CPU seconds spent generating.
+  double cpu_s() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cpu_s_;
+  }
+
+ private:
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    for (;;) {
+      // Idle until a range or the end (the destructor); no peer involved.
+      cv_.wait(lock, [this] { return stop_ || (pending_ && !ready_); });
+      if (stop_) return;
+      const int64_t b = begin_, e = end_;
+      lock.unlock();  // slot_ is the thread's until ready_
+      const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+      generate(gen_, /*split=*/0, b, e, &slot_);
+      const double c = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+      lock.lock();
+      cpu_s_ += c;
+      ready_ = true;
+      cv_.notify_all();
+    }
+  }
+
+  const synth::Generator &gen_;  // read-only: sample() is const
+  const int64_t batch_, shard_end_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  int64_t begin_ = 0, end_ = 0;  // the range in flight (pending_)
+  bool pending_ = false, ready_ = false, stop_ = false;
+  std::vector<synth::Sample> slot_;
+  double cpu_s_ = 0;
+  std::thread thread_;  // last: started once the rest is set
+};
+
+// Whether the demo prefetches by default (neither --prefetch nor
+// --no-prefetch): when this rank's share of the CPUs is at least 2, so the
+// thread has a core of its own: the fewer of the CPUs this process may run
+// on (sched_getaffinity; hbrun binds each rank to its own slice when the
+// host has enough) and the host's online CPUs over the ranks on the host
+// (hb_context_local_world_size). hb's progress threads vote by the same
+// rule under cpu_async_exchange=-1 (docs/options.md). On 2 CPUs: 1 rank
+// prefetches, 2 and 4 do not (docs/performance.md, "Prefetching the demo's
+// data").
+bool prefetch_default(hb_context *ctx) {
+  const long online = sysconf(_SC_NPROCESSORS_ONLN);
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  const long own =
+      sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
+  const long share = online / std::max(1, hb_context_local_world_size(ctx));
+  return std::min(own, share) >= 2;
+}
 
 // Dense parameters, replicated on every rank, with Adagrad accumulators.
 struct Dense {
@@ -681,19 +820,22 @@ class Trainer {
   void score_held_out(hb_metric *model, hb_metric *planted);
   static double loss_sum(const Batch &b);
 
-  // Samples [begin, end) of split into b.samples: from the generator, or
-  // the batch fetched from the files (train split with --data).
+  // Samples [begin, end) of split into b.samples: from the generator (the
+  // prefetch thread's, training collectively), or the batch fetched from
+  // the files (train split with --data).
   void fill_samples(Batch &b, int split, int64_t begin, int64_t end) {
     if (split == 0 && files_) return files_->samples(&b.samples);
-    b.samples.resize(end - begin);
-    for (int64_t i = begin; i < end; ++i)
-      gen_.sample(split, i, &b.samples[i - begin]);
+    if (split == 0 && prefetch_) return prefetch_->take(begin, end, &b.samples);
+    generate(gen_, split, begin, end, &b.samples);
   }
 
   hb_context *ctx_;
   Flags f_;
   synth::Generator gen_;
   std::unique_ptr<FileSource> files_;  // --data
+  // The train batches' generator thread (train(): collective training on
+  // the synthetic data, unless --no-prefetch).
+  std::unique_ptr<Prefetcher> prefetch_;
   Dense dense_;
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
@@ -1302,6 +1444,15 @@ int Trainer::train() {
                 dense_.in, dense_.hidden, dense_math::gemm_name());
   hb_metric *running_auc = running_auc_;
   int64_t step = resume(), interval_samples = 0;  // resume() sets pos_
+  if (!files_ &&
+      (f_.prefetch == 1 || (f_.prefetch < 0 && prefetch_default(ctx_)))) {
+    prefetch_ = std::make_unique<Prefetcher>(gen_, f_.batch, shard_end_);
+    if (chief)
+      std::printf(
+          "ctr_train: train batches generated on a prefetch thread "
+          "(%s)\n",
+          f_.prefetch == 1 ? "--prefetch" : "this rank's CPU share >= 2");
+  }
   const int64_t first_step = step;
   const bool tally = ckpt_ || f_.digest;
   // This rank's loss sum of each step since the last log line; summed over
@@ -1408,6 +1559,11 @@ int Trainer::train() {
     if (started) cur = 1 - cur;
   }
   double train_s = now_s() - t0;
+  double prefetch_cpu = 0;
+  if (prefetch_) {
+    prefetch_cpu = prefetch_->cpu_s();
+    prefetch_.reset();
+  }
   // The end of training is a checkpoint too: a job started again after it
   // only evaluates and exports.
   if (ckpt_) {
@@ -1418,7 +1574,7 @@ int Trainer::train() {
   } else if (tally) {
     merge_tally();
   }
-  prof_.print(rank_, step);
+  prof_.print(rank_, step, prefetch_cpu);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
     // (evaluation excluded), worst rank.
