@@ -22,7 +22,7 @@ for rep in $(seq 1 "$R"); do for np in $NPS; do for mode in prefetch no-prefetch
     --max-gap 1 --out "$W/o" > "$W/log" 2>&1
   if [ -n "$BG" ]; then kill $BG; wait $BG 2>/dev/null; BG=""; fi
   awk -v mode=$mode -v np=$np -v S="$S" -v load="$LOAD" '
-    /final: [0-9]+ steps in/ { for (i = 1; i <= NF; ++i) if ($i == "in") sec = $(i + 1); steps = $2 }
+    /final: [0-9]+ steps in/ { for (i = 1; i <= NF; ++i) { if ($i == "in") sec = $(i + 1); if ($i == "steps") steps = $(i - 1) } }
     /profile cpu rank/ { for (i = 1; i <= NF; ++i) { if ($i == "thread") pf += $(i + 1); if ($i == "process") pr += $(i + 1) } }
     END { if (!sec) { print "launch failed: " mode " np " np > "/dev/stderr"; exit 1 }
           # ms per step per rank, summed over the ranks -> us per global sample

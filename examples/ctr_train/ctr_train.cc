@@ -51,6 +51,7 @@
 // buffer and metric at the end, to compare runs bit for bit.
 #include <sched.h>
 
+#include <atomic>
 #include <chrono>
 #include <cinttypes>
 #include <cmath>
@@ -257,8 +258,10 @@ class StepProfile {
   }
   void stop() { mark(kPhases); }
   void pause(bool p) { paused_ = p; }  // evaluation is not a training step
-  // prefetch_cpu: the prefetch thread's CPU seconds (0 without one).
-  void print(int rank, int64_t steps, double prefetch_cpu = 0) const {
+  // prefetch_cpu: the prefetch thread's CPU seconds (0 without one);
+  // prefetch_share: the fraction of the train samples it generated.
+  void print(int rank, int64_t steps, double prefetch_cpu = 0,
+             double prefetch_share = 0) const {
     if (!on_ || steps == 0) return;
     static const char *names[kPhases] = {
         "data",          "lookup",    "lookup_start",    "mlp_fwd",
@@ -277,9 +280,10 @@ class StepProfile {
                 1e3 * sum / steps);
     // Its own prefix: scripts read the line above by "profile rank R:".
     std::printf(
-        "profile cpu rank %d: ms/step prefetch thread %.3f | process "
-        "%.3f\n",
-        rank, 1e3 * prefetch_cpu / steps, 1e3 * process_cpu_ / steps);
+        "profile cpu rank %d: ms/step prefetch thread %.3f (%.0f%% of "
+        "the samples) | process %.3f\n",
+        rank, 1e3 * prefetch_cpu / steps, 100 * prefetch_share,
+        1e3 * process_cpu_ / steps);
   }
 
  private:
@@ -301,8 +305,12 @@ void generate(const synth::Generator &gen, int split, int64_t begin,
 // step that trains the current one runs (--no-prefetch: in the step). Sample
 // i depends only on (seed, split, i), so a prefetched range holds the
 // samples generated in place, bit for bit; a range it did not guess (the
-// first after a start or a resume) is generated in place. One thread, one
-// range in flight: the handoff is the slot, under a mutex.
+// first after a start or a resume) is generated in place. The range goes in
+// chunks that the thread and take() claim from one counter: a batch the
+// thread has not finished when the step wants it (its core busy with other
+// ranks or tasks) is finished by the caller, so the step never waits longer
+// than for the chunk the thread holds, and a thread that never ran costs
+// the step nothing but the handoff.
 class Prefetcher {
  public:
   Prefetcher(const synth::Generator &gen, int64_t batch, int64_t shard_end)
@@ -318,57 +326,81 @@ class Prefetcher {
     thread_.join();
   }
 
-  // Train samples [begin, end) into *out; starts generating the range
-  // next_batch asks for next, [end, min(shard end, end + batch)).
+  // Train samples [begin, end) into *out; posts the range next_batch asks
+  // for next, [end, min(shard end, end + batch)).
   void take(int64_t begin, int64_t end, std::vector<synth::Sample> *out) {
     bool hit = false;
-    {
+    if (posted_) {
+      claim_chunks();  // what the thread has not started
       std::unique_lock<std::mutex> lock(mu_);
-      if (pending_) {
-        // Generating a batch takes about a millisecond; a minute means the
-        // thread is gone (every wait in the demo is bounded).
-        if (!cv_.wait_for(lock, std::chrono::seconds(60),
-                          [this] { return ready_; })) {
-          std::fprintf(stderr,
-                       "ctr_train: the prefetch thread made no batch in 60 "
-                       "s\n");
-          std::exit(1);
-        }
-        pending_ = false;
-        hit = begin_ == begin && end_ == end;
-        if (hit) out->swap(slot_);
+      // The thread holds at most one chunk (tens of microseconds); a minute
+      // means it is gone (every wait in the demo is bounded).
+      if (!cv_.wait_for(lock, std::chrono::seconds(60),
+                        [this] { return !thread_busy_; })) {
+        std::fprintf(stderr,
+                     "ctr_train: the prefetch thread kept a chunk for 60 s\n");
+        std::exit(1);
       }
+      posted_ = false;
+      hit = begin_ == begin && end_ == end;
+      if (hit) out->swap(slot_);
     }
     if (!hit) generate(gen_, /*split=*/0, begin, end, out);
     const int64_t nb = end, ne = std::min(shard_end_, end + batch_);
     if (ne <= nb) return;
     {
       std::lock_guard<std::mutex> lock(mu_);
-      begin_ = nb, end_ = ne, pending_ = true, ready_ = false;
+      begin_ = nb, end_ = ne, posted_ = true, ++seq_;
+      slot_.resize(ne - nb);
+      chunks_ = (ne - nb + kChunk - 1) / kChunk;
+      next_chunk_.store(0, std::memory_order_relaxed);
     }
     cv_.notify_all();
   }
-  // The thread's CPU seconds spent generating.
+  // The thread's CPU seconds, and the samples it generated (the rest of the
+  // prefetched ranges the caller finished).
   double cpu_s() {
     std::lock_guard<std::mutex> lock(mu_);
     return cpu_s_;
   }
+  int64_t thread_samples() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return thread_samples_;
+  }
 
  private:
+  static constexpr int64_t kChunk = 32;  // samples: ~30 us at vocab 2048
+
+  // Generates the posted range's unclaimed chunks into slot_; how many
+  // samples. Chunks are disjoint, so the two threads write apart; the
+  // mutex (taken after) orders the writes before the swap.
+  int64_t claim_chunks() {
+    int64_t made = 0;
+    for (;;) {
+      const int64_t k = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+      if (k >= chunks_) return made;
+      const int64_t lo = begin_ + k * kChunk, hi = std::min(end_, lo + kChunk);
+      for (int64_t i = lo; i < hi; ++i) gen_.sample(0, i, &slot_[i - begin_]);
+      made += hi - lo;
+    }
+  }
+
   void run() {
     std::unique_lock<std::mutex> lock(mu_);
+    uint64_t seen = 0;
     for (;;) {
       // Idle until a range or the end (the destructor); no peer involved.
-      cv_.wait(lock, [this] { return stop_ || (pending_ && !ready_); });
+      cv_.wait(lock, [&] { return stop_ || (posted_ && seq_ != seen); });
       if (stop_) return;
-      const int64_t b = begin_, e = end_;
-      lock.unlock();  // slot_ is the thread's until ready_
+      seen = seq_;
+      thread_busy_ = true;  // take() waits for it before the next post
+      lock.unlock();
       const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
-      generate(gen_, /*split=*/0, b, e, &slot_);
+      const int64_t made = claim_chunks();
       const double c = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
       lock.lock();
-      cpu_s_ += c;
-      ready_ = true;
+      cpu_s_ += c, thread_samples_ += made;
+      thread_busy_ = false;
       cv_.notify_all();
     }
   }
@@ -377,10 +409,14 @@ class Prefetcher {
   const int64_t batch_, shard_end_;
   std::mutex mu_;
   std::condition_variable cv_;
-  int64_t begin_ = 0, end_ = 0;  // the range in flight (pending_)
-  bool pending_ = false, ready_ = false, stop_ = false;
+  // The posted range, changed only under mu_ while the thread is not busy.
+  int64_t begin_ = 0, end_ = 0, chunks_ = 0;
   std::vector<synth::Sample> slot_;
+  std::atomic<int64_t> next_chunk_{0};
+  bool posted_ = false, thread_busy_ = false, stop_ = false;
+  uint64_t seq_ = 0;  // posts so far: the thread takes each range once
   double cpu_s_ = 0;
+  int64_t thread_samples_ = 0;
   std::thread thread_;  // last: started once the rest is set
 };
 
@@ -1444,6 +1480,7 @@ int Trainer::train() {
                 dense_.in, dense_.hidden, dense_math::gemm_name());
   hb_metric *running_auc = running_auc_;
   int64_t step = resume(), interval_samples = 0;  // resume() sets pos_
+  const int64_t start_pos = pos_;
   if (!files_ &&
       (f_.prefetch == 1 || (f_.prefetch < 0 && prefetch_default(ctx_)))) {
     prefetch_ = std::make_unique<Prefetcher>(gen_, f_.batch, shard_end_);
@@ -1559,9 +1596,11 @@ int Trainer::train() {
     if (started) cur = 1 - cur;
   }
   double train_s = now_s() - t0;
-  double prefetch_cpu = 0;
+  double prefetch_cpu = 0, prefetch_share = 0;
   if (prefetch_) {
     prefetch_cpu = prefetch_->cpu_s();
+    prefetch_share = static_cast<double>(prefetch_->thread_samples()) /
+                     std::max<int64_t>(1, pos_ - start_pos);
     prefetch_.reset();
   }
   // The end of training is a checkpoint too: a job started again after it
@@ -1574,7 +1613,7 @@ int Trainer::train() {
   } else if (tally) {
     merge_tally();
   }
-  prof_.print(rank_, step, prefetch_cpu);
+  prof_.print(rank_, step, prefetch_cpu, prefetch_share);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
     // (evaluation excluded), worst rank.
