@@ -37,6 +37,11 @@
 // (--no-overlap: hb_allreduce_many first): hb_allreduce_start runs it on the
 // context's progress thread while hb_collection_apply_gradients runs here,
 // then hb_allreduce_wait; the same bits (rank order per element).
+// The next train batch is generated on a thread while the step runs
+// (--no-prefetch: in the step; the same samples in the same order); the
+// step's data phase is the wait for it, and the step generates any part the
+// thread has not reached, so a thread without a core never holds it up.
+// --profile prints the thread's CPU per step on a line of its own.
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -49,8 +54,6 @@
 // to --eval-log; the chief ends training with hb_checkpoint_finish.
 // --digest prints a digest of every table, dense
 // buffer and metric at the end, to compare runs bit for bit.
-#include <sched.h>
-
 #include <atomic>
 #include <chrono>
 #include <cinttypes>
@@ -124,9 +127,9 @@ struct Flags {
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
   bool overlap = true;   // --no-overlap: the dense allreduce before the update
-  // --prefetch / --no-prefetch: the next train batch generated on a thread
-  // while the step runs, or in the step; -1 (neither): prefetch_default().
-  int prefetch = -1;
+  // --no-prefetch: each train batch generated in its step, not on a thread
+  // during the step before.
+  bool prefetch = true;
   // --data-sync: hb_data_sync every step even on even shards (where the
   // shard plan decides alike without a round).
   bool data_sync = false;
@@ -192,10 +195,8 @@ Flags parse_flags(int argc, char **argv) {
       f.pipeline = false;
     else if (a == "--no-overlap")
       f.overlap = false;
-    else if (a == "--prefetch")
-      f.prefetch = 1;
     else if (a == "--no-prefetch")
-      f.prefetch = 0;
+      f.prefetch = false;
     else if (a == "--data-sync")
       f.data_sync = true;
     else if (a == "--splits")
@@ -207,7 +208,7 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--[no-]prefetch] "
+          "[--profile] [--no-pipeline] [--no-overlap] [--no-prefetch] "
           "[--data-sync] "
           "[--checkpoint-dir D "
           "[--checkpoint-every "
@@ -419,25 +420,6 @@ class Prefetcher {
   int64_t thread_samples_ = 0;
   std::thread thread_;  // last: started once the rest is set
 };
-
-// Whether the demo prefetches by default (neither --prefetch nor
-// --no-prefetch): when this rank's share of the CPUs is at least 2, so the
-// thread has a core of its own: the fewer of the CPUs this process may run
-// on (sched_getaffinity; hbrun binds each rank to its own slice when the
-// host has enough) and the host's online CPUs over the ranks on the host
-// (hb_context_local_world_size). hb's progress threads vote by the same
-// rule under cpu_async_exchange=-1 (docs/options.md). On 2 CPUs: 1 rank
-// prefetches, 2 and 4 do not (docs/performance.md, "Prefetching the demo's
-// data").
-bool prefetch_default(hb_context *ctx) {
-  const long online = sysconf(_SC_NPROCESSORS_ONLN);
-  cpu_set_t set;
-  CPU_ZERO(&set);
-  const long own =
-      sched_getaffinity(0, sizeof set, &set) == 0 ? CPU_COUNT(&set) : online;
-  const long share = online / std::max(1, hb_context_local_world_size(ctx));
-  return std::min(own, share) >= 2;
-}
 
 // Dense parameters, replicated on every rank, with Adagrad accumulators.
 struct Dense {
@@ -1481,15 +1463,8 @@ int Trainer::train() {
   hb_metric *running_auc = running_auc_;
   int64_t step = resume(), interval_samples = 0;  // resume() sets pos_
   const int64_t start_pos = pos_;
-  if (!files_ &&
-      (f_.prefetch == 1 || (f_.prefetch < 0 && prefetch_default(ctx_)))) {
+  if (!files_ && f_.prefetch)
     prefetch_ = std::make_unique<Prefetcher>(gen_, f_.batch, shard_end_);
-    if (chief)
-      std::printf(
-          "ctr_train: train batches generated on a prefetch thread "
-          "(%s)\n",
-          f_.prefetch == 1 ? "--prefetch" : "this rank's CPU share >= 2");
-  }
   const int64_t first_step = step;
   const bool tally = ckpt_ || f_.digest;
   // This rank's loss sum of each step since the last log line; summed over

@@ -17,8 +17,7 @@ scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
 The next train batch is generated on a thread while the current step runs
-when this rank's CPU share is at least 2 (the C++ demo's rule; --prefetch / --no-prefetch decide instead; the same samples
-either way); the step's
+(--no-prefetch: in the step; the same samples either way); the step's
 global sample count comes from the shard plan, as in the C++ demo, and the
 loss is summed over the ranks once per log line. --profile prints the time
 of each step phase per rank, in the C++ demo's --profile format, and a
@@ -110,12 +109,9 @@ def parse_flags(argv):
                         "phase and thread, printed at the end")
     p.add_argument("--no-pipeline", dest="pipeline", action="store_false",
                    help="one lookup per step, not the next batch's started before this one's MLP")
-    p.add_argument("--prefetch", dest="prefetch", action="store_true", default=None,
-                   help="generate the next train batch on a thread while the step runs (default "
-                        "when this rank's CPU share is at least 2: the fewer of the CPUs it may run "
-                        "on and the host's CPUs over its ranks)")
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
-                   help="generate each train batch in the step that uses it")
+                   help="generate each train batch in the step that uses it, not on a thread "
+                        "during the step before")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
@@ -183,18 +179,6 @@ class StepProfile:
                 "process %.3f" % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
                                   1e3 * sum(self.cpu.values()) / steps, 1e3 * prefetch_cpu / steps,
                                   1e3 * self.proc_cpu / steps))
-
-
-def prefetch_default(ctx):
-    """Whether to prefetch without --prefetch / --no-prefetch, the C++ demo's
-    rule: when this rank's share of the CPUs is at least 2, so the thread
-    has a core of its own: the fewer of the CPUs this process may run on
-    (sched_getaffinity; hbrun binds each rank to its own slice when the
-    host has enough) and the host's online CPUs over the ranks on the host
-    (the context's local world size). On 2 CPUs: 1 rank prefetches, 2 and 4
-    do not (docs/performance.md, "Prefetching the demo's data")."""
-    share = (os.cpu_count() or 1) // max(1, ctx.local_world_size)
-    return min(len(os.sched_getaffinity(0)), share) >= 2
 
 
 class Prefetcher:
@@ -882,7 +866,7 @@ class Trainer:
         # over the ranks when printed (one allreduce per log line).
         saved, interval_samples, interval_losses = step, 0, []
         self.prof = StepProfile(f.profile)
-        if self.reader is None and (f.prefetch or f.prefetch is None and prefetch_default(ctx)):
+        if f.prefetch and self.reader is None:
             self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end)
         t0 = t_interval = time.monotonic()
         step_s = 0.0
