@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The C++ CTR demo with its train batches generated on the prefetch thread
-# (--prefetch) against in the step (--no-prefetch), interleaved per repeat
+# (the default) against in the step (--no-prefetch), interleaved per repeat
 # and world size. Per launch a RESULT line: train samples/s (global; eval
 # excluded) and the CPU of every rank's process over the training steps
 # (--profile's "profile cpu" line: every thread, the prefetch included) per
@@ -17,7 +17,8 @@ W=$(mktemp -d); BG=""
 trap '[ -n "$BG" ] && kill $BG 2>/dev/null; rm -rf "$W"' EXIT
 for rep in $(seq 1 "$R"); do for np in $NPS; do for mode in prefetch no-prefetch; do
   if [ "$LOAD" = 1 ]; then nice -n 19 sh -c 'while :; do :; done' & BG=$!; fi
-  "$B/src/launcher/hbrun" -n "$np" -- "$B/examples/ctr_train/ctr_train" --$mode --profile \
+  flag=""; [ $mode = no-prefetch ] && flag=--no-prefetch
+  "$B/src/launcher/hbrun" -n "$np" -- "$B/examples/ctr_train/ctr_train" $flag --profile \
     --train-samples "$S" --vocab "$V" --eval-samples 8000 --eval-every 1000000 \
     --max-gap 1 --out "$W/o" > "$W/log" 2>&1
   if [ -n "$BG" ]; then kill $BG; wait $BG 2>/dev/null; BG=""; fi
