@@ -7,6 +7,13 @@
 # hypervisor); c / b is what hb's exchange costs on top. The three run
 # within seconds of each other, so the machine's slow drift affects them
 # alike; the medians are over REPEATS.
+# The bound that b / a sets on c / a (2 on two idle cores) assumes a 1-rank
+# job runs on one core. The demo generates its next batch on a thread
+# (its default; --no-prefetch: in the step), so one 1-rank job alone uses
+# u > 1 cores (its process CPU over wall time: PROFILE=1 prints u per
+# repeat) and two jobs at once cannot both get u: the bound on 2 ranks / 1
+# rank becomes about (b / a) / u, e.g. 2 / 1.25 = 1.6 where u is 1.25.
+# FLAGS="--no-prefetch" measures the one-core bound.
 #   bench/ctr_cpu/two_ranks_vs_two_jobs.sh BUILD_DIR
 # Environment: SAMPLES=960000, VOCAB=2048, REPEATS=3, PROFILE=0 (1: the
 # jobs run with --profile and their per-rank phase times, ms per step,
@@ -18,7 +25,7 @@ S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 P=""; [ "${PROFILE:-0}" = 1 ] && P=--profile
 job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
-  "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" $P \
+  "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" $P ${FLAGS:-} \
     --train-samples "$S" --vocab "$V" --eval-samples 8000 \
     --eval-every 1000000 --max-gap 1 --out "$W/$2" > "$W/log_$2" 2>&1
   grep 'profile rank' "$W/log_$2" | sed "s/^/# $2 (np $1): /" > "$W/prof_$2"
@@ -36,6 +43,11 @@ for r in $(seq 1 "$R"); do
     'BEGIN { A = S / a; Bs = S / b1 + S / b2; C = S / c;
              printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", r, A, Bs, C, Bs / A, C / A, C / Bs }'
   cat "$W/prof_a" "$W/prof_b" "$W/prof_c" "$W/prof_d" >> "$W/profiles"
+  # u: the 1-rank job's cores, its process CPU per step (training steps)
+  # times its steps over its train seconds.
+  awk -v a="$a" '/final: [0-9]+ steps in/ { for (i = 1; i <= NF; ++i) if ($i == "steps") n = $(i - 1) }
+    /profile cpu rank 0/ { for (i = 1; i <= NF; ++i) if ($i == "process") ms = $(i + 1) }
+    END { if (ms) printf "# repeat u = %.2f cores (1-rank job)\n", ms * n / 1e3 / a }' "$W/log_a" >> "$W/profiles"
 done | tee "$W/rows"
 [ -s "$W/profiles" ] && cat "$W/profiles"
 # Medians of each column over the repeats.

@@ -37,6 +37,11 @@
 // (--no-overlap: hb_allreduce_many first): hb_allreduce_start runs it on the
 // context's progress thread while hb_collection_apply_gradients runs here,
 // then hb_allreduce_wait; the same bits (rank order per element).
+// The next train batch is generated on a thread while the step runs
+// (--no-prefetch: in the step; the same samples in the same order); the
+// step's data phase is the wait for it, and the step generates any part the
+// thread has not reached, so a thread without a core never holds it up.
+// --profile prints the thread's CPU per step on a line of its own.
 // Every --eval-every steps the held-out split is scored with the exact AUC
 // metric (merged across ranks). At the end: a checkpoint, a serving export,
 // and the final AUC next to the planted model's AUC (the best achievable).
@@ -49,13 +54,18 @@
 // to --eval-log; the chief ends training with hb_checkpoint_finish.
 // --digest prints a digest of every table, dense
 // buffer and metric at the end, to compare runs bit for bit.
+#include <atomic>
+#include <chrono>
 #include <cinttypes>
 #include <cmath>
+#include <condition_variable>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
 #include <memory>
+#include <mutex>
 #include <string>
+#include <thread>
 #include <vector>
 
 #include <sys/resource.h>
@@ -82,11 +92,12 @@ namespace {
     if (st_ != HB_OK) die(#call, st_); \
   } while (0)
 
-double now_s() {
+double clock_s(clockid_t clock) {
   timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
+  clock_gettime(clock, &ts);
   return ts.tv_sec + ts.tv_nsec * 1e-9;
 }
+double now_s() { return clock_s(CLOCK_MONOTONIC); }
 
 struct Flags {
   int64_t train_samples = 480000;
@@ -116,6 +127,9 @@ struct Flags {
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
   bool overlap = true;   // --no-overlap: the dense allreduce before the update
+  // --no-prefetch: each train batch generated in its step, not on a thread
+  // during the step before.
+  bool prefetch = true;
   // --data-sync: hb_data_sync every step even on even shards (where the
   // shard plan decides alike without a round).
   bool data_sync = false;
@@ -181,6 +195,8 @@ Flags parse_flags(int argc, char **argv) {
       f.pipeline = false;
     else if (a == "--no-overlap")
       f.overlap = false;
+    else if (a == "--no-prefetch")
+      f.prefetch = false;
     else if (a == "--data-sync")
       f.data_sync = true;
     else if (a == "--splits")
@@ -192,7 +208,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--data-sync] "
+          "[--profile] [--no-pipeline] [--no-overlap] [--no-prefetch] "
+          "[--data-sync] "
           "[--checkpoint-dir D "
           "[--checkpoint-every "
           "N] [--checkpoint-keep K] [--checkpoint-async]] [--eval-log PATH] "
@@ -212,7 +229,9 @@ Flags parse_flags(int argc, char **argv) {
 }
 
 // --profile: wall time of each phase of the training steps (evaluation
-// excluded), summed over the steps; printed per rank at the end.
+// excluded), summed over the steps; printed per rank at the end, with the
+// process's CPU time over the same phases (every thread: hb's progress
+// threads and the prefetch) and the prefetch thread's own.
 class StepProfile {
  public:
   enum Phase {
@@ -233,13 +252,17 @@ class StepProfile {
   // Starts `next`, ending the running phase (if any).
   void mark(Phase next) {
     if (!on_ || paused_) return;
-    double t = now_s();
-    if (running_ != kPhases) total_[running_] += t - since_;
-    running_ = next, since_ = t;
+    double t = now_s(), c = clock_s(CLOCK_PROCESS_CPUTIME_ID);
+    if (running_ != kPhases)
+      total_[running_] += t - since_, process_cpu_ += c - cpu_since_;
+    running_ = next, since_ = t, cpu_since_ = c;
   }
   void stop() { mark(kPhases); }
   void pause(bool p) { paused_ = p; }  // evaluation is not a training step
-  void print(int rank, int64_t steps) const {
+  // prefetch_cpu: the prefetch thread's CPU seconds (0 without one);
+  // prefetch_share: the fraction of the train samples it generated.
+  void print(int rank, int64_t steps, double prefetch_cpu = 0,
+             double prefetch_share = 0) const {
     if (!on_ || steps == 0) return;
     static const char *names[kPhases] = {
         "data",          "lookup",    "lookup_start",    "mlp_fwd",
@@ -256,12 +279,146 @@ class StepProfile {
     }
     std::printf("profile rank %d: ms/step%s | total %.3f\n", rank, line.c_str(),
                 1e3 * sum / steps);
+    // Its own prefix: scripts read the line above by "profile rank R:".
+    std::printf(
+        "profile cpu rank %d: ms/step prefetch thread %.3f (%.0f%% of "
+        "the samples) | process %.3f\n",
+        rank, 1e3 * prefetch_cpu / steps, 100 * prefetch_share,
+        1e3 * process_cpu_ / steps);
   }
 
  private:
   bool on_, paused_ = false;
   Phase running_ = kPhases;
   double since_ = 0, total_[kPhases] = {};
+  double cpu_since_ = 0, process_cpu_ = 0;
+};
+
+// Samples [begin, end) of split from the generator into *out.
+void generate(const synth::Generator &gen, int split, int64_t begin,
+              int64_t end, std::vector<synth::Sample> *out) {
+  out->resize(end - begin);
+  for (int64_t i = begin; i < end; ++i)
+    gen.sample(split, i, &(*out)[i - begin]);
+}
+
+// The train batch after the one handed out, generated on a thread while the
+// step that trains the current one runs (--no-prefetch: in the step). Sample
+// i depends only on (seed, split, i), so a prefetched range holds the
+// samples generated in place, bit for bit; a range it did not guess (the
+// first after a start or a resume) is generated in place. The range goes in
+// chunks that the thread and take() claim from one counter: a batch the
+// thread has not finished when the step wants it (its core busy with other
+// ranks or tasks) is finished by the caller, so the step never waits longer
+// than for the chunk the thread holds, and a thread that never ran costs
+// the step nothing but the handoff.
+class Prefetcher {
+ public:
+  Prefetcher(const synth::Generator &gen, int64_t batch, int64_t shard_end)
+      : gen_(gen), batch_(batch), shard_end_(shard_end) {
+    thread_ = std::thread([this] { run(); });
+  }
+  ~Prefetcher() {
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      stop_ = true;
+    }
+    cv_.notify_all();
+    thread_.join();
+  }
+
+  // Train samples [begin, end) into *out; posts the range next_batch asks
+  // for next, [end, min(shard end, end + batch)).
+  void take(int64_t begin, int64_t end, std::vector<synth::Sample> *out) {
+    bool hit = false;
+    if (posted_) {
+      claim_chunks();  // what the thread has not started
+      std::unique_lock<std::mutex> lock(mu_);
+      // The thread holds at most one chunk (tens of microseconds); a minute
+      // means it is gone (every wait in the demo is bounded).
+      if (!cv_.wait_for(lock, std::chrono::seconds(60),
+                        [this] { return !thread_busy_; })) {
+        std::fprintf(stderr,
+                     "ctr_train: the prefetch thread kept a chunk for 60 s\n");
+        std::exit(1);
+      }
+      posted_ = false;
+      hit = begin_ == begin && end_ == end;
+      if (hit) out->swap(slot_);
+    }
+    if (!hit) generate(gen_, /*split=*/0, begin, end, out);
+    const int64_t nb = end, ne = std::min(shard_end_, end + batch_);
+    if (ne <= nb) return;
+    {
+      std::lock_guard<std::mutex> lock(mu_);
+      begin_ = nb, end_ = ne, posted_ = true, ++seq_;
+      slot_.resize(ne - nb);
+      chunks_ = (ne - nb + kChunk - 1) / kChunk;
+      next_chunk_.store(0, std::memory_order_relaxed);
+    }
+    cv_.notify_all();
+  }
+  // The thread's CPU seconds, and the samples it generated (the rest of the
+  // prefetched ranges the caller finished).
+  double cpu_s() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return cpu_s_;
+  }
+  int64_t thread_samples() {
+    std::lock_guard<std::mutex> lock(mu_);
+    return thread_samples_;
+  }
+
+ private:
+  static constexpr int64_t kChunk = 32;  // samples: ~30 us at vocab 2048
+
+  // Generates the posted range's unclaimed chunks into slot_; how many
+  // samples. Chunks are disjoint, so the two threads write apart; the
+  // mutex (taken after) orders the writes before the swap.
+  int64_t claim_chunks() {
+    int64_t made = 0;
+    for (;;) {
+      const int64_t k = next_chunk_.fetch_add(1, std::memory_order_relaxed);
+      if (k >= chunks_) return made;
+      const int64_t lo = begin_ + k * kChunk, hi = std::min(end_, lo + kChunk);
+      for (int64_t i = lo; i < hi; ++i) gen_.sample(0, i, &slot_[i - begin_]);
+      made += hi - lo;
+    }
+  }
+
+  void run() {
+    std::unique_lock<std::mutex> lock(mu_);
+    uint64_t seen = 0;
+    for (;;) {
+      // Idle until a range or the end (the destructor); no peer involved.
+      cv_.wait(lock, [&] { return stop_ || (posted_ && seq_ != seen); });
+      if (stop_) return;
+      seen = seq_;
+      thread_busy_ = true;  // take() waits for it before the next post
+      lock.unlock();
+      const double c0 = clock_s(CLOCK_THREAD_CPUTIME_ID);
+      const int64_t made = claim_chunks();
+      const double c = clock_s(CLOCK_THREAD_CPUTIME_ID) - c0;
+      lock.lock();
+      cpu_s_ += c, thread_samples_ += made;
+      thread_busy_ = false;
+      cv_.notify_all();
+    }
+  }
+
+  const synth::Generator &gen_;  // read-only: sample() is const
+  const int64_t batch_, shard_end_;
+  std::mutex mu_;
+  std::condition_variable cv_;
+  // The posted range, changed only under mu_ while the thread is not busy.
+  int64_t begin_ = 0, end_ = 0, chunks_ = 0;
+  std::vector<synth::Sample> slot_;
+  std::atomic<int64_t> next_chunk_{0};
+  bool posted_ = false, thread_busy_ = false, stop_ = false;
+  uint64_t seq_ = 0;  // posts so far: the thread takes each range once
+  double cpu_s_ = 0;
+  int64_t thread_samples_ = 0;
+  std::thread thread_;  // last: started once the rest is set
 };
 
 // Dense parameters, replicated on every rank, with Adagrad accumulators.
@@ -681,19 +838,22 @@ class Trainer {
   void score_held_out(hb_metric *model, hb_metric *planted);
   static double loss_sum(const Batch &b);
 
-  // Samples [begin, end) of split into b.samples: from the generator, or
-  // the batch fetched from the files (train split with --data).
+  // Samples [begin, end) of split into b.samples: from the generator (the
+  // prefetch thread's, training collectively), or the batch fetched from
+  // the files (train split with --data).
   void fill_samples(Batch &b, int split, int64_t begin, int64_t end) {
     if (split == 0 && files_) return files_->samples(&b.samples);
-    b.samples.resize(end - begin);
-    for (int64_t i = begin; i < end; ++i)
-      gen_.sample(split, i, &b.samples[i - begin]);
+    if (split == 0 && prefetch_) return prefetch_->take(begin, end, &b.samples);
+    generate(gen_, split, begin, end, &b.samples);
   }
 
   hb_context *ctx_;
   Flags f_;
   synth::Generator gen_;
   std::unique_ptr<FileSource> files_;  // --data
+  // The train batches' generator thread (train(): collective training on
+  // the synthetic data, unless --no-prefetch).
+  std::unique_ptr<Prefetcher> prefetch_;
   Dense dense_;
   std::vector<hb_embedding *> tables_;
   hb_embedding *wide_ = nullptr;
@@ -1302,6 +1462,9 @@ int Trainer::train() {
                 dense_.in, dense_.hidden, dense_math::gemm_name());
   hb_metric *running_auc = running_auc_;
   int64_t step = resume(), interval_samples = 0;  // resume() sets pos_
+  const int64_t start_pos = pos_;
+  if (!files_ && f_.prefetch)
+    prefetch_ = std::make_unique<Prefetcher>(gen_, f_.batch, shard_end_);
   const int64_t first_step = step;
   const bool tally = ckpt_ || f_.digest;
   // This rank's loss sum of each step since the last log line; summed over
@@ -1408,6 +1571,13 @@ int Trainer::train() {
     if (started) cur = 1 - cur;
   }
   double train_s = now_s() - t0;
+  double prefetch_cpu = 0, prefetch_share = 0;
+  if (prefetch_) {
+    prefetch_cpu = prefetch_->cpu_s();
+    prefetch_share = static_cast<double>(prefetch_->thread_samples()) /
+                     std::max<int64_t>(1, pos_ - start_pos);
+    prefetch_.reset();
+  }
   // The end of training is a checkpoint too: a job started again after it
   // only evaluates and exports.
   if (ckpt_) {
@@ -1418,7 +1588,7 @@ int Trainer::train() {
   } else if (tally) {
     merge_tally();
   }
-  prof_.print(rank_, step);
+  prof_.print(rank_, step, prefetch_cpu, prefetch_share);
   if (files_) {
     // Input wait: time in hb_reader_next, against the training steps' time
     // (evaluation excluded), worst rank.
