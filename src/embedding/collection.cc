@@ -411,12 +411,14 @@ void CollectionBase::layouts(size_t header, const std::vector<size_t> &per_id,
     int64_t off = 0;
     for (int p = 0; p < world_; ++p) {
       at[p * (T + 1)] = off;
-      int64_t b = static_cast<int64_t>(header);
+      const bool none = self_in_place_ && p == rank_;
+      int64_t b = none ? 0 : static_cast<int64_t>(header);
       for (size_t t = 0; t < T; ++t) {
         at[p * (T + 1) + 1 + t] = off + b;
         const StepPlan &pl = plans_[t];
-        b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
-             static_cast<int64_t>(per_id[t]);
+        if (!none)
+          b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
+               static_cast<int64_t>(per_id[t]);
       }
       bytes[p] = b;
       off += b;
@@ -678,6 +680,7 @@ Collection::Collection(std::vector<Feature> features,
       spare_slots_(tables_.size()),
       bags_(features_.size()),
       spare_bags_(features_.size()) {
+  self_in_place_ = true;
   if (!tables_.empty()) batch_ = tables_[0]->batch_with(tables_);
 }
 
@@ -1022,7 +1025,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   int64_t h[kVerdictWords];
   verdict(o, ok, h);
   for (int p = 0; p < world_; ++p)
-    std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
+    if (p != rank_) std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
   // This rank's own partial sums skip the exchange (encoded straight into
   // the owner's wire buffer below); at world 1 nothing is exchanged and the
   // float32 ones go to the optimizer from the partial sums themselves.
@@ -1045,7 +1048,10 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   if (world_ > 1) {
     exchange();
     for (int p = 0; p < world_; ++p)
-      std::memcpy(&hv[p * kVerdictWords], rbuf_.data() + rat_[p * (T + 1)], H);
+      std::memcpy(&hv[p * kVerdictWords],
+                  p == rank_ ? reinterpret_cast<const unsigned char *>(h)
+                             : rbuf_.data() + rat_[p * (T + 1)],
+                  H);
   } else {
     count_round();
     std::memcpy(hv.data(), h, H);

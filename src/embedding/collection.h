@@ -168,7 +168,9 @@ class CollectionBase {
   // `per_id[t]` bytes per id of table t: out along the plans (requesters to
   // owners: send_counts out, recv_counts in) or back. sb_/rb_: bytes per
   // peer; sat_/rat_[p * (T + 1)]: peer p's block, [p * (T + 1) + 1 + t]:
-  // its table t; stotal_/rtotal_: the payload sizes.
+  // its table t; stotal_/rtotal_: the payload sizes. With self_in_place_,
+  // this rank's own block is empty (no header, no ids): its share never
+  // rides the exchange (the board would copy it in and out again).
   void layouts(size_t header, const std::vector<size_t> &per_id, bool back);
   int64_t sat(int p, size_t t) const {
     return sat_[p * (tables_.size() + 1) + 1 + t];
@@ -230,6 +232,9 @@ class CollectionBase {
   CollectionStats stats_;
   std::vector<int64_t> sb_, rb_, sat_, rat_;  // payload layouts
   int64_t stotal_ = 0, rtotal_ = 0;
+  // Host collections read their own share from the plan and the owner's
+  // buffers, never from the exchange (layouts); device ones send it.
+  bool self_in_place_ = false;
 
  private:
   void read_batch(const JaggedBatch &in, const char *what, const void *pooled,

@@ -6,6 +6,7 @@
 
 #include <gtest/gtest.h>
 
+#include <atomic>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -28,7 +29,9 @@ using hbtest::Outcomes;
 struct RankSetup {
   std::vector<std::unique_ptr<Table>> tables;
   std::unique_ptr<Collection> coll;
-  RankSetup(hbtest::ThreadWorld &tw, int r, const CollCase &c) {
+  // self_bytes: what the collection's exchanges send to rank r itself.
+  RankSetup(hbtest::ThreadWorld &tw, int r, const CollCase &c,
+            std::atomic<int64_t> *self_bytes = nullptr) {
     for (const auto &cfg : c.tables)
       tables.emplace_back(
           new Table(hb::emb::spec_from_config(&cfg), tw.endpoint(r)));
@@ -36,7 +39,7 @@ struct RankSetup {
     for (size_t f = 0; f < c.features.size(); ++f)
       fs.push_back({c.names[f], tables[c.features[f].table].get(),
                     c.features[f].pooling});
-    coll.reset(new Collection(fs, tw.endpoint(r)));
+    coll.reset(new Collection(fs, tw.endpoint(r, self_bytes)));
   }
 };
 
@@ -94,8 +97,9 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1,
 
   Errors err;
   hbtest::ThreadWorld tw(world);
+  std::atomic<int64_t> self_bytes{0};
   hbtest::ThreadWorld::run(world, [&](int r) {
-    RankSetup rs(tw, r, c);
+    RankSetup rs(tw, r, c, &self_bytes);
     std::vector<std::unique_ptr<Table>> twins;
     for (const auto &cfg : c.tables)
       twins.emplace_back(
@@ -150,6 +154,10 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1,
     }
   });
   EXPECT_EQ(err.first, "");
+  // A rank's own ids, rows and partial sums never ride the exchange (on
+  // the shared-memory board they would be copied in and out for nothing).
+  EXPECT_EQ(self_bytes.load(), 0)
+      << "the collection's exchanges sent bytes to their own rank";
 }
 
 void check_case(const CollCase &c, int world, int steps, uint64_t seed,

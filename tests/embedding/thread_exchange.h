@@ -4,6 +4,7 @@
 // reused. Lets the table's collective logic run without a network.
 #pragma once
 
+#include <atomic>
 #include <condition_variable>
 #include <cstring>
 #include <functional>
@@ -20,7 +21,10 @@ class ThreadWorld {
  public:
   explicit ThreadWorld(int world) : world_(world), posts_(world) {}
 
-  std::unique_ptr<hb::Exchange> endpoint(int rank);
+  // self_bytes, if given, adds up the bytes this endpoint's alltoallv
+  // calls send to their own rank (tests that an exchange skips them).
+  std::unique_ptr<hb::Exchange> endpoint(
+      int rank, std::atomic<int64_t> *self_bytes = nullptr);
 
   // Runs fn(rank) on `world` threads and joins them.
   static void run(int world, const std::function<void(int)> &fn) {
@@ -56,15 +60,23 @@ class ThreadWorld {
 
 class ThreadExchange : public hb::Exchange {
  public:
-  ThreadExchange(ThreadWorld *w, int rank) : w_(w), rank_(rank) {}
+  ThreadExchange(ThreadWorld *w, int rank, std::atomic<int64_t> *self_bytes)
+      : w_(w), rank_(rank), self_bytes_(self_bytes) {}
   int rank() const override { return rank_; }
   int world() const override { return w_->world_; }
   void alltoall(const int64_t *send, int64_t *recv, size_t k) override {
     std::vector<int64_t> b(world(), static_cast<int64_t>(k * 8));
-    alltoallv(send, b.data(), recv, b.data());
+    move(send, b.data(), recv, b.data());
   }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
+    if (self_bytes_) *self_bytes_ += send_bytes[rank_];
+    move(send, send_bytes, recv, recv_bytes);
+  }
+
+ private:
+  void move(const void *send, const int64_t *send_bytes, void *recv,
+            const int64_t *recv_bytes) {
     int n = world();
     ThreadWorld::Post &mine = w_->posts_[rank_];
     mine.send = static_cast<const unsigned char *>(send);
@@ -83,13 +95,15 @@ class ThreadExchange : public hb::Exchange {
     w_->barrier();
   }
 
- private:
   ThreadWorld *w_;
   int rank_;
+  std::atomic<int64_t> *self_bytes_;
 };
 
-inline std::unique_ptr<hb::Exchange> ThreadWorld::endpoint(int rank) {
-  return std::unique_ptr<hb::Exchange>(new ThreadExchange(this, rank));
+inline std::unique_ptr<hb::Exchange> ThreadWorld::endpoint(
+    int rank, std::atomic<int64_t> *self_bytes) {
+  return std::unique_ptr<hb::Exchange>(
+      new ThreadExchange(this, rank, self_bytes));
 }
 
 }  // namespace hbtest
