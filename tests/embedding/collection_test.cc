@@ -320,7 +320,8 @@ TEST(Collection, ReplansWhenUpdateIdsDiffer) {
       err.report("rank " + std::to_string(r) + ": second step not reused");
     // An update without a lookup before it plans directly (3 rounds).
     uint64_t before = rs.coll->stats().rounds;
-    JBatch empty = hbtest::make_jbatch(g, c, 0);
+    std::mt19937_64 own(static_cast<uint64_t>(r));  // g is shared: not here
+    JBatch empty = hbtest::make_jbatch(own, c, 0);
     std::vector<const float *> gup(c.features.size(), nullptr);
     rs.coll->apply_gradients(jb(empty), nullptr, gup.data());
     if (rs.coll->stats().rounds - before != 3)
