@@ -186,7 +186,7 @@ class StepProfile:
         cpu = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.cpu.items())
         return ("profile rank %d: ms/step %s | total %.3f\n"
                 "profile rank %d: cpu ms/step (main thread) %s | total %.3f | prefetch %.3f "
-                "(%.0f%% of the prefetched samples; the step waited %.3f) | process %.3f"
+                "(%.0f%% of the prefetched samples, the step waited %.3f) | process %.3f"
                 % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
                    1e3 * sum(self.cpu.values()) / steps, 1e3 * cpu_s / steps, 100 * share,
                    1e3 * wait_s / steps, 1e3 * self.proc_cpu / steps))
@@ -237,7 +237,7 @@ class Prefetcher:
                 if not self.cv.wait_for(lambda: not self.busy, self.TIMEOUT_S):
                     raise hb.HbError(hb.ERR_TIMEOUT, "HB_ERR_TIMEOUT",
                                      "the prefetch thread kept a chunk of train samples [%d, %d) "
-                                     "for %.0f s" % (p[0], p[1], self.TIMEOUT_S))
+                                     "for %g s" % (p[0], p[1], self.TIMEOUT_S))
                 self.posted, err, self.error = None, self.error, None
             self.wait_s += time.perf_counter() - t
             if err is not None:
@@ -308,7 +308,7 @@ class Prefetcher:
         self.thread.join(self.TIMEOUT_S)
         if self.thread.is_alive():
             raise hb.HbError(hb.ERR_TIMEOUT, "HB_ERR_TIMEOUT",
-                             "the prefetch thread did not stop within %.0f s" % self.TIMEOUT_S)
+                             "the prefetch thread did not stop within %g s" % self.TIMEOUT_S)
 
 
 class Dense:
