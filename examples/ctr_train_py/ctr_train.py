@@ -17,12 +17,16 @@ scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
 The next train batch is generated on a thread while the current step runs
-(--no-prefetch: in the step; the same samples either way); the step's
+(--no-prefetch: in the step; the same samples either way), in chunks of
+--prefetch-chunk samples that the thread and the step claim from one
+counter: the step makes what the thread has not started and waits at most
+for the one chunk it holds (as the C++ demo's Prefetcher); the step's
 global sample count comes from the shard plan, as in the C++ demo, and the
 loss is summed over the ranks once per log line. --profile prints the time
 of each step phase per rank, in the C++ demo's --profile format, and a
 second line of CPU time per step: the main thread's per phase, the prefetch
-thread's and the whole process's (the rest is hb's progress threads).
+thread's (with its share of the prefetched samples and the step's wait
+for its chunk) and the whole process's (the rest is hb's progress threads).
 
 The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
 step): the next batch's lookup is started (Collection.lookup_start: its ids
@@ -113,7 +117,10 @@ def parse_flags(argv):
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="generate each train batch in the step that uses it, not on a thread "
                         "during the step before")
-    p.add_argument("--prefetch-chunk", type=int, default=256,
+    # 512: a numpy call costs ~1 us whatever its size, so a chunk of the
+    # generator's costs ~55 us plus ~0.4 us per sample; 2 x 256 samples
+    # take 1.28x the instructions of one 512 (docs/performance.md).
+    p.add_argument("--prefetch-chunk", type=int, default=512,
                    help="samples per chunk of a prefetched batch: the thread and the step claim "
                         "chunks, so the step waits at most for one")
     f = p.parse_args(argv)
