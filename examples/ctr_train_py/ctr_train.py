@@ -286,19 +286,19 @@ class Prefetcher:
         seen = 0
         with self.cv:
             while True:
+                # Idle until a range or close(): no peer involved, so no
+                # bound here (take() bounds its wait for this thread).
                 self.cv.wait_for(lambda: self.stopping or (self.posted is not None
                                                            and self.seq != seen))
                 if self.stopping:
                     return
                 seen, p, self.busy = self.seq, self.posted, True
                 self.cv.release()
-                t, made = time.thread_time(), 0
+                t, made, err = time.thread_time(), 0, None
                 try:
                     made = self._claim(p)
                 except BaseException as e:  # take() raises it
                     err = e
-                else:
-                    err = None
                 finally:
                     self.cv.acquire()
                 self.cpu += time.thread_time() - t
