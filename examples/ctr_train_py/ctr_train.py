@@ -17,12 +17,16 @@ scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
 The next train batch is generated on a thread while the current step runs
-(--no-prefetch: in the step; the same samples either way); the step's
+(--no-prefetch: in the step; the same samples either way), in chunks of
+--prefetch-chunk samples that the thread and the step claim from one
+counter: the step makes what the thread has not started and waits at most
+for the one chunk it holds (as the C++ demo's Prefetcher); the step's
 global sample count comes from the shard plan, as in the C++ demo, and the
 loss is summed over the ranks once per log line. --profile prints the time
 of each step phase per rank, in the C++ demo's --profile format, and a
 second line of CPU time per step: the main thread's per phase, the prefetch
-thread's and the whole process's (the rest is hb's progress threads).
+thread's (with its share of the prefetched samples and the step's wait
+for its chunk) and the whole process's (the rest is hb's progress threads).
 
 The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
 step): the next batch's lookup is started (Collection.lookup_start: its ids
@@ -56,9 +60,10 @@ The banner names the BLAS numpy loaded.
 """
 
 import argparse
-import concurrent.futures
+import itertools
 import os
 import sys
+import threading
 import time
 
 import numpy as np
@@ -112,12 +117,18 @@ def parse_flags(argv):
     p.add_argument("--no-prefetch", dest="prefetch", action="store_false",
                    help="generate each train batch in the step that uses it, not on a thread "
                         "during the step before")
+    # 512: a numpy call costs ~1 us whatever its size, so a chunk of the
+    # generator's costs ~55 us plus ~0.4 us per sample; 2 x 256 samples
+    # take 1.28x the instructions of one 512 (docs/performance.md).
+    p.add_argument("--prefetch-chunk", type=int, default=512,
+                   help="samples per chunk of a prefetched batch: the thread and the step claim "
+                        "chunks, so the step waits at most for one")
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
-            or f.checkpoint_every < 0 or f.checkpoint_keep < 1):
-        p.error("batch, dim, hidden, eval-every, log-every > 0, files >= 0, vocab a power of "
-                "two, checkpoint-every >= 0 and checkpoint-keep >= 1")
+            or f.checkpoint_every < 0 or f.checkpoint_keep < 1 or f.prefetch_chunk <= 0):
+        p.error("batch, dim, hidden, eval-every, log-every, prefetch-chunk > 0, files >= 0, vocab "
+                "a power of two, checkpoint-every >= 0 and checkpoint-keep >= 1")
     return f
 
 
@@ -168,17 +179,24 @@ class StepProfile:
     def stop(self):
         self.mark(None)
 
-    def line(self, rank, steps, prefetch_cpu=0.0):
+    def line(self, rank, steps, prefetch=None):
         """The wall line (the C++ demo's) and the CPU line: the main
-        thread's per phase, the prefetch thread's (prefetch_cpu seconds) and
-        the whole process's (the rest: hb's progress threads) per step."""
+        thread's per phase, the prefetch thread's (prefetch: the run's
+        Prefetcher, None without one: its CPU, its share of the prefetched
+        samples and the steps' wait for its chunk) and the whole process's
+        (the rest: hb's progress threads) per step."""
+        cpu_s, share, wait_s = 0.0, 0.0, 0.0
+        if prefetch is not None:
+            cpu_s, wait_s = prefetch.cpu, prefetch.wait_s
+            share = prefetch.thread_samples / max(1, prefetch.posted_samples)
         parts = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.total.items())
         cpu = " ".join("%s %.3f" % (k, 1e3 * v / steps) for k, v in self.cpu.items())
         return ("profile rank %d: ms/step %s | total %.3f\n"
-                "profile rank %d: cpu ms/step (main thread) %s | total %.3f | prefetch %.3f | "
-                "process %.3f" % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
-                                  1e3 * sum(self.cpu.values()) / steps, 1e3 * prefetch_cpu / steps,
-                                  1e3 * self.proc_cpu / steps))
+                "profile rank %d: cpu ms/step (main thread) %s | total %.3f | prefetch %.3f "
+                "(%.0f%% of the prefetched samples, the step waited %.3f) | process %.3f"
+                % (rank, parts, 1e3 * sum(self.total.values()) / steps, rank, cpu,
+                   1e3 * sum(self.cpu.values()) / steps, 1e3 * cpu_s / steps, 100 * share,
+                   1e3 * wait_s / steps, 1e3 * self.proc_cpu / steps))
 
 
 class Prefetcher:
@@ -188,41 +206,116 @@ class Prefetcher:
     so the generator runs beside the lookup, the GEMMs and the exchanges.
     Sample i depends only on (seed, split, i): a prefetched batch is the one
     generated in place, bit for bit. A range it did not guess (a resume, an
-    empty batch) is generated in place."""
+    empty batch) is generated in place.
 
-    def __init__(self, gen, batch, shard_end):
-        self.gen, self.batch, self.shard_end = gen, batch, shard_end
-        self.pool = concurrent.futures.ThreadPoolExecutor(1, thread_name_prefix="ctr-prefetch")
-        self.pending = None  # (begin, end, future)
+    As the C++ demo's Prefetcher: the range goes in chunks of `chunk`
+    samples that the thread and take() claim from one counter, each written
+    into its rows of the batch's preallocated arrays (no concatenation). A
+    batch the thread has not finished when the step wants it (its core
+    busy with the other ranks' steps) is finished by the step, which then
+    waits at most for the one chunk the thread holds, not for a whole
+    batch from a thread that has no core."""
+
+    RING = 3  # batch buffers: the step's, the next one (pipelined), the one being made
+    TIMEOUT_S = 60.0  # a chunk takes ~0.1 ms; a minute means the thread is gone
+
+    def __init__(self, gen, batch, shard_end, chunk):
+        self.gen, self.batch, self.shard_end, self.chunk = gen, batch, shard_end, chunk
+        self.cv = threading.Condition()
+        self.ring = [synth.new_samples(batch) for _ in range(self.RING)]
+        self.next_slot = 0
+        # The posted range: (begin, end, out, claims, chunks); claims hands
+        # out chunk numbers (itertools.count's next is atomic under the GIL).
+        self.posted = None
+        self.seq, self.busy, self.stopping, self.error = 0, False, False, None
         self.cpu = 0.0  # the thread's CPU seconds generating (--profile)
+        self.thread_samples = self.posted_samples = 0  # the thread's share (--profile)
+        self.wait_s = 0.0  # the steps' wall time waiting for the thread's chunk (--profile)
+        self.thread = threading.Thread(target=self._run, name="ctr-prefetch", daemon=True)
+        self.thread.start()
 
     def take(self, begin, end):
-        """Train samples [begin, end); starts generating [end, end + batch)."""
-        s = None
-        if self.pending is not None:
-            b, e, fut = self.pending
-            self.pending = None
-            s = fut.result()  # also on a miss: its error, if any, is not lost
-            if (b, e) != (begin, end):
-                s = None
+        """Train samples [begin, end); posts [end, end + batch)."""
+        s, p = None, self.posted
+        if p is not None:
+            self._claim(p)  # the chunks the thread has not started
+            t = time.perf_counter()
+            with self.cv:
+                if not self.cv.wait_for(lambda: not self.busy, self.TIMEOUT_S):
+                    raise hb.HbError(hb.ERR_TIMEOUT, "HB_ERR_TIMEOUT",
+                                     "the prefetch thread kept a chunk of train samples [%d, %d) "
+                                     "for %g s" % (p[0], p[1], self.TIMEOUT_S))
+                self.posted, err, self.error = None, self.error, None
+            self.wait_s += time.perf_counter() - t
+            if err is not None:
+                raise err  # the thread's error, not lost (also on a miss)
+            if (p[0], p[1]) == (begin, end):
+                s = p[2]
         if s is None:
             s = self.gen.sample(0, begin, end)
         nb, ne = end, min(self.shard_end, end + self.batch)
         if ne > nb:
-            self.pending = (nb, ne, self.pool.submit(self._sample, nb, ne))
+            if ne - nb == self.batch:
+                out, self.next_slot = self.ring[self.next_slot], (self.next_slot + 1) % self.RING
+            else:  # the shard's last, short batch
+                out = synth.new_samples(ne - nb)
+            with self.cv:
+                self.posted = (nb, ne, out, itertools.count(), -(-(ne - nb) // self.chunk))
+                self.seq += 1
+                self.posted_samples += ne - nb
+                self.cv.notify_all()
         return s
 
-    def _sample(self, begin, end):
-        """On the thread: the train samples [begin, end), its CPU counted."""
-        t = time.thread_time()
-        try:
-            return self.gen.sample(0, begin, end)
-        finally:
-            self.cpu += time.thread_time() - t
+    def _claim(self, p):
+        """Generates p's unclaimed chunks into its arrays; how many samples.
+        Chunks are disjoint rows, so the two threads write apart; the
+        condition (taken after) orders the writes before take() returns."""
+        begin, end, out, claims, chunks = p
+        made = 0
+        for k in claims:
+            if k >= chunks:
+                return made
+            lo = begin + k * self.chunk
+            hi = min(end, lo + self.chunk)
+            self.gen.sample_into(0, lo, hi, out, lo - begin)
+            made += hi - lo
+        return made
+
+    def _run(self):
+        """The thread: each posted range's chunks, until close()."""
+        seen = 0
+        with self.cv:
+            while True:
+                # Idle until a range or close(): no peer involved, so no
+                # bound here (take() bounds its wait for this thread).
+                self.cv.wait_for(lambda: self.stopping or (self.posted is not None
+                                                           and self.seq != seen))
+                if self.stopping:
+                    return
+                seen, p, self.busy = self.seq, self.posted, True
+                self.cv.release()
+                t, made, err = time.thread_time(), 0, None
+                try:
+                    made = self._claim(p)
+                except BaseException as e:  # take() raises it
+                    err = e
+                finally:
+                    self.cv.acquire()
+                self.cpu += time.thread_time() - t
+                self.thread_samples += made
+                if err is not None and self.error is None:
+                    self.error = err
+                self.busy = False
+                self.cv.notify_all()
 
     def close(self):
-        self.pending = None
-        self.pool.shutdown(wait=True)
+        with self.cv:
+            self.stopping, self.posted = True, None
+            self.cv.notify_all()
+        self.thread.join(self.TIMEOUT_S)
+        if self.thread.is_alive():
+            raise hb.HbError(hb.ERR_TIMEOUT, "HB_ERR_TIMEOUT",
+                             "the prefetch thread did not stop within %g s" % self.TIMEOUT_S)
 
 
 class Dense:
@@ -870,7 +963,7 @@ class Trainer:
         saved, interval_samples, interval_losses = step, 0, []
         self.prof = StepProfile(f.profile)
         if f.prefetch and self.reader is None:
-            self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end)
+            self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end, f.prefetch_chunk)
         t0 = t_interval = time.monotonic()
         step_s = 0.0
         # Only the synthetic data pipelines: a reader's next batch would
@@ -932,12 +1025,11 @@ class Trainer:
         running_auc_state = running_auc.result() if f.digest else 0.0
         running_auc.close()
         train_s = time.monotonic() - t0
-        prefetch_cpu = 0.0
-        if self.prefetcher is not None:
-            self.prefetcher.close()
-            prefetch_cpu, self.prefetcher = self.prefetcher.cpu, None
+        prefetch, self.prefetcher = self.prefetcher, None
+        if prefetch is not None:
+            prefetch.close()
         if f.profile and step > 0:
-            print(self.prof.line(self.rank, step, prefetch_cpu), flush=True)
+            print(self.prof.line(self.rank, step, prefetch), flush=True)
         if self.reader is not None:
             # Time in Reader.next against the training steps' (evaluation
             # excluded); the maximum of each over the ranks.

@@ -172,13 +172,14 @@ class Generator:
         its bucket tables."""
         return np.searchsorted(self._cdf, u, side="left")
 
-    def _ids_of(self, rank):
-        """The ids (a new int64 array) of (TABLES, n) flat ranks t * vocab +
-        rank (int64): C++'s bijection on [0, vocab) per table, (rank *
-        0x9e3779b1 + t * 7919) & (vocab - 1), in uint64 arithmetic; t *
-        vocab times the odd multiplier is a multiple of vocab, which the
-        mask drops."""
-        ids = np.multiply(rank.view(_U64), _U64(0x9E3779B1))
+    def _ids_of(self, rank, out=None):
+        """The ids (int64; into out, rank's shape, or a new array) of
+        (TABLES, n) flat ranks t * vocab + rank (int64): C++'s bijection on
+        [0, vocab) per table, (rank * 0x9e3779b1 + t * 7919) & (vocab - 1),
+        in uint64 arithmetic; t * vocab times the odd multiplier is a
+        multiple of vocab, which the mask drops."""
+        ids = np.multiply(rank.view(_U64), _U64(0x9E3779B1),
+                          out=None if out is None else out.view(_U64))
         ids += self._table_add
         ids &= _U64(self.vocab - 1)
         return ids.view(np.int64)
@@ -191,23 +192,41 @@ class Generator:
 
     def _scratch(self, n):
         """This thread's work arrays for batches of n samples (the prefetch
-        thread and the main thread sample at once; Samples' arrays are new
-        per call)."""
-        s = getattr(self._local, "s", None)
-        if s is None or s.n != n:
-            s = self._local.s = _Scratch(n)
+        thread and the main thread sample at once; Samples' arrays are the
+        caller's). A few sizes are kept: a prefetched batch's chunks, a
+        whole batch and the evaluation's alternate on one thread."""
+        cache = getattr(self._local, "s", None)
+        if cache is None:
+            cache = self._local.s = {}
+        s = cache.get(n)
+        if s is None:
+            if len(cache) >= 4:
+                cache.pop(next(iter(cache)))
+            s = cache[n] = _Scratch(n)
         return s
 
     def sample(self, split, begin, end):
-        """Samples [begin, end) of split (0: train, 1: held out): every
+        """Samples [begin, end) of split (0: train, 1: held out), in new
+        arrays (sample_into's)."""
+        out = new_samples(max(0, end - begin))
+        self.sample_into(split, begin, end, out)
+        return out
+
+    def sample_into(self, split, begin, end, out, at=0):
+        """Samples [begin, end) of split (0: train, 1: held out) into rows
+        [at, at + end - begin) of out (a Samples of new_samples'): every
         hash of the batch (the tables', the dense features', the label's)
         as one (TABLES + DENSE + 1, n) array, hashed in place in reused
         work arrays (no numpy error state to switch: array arithmetic
         wraps silently); per value the C++ operations, so the same
-        samples. Each numpy call costs ~1 us whatever its size, so the
-        batch is a few dozen calls over whole arrays."""
+        samples, whatever rows of out they go to (the prefetch fills a
+        batch in chunks). Each numpy call costs ~1 us whatever its size,
+        so the batch is a few dozen calls over whole arrays."""
         n = max(0, end - begin)
+        if n == 0:
+            return
         s = self._scratch(n)
+        cols = slice(at, at + n)
         if end <= 1 << 56:  # the index's xor with split << 56 is an add: one add for both and mix's
             base = _mix_into(np.add(s.iota, _U64((begin + (split << 56) + int(_GOLDEN)) & _MASK64),
                                     out=s.base), s.shift[0])
@@ -234,10 +253,11 @@ class Generator:
             if at.size:
                 rank.reshape(-1)[at] = np.searchsorted(self._cdf_h, ht.reshape(-1)[at], side="left")
         rank += self._table_base
-        ids = self._ids_of(rank)
+        self._ids_of(rank, out=out.ids.T[:, cols])
         terms = s.terms  # row 0 is +1: the logit's -1, negated
         np.take(self._neg_weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
-        dense = _gauss_into(h[TABLES:TABLES + DENSE], s).astype(np.float32)
+        dense = out.dense.T[:, cols]
+        dense[...] = _gauss_into(h[TABLES:TABLES + DENSE], s)  # float64 -> float32 as astype
         # The logit's terms, negated, in the C++ order (-1, the tables', the
         # dense features'), one row per term, summed left to right as C++ does:
         # a reduction over the rows of a C-ordered array adds row after row
@@ -247,8 +267,15 @@ class Generator:
         np.exp(p, out=p)
         p += 1.0
         np.divide(1.0, p, out=p)
-        label = np.less(_unit_to(h[TABLES + DENSE], s.u1[0]), p, out=np.empty(n, np.float32))
-        return Samples(ids.T, dense.T, label, p.astype(np.float32))
+        np.less(_unit_to(h[TABLES + DENSE], s.u1[0]), p, out=out.label[cols])
+        out.planted_prob[cols] = p
+
+
+def new_samples(n):
+    """Uninitialised Samples of n samples, in Generator.sample's layout: ids
+    and dense are (n, ...) views of (TABLES, n) and (DENSE, n) arrays."""
+    return Samples(np.empty((TABLES, n), np.int64).T, np.empty((DENSE, n), np.float32).T,
+                   np.empty(n, np.float32), np.empty(n, np.float32))
 
 
 class _Scratch:
