@@ -59,8 +59,10 @@ def site(raw):
             wait = x; break
         if "Progress::loop" in raw[i] or "Progress::Progress" in raw[i] or "Prefetcher" in raw[i]:
             return "idle: condition variable", "thread loop (woken by a post)"
-    for x in fr:
-        if x != wait and re.search(r"Collection|allreduce_async|Trainer::|hb_|rdv::|^main$", x):
+    for x, r in zip(fr, raw):
+        if "allreduce_async" in r and x != wait:
+            return wait, "allreduce_async job"
+        if x != wait and re.search(r"Collection|Trainer::|hb_|rdv::|^main$", x):
             return wait, x
     return wait, fr[-1] if fr else "?"
 def roles(recs):
