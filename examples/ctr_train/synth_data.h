@@ -40,6 +40,10 @@ class Generator {
  public:
   Generator(uint64_t seed, int64_t vocab, double alpha)
       : seed_(seed), vocab_(vocab) {
+    // planted_weight's per-table part of the hash (xor is associative:
+    // the same key as hashing seed, table and id in one expression).
+    for (int t = 0; t < kTables; ++t)
+      table_salt_[t] = seed_ ^ mix(0x5eed0000ull + t);
     // Zipf(alpha) over ranks 1..vocab: inverse CDF by binary search.
     cdf_.resize(static_cast<size_t>(vocab));
     double s = 0;
@@ -60,16 +64,18 @@ class Generator {
           cdf_.begin());
     // The planted weights, computed once (each costs a log, a cos and a
     // sqrt, 26 per sample otherwise); the same values, so the same samples.
-    // Stored by Zipf rank, not by id: the hot ranks' weights share cache
-    // lines (by id, the bijection scatters them over the whole table), so
-    // at vocab 131072 the 27 MB table is mostly read from a few KB per
-    // table. Up to 2^17 ids per table; very large vocabularies compute them
-    // per sample instead.
+    // Stored by Zipf rank, not by id, and the 26 tables' weights of a rank
+    // side by side: the hot ranks' weights share cache lines (by id, the
+    // bijection scatters them over the whole table; table after table, the
+    // hot heads of the 26 tables, 1 MB apart at vocab 131072, would fall
+    // into the same cache sets). At vocab 131072 most reads then hit the
+    // first few hundred KB of the 27 MB. Up to 2^17 ids per table; very
+    // large vocabularies compute them per sample instead.
     if (vocab <= kWeightTableMaxVocab) {
       weight_of_rank_.resize(static_cast<size_t>(kTables * vocab));
-      for (int t = 0; t < kTables; ++t)
-        for (int64_t rank = 0; rank < vocab; ++rank)
-          weight_of_rank_[t * vocab + rank] =
+      for (int64_t rank = 0; rank < vocab; ++rank)
+        for (int t = 0; t < kTables; ++t)
+          weight_of_rank_[rank * kTables + t] =
               planted_weight(t, id_of(t, rank));
     }
     for (int j = 0; j < kDense; ++j)
@@ -94,14 +100,14 @@ class Generator {
       if (rank[t] >= vocab_) rank[t] = vocab_ - 1;
       out->ids[t] = id_of(t, rank[t]);
       if (!weight_of_rank_.empty())
-        __builtin_prefetch(&weight_of_rank_[t * vocab_ + rank[t]]);
+        __builtin_prefetch(&weight_of_rank_[rank[t] * kTables + t]);
     }
     for (int j = 0; j < kDense; ++j)
       out->dense[j] = static_cast<float>(gauss(mix(base + 1000 + j)));
     double logit = -1.0;
     for (int t = 0; t < kTables; ++t)
       logit += weight_of_rank_.empty() ? planted_weight(t, out->ids[t])
-                                       : weight_of_rank_[t * vocab_ + rank[t]];
+                                       : weight_of_rank_[rank[t] * kTables + t];
     for (int j = 0; j < kDense; ++j)
       logit += dense_weight(j) * out->dense[j];
     double p = 1.0 / (1.0 + std::exp(-logit));
@@ -139,8 +145,7 @@ class Generator {
   }
 
   double planted_weight(int t, int64_t id) const {
-    return 0.3 * gauss(mix(seed_ ^ mix(0x5eed0000ull + t) ^
-                           mix(static_cast<uint64_t>(id))));
+    return 0.3 * gauss(mix(table_salt_[t] ^ mix(static_cast<uint64_t>(id))));
   }
 
   uint64_t seed_;
@@ -148,8 +153,9 @@ class Generator {
   std::vector<double> cdf_;
   int64_t buckets_;
   std::vector<uint32_t> guide_;          // buckets_ + 1 entries
-  std::vector<double> weight_of_rank_;  // [table][rank], or empty
+  std::vector<double> weight_of_rank_;  // [rank][table], or empty
   double dense_weight_[kDense];
+  uint64_t table_salt_[kTables];
 };
 
 }  // namespace synth
