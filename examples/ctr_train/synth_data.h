@@ -108,8 +108,7 @@ class Generator {
     for (int t = 0; t < kTables; ++t)
       logit += weight_of_rank_.empty() ? planted_weight(t, out->ids[t])
                                        : weight_of_rank_[rank[t] * kTables + t];
-    for (int j = 0; j < kDense; ++j)
-      logit += dense_weight(j) * out->dense[j];
+    for (int j = 0; j < kDense; ++j) logit += dense_weight(j) * out->dense[j];
     double p = 1.0 / (1.0 + std::exp(-logit));
     out->planted_prob = static_cast<float>(p);
     out->label = unit(mix(base + 4242)) < p ? 1.0f : 0.0f;
@@ -152,7 +151,7 @@ class Generator {
   int64_t vocab_;
   std::vector<double> cdf_;
   int64_t buckets_;
-  std::vector<uint32_t> guide_;          // buckets_ + 1 entries
+  std::vector<uint32_t> guide_;         // buckets_ + 1 entries
   std::vector<double> weight_of_rank_;  // [rank][table], or empty
   double dense_weight_[kDense];
   uint64_t table_salt_[kTables];
