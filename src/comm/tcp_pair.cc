@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <gloo/common/error.h>
@@ -51,6 +52,12 @@ class TcpPair : public gloo::transport::tcp::Pair {
   // Receive buffers that hand out what arrived before the pair failed.
   std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
       int slot, void *ptr, size_t size) override;
+  // Send buffers that leave nothing of theirs queued when they go.
+  std::unique_ptr<gloo::transport::Buffer> createSendBuffer(
+      int slot, void *ptr, size_t size) override;
+  // A buffer of this pair is going: fails the pair if a transfer of it is
+  // still in flight, and drops the pair's raw pointers to it.
+  void forget(gloo::transport::tcp::Buffer *buf);
 
   // For RecvBuffer (Gloo's friendship with its Buffer is not inherited).
   bool sync_mode() const { return isSync(); }
@@ -82,7 +89,26 @@ class RecvBuffer : public gloo::transport::tcp::Buffer {
  public:
   RecvBuffer(TcpPair *pair, int slot, void *ptr, size_t size)
       : Buffer(pair, slot, ptr, size), tcp_(pair) {}
+  ~RecvBuffer() override { tcp_->forget(this); }
   void waitRecv() override;
+
+ private:
+  TcpPair *tcp_;
+};
+
+// Gloo's pair keeps a raw pointer to a buffer in each queued send (tx_)
+// and in a message it is reading (rx_), and Gloo's ~Buffer only removes
+// it from the registered receive buffers. A failed call does not wait for
+// its sends, so one could stay queued after its buffer went (async writev
+// queues on EAGAIN, and on EPIPE/ECONNRESET without failing the pair);
+// the loop thread then wrote the pair's exception into the freed buffer
+// when the connection broke (LeakSanitizer found the exception referenced
+// only from freed memory: libgloo is not instrumented), or sent from it.
+class SendBuffer : public gloo::transport::tcp::Buffer {
+ public:
+  SendBuffer(TcpPair *pair, int slot, void *ptr, size_t size)
+      : Buffer(pair, slot, ptr, size), tcp_(pair) {}
+  ~SendBuffer() override { tcp_->forget(this); }
 
  private:
   TcpPair *tcp_;
@@ -329,6 +355,29 @@ std::unique_ptr<gloo::transport::Buffer> TcpPair::createRecvBuffer(
   auto *buffer = new RecvBuffer(this, slot, ptr, size);
   registerBuffer(buffer);
   return std::unique_ptr<gloo::transport::Buffer>(buffer);
+}
+
+std::unique_ptr<gloo::transport::Buffer> TcpPair::createSendBuffer(
+    int slot, void *ptr, size_t size) {
+  return std::make_unique<SendBuffer>(this, slot, ptr, size);
+}
+
+void TcpPair::forget(gloo::transport::tcp::Buffer *buf) {
+  // Under the pair's lock, which the loop holds whenever it touches tx_
+  // or rx_. A transfer in flight means its call failed: the pair's stream
+  // is out of step with its peer's, so the pair fails (as GlooP2P's
+  // pending operations fail theirs), while buf can still take the error;
+  // a failed pair is never read or written again.
+  std::lock_guard<std::mutex> lock(m_);
+  bool in_flight = rx_.buf == buf;
+  for (const auto &op : tx_) in_flight |= op.buf == buf;
+  if (!in_flight) return;
+  fail(io_error(GLOO_ERROR_MSG("a buffer to or from rank ", rank_,
+                               " went with a transfer in flight")));
+  tx_.erase(std::remove_if(tx_.begin(), tx_.end(),
+                           [&](const auto &op) { return op.buf == buf; }),
+            tx_.end());
+  if (rx_.buf == buf) rx_ = gloo::transport::tcp::Op();
 }
 
 void TcpPair::fail(std::exception_ptr ex) {
