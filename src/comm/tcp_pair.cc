@@ -364,10 +364,13 @@ std::unique_ptr<gloo::transport::Buffer> TcpPair::createSendBuffer(
 
 void TcpPair::forget(gloo::transport::tcp::Buffer *buf) {
   // Under the pair's lock, which the loop holds whenever it touches tx_
-  // or rx_. A transfer in flight means its call failed: the pair's stream
-  // is out of step with its peer's, so the pair fails (as GlooP2P's
-  // pending operations fail theirs), while buf can still take the error;
-  // a failed pair is never read or written again.
+  // or rx_. A transfer in flight means its call failed (hb waits for every
+  // send of a call that completes; Gloo's ring_chunked and bcube leave
+  // their last one-byte notification unwaited, which is written at once
+  // unless the socket is full): the pair's stream is out of step with its
+  // peer's, so the pair fails (as GlooP2P's pending operations fail
+  // theirs), while buf can still take the error; a failed pair is never
+  // read or written again.
   std::lock_guard<std::mutex> lock(m_);
   bool in_flight = rx_.buf == buf;
   for (const auto &op : tx_) in_flight |= op.buf == buf;
