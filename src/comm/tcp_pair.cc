@@ -78,6 +78,8 @@ class TcpPair : public gloo::transport::tcp::Pair {
   void adopt(int fd);
   // Fails the pair (closing its socket) unless it already failed.
   void fail(std::exception_ptr ex);
+  // Gives the pair's error to the unbound buffers of its queued sends.
+  void fail_queued_unbound();
 };
 
 // Gloo's Buffer::waitRecv checks for a failed pair before it looks at the
@@ -141,6 +143,8 @@ class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
     (send ? abortWaitSend_ : abortWaitRecv_) = true;
     (send ? sendCv_ : recvCv_).notify_one();
   }
+  // Gloo's is protected (its pair is a friend; hb's pair is not).
+  void fail(std::exception_ptr ex) { signalException(std::move(ex)); }
 };
 
 // A tcp::Context whose pairs are TcpPairs and whose unbound buffers are
@@ -189,6 +193,7 @@ void TcpPair::handleEvents(int events) {
     switch (state_) {
       case CONNECTED:
         handleReadWrite(events);
+        fail_queued_unbound();  // if Gloo's read or write failed the pair
         break;
       case CONNECTING:
         finish_connect(events);
@@ -388,6 +393,24 @@ void TcpPair::fail(std::exception_ptr ex) {
   try {
     signalException(ex);  // closes the pair and wakes its waiters
   } catch (...) {
+  }
+  fail_queued_unbound();
+}
+
+void TcpPair::fail_queued_unbound() {
+  // Gloo's Pair::signalException tells the pinned buffers of queued sends
+  // (op.buf) but not the unbound ones (op.ubuf). An unbound send lands in
+  // tx_ when its peer is ready and the write cannot finish: EAGAIN, or
+  // EPIPE/ECONNRESET, which async writes queue without failing the pair,
+  // so a send posted just after the peer closed its side waited for its
+  // whole timeout (MeshConnect.FailedCallFailsThePairsOfItsPendingOperations
+  // hung 30 s in about 1 run of 10). A failed pair never writes tx_ again.
+  if (ex_ == nullptr) return;
+  for (auto &op : tx_) {
+    gloo::NonOwningPtr<gloo::transport::tcp::UnboundBuffer> buf(op.ubuf);
+    if (!buf) continue;
+    if (auto *own = dynamic_cast<AbortableBuffer *>(buf.operator->()))
+      own->fail(ex_);
   }
 }
 
