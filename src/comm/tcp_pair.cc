@@ -10,6 +10,7 @@
 #include <sys/socket.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstring>
 
 #include <gloo/common/error.h>
@@ -51,6 +52,12 @@ class TcpPair : public gloo::transport::tcp::Pair {
   // Receive buffers that hand out what arrived before the pair failed.
   std::unique_ptr<gloo::transport::Buffer> createRecvBuffer(
       int slot, void *ptr, size_t size) override;
+  // Send buffers that leave nothing of theirs queued when they go.
+  std::unique_ptr<gloo::transport::Buffer> createSendBuffer(
+      int slot, void *ptr, size_t size) override;
+  // A buffer of this pair is going: fails the pair if a transfer of it is
+  // still in flight, and drops the pair's raw pointers to it.
+  void forget(gloo::transport::tcp::Buffer *buf);
 
   // For RecvBuffer (Gloo's friendship with its Buffer is not inherited).
   bool sync_mode() const { return isSync(); }
@@ -71,6 +78,8 @@ class TcpPair : public gloo::transport::tcp::Pair {
   void adopt(int fd);
   // Fails the pair (closing its socket) unless it already failed.
   void fail(std::exception_ptr ex);
+  // Gives the pair's error to the unbound buffers of its queued sends.
+  void fail_queued_unbound();
 };
 
 // Gloo's Buffer::waitRecv checks for a failed pair before it looks at the
@@ -82,7 +91,26 @@ class RecvBuffer : public gloo::transport::tcp::Buffer {
  public:
   RecvBuffer(TcpPair *pair, int slot, void *ptr, size_t size)
       : Buffer(pair, slot, ptr, size), tcp_(pair) {}
+  ~RecvBuffer() override { tcp_->forget(this); }
   void waitRecv() override;
+
+ private:
+  TcpPair *tcp_;
+};
+
+// Gloo's pair keeps a raw pointer to a buffer in each queued send (tx_)
+// and in a message it is reading (rx_), and Gloo's ~Buffer only removes
+// it from the registered receive buffers. A failed call does not wait for
+// its sends, so one could stay queued after its buffer went (async writev
+// queues on EAGAIN, and on EPIPE/ECONNRESET without failing the pair);
+// the loop thread then wrote the pair's exception into the freed buffer
+// when the connection broke (LeakSanitizer found the exception referenced
+// only from freed memory: libgloo is not instrumented), or sent from it.
+class SendBuffer : public gloo::transport::tcp::Buffer {
+ public:
+  SendBuffer(TcpPair *pair, int slot, void *ptr, size_t size)
+      : Buffer(pair, slot, ptr, size), tcp_(pair) {}
+  ~SendBuffer() override { tcp_->forget(this); }
 
  private:
   TcpPair *tcp_;
@@ -115,6 +143,8 @@ class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
     (send ? abortWaitSend_ : abortWaitRecv_) = true;
     (send ? sendCv_ : recvCv_).notify_one();
   }
+  // Gloo's is protected (its pair is a friend; hb's pair is not).
+  void fail(std::exception_ptr ex) { signalException(std::move(ex)); }
 };
 
 // A tcp::Context whose pairs are TcpPairs and whose unbound buffers are
@@ -163,6 +193,7 @@ void TcpPair::handleEvents(int events) {
     switch (state_) {
       case CONNECTED:
         handleReadWrite(events);
+        fail_queued_unbound();  // if Gloo's read or write failed the pair
         break;
       case CONNECTING:
         finish_connect(events);
@@ -331,11 +362,55 @@ std::unique_ptr<gloo::transport::Buffer> TcpPair::createRecvBuffer(
   return std::unique_ptr<gloo::transport::Buffer>(buffer);
 }
 
+std::unique_ptr<gloo::transport::Buffer> TcpPair::createSendBuffer(
+    int slot, void *ptr, size_t size) {
+  return std::make_unique<SendBuffer>(this, slot, ptr, size);
+}
+
+void TcpPair::forget(gloo::transport::tcp::Buffer *buf) {
+  // Under the pair's lock, which the loop holds whenever it touches tx_
+  // or rx_. A transfer in flight means its call failed (hb waits for every
+  // send of a call that completes; Gloo's ring_chunked and bcube leave
+  // their last one-byte notification unwaited, which is written at once
+  // unless the socket is full): the pair's stream is out of step with its
+  // peer's, so the pair fails (as GlooP2P's pending operations fail
+  // theirs), while buf can still take the error; a failed pair is never
+  // read or written again.
+  std::lock_guard<std::mutex> lock(m_);
+  bool in_flight = rx_.buf == buf;
+  for (const auto &op : tx_) in_flight |= op.buf == buf;
+  if (!in_flight) return;
+  fail(io_error(GLOO_ERROR_MSG("a buffer to or from rank ", rank_,
+                               " went with a transfer in flight")));
+  tx_.erase(std::remove_if(tx_.begin(), tx_.end(),
+                           [&](const auto &op) { return op.buf == buf; }),
+            tx_.end());
+  if (rx_.buf == buf) rx_ = gloo::transport::tcp::Op();
+}
+
 void TcpPair::fail(std::exception_ptr ex) {
   if (ex_ != nullptr) return;
   try {
     signalException(ex);  // closes the pair and wakes its waiters
   } catch (...) {
+  }
+  fail_queued_unbound();
+}
+
+void TcpPair::fail_queued_unbound() {
+  // Gloo's Pair::signalException tells the pinned buffers of queued sends
+  // (op.buf) but not the unbound ones (op.ubuf). An unbound send lands in
+  // tx_ when its peer is ready and the write cannot finish: EAGAIN, or
+  // EPIPE/ECONNRESET, which async writes queue without failing the pair,
+  // so a send posted just after the peer closed its side waited for its
+  // whole timeout (MeshConnect.FailedCallFailsThePairsOfItsPendingOperations
+  // hung 30 s in about 1 run of 10). A failed pair never writes tx_ again.
+  if (ex_ == nullptr) return;
+  for (auto &op : tx_) {
+    gloo::NonOwningPtr<gloo::transport::tcp::UnboundBuffer> buf(op.ubuf);
+    if (!buf) continue;
+    if (auto *own = dynamic_cast<AbortableBuffer *>(buf.operator->()))
+      own->fail(ex_);
   }
 }
 

@@ -12,11 +12,16 @@
 #include <unistd.h>
 
 #include <arpa/inet.h>
+#include <signal.h>
+
 #include <chrono>
 #include <cstdio>
 #include <cstring>
+#include <thread>
+#include <vector>
 
 #include <gloo/common/error.h>
+#include <gloo/transport/buffer.h>
 #include <gloo/transport/context.h>
 #include <gloo/transport/pair.h>
 #include <gloo/transport/tcp/device.h>
@@ -139,6 +144,54 @@ TEST(TcpPair, RefusedHelloFailsTheDialWithItsReason) {
             std::string::npos)
       << stale;
   EXPECT_EQ(dial(42), "connected");
+}
+
+// A Gloo send buffer destroyed while its send is still queued on its pair
+// (a failed call does not wait for its sends). Gloo's pair keeps a raw
+// pointer to the buffer in its transmit queue: when the connection broke
+// later, its loop thread wrote the pair's exception into the freed buffer
+// (and a live peer's next EPOLLOUT would send from it). libgloo is not
+// instrumented, so ASan saw no use after free, only LeakSanitizer the
+// exception left referenced from freed memory (comm_connect_kill_test, 1
+// run in 10). The pair must fail when such a buffer goes, and nothing of
+// the buffer stay queued: under ASan this test leaked that exception
+// before, and without ASan the pair stayed connected.
+TEST(TcpPair, SendBufferDestroyedWithItsSendQueuedFailsThePair) {
+  // Before the fix the loop went on writing to the broken connection:
+  // EPIPE, not a SIGPIPE that ends the test binary.
+  struct IgnoreSigpipe {
+    void (*old)(int) = signal(SIGPIPE, SIG_IGN);
+    ~IgnoreSigpipe() { signal(SIGPIPE, old); }
+  } ignore_sigpipe;
+  auto dev = loopback_device();
+  Listening rank0(dev);
+  auto ctx1 = two_ranks(dev, 1);
+  auto &pair1 = ctx1->createPair(0);
+  hb::comm::MeshHello h;
+  h.world = 2;
+  h.rank = 1;
+  h.nonce = 42;
+  hb::comm::start_dial(*pair1, loopback(rank0.listener.port()),
+                       hb::comm::encode_hello(h));
+  hb::comm::wait_connected(*pair1);
+  hb::comm::wait_connected(*rank0.pair);
+  // Rank 0 registers no buffer for the slot, so its loop leaves the bytes
+  // in the socket: a send larger than both sockets' buffers stays queued.
+  std::vector<char> data(32 << 20, 'x');  // outlives the pair's use of it
+  auto send = pair1->createSendBuffer(7, data.data(), data.size());
+  send->send();
+  send.reset();
+  EXPECT_LT(hb::comm::pair_socket(*pair1), 0)
+      << "the pair still connected after its queued send's buffer went";
+  // The connection breaks (hb's Links shut sockets down on a peer's loss):
+  // before, this rank's loop then signalled the freed buffer.
+  ASSERT_EQ(shutdown(hb::comm::pair_socket(*rank0.pair), SHUT_RDWR), 0);
+  const auto deadline =
+      std::chrono::steady_clock::now() + std::chrono::seconds(5);
+  while (hb::comm::pair_socket(*pair1) >= 0 &&
+         std::chrono::steady_clock::now() < deadline)
+    std::this_thread::sleep_for(std::chrono::milliseconds(1));
+  EXPECT_LT(hb::comm::pair_socket(*pair1), 0);
 }
 
 }  // namespace
