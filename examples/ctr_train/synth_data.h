@@ -85,8 +85,7 @@ class Generator {
 
   int64_t vocab() const { return vocab_; }
 
-  // Planted weight of id in table t, and of dense feature j.
-  double weight(int t, int64_t id) const { return planted_weight(t, id); }
+  // Planted weight of dense feature j.
   double dense_weight(int j) const { return dense_weight_[j]; }
 
   void sample(int split, int64_t index, Sample *out) const {
