@@ -451,6 +451,8 @@ static void hbw_flat_free(hbw_flat *f) {
 %ignore hb_collection_lookup_start;
 %ignore hb_collection_lookup_wait;
 %ignore hb_collection_apply_gradients;
+%ignore hb_collection_apply_gradients_dense;
+%ignore hb_collection_dense;
 %ignore hb_collection_get_stats;
 %ignore hb_collection_feature;
 %ignore hb_jagged_batch;
@@ -462,8 +464,9 @@ static void hbw_flat_free(hbw_flat *f) {
                                     const int64_t *values,
                                     const int64_t *offsets };
 %apply const float *HB_ARRAY_IN { const float *grad_out,
-                                  const float *grad_unpooled };
-%apply void *HB_BUFFER_OUT { void *unpooled, void *stats };
+                                  const float *grad_unpooled,
+                                  const float *dense_send };
+%apply void *HB_BUFFER_OUT { void *unpooled, void *stats, void *dense_recv };
 %rename(hb_collection_create) hbw_collection_create;
 %rename(hb_collection_destroy) hbw_collection_destroy;
 %rename(hb_collection_num_features) hbw_collection_num_features;
@@ -472,6 +475,7 @@ static void hbw_flat_free(hbw_flat *f) {
 %rename(hb_collection_feature_dim) hbw_collection_feature_dim;
 %rename(hb_collection_lookup) hbw_collection_lookup;
 %rename(hb_collection_apply_gradients) hbw_collection_apply_gradients;
+%rename(hb_collection_apply_gradients_dense) hbw_collection_apply_gradients_dense;
 %rename(hb_collection_get_stats) hbw_collection_get_stats;
 %inline %{
 static hb_status hbw_collection_create(hb_context *ctx, const int64_t *tables,
@@ -522,18 +526,34 @@ static hb_status hbw_collection_lookup(hb_collection *coll, int64_t batch,
   hbw_flat_free(&f);
   return s;
 }
+/* hb_collection_apply_gradients_dense: dense_count float32 of dense_send
+ * summed over the ranks into dense_recv (may be dense_send's memory). */
+static hb_status hbw_collection_apply_gradients_dense(
+    hb_collection *coll, int64_t batch, const int64_t *values,
+    const int64_t *offsets, const float *weights, const float *grad_out,
+    const float *grad_unpooled, const float *dense_send, void *dense_recv,
+    size_t dense_count) {
+  hbw_flat f;
+  hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights,
+                              (float *)grad_unpooled);
+  d.send = dense_send;
+  d.recv = (float *)dense_recv;
+  d.count = dense_count;
+  if (s == HB_OK)
+    s = hb_collection_apply_gradients_dense(
+        coll, &f.b, grad_out, (const float *const *)f.rows,
+        dense_send || dense_recv || dense_count ? &d : NULL);
+  hbw_flat_free(&f);
+  return s;
+}
 static hb_status hbw_collection_apply_gradients(
     hb_collection *coll, int64_t batch, const int64_t *values,
     const int64_t *offsets, const float *weights, const float *grad_out,
     const float *grad_unpooled) {
-  hbw_flat f;
-  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights,
-                              (float *)grad_unpooled);
-  if (s == HB_OK)
-    s = hb_collection_apply_gradients(coll, &f.b, grad_out,
-                                      (const float *const *)f.rows);
-  hbw_flat_free(&f);
-  return s;
+  return hbw_collection_apply_gradients_dense(coll, batch, values, offsets,
+                                              weights, grad_out, grad_unpooled,
+                                              NULL, NULL, 0);
 }
 /* stats: 10 uint64 (hb_collection_stats after struct_size, in order). */
 static hb_status hbw_collection_get_stats(const hb_collection *coll,

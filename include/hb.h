@@ -1156,6 +1156,64 @@ HB_API hb_status hb_allreduce_start(hb_context *ctx, const void *send,
  */
 HB_API hb_status hb_allreduce_wait(hb_allreduce_request *req);
 
+/* ---- Dense gradients in the collection's step --------------------------- */
+/*
+ * A data-parallel step sums its dense gradients across ranks (an
+ * allreduce) and sends its sparse ones to their owners
+ * (hb_collection_apply_gradients). hb_collection_apply_gradients_dense does
+ * both in the update's own exchange: the dense floats ride beside the
+ * partial sums, so the step has one lock-step round less than with
+ * hb_allreduce / hb_allreduce_start beside the update, and no hand-off to
+ * the allreduce's progress thread:
+ *
+ *   hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+ *   d.send = d.recv = grads;  d.count = n;       in place
+ *   hb_collection_apply_gradients_dense(coll, &batch, grad_pooled, NULL, &d);
+ *   dense optimizer step on grads               summed over the ranks
+ *
+ * The sum is bit-identical to hb_allreduce(ctx, send, recv, count,
+ * HB_FLOAT32, HB_SUM) with the default cpu_allreduce (rank order per
+ * element: ((x0 + x1) + x2) + ..., whatever the world size), so a training
+ * run gives the same bits either way. The floats go whole to every peer
+ * (world - 1 copies each way; the allreduce's one-round form, which it
+ * takes itself below 64 KiB of traffic): meant for dense parts up to a few
+ * MB, beside the update's partial sums; a larger model's gradients move
+ * fewer bytes in hb_allreduce's two-round form.
+ */
+
+/** The dense buffer of a step. Append-only (struct_size). */
+typedef struct hb_collection_dense {
+  size_t struct_size;
+  const float *send; /**< count float32 of this rank */
+  float *recv;       /**< count float32: the sum over ranks; may be send */
+  size_t count;      /**< 0: nothing to sum (send, recv may be NULL) */
+} hb_collection_dense;
+
+#define HB_COLLECTION_DENSE_INIT \
+  { sizeof(hb_collection_dense), NULL, NULL, 0 }
+
+/**
+ * Collective: hb_collection_apply_gradients(coll, batch, grad_out,
+ * grad_unpooled), and recv = the sum over ranks of send (dense may be NULL:
+ * then exactly hb_collection_apply_gradients). The sum rides in the
+ * exchange of the partial sums, whether the step reuses its lookup's plan
+ * or plans again, so either way it costs no round of its own. Every rank
+ * passes the same count (0 or no dense on every rank, or the same n):
+ * ranks that differ all fail with HB_ERR_MISMATCH where calls are checked
+ * (option cpu_check_calls; on by default between ranks that share memory),
+ * otherwise in the transport or at timeout_ms, as other mismatched
+ * collectives. A bad buffer (NULL with count > 0, send and recv that
+ * overlap without being equal, a struct_size too small) is
+ * HB_ERR_INVALID_ARGUMENT on every rank, naming it; a lost peer
+ * HB_ERR_PEER_FAILED. A failed call changes neither the tables nor recv.
+ * Host collections only: with GPU tables a count > 0 is HB_ERR_UNSUPPORTED
+ * on every rank (reduce the dense buffer with hb_allreduce there). Thread
+ * safety: as hb_collection_apply_gradients.
+ */
+HB_API hb_status hb_collection_apply_gradients_dense(
+    hb_collection *coll, const hb_jagged_batch *batch, const float *grad_out,
+    const float *const *grad_unpooled, const hb_collection_dense *dense);
+
 /* ---- Job checkpoints ---------------------------------------------------- */
 /*
  * One checkpoint of a whole training job (docs/fault-tolerance.md): every

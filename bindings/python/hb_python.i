@@ -386,19 +386,36 @@ static hb_status hbpy_collection_lookup(hb_collection *coll, int64_t batch,
   hbw_flat_free(&f);
   return s;
 }
+/* hbpy_collection_apply_gradients and the dense sum of
+ * hb_collection_apply_gradients_dense (host arrays: dense_send, dense_recv
+ * are not in hbpy_device_ok's list). */
+static hb_status hbpy_collection_apply_gradients_dense(
+    hb_collection *coll, int64_t batch, const int64_t *values,
+    const int64_t *offsets, const float *weights, const float *grad_out,
+    const float *grad_unpooled, const int64_t *row_starts,
+    const float *dense_send, void *dense_recv, size_t dense_count) {
+  hbw_flat f;
+  hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights, NULL);
+  d.send = dense_send;
+  d.recv = (float *)dense_recv;
+  d.count = dense_count;
+  if (s == HB_OK) {
+    hbpy_split_rows(&f, coll, (float *)grad_unpooled, row_starts);
+    s = hb_collection_apply_gradients_dense(
+        coll, &f.b, grad_out, (const float *const *)f.rows,
+        dense_send || dense_recv || dense_count ? &d : NULL);
+  }
+  hbw_flat_free(&f);
+  return s;
+}
 static hb_status hbpy_collection_apply_gradients(
     hb_collection *coll, int64_t batch, const int64_t *values,
     const int64_t *offsets, const float *weights, const float *grad_out,
     const float *grad_unpooled, const int64_t *row_starts) {
-  hbw_flat f;
-  hb_status s = hbw_flat_init(&f, coll, batch, values, offsets, weights, NULL);
-  if (s == HB_OK) {
-    hbpy_split_rows(&f, coll, (float *)grad_unpooled, row_starts);
-    s = hb_collection_apply_gradients(coll, &f.b, grad_out,
-                                      (const float *const *)f.rows);
-  }
-  hbw_flat_free(&f);
-  return s;
+  return hbpy_collection_apply_gradients_dense(coll, batch, values, offsets,
+                                               weights, grad_out, grad_unpooled,
+                                               row_starts, NULL, NULL, 0);
 }
 %}
 

@@ -36,7 +36,11 @@
 // bit-identical. The dense gradients' allreduce overlaps the sparse update
 // (--no-overlap: hb_allreduce_many first): hb_allreduce_start runs it on the
 // context's progress thread while hb_collection_apply_gradients runs here,
-// then hb_allreduce_wait; the same bits (rank order per element).
+// then hb_allreduce_wait; the same bits (rank order per element). By
+// default (--dense-allreduce fused) the dense sum rides in the update's own
+// exchange instead (hb_collection_apply_gradients_dense: one round less per
+// step, no hand-off to the allreduce's thread; the same bits again);
+// --dense-allreduce separate keeps hb_allreduce_start.
 // The next train batch is generated on a thread while the step runs
 // (--no-prefetch: in the step; the same samples in the same order); the
 // step's data phase is the wait for it, and the step generates any part the
@@ -127,6 +131,10 @@ struct Flags {
   std::string eval_log;           // --eval-log: the evaluator's JSON lines
   bool pipeline = true;  // --no-pipeline: one hb_collection_lookup per step
   bool overlap = true;   // --no-overlap: the dense allreduce before the update
+  // --dense-allreduce fused (default): the dense gradients' sum rides in the
+  // sparse update's exchange (hb_collection_apply_gradients_dense);
+  // separate: hb_allreduce_start beside the update. The same bits.
+  bool dense_fused = true;
   // --no-prefetch: each train batch generated in its step, not on a thread
   // during the step before.
   bool prefetch = true;
@@ -195,7 +203,17 @@ Flags parse_flags(int argc, char **argv) {
       f.pipeline = false;
     else if (a == "--no-overlap")
       f.overlap = false;
-    else if (a == "--no-prefetch")
+    else if (a == "--dense-allreduce") {
+      const std::string v = next();
+      if (v != "fused" && v != "separate") {
+        std::fprintf(stderr,
+                     "ctr_train: --dense-allreduce takes fused or separate, "
+                     "not '%s'\n",
+                     v.c_str());
+        std::exit(2);
+      }
+      f.dense_fused = v == "fused";
+    } else if (a == "--no-prefetch")
       f.prefetch = false;
     else if (a == "--data-sync")
       f.data_sync = true;
@@ -208,7 +226,8 @@ Flags parse_flags(int argc, char **argv) {
           "[--batch B] "
           "[--vocab V] [--dim D] [--hidden H] [--eval-every S] [--log-every S] "
           "[--lr LR] [--max-gap G] [--seed S] [--out DIR] [--data 'GLOB'] "
-          "[--profile] [--no-pipeline] [--no-overlap] [--no-prefetch] "
+          "[--profile] [--no-pipeline] [--no-overlap] "
+          "[--dense-allreduce fused|separate] [--no-prefetch] "
           "[--data-sync] "
           "[--checkpoint-dir D "
           "[--checkpoint-every "
@@ -1045,6 +1064,23 @@ void Trainer::backward(Batch &b, int64_t global_n) {
   size_t counts[4] = {dense_.gw1.size(), dense_.gb1.size(), dense_.gw2.size(),
                       dense_.gb2.size()};
   prof_.mark(StepProfile::kDenseAllreduce);
+  if (!ps_ && f_.overlap && f_.dense_fused) {
+    // The dense sum rides in the sparse update's partial-sums exchange: no
+    // round and no progress-thread hand-off of its own. Packed into one
+    // buffer: per element the same rank-order sum as hb_allreduce_many's,
+    // so the same bits.
+    dense_.pack_grads(&flat_);
+    hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+    d.send = d.recv = flat_.data();
+    d.count = flat_.size();
+    prof_.mark(StepProfile::kSparseUpdate);
+    CHECK_HB(hb_collection_apply_gradients_dense(
+        coll_, &b.jagged, b.grad_pooled.data(), nullptr, &d));
+    dense_.unpack_grads(flat_);
+    prof_.mark(StepProfile::kDenseOptimizer);
+    dense_.step(static_cast<float>(f_.lr));
+    return;
+  }
   if (!ps_ && f_.overlap) {
     // The dense allreduce runs on the context's progress thread while the
     // sparse update runs here (its rounds on the collection's channel); the

@@ -11,8 +11,9 @@ collection lookup for all 27 features (hb.Collection: the 26 one-hot
 categorical features and the wide feature's 26 ids per sample, sum-pooled),
 dense gradients through allreduce_many, sparse gradients through one
 collection apply_gradients (it reuses the lookup's plan). The dense
-allreduce runs beside the sparse update (Context.allreduce_start before it,
-the wait after it; --no-overlap: allreduce_many first), the same bits. Every --eval-every steps the held-out split is
+sum rides in the sparse update's own exchange (apply_gradients(dense=...);
+--dense-allreduce separate: Context.allreduce_start before the update, the
+wait after it; --no-overlap: allreduce_many first), the same bits. Every --eval-every steps the held-out split is
 scored with the exact AUC (merged across ranks). At the end: a checkpoint,
 a serving export, and the final AUC next to the planted model's AUC.
 
@@ -106,6 +107,9 @@ def parse_flags(argv):
                    help="print the final dense state's digest and the AUC in full")
     p.add_argument("--no-overlap", dest="overlap", action="store_false",
                    help="the dense allreduce before the sparse update, not beside it")
+    p.add_argument("--dense-allreduce", choices=("fused", "separate"), default="fused",
+                   help="fused: the dense sum rides in the sparse update's exchange; separate: "
+                        "Context.allreduce_start beside it (the same bits)")
     p.add_argument("--splits", action="store_true",
                    help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
                         "samples, or of --data's bytes")
@@ -609,6 +613,16 @@ class Trainer:
         np.matmul(dl, buf["a1"], out=gw2)
         gb2[0] = dl.sum()
         self.prof.mark("dense_allreduce")
+        if self.ps_dense is None and f.overlap and f.dense_allreduce == "fused":
+            # The dense gradients (one flat buffer) ride in the sparse
+            # update's exchange (hb_collection_apply_gradients_dense): no
+            # round or thread hand-off of their own; per element the same
+            # rank-order sum as allreduce_many's.
+            self.prof.mark("sparse_update")
+            self.coll.apply_gradients(buf["values"], buf["offsets"], grad, dense=d.flat_grads)
+            self.prof.mark("dense_optim")
+            d.step(f.lr)
+            return
         if self.ps_dense is None and f.overlap:
             # The dense gradients (one flat buffer) are summed on the
             # context's progress thread while the sparse update runs here:

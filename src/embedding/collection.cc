@@ -398,7 +398,7 @@ void CollectionBase::read_batch(const JaggedBatch &in, const char *what,
 }
 
 void CollectionBase::layouts(size_t header, const std::vector<size_t> &per_id,
-                             bool back) {
+                             bool back, size_t trailer) {
   // Out along the plans: what this rank sends as a requester (send_counts)
   // and receives as an owner (recv_counts); back: the other way round.
   const size_t T = tables_.size();
@@ -420,6 +420,7 @@ void CollectionBase::layouts(size_t header, const std::vector<size_t> &per_id,
           b += (sent ? pl.send_counts()[p] : pl.recv_counts()[p]) *
                static_cast<int64_t>(per_id[t]);
       }
+      if (!none) b += static_cast<int64_t>(trailer);
       bytes[p] = b;
       off += b;
     }
@@ -635,18 +636,46 @@ void CollectionBase::lookup_wait() {
   plan_valid_ = true;
 }
 
+void CollectionBase::check_dense(const DenseSum &d, const char *what) const {
+  HB_CHECK_ARG(d.error.empty(), "%s", d.error.c_str());
+  if (d.count == 0) return;
+  if (!sums_dense())
+    fail(HB_ERR_UNSUPPORTED,
+         "%s: a collection of GPU tables does not sum a dense buffer in its "
+         "step (not implemented): pass no dense buffer and reduce it with "
+         "hb_allreduce",
+         what);
+  HB_CHECK_ARG(d.send && d.recv, "%s: dense->%s is NULL with count %zu", what,
+               d.send ? "recv" : "send", d.count);
+  HB_CHECK_ARG(d.count <= (size_t{1} << 40),
+               "%s: dense->count %zu is too large", what, d.count);
+  const uintptr_t s = reinterpret_cast<uintptr_t>(d.send),
+                  r = reinterpret_cast<uintptr_t>(d.recv), n = d.count * 4;
+  HB_CHECK_ARG(s == r || s + n <= r || r + n <= s,
+               "%s: dense->send and dense->recv overlap without being the "
+               "same buffer",
+               what);
+}
+
 void CollectionBase::apply_gradients(const JaggedBatch &in,
                                      const float *grad_out,
-                                     const float *const *grad_unpooled) {
-  const char *what = "hb_collection_apply_gradients";
+                                     const float *const *grad_unpooled,
+                                     const DenseSum *dense) {
+  const char *what = dense ? "hb_collection_apply_gradients_dense"
+                           : "hb_collection_apply_gradients";
   settle();  // the started lookup's rounds (the rows wait for the wait)
   call_seq_ = seq_;
   ++stats_.updates;
   const bool speculate = plan_valid_;  // the same on every rank
   plan_valid_ = false;
+  dense_ = dense ? *dense : DenseSum();
+  // Sent whatever this rank's outcome, so that the round's sizes depend on
+  // the counts alone (a bad buffer fails in the verdicts, not the sizes).
+  dense_count_ = sums_dense() ? dense_.count : 0;
   Outcome o;
   bool same = false;
   try {
+    check_dense(dense_, what);
     read_batch(in, what, grad_out,
                reinterpret_cast<const void *const *>(grad_unpooled), "grad_out",
                "grad_unpooled");
@@ -1019,13 +1048,22 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   phase.emplace("emb.grads", "embedding");
   const size_t T = tables_.size();
   const size_t H = kVerdictWords * 8;
-  layouts(H, row_bytes_, /*back=*/false);
+  // The dense floats ride at the end of every peer's block, whole to every
+  // peer: each rank then folds all of them in rank order, as hb_allreduce's
+  // one-round form does.
+  const size_t D = dense_count_ * 4;
+  layouts(H, row_bytes_, /*back=*/false, D);
   sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   const bool ok = o.status == HB_OK && reuse;
   int64_t h[kVerdictWords];
   verdict(o, ok, h);
   for (int p = 0; p < world_; ++p)
-    if (p != rank_) std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
+    if (p != rank_) {
+      std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
+      if (ok && D)
+        std::memcpy(sbuf_.data() + sat_[p * (T + 1)] + sb_[p] - D, dense_.send,
+                    D);
+    }
   // This rank's own partial sums skip the exchange (encoded straight into
   // the owner's wire buffer below); at world 1 nothing is exchanged and the
   // float32 ones go to the optimizer from the partial sums themselves.
@@ -1046,7 +1084,18 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
     }
   std::vector<int64_t> hv(world_ * kVerdictWords);
   if (world_ > 1) {
-    exchange();
+    try {
+      exchange();
+    } catch (const Error &e) {
+      // Ranks that pass different dense counts post blocks of different
+      // sizes: the exchange's call check fails them all with
+      // HB_ERR_MISMATCH. Say which count this rank passed.
+      if (e.status() != HB_ERR_MISMATCH) throw;
+      fail(HB_ERR_MISMATCH,
+           "%s: the partial-sums round failed (this rank sums %zu dense "
+           "floats: every rank must pass the same dense count, or none): %s",
+           what, dense_count_, e.what());
+    }
     for (int p = 0; p < world_; ++p)
       std::memcpy(&hv[p * kVerdictWords],
                   p == rank_ ? reinterpret_cast<const unsigned char *>(h)
@@ -1091,7 +1140,47 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
                                  s.wire.data());
   }
   if (batch_) batch_->apply_received(calls);
+  sum_dense();
   return true;
+}
+
+void Collection::sum_dense() {
+  const size_t n = dense_count_, D = n * 4, T = tables_.size();
+  if (n == 0) return;
+  if (world_ == 1) {  // hb_allreduce's sum over one rank: a copy
+    if (dense_.recv != dense_.send) std::memmove(dense_.recv, dense_.send, D);
+    return;
+  }
+  // This rank's input from its copy in a peer's block (the caller's send
+  // may be recv itself); every peer's from its block. A block after wire
+  // rows of 2 bytes may start off a float's alignment: then via a copy.
+  std::vector<const float *> in(world_);
+  std::vector<std::vector<float>> moved;
+  moved.reserve(world_);
+  const int next = (rank_ + 1) % world_;
+  for (int p = 0; p < world_; ++p) {
+    const unsigned char *at =
+        p == rank_ ? sbuf_.data() + sat_[next * (T + 1)] + sb_[next] - D
+                   : rbuf_.data() + rat_[p * (T + 1)] + rb_[p] - D;
+    if (reinterpret_cast<uintptr_t>(at) % alignof(float)) {
+      moved.emplace_back(n);
+      std::memcpy(moved.back().data(), at, D);
+      in[p] = moved.back().data();
+    } else {
+      in[p] = reinterpret_cast<const float *>(at);
+    }
+  }
+  // Rank order per element: ((x0 + x1) + x2) + ..., the order of
+  // hb_allreduce's rank-order reduction (comm/rank_order.h), so the same
+  // bits at any world size.
+  float *__restrict out = dense_.recv;
+  const float *__restrict a = in[0];
+  const float *__restrict b = in[1];
+  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
+  for (int p = 2; p < world_; ++p) {
+    const float *__restrict c = in[p];
+    for (size_t i = 0; i < n; ++i) out[i] += c[i];
+  }
 }
 
 }  // namespace emb

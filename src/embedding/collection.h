@@ -83,6 +83,18 @@ struct JaggedBatch {
   std::string error;
 };
 
+// A dense float32 buffer summed across ranks inside a gradient step's
+// partial-sums round (hb_collection_apply_gradients_dense): recv = the sum
+// over ranks of send, in rank order per element (hb_allreduce's order).
+// recv may equal send; count 0: nothing. error: the caller's
+// hb_collection_dense itself was bad (reported in the step's round).
+struct DenseSum {
+  const float *send = nullptr;
+  float *recv = nullptr;
+  size_t count = 0;
+  std::string error;
+};
+
 struct CollectionStats {
   uint64_t lookups = 0, updates = 0, reused_plans = 0, rounds = 0;
   uint64_t ids = 0, unique_ids = 0, owner_unique = 0;
@@ -106,8 +118,11 @@ class CollectionBase {
   void reset_stats() { stats_ = CollectionStats(); }
 
   void lookup(const JaggedBatch &in, float *out, float *const *unpooled);
+  // dense (may be NULL): summed across ranks in the partial-sums round of
+  // this step (the first one, when the step plans again).
   void apply_gradients(const JaggedBatch &in, const float *grad_out,
-                       const float *const *grad_unpooled);
+                       const float *const *grad_unpooled,
+                       const DenseSum *dense = nullptr);
   // The pipelined lookup (hb_collection_lookup_start / _wait): start plans
   // the batch and sends its ids to their owners (header and ids rounds)
   // into a second set of per-call state, so the plan of the lookup before
@@ -155,8 +170,15 @@ class CollectionBase {
   // Sends the partial sums behind a verdict header (one exchange; the
   // header from verdict()) and, when every rank's verdict is OK
   // (verdicts()), applies them; returns false when some rank could not
-  // reuse (nothing applied).
+  // reuse (nothing applied). dense_count_ floats of dense_ ride at the end
+  // of each peer's block in every such round and are summed into
+  // dense_.recv by the round that applies (after the optimizer steps: a
+  // failed call leaves recv as it was).
   virtual bool send_partials(Outcome &o, bool reuse, const char *what) = 0;
+  // Whether send_partials carries a dense sum (host collections).
+  virtual bool sums_dense() const { return false; }
+  // Checks apply_gradients' dense buffer (throws naming what is wrong).
+  void check_dense(const DenseSum &d, const char *what) const;
 
   // ---- Shared pieces.
   // Feature f's name, table, pooling and dim as named fields (checked
@@ -171,7 +193,10 @@ class CollectionBase {
   // its table t; stotal_/rtotal_: the payload sizes. With self_in_place_,
   // this rank's own block is empty (no header, no ids): its share never
   // rides the exchange (the board would copy it in and out again).
-  void layouts(size_t header, const std::vector<size_t> &per_id, bool back);
+  // trailer: bytes after the tables in every block but an in-place own
+  // one (the dense floats of the update).
+  void layouts(size_t header, const std::vector<size_t> &per_id, bool back,
+               size_t trailer = 0);
   int64_t sat(int p, size_t t) const {
     return sat_[p * (tables_.size() + 1) + 1 + t];
   }
@@ -235,6 +260,11 @@ class CollectionBase {
   // Host collections read their own share from the plan and the owner's
   // buffers, never from the exchange (layouts); device ones send it.
   bool self_in_place_ = false;
+  // The dense buffer of the running update (apply_gradients' dense) and its
+  // floats still to send: every rank sends its count, so ranks that pass
+  // different counts fail the exchange with HB_ERR_MISMATCH.
+  DenseSum dense_;
+  size_t dense_count_ = 0;
 
  private:
   void read_batch(const JaggedBatch &in, const char *what, const void *pooled,
@@ -289,6 +319,10 @@ class Collection : public CollectionBase {
   void expand_grads(const float *grad_out,
                     const float *const *grad_unpooled) override;
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
+  bool sums_dense() const override { return true; }
+  // recv = the rank-order sum of every rank's dense floats: this rank's
+  // from its send buffer, the peers' from rbuf_.
+  void sum_dense();
   void swap_state() override;
   void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
   // Table t's rows and partial sums skip the wire buffers (world 1, float32

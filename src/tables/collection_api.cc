@@ -46,6 +46,24 @@ hb::emb::JaggedBatch jagged(const hb_jagged_batch *in, const char *fn) {
   return j;
 }
 
+// A bad hb_collection_dense is reported in the step's round too (its
+// count is then 0: a peer that passes one fails the sizes' check).
+hb::emb::DenseSum dense_sum(const hb_collection_dense *in, const char *fn) {
+  hb::emb::DenseSum d;
+  if (in && in->struct_size <
+                offsetof(hb_collection_dense, count) + sizeof in->count) {
+    d.error = hb::format("%s: dense->struct_size %zu is too small", fn,
+                         in->struct_size);
+    return d;
+  }
+  hb_collection_dense x = HB_COLLECTION_DENSE_INIT;
+  if (in) std::memcpy(&x, in, std::min(in->struct_size, sizeof x));
+  d.send = x.send;
+  d.recv = x.recv;
+  d.count = x.count;
+  return d;
+}
+
 }  // namespace
 
 extern "C" {
@@ -154,6 +172,18 @@ hb_status hb_collection_apply_gradients(hb_collection *coll,
     const char *fn = "hb_collection_apply_gradients";
     hb::emb::CollectionBase &c = coll_ref(coll, fn);
     c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled);
+  });
+}
+
+hb_status hb_collection_apply_gradients_dense(
+    hb_collection *coll, const hb_jagged_batch *batch, const float *grad_out,
+    const float *const *grad_unpooled, const hb_collection_dense *dense) {
+  return hb::guard([&] {
+    const char *fn = "hb_collection_apply_gradients_dense";
+    hb::emb::CollectionBase &c = coll_ref(coll, fn);
+    const hb::emb::DenseSum d = dense_sum(dense, fn);
+    c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled,
+                      dense ? &d : nullptr);
   });
 }
 

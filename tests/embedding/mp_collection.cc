@@ -24,10 +24,18 @@
 //   mp_collection asyncpeer  the last rank dies while the others' start is
 //                            in flight: their wait fails with
 //                            HB_ERR_PEER_FAILED
+//   mp_collection dense      hb_collection_apply_gradients_dense: tables
+//                            bit-equal to the reference, the dense sum to
+//                            hb_allreduce's, with the plan reused or not
+//   mp_collection densemismatch  different dense counts: HB_ERR_MISMATCH
+//                            everywhere; a bad buffer: HB_ERR_INVALID_ARGUMENT
+//   mp_collection densepeer  a rank dies before the update: the others get
+//                            HB_ERR_PEER_FAILED
 // Every rank computes the whole reference itself from the shared seeds.
 #define HB_EXPERIMENTAL 1
 #include <unistd.h>
 
+#include <cmath>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -572,6 +580,192 @@ void mode_async_peer(hb_context *ctx) {
   // Nothing pending any more; destroying everything is clean (Model).
 }
 
+// Rank r's dense gradients of step s: values whose sum depends on the
+// order (1, 1e8, -1e8 on ranks 0, 1, 2: (1 + 1e8) - 1e8 is 0 in float32,
+// 1 + (1e8 - 1e8) and the reverse order give 1) and mixed magnitudes and
+// signs.
+std::vector<float> dense_input(int r, int s, size_t n) {
+  std::mt19937_64 g(1000003ull * s + r);
+  std::uniform_real_distribution<float> u(-1.0f, 1.0f);
+  std::vector<float> x(n);
+  for (size_t i = 0; i < n; ++i) {
+    const float e = std::ldexp(1.0f, static_cast<int>(g() % 60) - 30);
+    x[i] = i % 4 == 0 ? u(g) * e : u(g);
+  }
+  const float first[] = {1.0f, 1e8f, -1e8f, 3.0f};
+  if (n) x[0] = first[r % 4];
+  return x;
+}
+
+// The dense sum of one step against hb_allreduce of the same inputs; every
+// rank computes the whole reference sum too (rank order, float32).
+void check_dense_sum(hb_context *ctx, const std::vector<float> &got, int s) {
+  const size_t n = got.size();
+  std::vector<float> want = dense_input(g_rank, s, n);
+  CHECK_OK(hb_allreduce(ctx, want.data(), want.data(), n, HB_FLOAT32, HB_SUM));
+  CHECK(!std::memcmp(got.data(), want.data(), n * 4),
+        "step %d: the dense sum differs from hb_allreduce's", s);
+  std::vector<float> ref = dense_input(0, s, n);
+  for (int r = 1; r < g_world; ++r) {
+    std::vector<float> x = dense_input(r, s, n);
+    for (size_t i = 0; i < n; ++i) ref[i] += x[i];
+  }
+  CHECK(!std::memcmp(got.data(), ref.data(), n * 4),
+        "step %d: the dense sum differs from the rank-order sum", s);
+  if (g_world == 3)
+    CHECK(got[0] == 0.0f, "step %d: (1 + 1e8) - 1e8 summed to %g", s, got[0]);
+}
+
+hb_collection_stats coll_stats(hb_collection *c) {
+  hb_collection_stats st = HB_COLLECTION_STATS_INIT;
+  CHECK_OK(hb_collection_get_stats(c, &st));
+  return st;
+}
+
+// hb_collection_apply_gradients_dense: the tables as the reference's, the
+// dense sum as hb_allreduce's, in place and not, when the step reuses its
+// lookup's plan (one round, the dense floats in it) and when it plans again
+// (its ids differ from the lookup's, or no lookup came before it).
+void mode_dense(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  std::mt19937_64 g(31);
+  const size_t kN = 5000;
+  for (int s = 0; s < 6; ++s) {
+    std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+    Outputs o(m.coll, c, all[g_rank]);
+    hb_jagged_batch v = all[g_rank].view();
+    const int plan = s % 3;  // 0: reuse, 1: other ids, 2: no lookup
+    if (plan != 2) {
+      CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+      o.check(ref, all[g_rank], s);
+    }
+    std::vector<JBatch> upd = all;
+    if (plan == 1)
+      for (JBatch &b : upd) hbtest::shift_ids(b, c);
+    hb_jagged_batch uv = upd[g_rank].view();
+    std::vector<float> x = dense_input(g_rank, s, kN), y(kN, -7.0f);
+    hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+    d.send = x.data();
+    d.recv = s % 2 ? x.data() : y.data();  // in place on odd steps
+    d.count = kN;
+    const hb_collection_stats before = coll_stats(m.coll);
+    CHECK_OK(hb_collection_apply_gradients_dense(
+        m.coll, &uv, upd[g_rank].grad_out.data(), o.gup.data(), &d));
+    const hb_collection_stats after = coll_stats(m.coll);
+    ref.apply(upd);
+    const uint64_t rounds = after.rounds - before.rounds;
+    // reuse: 1; other ids: the refused round + header, ids, partials: 4;
+    // no lookup: header, ids, partials: 3. No round of its own for the sum.
+    const uint64_t want = g_world == 1 ? rounds
+                          : plan == 0  ? 1
+                          : plan == 1  ? 4
+                                       : 3;
+    CHECK(rounds == want, "step %d (plan %d): %llu rounds, %llu expected", s,
+          plan, (unsigned long long)rounds, (unsigned long long)want);
+    check_dense_sum(ctx, s % 2 ? x : y, s);
+  }
+  // count 0 and a NULL dense: the plain update.
+  std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+  Outputs o(m.coll, c, all[g_rank]);
+  hb_jagged_batch v = all[g_rank].view();
+  hb_collection_dense none = HB_COLLECTION_DENSE_INIT;
+  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+  CHECK_OK(hb_collection_apply_gradients_dense(
+      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), &none));
+  CHECK_OK(hb_collection_apply_gradients_dense(
+      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), nullptr));
+  ref.apply(all);
+  ref.apply(all);
+  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+  o.check(ref, all[g_rank], 99);
+}
+
+// Ranks that pass different dense counts (one passes none) all fail with
+// HB_ERR_MISMATCH, a bad buffer on one rank fails every rank with
+// HB_ERR_INVALID_ARGUMENT naming it; neither changes the tables or recv,
+// and the next matched step is bit-equal.
+void mode_dense_mismatch(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  std::mt19937_64 g(32);
+  const size_t kN = 300;
+  const int odd = g_world - 1;
+  for (int s = 0; s < 5; ++s) {
+    std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+    Outputs o(m.coll, c, all[g_rank]);
+    hb_jagged_batch v = all[g_rank].view();
+    CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+    o.check(ref, all[g_rank], s);
+    std::vector<float> x = dense_input(g_rank, s, kN), y(kN, -7.0f);
+    hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+    d.send = x.data(), d.recv = y.data(), d.count = kN;
+    const char *text = "HB_ERR_MISMATCH";
+    hb_status want = HB_ERR_MISMATCH;
+    const hb_collection_dense *pass = &d;
+    hb_collection_dense bad = d;
+    if (g_rank == odd) {
+      if (s == 0) pass = nullptr;                    // no dense buffer
+      if (s == 1) bad.count = kN + 1, pass = &bad;   // another count
+      if (s == 2) bad.send = nullptr, pass = &bad;   // a NULL send
+      if (s == 3) bad.struct_size = 8, pass = &bad;  // too small a struct
+    }
+    if (s == 0 || s == 1) text = "dense count";
+    if (s == 2) {
+      want = HB_ERR_INVALID_ARGUMENT;
+      text = g_rank == odd ? "dense->send is NULL" : "failed with";
+    }
+    if (s == 3) text = g_rank == odd ? "is too small" : "dense count";
+    if (s == 3 && g_rank == odd) want = HB_ERR_MISMATCH;
+    hb_status st = hb_collection_apply_gradients_dense(
+        m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), pass);
+    if (s < 4) {
+      // A struct too small counts as no buffer (0 floats): the sizes
+      // differ, so every rank fails the round's check, the odd rank too.
+      if (s == 3 && g_rank == odd)
+        CHECK(st == HB_ERR_MISMATCH || st == HB_ERR_INVALID_ARGUMENT,
+              "step 3: got %s: %s", hb_status_name(st), hb_last_error());
+      else
+        expect_all_fail(st, want, "dense mismatch", text);
+      for (float f : y) CHECK(f == -7.0f, "step %d: recv changed", s);
+      continue;  // the tables stay as they were (checked at the next lookup)
+    }
+    CHECK_OK(st);
+    ref.apply(all);
+    check_dense_sum(ctx, y, s);
+  }
+}
+
+// The last rank dies before the update: the others' update fails with
+// HB_ERR_PEER_FAILED, not a hang.
+void mode_dense_peer(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  Model m(ctx, c);
+  std::mt19937_64 g(33);
+  std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+  Outputs o(m.coll, c, all[g_rank]);
+  hb_jagged_batch v = all[g_rank].view();
+  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+  CHECK_OK(hb_context_barrier(ctx, 0));
+  const int victim = g_world - 1;
+  if (g_rank == victim) {
+    std::fflush(stdout);
+    _exit(0);  // dies without a word (no BYE)
+  }
+  std::vector<float> x = dense_input(g_rank, 0, 1000);
+  hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
+  d.send = d.recv = x.data(), d.count = x.size();
+  const double t0 = now_ms();
+  hb_status st = hb_collection_apply_gradients_dense(
+      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), &d);
+  CHECK(st == HB_ERR_PEER_FAILED, "update after rank %d died: %s: %s", victim,
+        hb_status_name(st), hb_last_error());
+  std::printf("rank %d: update failed after %.0f ms: %s\n", g_rank,
+              now_ms() - t0, hb_last_error());
+}
+
 }  // namespace
 
 int main(int argc, char **argv) {
@@ -579,7 +773,8 @@ int main(int argc, char **argv) {
   hb_context *ctx = nullptr;
   hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
   std::string options = "timeout_ms=" + std::to_string(kBadTimeoutMs);
-  if (mode == "badbatch" || mode == "pipeline" || mode == "async")
+  if (mode == "badbatch" || mode == "pipeline" || mode == "async" ||
+      mode == "densemismatch" || mode == "densepeer")
     opts.options = options.c_str();
   CHECK_OK(hb_context_create(&opts, &ctx));
   g_rank = g_mp_rank = hb_context_rank(ctx);
@@ -596,6 +791,12 @@ int main(int argc, char **argv) {
     mode_async(ctx);
   else if (mode == "asyncpeer")
     mode_async_peer(ctx);
+  else if (mode == "dense")
+    mode_dense(ctx);
+  else if (mode == "densemismatch")
+    mode_dense_mismatch(ctx);
+  else if (mode == "densepeer")
+    mode_dense_peer(ctx);
   else
     CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);

@@ -238,19 +238,40 @@ class Collection(_Handle):
         if pending is not None:
             _c.hbpy_collection_pending_free(pending[0])
 
-    def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None, host_offsets=None):
+    def apply_gradients(self, values, offsets, grad_out, weights=None, grad_unpooled=None, host_offsets=None,
+                        dense=None, dense_out=None):
         """Collective: grad_out is the gradient of the pooled output (B x
         pooled_width float32), grad_unpooled that of the unpooled rows. Reuses
         the last lookup's plan when every rank passes the same ids. GPU
-        tables: CUDA arrays."""
+        tables: CUDA arrays.
+
+        dense: None, or a float32 numpy array (host memory; the dense
+        gradients) summed over the ranks in the update's own exchange
+        (hb_collection_apply_gradients_dense: no round of its own, the same
+        bits as ``Context.allreduce``); in place, or into dense_out (a
+        writable float32 array of as many elements). Every rank passes one
+        of the same size, or none. Returns the summed array (None without
+        dense)."""
         values, offsets, weights, b, host_offsets = self._batch(values, offsets, weights, host_offsets)
         grad_out = self._arg(grad_out, "grad_out", np.float32)
         if grad_out.size != b * self.pooled_width:
             raise HbValueError("grad_out: needs %d x %d elements, the array has %d"
                                % (b, self.pooled_width, grad_out.size))
         grad_unpooled, starts = self._rows(grad_unpooled, host_offsets, "grad_unpooled", False)
-        _c.hbpy_collection_apply_gradients(self._handle, b, values, offsets, weights, grad_out,
-                                           grad_unpooled, starts)
+        if dense is None:
+            if dense_out is not None:
+                raise HbValueError("dense_out: given without dense")
+            _c.hbpy_collection_apply_gradients(self._handle, b, values, offsets, weights, grad_out,
+                                               grad_unpooled, starts)
+            return None
+        dense = _array(dense, "dense", np.float32, writable=dense_out is None)
+        out = dense if dense_out is None else _array(dense_out, "dense_out", np.float32, writable=True)
+        if out.size != dense.size:
+            raise HbValueError("dense_out: needs %d elements (as dense), the array has %d"
+                               % (dense.size, out.size))
+        _c.hbpy_collection_apply_gradients_dense(self._handle, b, values, offsets, weights, grad_out,
+                                                 grad_unpooled, starts, dense, out, dense.size)
+        return _user(out)
 
     _STATS = ("lookups", "updates", "reused_plans", "rounds", "ids", "unique_ids",
               "owner_unique", "wire_bytes_sent", "wire_bytes_recv", "dedup_bound_bytes")

@@ -195,6 +195,60 @@ def check_pipelined_lookup(ctx):
         b.close()
 
 
+def check_dense_step(ctx):
+    """Collection.apply_gradients(dense=...): the dense sum in the update's
+    exchange, bit-equal to ctx.allreduce of the same arrays, the tables to
+    twins updated without it; in place and into dense_out; ranks that pass
+    different sizes all get ERR_MISMATCH."""
+    rank = ctx.rank
+    cfg = dict(num_rows=30, initializer=hb.INIT_CONSTANT, init_a=0.5, optimizer=hb.OPT_ADAGRAD,
+               learning_rate=0.1)
+    twins = []
+    for twin in ("plain", "fused"):
+        t = hb.Embedding(ctx, "dn_" + twin, 4, **cfg)
+        twins.append((t, hb.Collection(ctx, [(t, hb.POOLING_SUM), (t, hb.POOLING_MEAN)])))
+    (t0, plain), (t1, fused) = twins
+    rng = np.random.default_rng(11 + rank)
+    for k in range(4):
+        B = 2 + rank
+        lengths = rng.integers(0, 3, size=2 * B)
+        offsets = np.concatenate([[0], np.cumsum(lengths)]).astype(np.int64)
+        values = rng.integers(0, 30, size=int(offsets[-1])).astype(np.int64)
+        grad = rng.uniform(-1, 1, size=(B, 8)).astype(np.float32)
+        dense = (rng.uniform(-1, 1, size=257) * 10.0 ** rng.integers(-8, 9, size=257)).astype(np.float32)
+        dense[0] = (1.0, 1e8, -1e8, 3.0)[rank % 4]  # order-sensitive
+        want = ctx.allreduce(dense)
+        for c in (plain, fused):
+            c.lookup(values, offsets)
+        plain.apply_gradients(values, offsets, grad)
+        if k % 2:
+            out = np.full_like(dense, -7)
+            got = fused.apply_gradients(values, offsets, grad, dense=dense, dense_out=out)
+            assert got is out
+        else:
+            got = fused.apply_gradients(values, offsets, grad, dense=dense)
+            assert got is dense
+        assert np.array_equal(got.view(np.uint32), want.view(np.uint32)), (rank, k)
+    every = np.arange(30, dtype=np.int64)
+    assert np.array_equal(t0.lookup(every), t1.lookup(every)), rank
+    try:
+        fused.apply_gradients(values, offsets, grad, dense=np.zeros(5 if rank == 0 else 6, np.float32))
+    except hb.HbError as e:
+        assert e.status == hb.ERR_MISMATCH and "dense count" in e.message, e
+    else:
+        raise AssertionError("different dense sizes accepted")
+    try:
+        fused.apply_gradients(values, offsets, grad, dense=np.zeros(3, np.float32),
+                              dense_out=np.zeros(4, np.float32))
+    except hb.HbValueError as e:
+        assert "dense_out" in str(e), e
+    else:
+        raise AssertionError("a dense_out of another size accepted")
+    for t, c in twins:
+        c.close()
+        t.close()
+
+
 def check_errors(ctx):
     try:
         ctx.set_option("no_such_option", "1")
@@ -219,6 +273,7 @@ def main():
         check_auc(ctx)
         check_train(ctx)
         check_pipelined_lookup(ctx)
+        check_dense_step(ctx)
         check_errors(ctx)
         ctx.barrier()
         print("rank %d of %d: python binding ok" % (ctx.rank, ctx.world_size))
