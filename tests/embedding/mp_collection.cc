@@ -616,6 +616,32 @@ void check_dense_sum(hb_context *ctx, const std::vector<float> &got, int s) {
     CHECK(got[0] == 0.0f, "step %d: (1 + 1e8) - 1e8 summed to %g", s, got[0]);
 }
 
+// The dense modes' model, reference and batches.
+struct DenseCase {
+  CollCase c = hbtest::standard_case();
+  CollRef ref{c};
+  Model m;
+  std::mt19937_64 g;
+  DenseCase(hb_context *ctx, uint64_t seed) : m(ctx, c), g(seed) {}
+};
+
+// One step's batches and this rank's outputs; lookup() checks them against
+// the reference.
+struct DenseStep {
+  std::vector<JBatch> all;
+  Outputs o;
+  hb_jagged_batch v;
+  explicit DenseStep(DenseCase &k)
+      : all(hbtest::make_step(k.g, k.c, g_world)),
+        o(k.m.coll, k.c, all[g_rank]),
+        v(all[g_rank].view()) {}
+  void lookup(DenseCase &k, int s) {
+    CHECK_OK(hb_collection_lookup(k.m.coll, &v, o.out.data(), o.up.data()));
+    o.check(k.ref, all[g_rank], s);
+  }
+  const float *grad_out() const { return all[g_rank].grad_out.data(); }
+};
+
 hb_collection_stats coll_stats(hb_collection *c) {
   hb_collection_stats st = HB_COLLECTION_STATS_INIT;
   CHECK_OK(hb_collection_get_stats(c, &st));
@@ -627,34 +653,26 @@ hb_collection_stats coll_stats(hb_collection *c) {
 // lookup's plan (one round, the dense floats in it) and when it plans again
 // (its ids differ from the lookup's, or no lookup came before it).
 void mode_dense(hb_context *ctx) {
-  CollCase c = hbtest::standard_case();
-  CollRef ref(c);
-  Model m(ctx, c);
-  std::mt19937_64 g(31);
+  DenseCase k(ctx, 31);
   const size_t kN = 5000;
   for (int s = 0; s < 6; ++s) {
-    std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
-    Outputs o(m.coll, c, all[g_rank]);
-    hb_jagged_batch v = all[g_rank].view();
+    DenseStep st(k);
     const int plan = s % 3;  // 0: reuse, 1: other ids, 2: no lookup
-    if (plan != 2) {
-      CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
-      o.check(ref, all[g_rank], s);
-    }
-    std::vector<JBatch> upd = all;
+    if (plan != 2) st.lookup(k, s);
+    std::vector<JBatch> upd = st.all;
     if (plan == 1)
-      for (JBatch &b : upd) hbtest::shift_ids(b, c);
+      for (JBatch &b : upd) hbtest::shift_ids(b, k.c);
     hb_jagged_batch uv = upd[g_rank].view();
     std::vector<float> x = dense_input(g_rank, s, kN), y(kN, -7.0f);
     hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
     d.send = x.data();
     d.recv = s % 2 ? x.data() : y.data();  // in place on odd steps
     d.count = kN;
-    const hb_collection_stats before = coll_stats(m.coll);
+    const hb_collection_stats before = coll_stats(k.m.coll);
     CHECK_OK(hb_collection_apply_gradients_dense(
-        m.coll, &uv, upd[g_rank].grad_out.data(), o.gup.data(), &d));
-    const hb_collection_stats after = coll_stats(m.coll);
-    ref.apply(upd);
+        k.m.coll, &uv, upd[g_rank].grad_out.data(), st.o.gup.data(), &d));
+    const hb_collection_stats after = coll_stats(k.m.coll);
+    k.ref.apply(upd);
     const uint64_t rounds = after.rounds - before.rounds;
     // reuse: 1; other ids: the refused round + header, ids, partials: 4;
     // no lookup: header, ids, partials: 3. No round of its own for the sum.
@@ -667,19 +685,16 @@ void mode_dense(hb_context *ctx) {
     check_dense_sum(ctx, s % 2 ? x : y, s);
   }
   // count 0 and a NULL dense: the plain update.
-  std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
-  Outputs o(m.coll, c, all[g_rank]);
-  hb_jagged_batch v = all[g_rank].view();
+  DenseStep st(k);
   hb_collection_dense none = HB_COLLECTION_DENSE_INIT;
-  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
-  CHECK_OK(hb_collection_apply_gradients_dense(
-      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), &none));
-  CHECK_OK(hb_collection_apply_gradients_dense(
-      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), nullptr));
-  ref.apply(all);
-  ref.apply(all);
-  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
-  o.check(ref, all[g_rank], 99);
+  st.lookup(k, 90);
+  CHECK_OK(hb_collection_apply_gradients_dense(k.m.coll, &st.v, st.grad_out(),
+                                               st.o.gup.data(), &none));
+  CHECK_OK(hb_collection_apply_gradients_dense(k.m.coll, &st.v, st.grad_out(),
+                                               st.o.gup.data(), nullptr));
+  k.ref.apply(st.all);
+  k.ref.apply(st.all);
+  st.lookup(k, 91);
 }
 
 // Ranks that pass different dense counts (one passes none) all fail with
@@ -687,67 +702,51 @@ void mode_dense(hb_context *ctx) {
 // HB_ERR_INVALID_ARGUMENT naming it; neither changes the tables or recv,
 // and the next matched step is bit-equal.
 void mode_dense_mismatch(hb_context *ctx) {
-  CollCase c = hbtest::standard_case();
-  CollRef ref(c);
-  Model m(ctx, c);
-  std::mt19937_64 g(32);
+  DenseCase k(ctx, 32);
   const size_t kN = 300;
   const int odd = g_world - 1;
   for (int s = 0; s < 5; ++s) {
-    std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
-    Outputs o(m.coll, c, all[g_rank]);
-    hb_jagged_batch v = all[g_rank].view();
-    CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
-    o.check(ref, all[g_rank], s);
+    DenseStep st(k);
+    st.lookup(k, s);  // after a failed step: the tables as they were
     std::vector<float> x = dense_input(g_rank, s, kN), y(kN, -7.0f);
     hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
     d.send = x.data(), d.recv = y.data(), d.count = kN;
-    const char *text = "HB_ERR_MISMATCH";
-    hb_status want = HB_ERR_MISMATCH;
-    const hb_collection_dense *pass = &d;
     hb_collection_dense bad = d;
+    const hb_collection_dense *pass = &d;
     if (g_rank == odd) {
       if (s == 0) pass = nullptr;                    // no dense buffer
       if (s == 1) bad.count = kN + 1, pass = &bad;   // another count
       if (s == 2) bad.send = nullptr, pass = &bad;   // a NULL send
       if (s == 3) bad.struct_size = 8, pass = &bad;  // too small a struct
     }
-    if (s == 0 || s == 1) text = "dense count";
-    if (s == 2) {
-      want = HB_ERR_INVALID_ARGUMENT;
-      text = g_rank == odd ? "dense->send is NULL" : "failed with";
+    hb_status r = hb_collection_apply_gradients_dense(
+        k.m.coll, &st.v, st.grad_out(), st.o.gup.data(), pass);
+    if (s == 4) {
+      CHECK_OK(r);
+      k.ref.apply(st.all);
+      check_dense_sum(ctx, y, s);
+      break;
     }
-    if (s == 3) text = g_rank == odd ? "is too small" : "dense count";
-    if (s == 3 && g_rank == odd) want = HB_ERR_MISMATCH;
-    hb_status st = hb_collection_apply_gradients_dense(
-        m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), pass);
-    if (s < 4) {
+    if (s == 2)
+      expect_all_fail(r, HB_ERR_INVALID_ARGUMENT, "dense NULL send",
+                      g_rank == odd ? "dense->send is NULL" : "failed with");
+    else if (s == 3 && g_rank == odd)
       // A struct too small counts as no buffer (0 floats): the sizes
-      // differ, so every rank fails the round's check, the odd rank too.
-      if (s == 3 && g_rank == odd)
-        CHECK(st == HB_ERR_MISMATCH || st == HB_ERR_INVALID_ARGUMENT,
-              "step 3: got %s: %s", hb_status_name(st), hb_last_error());
-      else
-        expect_all_fail(st, want, "dense mismatch", text);
-      for (float f : y) CHECK(f == -7.0f, "step %d: recv changed", s);
-      continue;  // the tables stay as they were (checked at the next lookup)
-    }
-    CHECK_OK(st);
-    ref.apply(all);
-    check_dense_sum(ctx, y, s);
+      // differ, so the round's check may fail this rank first.
+      CHECK(r == HB_ERR_MISMATCH || r == HB_ERR_INVALID_ARGUMENT,
+            "step 3: got %s: %s", hb_status_name(r), hb_last_error());
+    else
+      expect_all_fail(r, HB_ERR_MISMATCH, "dense mismatch", "dense count");
+    for (float f : y) CHECK(f == -7.0f, "step %d: recv changed", s);
   }
 }
 
 // The last rank dies before the update: the others' update fails with
 // HB_ERR_PEER_FAILED, not a hang.
 void mode_dense_peer(hb_context *ctx) {
-  CollCase c = hbtest::standard_case();
-  Model m(ctx, c);
-  std::mt19937_64 g(33);
-  std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
-  Outputs o(m.coll, c, all[g_rank]);
-  hb_jagged_batch v = all[g_rank].view();
-  CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+  DenseCase k(ctx, 33);
+  DenseStep st(k);
+  st.lookup(k, 0);
   CHECK_OK(hb_context_barrier(ctx, 0));
   const int victim = g_world - 1;
   if (g_rank == victim) {
@@ -758,10 +757,10 @@ void mode_dense_peer(hb_context *ctx) {
   hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
   d.send = d.recv = x.data(), d.count = x.size();
   const double t0 = now_ms();
-  hb_status st = hb_collection_apply_gradients_dense(
-      m.coll, &v, all[g_rank].grad_out.data(), o.gup.data(), &d);
-  CHECK(st == HB_ERR_PEER_FAILED, "update after rank %d died: %s: %s", victim,
-        hb_status_name(st), hb_last_error());
+  hb_status r = hb_collection_apply_gradients_dense(
+      k.m.coll, &st.v, st.grad_out(), st.o.gup.data(), &d);
+  CHECK(r == HB_ERR_PEER_FAILED, "update after rank %d died: %s: %s", victim,
+        hb_status_name(r), hb_last_error());
   std::printf("rank %d: update failed after %.0f ms: %s\n", g_rank,
               now_ms() - t0, hb_last_error());
 }
