@@ -668,6 +668,7 @@ void CollectionBase::apply_gradients(const JaggedBatch &in,
   ++stats_.updates;
   const bool speculate = plan_valid_;  // the same on every rank
   plan_valid_ = false;
+  dense_call_ = dense != nullptr;
   dense_ = dense ? *dense : DenseSum();
   // Sent whatever this rank's outcome, so that the round's sizes depend on
   // the counts alone (a bad buffer fails in the verdicts, not the sizes).
@@ -1090,7 +1091,7 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
       // Ranks that pass different dense counts post blocks of different
       // sizes: the exchange's call check fails them all with
       // HB_ERR_MISMATCH. Say which count this rank passed.
-      if (e.status() != HB_ERR_MISMATCH) throw;
+      if (e.status() != HB_ERR_MISMATCH || !dense_call_) throw;
       fail(HB_ERR_MISMATCH,
            "%s: the partial-sums round failed (this rank sums %zu dense "
            "floats: every rank must pass the same dense count, or none): %s",

@@ -118,8 +118,9 @@ class CollectionBase {
   void reset_stats() { stats_ = CollectionStats(); }
 
   void lookup(const JaggedBatch &in, float *out, float *const *unpooled);
-  // dense (may be NULL): summed across ranks in the partial-sums round of
-  // this step (the first one, when the step plans again).
+  // dense (NULL from hb_collection_apply_gradients, never NULL from
+  // hb_collection_apply_gradients_dense): summed across ranks in the
+  // partial-sums round that applies the step.
   void apply_gradients(const JaggedBatch &in, const float *grad_out,
                        const float *const *grad_unpooled,
                        const DenseSum *dense = nullptr);
@@ -265,6 +266,7 @@ class CollectionBase {
   // different counts fail the exchange with HB_ERR_MISMATCH.
   DenseSum dense_;
   size_t dense_count_ = 0;
+  bool dense_call_ = false;  // hb_collection_apply_gradients_dense
 
  private:
   void read_batch(const JaggedBatch &in, const char *what, const void *pooled,

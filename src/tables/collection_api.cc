@@ -182,8 +182,7 @@ hb_status hb_collection_apply_gradients_dense(
     const char *fn = "hb_collection_apply_gradients_dense";
     hb::emb::CollectionBase &c = coll_ref(coll, fn);
     const hb::emb::DenseSum d = dense_sum(dense, fn);
-    c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled,
-                      dense ? &d : nullptr);
+    c.apply_gradients(jagged(batch, fn), grad_out, grad_unpooled, &d);
   });
 }
 
