@@ -124,18 +124,46 @@ func (c *Collection) Lookup(values, offsets []int64, weights, out, unpooled []fl
 // pooled output and of the unpooled rows; it reuses the last lookup's plan
 // when every rank passes the same ids.
 func (c *Collection) ApplyGradients(values, offsets []int64, weights, gradOut, gradUnpooled []float32) error {
-	b, err := c.batch(values, offsets, weights)
+	b, err := c.gradBatch(values, offsets, weights, gradOut, gradUnpooled)
 	if err != nil {
-		return err
-	}
-	if err := needLen("gradOut", len(gradOut), b*c.width); err != nil {
-		return err
-	}
-	if err := needLen("gradUnpooled", len(gradUnpooled), c.UnpooledSize(offsets)); err != nil {
 		return err
 	}
 	return capi.Hb_collection_apply_gradients(c.raw(), int64(b), ptr(values), ptr(offsets), ptr(weights),
 		ptr(gradOut), ptr(gradUnpooled))
+}
+
+// ApplyGradientsDense (collective) is ApplyGradients plus the sum over the
+// ranks of dense, carried in the update's own exchange
+// (hb_collection_apply_gradients_dense: no round of its own, the same bits
+// as Allreduce with OpSum). The sum goes to denseOut (len(dense) floats),
+// or into dense itself when denseOut is nil. Every rank passes the same
+// len(dense).
+func (c *Collection) ApplyGradientsDense(values, offsets []int64, weights, gradOut, gradUnpooled,
+	dense, denseOut []float32) error {
+	b, err := c.gradBatch(values, offsets, weights, gradOut, gradUnpooled)
+	if err != nil {
+		return err
+	}
+	if denseOut == nil {
+		denseOut = dense
+	}
+	if err := needLen("denseOut", len(denseOut), len(dense)); err != nil {
+		return err
+	}
+	return capi.Hb_collection_apply_gradients_dense(c.raw(), int64(b), ptr(values), ptr(offsets), ptr(weights),
+		ptr(gradOut), ptr(gradUnpooled), ptr(dense), ptr(denseOut), int64(len(dense)))
+}
+
+// gradBatch checks an update's batch and gradients; returns B.
+func (c *Collection) gradBatch(values, offsets []int64, weights, gradOut, gradUnpooled []float32) (int, error) {
+	b, err := c.batch(values, offsets, weights)
+	if err != nil {
+		return 0, err
+	}
+	if err := needLen("gradOut", len(gradOut), b*c.width); err != nil {
+		return 0, err
+	}
+	return b, needLen("gradUnpooled", len(gradUnpooled), c.UnpooledSize(offsets))
 }
 
 // CollectionStats are this rank's counters (hb_collection_stats).

@@ -321,6 +321,27 @@ func TestCollectionMatchesSingleTableCalls(t *testing.T) {
 	if err := c.Lookup(values, []int64{0, 1}, nil, out, unpooled); err == nil {
 		t.Fatal("bad offsets accepted")
 	}
+	// The dense sum in the update (world 1: a copy), the plan reused.
+	if err := c.Lookup(values, offsets, nil, out, unpooled); err != nil {
+		t.Fatal(err)
+	}
+	dense, denseOut := []float32{1.5, -2, 1e8}, make([]float32, 3)
+	grads := []float32{1, 2, 4, 0, 0, 8}
+	if err := c.ApplyGradientsDense(values, offsets, nil, grads, []float32{1, 1, 1, 1}, dense, denseOut); err != nil {
+		t.Fatal(err)
+	}
+	for i := range dense {
+		if denseOut[i] != dense[i] {
+			t.Fatalf("dense sum %v, want %v", denseOut, dense)
+		}
+	}
+	if st, err = c.Stats(); err != nil || st.ReusedPlans != 2 || st.Updates != 2 {
+		t.Fatalf("stats %+v, %v", st, err)
+	}
+	err = c.ApplyGradientsDense(values, offsets, nil, grads, []float32{1, 1, 1, 1}, dense, denseOut[:2])
+	if err == nil || !strings.Contains(err.Error(), "denseOut") {
+		t.Fatalf("a short denseOut: %v", err)
+	}
 }
 
 func TestListenersAroundSaveAndLoad(t *testing.T) {
