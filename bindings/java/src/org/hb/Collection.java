@@ -103,11 +103,36 @@ public final class Collection extends NativeHandle {
   public void applyGradients(Object values, long[] offsets, Object weights, Object gradOut,
                              Object gradUnpooled) throws HbException {
     long b = check(values, offsets, weights);
+    long u = checkGrads(b, offsets, gradOut, gradUnpooled);
+    HbNative.hb_collection_apply_gradients(handle(), b, values, offsets, weights, gradOut,
+                                           u > 0 ? gradUnpooled : null);
+  }
+
+  /**
+   * applyGradients plus the sum over the ranks of dense (float32: a float[] or a direct
+   * ByteBuffer), carried in the update's own exchange (hb_collection_apply_gradients_dense:
+   * no round of its own, the same bits as Context.allreduce with HB_SUM). The sum goes to
+   * denseOut (as many floats), or into dense itself when denseOut is null. Every rank passes
+   * as many floats.
+   */
+  public void applyGradients(Object values, long[] offsets, Object weights, Object gradOut,
+                             Object gradUnpooled, Object dense, Object denseOut)
+      throws HbException {
+    long b = check(values, offsets, weights);
+    long u = checkGrads(b, offsets, gradOut, gradUnpooled);
+    long n = Buffers.elements(dense, Hb.HB_FLOAT32, "dense");
+    Object out = denseOut == null ? dense : denseOut;
+    Buffers.require(out, Hb.HB_FLOAT32, n, "denseOut");
+    HbNative.hb_collection_apply_gradients_dense(handle(), b, values, offsets, weights, gradOut,
+                                                 u > 0 ? gradUnpooled : null, dense, out, n);
+  }
+
+  /** Checks an update's gradients for a batch of b samples; returns the unpooled size. */
+  private long checkGrads(long b, long[] offsets, Object gradOut, Object gradUnpooled) {
     Buffers.require(gradOut, Hb.HB_FLOAT32, b * pooledWidth, "gradOut");
     long u = unpooledSize(offsets);
     if (u > 0) Buffers.require(gradUnpooled, Hb.HB_FLOAT32, u, "gradUnpooled");
-    HbNative.hb_collection_apply_gradients(handle(), b, values, offsets, weights, gradOut,
-                                           u > 0 ? gradUnpooled : null);
+    return u;
   }
 
   /** This rank's counters: lookups, updates, reusedPlans, rounds, ids,

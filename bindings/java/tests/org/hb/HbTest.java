@@ -333,6 +333,19 @@ public class HbTest {
       } catch (IllegalArgumentException e) {
         assertTrue(e.getMessage(), e.getMessage().contains("offsets"));
       }
+      // The dense sum in the update (world 1: a copy), the plan reused.
+      c.lookup(values, offsets, null, out, unpooled);
+      float[] dense = {1.5f, -2, 1e8f};
+      float[] denseOut = new float[3];
+      c.applyGradients(values, offsets, null, grad, new float[] {1, 1, 1, 1}, dense, denseOut);
+      assertArrayEquals(dense, denseOut, 0f);
+      assertEquals(2, c.stats()[2]);
+      try {
+        c.applyGradients(values, offsets, null, grad, new float[] {1, 1, 1, 1}, dense, new float[2]);
+        fail("a short denseOut accepted");
+      } catch (IllegalArgumentException e) {
+        assertTrue(e.getMessage(), e.getMessage().contains("denseOut"));
+      }
     }
   }
 
