@@ -449,6 +449,29 @@ TEST(DeviceCollection, HostBuffersAreRefusedOnEveryRank) {
   }
 }
 
+// A dense buffer in a device collection's update (not implemented there):
+// HB_ERR_UNSUPPORTED on the rank that passed it, the others told so in the
+// same round; nothing hangs.
+TEST(DeviceCollection, DenseSumIsUnsupportedOnEveryRank) {
+  CollCase c = hbtest::standard_case();
+  std::mt19937_64 g(7);
+  std::vector<JBatch> step;
+  for (int r = 0; r < 2; ++r) step.push_back(hbtest::make_jbatch(g, c, 3));
+  std::vector<float> x(16, 1.0f);
+  Outcomes o = run_failing(2, c, [&](int r, Rig &rig) {
+    DevBatch d(*rig.ops, step[r], c);
+    rig.dc->lookup(d.view(step[r]), d.out, d.unpooled.data());
+    hb::emb::DenseSum dense;
+    dense.send = x.data(), dense.recv = x.data(), dense.count = r == 0 ? 16 : 0;
+    rig.dc->apply_gradients(d.view(step[r]), d.grad_out, d.grad_unpooled.data(),
+                            &dense);
+  });
+  EXPECT_EQ(o.st[0], HB_ERR_UNSUPPORTED);
+  EXPECT_NE(o.msg[0].find("GPU tables"), std::string::npos) << o.msg[0];
+  EXPECT_EQ(o.st[1], HB_ERR_UNSUPPORTED);
+  EXPECT_NE(o.msg[1].find("rank 0"), std::string::npos) << o.msg[1];
+}
+
 // A collection's tables all live on the host or all on the GPU.
 TEST(DeviceCollection, MixingHostAndGpuTablesIsRefused) {
   CollCase c = hbtest::standard_case();
