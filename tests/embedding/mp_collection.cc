@@ -708,7 +708,8 @@ void mode_dense_mismatch(hb_context *ctx) {
   for (int s = 0; s < 5; ++s) {
     DenseStep st(k);
     st.lookup(k, s);  // after a failed step: the tables as they were
-    std::vector<float> x = dense_input(g_rank, s, kN), y(kN, -7.0f);
+    // One float more than kN: the odd rank's count of kN + 1 reads it.
+    std::vector<float> x = dense_input(g_rank, s, kN + 1), y(kN + 1, -7.0f);
     hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
     d.send = x.data(), d.recv = y.data(), d.count = kN;
     hb_collection_dense bad = d;
@@ -724,6 +725,8 @@ void mode_dense_mismatch(hb_context *ctx) {
     if (s == 4) {
       CHECK_OK(r);
       k.ref.apply(st.all);
+      CHECK(y[kN] == -7.0f, "a float past the count was written");
+      y.pop_back();
       check_dense_sum(ctx, y, s);
       break;
     }
