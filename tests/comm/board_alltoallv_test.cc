@@ -69,6 +69,22 @@ uint64_t run_alltoallv(ThreadWorld &w, int r, Count count) {
   return posted;
 }
 
+// Every rank failed with HB_ERR_MISMATCH, saying `text`.
+void expect_mismatch(const std::vector<hb_status> &st,
+                     const std::vector<std::string> &msg, const char *text) {
+  for (size_t r = 0; r < st.size(); ++r) {
+    EXPECT_EQ(st[r], HB_ERR_MISMATCH) << "rank " << r << ": " << msg[r];
+    EXPECT_NE(msg[r].find(text), std::string::npos) << msg[r];
+  }
+}
+
+// Every rank's call took one board post and no ring message.
+void expect_one_post(const std::vector<uint64_t> &posts, int call) {
+  for (size_t r = 0; r < posts.size(); ++r)
+    EXPECT_EQ(posts[r], 1u) << "rank " << r << ", call " << call
+                            << ": one board post, no ring message";
+}
+
 class BoardAlltoallv : public ::testing::TestWithParam<int> {};
 
 TEST_P(BoardAlltoallv, BlocksBeyondTheInlinePartTakeOneRound) {
@@ -83,9 +99,7 @@ TEST_P(BoardAlltoallv, BlocksBeyondTheInlinePartTakeOneRound) {
   std::vector<uint64_t> posts(static_cast<size_t>(n));
   for (int call = 0; call < 3; ++call) {
     w.run([&](int r) { posts[size_t(r)] = run_alltoallv(w, r, count); });
-    for (int r = 0; r < n; ++r)
-      EXPECT_EQ(posts[size_t(r)], 1u) << "rank " << r << ", call " << call
-                                      << ": one board post, no ring message";
+    expect_one_post(posts, call);
   }
 }
 
@@ -117,11 +131,7 @@ TEST_P(BoardAlltoallv, MismatchedLargeBlocksFailEveryRank) {
         });
       },
       &msg);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(st[size_t(r)], HB_ERR_MISMATCH) << "rank " << r << ": " << msg[r];
-    EXPECT_NE(msg[size_t(r)].find("rank 0 sends rank 1"), std::string::npos)
-        << msg[size_t(r)];
-  }
+  expect_mismatch(st, msg, "rank 0 sends rank 1");
   // Still usable, in one round.
   w.run([&](int r) {
     EXPECT_EQ(run_alltoallv(w, r, [&](int, int) { return big; }), 1u);
@@ -216,9 +226,7 @@ TEST_P(SizedAlltoallv, SizesAndBlocksTakeOneRound) {
       EXPECT_TRUE(w.at(r).sized_in_one_round());
       posts[size_t(r)] = run_sized(w, r, bytes);
     });
-    for (int r = 0; r < n; ++r)
-      EXPECT_EQ(posts[size_t(r)], 1u) << "rank " << r << ", call " << call
-                                      << ": one board post, no ring message";
+    expect_one_post(posts, call);
   }
 }
 
@@ -250,11 +258,7 @@ TEST_P(SizedAlltoallv, AnotherCallOnOneRankIsAMismatch) {
         run_alltoallv(w, r, [](int, int) { return int64_t(16); });
       },
       &msg);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(st[size_t(r)], HB_ERR_MISMATCH) << "rank " << r << ": " << msg[r];
-    EXPECT_NE(msg[size_t(r)].find("sizes with the data"), std::string::npos)
-        << msg[size_t(r)];
-  }
+  expect_mismatch(st, msg, "sizes with the data");
   w.run([&](int r) {
     EXPECT_EQ(run_sized(w, r, [](int f, int) { return int64_t(f); }), 1u);
   });
