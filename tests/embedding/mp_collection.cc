@@ -28,8 +28,10 @@
 //                            lookup's header rides in its ids round: one
 //                            board post per start, one for the rows, one
 //                            per update; an id out of range on one rank
-//                            fails every rank in that one round, and the
-//                            next step is bit-equal
+//                            fails every rank in that one round, as does
+//                            an update on one rank beside a lookup on the
+//                            others (HB_ERR_MISMATCH); the next step is
+//                            bit-equal
 // Every rank computes the whole reference itself from the shared seeds.
 #define HB_EXPERIMENTAL 1
 #include <unistd.h>
@@ -664,6 +666,24 @@ void mode_rounds(hb_context *ctx) {
     std::snprintf(want, sizeof want,
                   "rank %d failed with HB_ERR_INVALID_ARGUMENT (id -5)", who);
   expect_all_fail(st, HB_ERR_INVALID_ARGUMENT, "bad id", want);
+  good_step(all);
+  // Rank 0 updates reusing its lookup's plan (the partial sums' alltoallv)
+  // while the others look up (header and ids, sizes with the data): the
+  // board's call check fails every rank with HB_ERR_MISMATCH before any
+  // row moves; then matched steps work, bit-equal.
+  all = hbtest::make_step(g, c, g_world);
+  {
+    JBatch &b = all[g_rank];
+    Outputs o(m.coll, c, b);
+    hb_jagged_batch v = b.view();
+    CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+    st = g_rank == 0
+             ? hb_collection_apply_gradients(m.coll, &v, b.grad_out.data(),
+                                             o.gup.data())
+             : hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data());
+    expect_all_fail(st, HB_ERR_MISMATCH, "update vs lookup",
+                    "mismatched collective calls");
+  }
   good_step(all);
 }
 
