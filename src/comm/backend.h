@@ -122,11 +122,11 @@ class Backend {
   // docs/embedding-collections.md). send is packed in rank order,
   // send_bytes[q] of it to rank q; deliver(q, data, bytes) then runs once
   // per rank q, in rank order, with the block q sent this rank (data valid
-  // until this backend's next call). Only where sized_in_one_round() (the
-  // same answer on every rank): on the shared-memory call board every
-  // slot carries its sender's sizes ahead of its blocks, one rendezvous.
-  // Elsewhere a receiver would need a round of sizes first, which the
-  // caller runs itself (it may carry more than the sizes).
+  // until this backend's next call). Where sized_in_one_round() (the same
+  // answer on every rank) that is one rendezvous: on the shared-memory
+  // call board every slot carries its sender's sizes ahead of its blocks.
+  // Elsewhere it takes a round of sizes first; a caller with a first round
+  // of its own (the lookup's header) runs that instead.
   using Deliver = std::function<void(int, const char *, size_t)>;
   virtual bool sized_in_one_round() const { return false; }
   virtual void alltoallv_sized(const void *send, const int64_t *send_bytes,
