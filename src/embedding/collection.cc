@@ -832,12 +832,12 @@ bool Collection::route_with_header(const int64_t *headers, size_t k,
   std::vector<int64_t> h(headers, headers + k * world_);
   std::vector<const unsigned char *> from(world_);
   std::vector<size_t> got(world_, 0);
-  x_->alltoallv_sized(
-      sbuf_.data(), sb_.data(), [&](int p, const char *data, size_t bytes) {
-        if (p == rank_) return;
-        got[p] = bytes;
-        from[p] = reinterpret_cast<const unsigned char *>(data) + H;
-      });
+  x_->alltoallv_sized(sbuf_.data(), sb_.data(),
+                      [&](int p, const char *data, size_t bytes) {
+                        if (p == rank_) return;
+                        got[p] = bytes;
+                        from[p] = reinterpret_cast<const unsigned char *>(data);
+                      });
   ++stats_.rounds;
   for (int p = 0; p < world_; ++p) {
     if (p == rank_) continue;
@@ -850,7 +850,8 @@ bool Collection::route_with_header(const int64_t *headers, size_t k,
            "%s: rank %d made a different call (it sent %zu bytes, less than "
            "a header)",
            what, p, got[p]);
-    std::memcpy(&h[p * k], from[p] - H, H);
+    std::memcpy(&h[p * k], from[p], H);
+    from[p] += H;  // its ids
   }
   take_headers(h.data(), k, o, op, what);
   for (int p = 0; p < world_; ++p) {
