@@ -14,6 +14,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 #include <vector>
@@ -116,6 +117,20 @@ class Backend {
                          const int64_t *recv_offsets, hb_dtype dtype) = 0;
   virtual void broadcast(const void *send, void *recv, size_t count,
                          hb_dtype dtype, int root) = 0;
+  // An alltoallv of bytes whose receive sizes travel with the data, for
+  // callers that cannot know them before the round (the lookup's ids:
+  // docs/embedding-collections.md). send is packed in rank order,
+  // send_bytes[q] of it to rank q; deliver(q, data, bytes) then runs once
+  // per rank q, in rank order, with the block q sent this rank (data valid
+  // until this backend's next call). Where sized_in_one_round() (the same
+  // answer on every rank) that is one rendezvous: on the shared-memory
+  // call board every slot carries its sender's sizes ahead of its blocks.
+  // Elsewhere it takes a round of sizes first; a caller with a first round
+  // of its own (the lookup's header) runs that instead.
+  using Deliver = std::function<void(int, const char *, size_t)>;
+  virtual bool sized_in_one_round() const { return false; }
+  virtual void alltoallv_sized(const void *send, const int64_t *send_bytes,
+                               const Deliver &deliver);
   virtual void reduce_scatter(const void *send, void *recv, size_t recv_count,
                               hb_dtype dtype, hb_reduce_op op) = 0;
   // What this rank sent so far, by transport (comm/traffic.h).
@@ -123,6 +138,12 @@ class Backend {
 
  protected:
   Backend(int rank, int world) : rank_(rank), world_(world) {}
+  // alltoallv_sized's data once every rank knows its receive sizes
+  // (recv_bytes[q] from rank q): one alltoallv into a buffer, then
+  // deliver.
+  void alltoallv_known(const void *send, const int64_t *send_bytes,
+                       const std::vector<int64_t> &recv_bytes,
+                       const Deliver &deliver);
 
  private:
   int rank_;

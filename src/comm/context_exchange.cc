@@ -3,6 +3,7 @@
 
 #include "comm/context_exchange.h"
 
+#include "comm/backend.h"
 #include "comm/communicator.h"
 #include "context/context.h"
 #include "timeline/timeline.h"
@@ -36,6 +37,15 @@ class ContextExchange : public Exchange {
     }
     comm::alltoallv(ctx_, comm::Memory::kHost, send, send_bytes, nullptr, recv,
                     recv_bytes, nullptr, HB_UINT8);
+  }
+  bool sized_in_one_round() const override {
+    return world() > 1 && cpu_backend(ctx_).sized_in_one_round();
+  }
+  void alltoallv_sized(const void *send, const int64_t *send_bytes,
+                       const Deliver &deliver) override {
+    timeline::Span span("alltoallv", "comm");
+    ctx_.check();
+    cpu_backend(ctx_).alltoallv_sized(send, send_bytes, deliver);
   }
 
  private:

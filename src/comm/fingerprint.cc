@@ -28,6 +28,8 @@ const char *kind_name(uint32_t k) {
       return "alltoall(v)";
     case CallPrint::kBroadcast:
       return "broadcast";
+    case CallPrint::kAlltoallvSized:
+      return "alltoallv (sizes with the data)";
   }
   return "?";
 }
@@ -55,7 +57,8 @@ std::string describe(const CallPrint &p, int world) {
     s += format(" %s", dtype_name(static_cast<hb_dtype>(p.dtype)));
   if (p.op >= 0) s += format(" op=%s", op_name(p.op));
   if (p.root >= 0) s += format(" root=%d", p.root);
-  if (p.kind != CallPrint::kAllgatherv && p.kind != CallPrint::kAlltoallv)
+  if (p.kind != CallPrint::kAllgatherv && p.kind != CallPrint::kAlltoallv &&
+      p.kind != CallPrint::kAlltoallvSized)
     s += format(" count=%llu", static_cast<unsigned long long>(p.count));
   if (p.kind == CallPrint::kAllreduceMany)
     s += format(" tensors=%016llx", static_cast<unsigned long long>(p.extra));

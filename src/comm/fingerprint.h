@@ -30,6 +30,9 @@ struct CallPrint {
     kAllgatherv,
     kAlltoallv,
     kBroadcast,
+    // alltoallv_sized (comm/backend.h): the sizes travel with the data, so
+    // the print has no counts.
+    kAlltoallvSized,
   };
   uint32_t kind = 0;
   int32_t dtype = -1, op = -1, root = -1;

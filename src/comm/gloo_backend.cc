@@ -782,6 +782,60 @@ bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
   return true;
 }
 
+void GlooBackend::alltoallv_sized(const void *send, const int64_t *send_bytes,
+                                  const Deliver &deliver) {
+  if (!sized_in_one_round())
+    return Backend::alltoallv_sized(send, send_bytes, deliver);
+  const int n = world_size(), r = rank();
+  const size_t head = size_t(n) * sizeof(int64_t);
+  CallPrint print;
+  print.kind = CallPrint::kAlltoallvSized;
+  print.dtype = HB_UINT8;
+  std::vector<int64_t> recv_bytes(static_cast<size_t>(n));
+  std::vector<const char *> from(static_cast<size_t>(n));
+  bool carried = true;
+  guarded("alltoallv", [&] {
+    check(print);
+    // This rank's slot: its sizes, then (when they fit) its blocks, packed
+    // straight in (writable: the last call's wait has returned).
+    size_t mine = 0;
+    for (int q = 0; q < n; ++q) mine += size_t(send_bytes[q]);
+    const bool fits = head + mine <= shm_->board_payload_bytes();
+    char *slot = shm_->board_payload(board_calls_ + 1);
+    std::memcpy(slot, send_bytes, head);
+    if (fits && mine) std::memcpy(slot + head, send, mine);
+    const uint64_t call = board_exchange(slot, fits ? head + mine : head, true);
+    // The prints matched: every slot starts with its sizes. It carries its
+    // blocks too unless they did not fit: decided from the posted sizes,
+    // so alike on every rank.
+    for (int q = 0; q < n; ++q) {
+      const ShmTransport::BoardSlot s = shm_->board_slot(q, call);
+      if (s.payload_bytes < head)
+        fail(HB_ERR_MISMATCH,
+             "alltoallv: rank %d posted %zu bytes, less than its sizes", q,
+             s.payload_bytes);
+      size_t at = head, total = 0;
+      for (int j = 0; j < n; ++j) {
+        int64_t b;
+        std::memcpy(&b, s.payload + size_t(j) * sizeof(int64_t), sizeof b);
+        if (b < 0)
+          fail(HB_ERR_MISMATCH, "alltoallv: rank %d announced %lld bytes", q,
+               (long long)b);
+        if (j < r) at += size_t(b);
+        if (j == r) recv_bytes[size_t(q)] = b;
+        total += size_t(b);
+      }
+      from[size_t(q)] = s.payload + at;
+      carried &= s.payload_bytes == head + total;
+    }
+  });
+  if (!carried)  // this round carried the sizes; the data take a call more
+    return alltoallv_known(send, send_bytes, recv_bytes, deliver);
+  // The slots stay readable until this rank's next post.
+  for (int q = 0; q < n; ++q)
+    deliver(q, from[size_t(q)], size_t(recv_bytes[size_t(q)]));
+}
+
 void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
                                  int peer) {
   hb_status status;

@@ -76,6 +76,13 @@ class GlooBackend final : public Backend {
                  hb_dtype dtype) override;
   void broadcast(const void *send, void *recv, size_t count, hb_dtype dtype,
                  int root) override;
+  // On the call board when calls are checked (the print keeps a peer's
+  // other call from being read as sizes).
+  bool sized_in_one_round() const override {
+    return board_ && cfg_.check_calls;
+  }
+  void alltoallv_sized(const void *send, const int64_t *send_bytes,
+                       const Deliver &deliver) override;
   void reduce_scatter(const void *send, void *recv, size_t recv_count,
                       hb_dtype dtype, hb_reduce_op op) override;
 

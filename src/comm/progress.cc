@@ -216,18 +216,8 @@ class ProgressExchange : public Exchange {
   }
   void alltoallv(const void *send, const int64_t *send_bytes, void *recv,
                  const int64_t *recv_bytes) override {
-    // On the progress thread the channel is alive (its owner joins the
-    // thread before it goes); elsewhere, after the rounds posted before.
     std::shared_ptr<Progress> held;
-    Progress *p = raw_;
-    if (std::this_thread::get_id() != thread_) {
-      held = p_.lock();
-      if (!held)
-        fail(HB_ERR_INVALID_ARGUMENT,
-             "the collection's context was destroyed before it");
-      held->settle();
-    }
-    ctx_.check();
+    Progress *p = settled(held);
     timeline::Span span("alltoallv", "comm");
     std::vector<int64_t> so(world()), ro(world());
     for (int r = 1; r < world(); ++r) {
@@ -236,6 +226,19 @@ class ProgressExchange : public Exchange {
     }
     p->backend().alltoallv(send, send_bytes, so.data(), recv, recv_bytes,
                            ro.data(), HB_UINT8);
+  }
+  bool sized_in_one_round() const override {
+    if (std::this_thread::get_id() == thread_)
+      return raw_->backend().sized_in_one_round();
+    std::shared_ptr<Progress> p = p_.lock();
+    return p && p->backend().sized_in_one_round();
+  }
+  void alltoallv_sized(const void *send, const int64_t *send_bytes,
+                       const Deliver &deliver) override {
+    std::shared_ptr<Progress> held;
+    Progress *p = settled(held);
+    timeline::Span span("alltoallv", "comm");
+    p->backend().alltoallv_sized(send, send_bytes, deliver);
   }
   void post(std::function<void()> job) override {
     if (std::shared_ptr<Progress> p = p_.lock())
@@ -249,6 +252,22 @@ class ProgressExchange : public Exchange {
   bool async() const override { return true; }
 
  private:
+  // The channel for a round: on the progress thread it is alive (its owner
+  // joins the thread before it goes); elsewhere held keeps it, after the
+  // rounds posted before.
+  Progress *settled(std::shared_ptr<Progress> &held) {
+    Progress *p = raw_;
+    if (std::this_thread::get_id() != thread_) {
+      held = p_.lock();
+      if (!held)
+        fail(HB_ERR_INVALID_ARGUMENT,
+             "the collection's context was destroyed before it");
+      held->settle();
+    }
+    ctx_.check();
+    return p;
+  }
+
   hb_context &ctx_;
   std::weak_ptr<Progress> p_;
   Progress *raw_;  // for the thread's own rounds

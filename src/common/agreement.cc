@@ -102,6 +102,11 @@ std::vector<int64_t> agree(Exchange &x, const Outcome &mine,
   return values;
 }
 
+void Exchange::alltoallv_sized(const void *, const int64_t *, const Deliver &) {
+  fail(HB_ERR_INTERNAL,
+       "alltoallv_sized on an exchange that needs a round of sizes first");
+}
+
 std::vector<std::string> gather_strings(Exchange &x, const std::string &mine) {
   const int w = x.world();
   std::vector<int64_t> size_to(w, static_cast<int64_t>(mine.size())), sizes(w);

@@ -35,6 +35,15 @@ class Exchange {
   virtual void post(std::function<void()> job) { job(); }
   virtual void settle() {}
   virtual bool async() const { return false; }
+  // An alltoallv whose receive sizes travel with the data, in one round
+  // (comm/backend.h, alltoallv_sized): deliver(p, data, bytes) runs once
+  // per rank p, in rank order, with p's block to this rank (data valid
+  // until this exchange's next call). Only where sized_in_one_round(), the
+  // same answer on every rank; elsewhere callers exchange sizes first.
+  using Deliver = std::function<void(int, const char *, size_t)>;
+  virtual bool sized_in_one_round() const { return false; }
+  virtual void alltoallv_sized(const void *send, const int64_t *send_bytes,
+                               const Deliver &deliver);
 };
 
 // Which collective a rank is making, checked across ranks by the first

@@ -490,25 +490,35 @@ void CollectionBase::plan_and_route(Outcome &o, int op, const char *what) {
     if (o.status == HB_OK)
       for (size_t t = 0; t < T; ++t) h[6 + t] = plans_[t].send_counts()[p];
   }
+  // Where the exchange learns the receive sizes from the round itself,
+  // the headers ride in front of the ids: one round, not two.
+  if (route_with_header(send.data(), k, o, op, what, phase)) return;
   ++stats_.rounds;
   stats_.wire_bytes_sent += k * 8 * (world_ - 1);
   stats_.wire_bytes_recv += k * 8 * (world_ - 1);
   x_->alltoall(send.data(), recv.data(), k);
-  // Calls first: ranks that made different calls all report the mismatch
-  // (and none counts the call); then this rank's failure, then the peers'.
-  for (int p = 0; p < world_; ++p) check_call(me, &recv[p * k + 3], p, what);
-  matched();
-  if (o.status != HB_OK) throw Error(o.status, o.message);
-  for (int p = 0; p < world_; ++p) check_peer_status(&recv[p * k], p, what);
-  for (size_t t = 0; t < T; ++t) {
-    std::vector<int64_t> rc(world_);
-    for (int p = 0; p < world_; ++p) rc[p] = recv[p * k + 6 + t];
-    plans_[t].set_recv_counts(std::move(rc));
-  }
+  take_headers(recv.data(), k, o, op, what);
   // The ids, per peer table after table (part of the ids phase: the
   // owners' dedup).
   phase.emplace("emb.ids", "embedding");
   route_ids();
+}
+
+void CollectionBase::take_headers(const int64_t *h, size_t k, const Outcome &o,
+                                  int op, const char *what) {
+  const CallId me{static_cast<int64_t>(id_), op,
+                  static_cast<int64_t>(call_seq_)};
+  // Calls first: ranks that made different calls all report the mismatch
+  // (and none counts the call); then this rank's failure, then the peers'.
+  for (int p = 0; p < world_; ++p) check_call(me, &h[p * k + 3], p, what);
+  matched();
+  if (o.status != HB_OK) throw Error(o.status, o.message);
+  for (int p = 0; p < world_; ++p) check_peer_status(&h[p * k], p, what);
+  for (size_t t = 0; t < tables_.size(); ++t) {
+    std::vector<int64_t> rc(world_);
+    for (int p = 0; p < world_; ++p) rc[p] = h[p * k + 6 + t];
+    plans_[t].set_recv_counts(std::move(rc));
+  }
 }
 
 void CollectionBase::lookup(const JaggedBatch &in, float *out,
@@ -792,6 +802,14 @@ void Collection::plan_tables(const char *what) {
   }
 }
 
+void Collection::put_ids(int p, unsigned char *out) const {
+  for (const StepPlan &pl : plans_) {
+    const int64_t c = pl.send_counts()[p];
+    if (c) std::memcpy(out, pl.send_ids().data() + send_at(pl, p), c * 8);
+    out += c * 8;
+  }
+}
+
 void Collection::route_ids() {
   const size_t T = tables_.size();
   std::vector<size_t> eight(T, 8);
@@ -799,22 +817,88 @@ void Collection::route_ids() {
   sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   // The ids this rank sends itself skip the exchange (copied straight from
   // the plan below); at world 1 nothing is exchanged.
-  for (size_t t = 0; t < T; ++t) {
-    const StepPlan &pl = plans_[t];
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.send_counts()[p];
-      if (c && p != rank_)
-        std::memcpy(sbuf_.data() + sat(p, t), pl.send_ids().data() + from,
-                    c * 8);
-      from += c;
+  std::vector<const unsigned char *> from(world_);
+  for (int p = 0; p < world_; ++p)
+    if (p != rank_) {
+      if (T) put_ids(p, sbuf_.data() + sat(p, 0));
+      from[p] = rbuf_.data() + (T ? rat(p, 0) : 0);
     }
-  }
   if (world_ > 1)
     exchange();
   else
     count_round();
-  for (size_t t = 0; t < T; ++t) {
+  take_ids(from);
+}
+
+bool Collection::route_with_header(const int64_t *headers, size_t k,
+                                   const Outcome &o, int op, const char *what,
+                                   std::optional<timeline::Span> &phase) {
+  if (world_ == 1 || !x_->sized_in_one_round()) return false;
+  phase.emplace("emb.ids", "embedding");
+  // Per peer: its header, then (this rank planned) its ids table after
+  // table; this rank's own share stays in place (no block).
+  const size_t H = k * 8;
+  const bool ok = o.status == HB_OK;
+  sb_.assign(world_, 0);
+  stotal_ = 0;
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    int64_t b = static_cast<int64_t>(H);
+    for (const StepPlan &pl : plans_)
+      if (ok) b += pl.send_counts()[p] * 8;
+    sb_[p] = b;
+    stotal_ += b;
+  }
+  sbuf_.resize(stotal_);
+  unsigned char *at = sbuf_.data();
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    std::memcpy(at, headers + p * k, H);
+    if (ok) put_ids(p, at + H);
+    at += sb_[p];
+  }
+  // Each peer's block, read in place (valid until the exchange's next
+  // call, after take_ids).
+  std::vector<int64_t> h(headers, headers + k * world_);
+  std::vector<const unsigned char *> from(world_);
+  std::vector<size_t> got(world_, 0);
+  x_->alltoallv_sized(sbuf_.data(), sb_.data(),
+                      [&](int p, const char *data, size_t bytes) {
+                        if (p == rank_) return;
+                        got[p] = bytes;
+                        from[p] = reinterpret_cast<const unsigned char *>(data);
+                      });
+  ++stats_.rounds;
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    stats_.wire_bytes_sent += sb_[p];
+    stats_.wire_bytes_recv += got[p];
+    // Another call's block may be shorter than a header: a mismatch the
+    // header check names (rank p made a different call), as in two rounds.
+    if (got[p] < H)
+      fail(HB_ERR_MISMATCH,
+           "%s: rank %d made a different call (it sent %zu bytes, less than "
+           "a header)",
+           what, p, got[p]);
+    std::memcpy(&h[p * k], from[p], H);
+    from[p] += H;  // its ids
+  }
+  take_headers(h.data(), k, o, op, what);
+  for (int p = 0; p < world_; ++p) {
+    if (p == rank_) continue;
+    size_t want = H;
+    for (const StepPlan &pl : plans_) want += pl.recv_counts()[p] * 8;
+    if (got[p] != want)
+      fail(HB_ERR_INTERNAL, "%s: rank %d sent %zu bytes, its header says %zu",
+           what, p, got[p], want);
+  }
+  take_ids(from);
+  return true;
+}
+
+void Collection::take_ids(const std::vector<const unsigned char *> &from) {
+  std::vector<const unsigned char *> at = from;
+  for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
     StepPlan &pl = plans_[t];
     if (world_ == 1) {
@@ -830,8 +914,9 @@ void Collection::route_ids() {
           std::memcpy(s.recv_ids.data() + to,
                       p == rank_ ? reinterpret_cast<const unsigned char *>(
                                        pl.send_ids().data() + send_at(pl, p))
-                                 : rbuf_.data() + rat(p, t),
+                                 : at[p],
                       c * 8);
+        if (p != rank_) at[p] += c * 8;
         to += c;
       }
       s.recv = s.recv_ids.data();

@@ -7,8 +7,10 @@
 // order) and planned by the table's StepPlan (dedup, range check, bucketing
 // by owner); then three exchanges for all tables together: one header per
 // peer {status, detail, fingerprint, count per table}, the ids (per peer,
-// table after table), the rows back. The owner halves are the tables' own
-// (Table::encode_rows / apply_received).
+// table after table), the rows back. Where the exchange learns receive
+// sizes from the round itself (the call board), each peer's header rides
+// at the front of its ids: two exchanges. The owner halves are the
+// tables' own (Table::encode_rows / apply_received).
 //
 // apply_gradients: when the ids equal the last lookup's on this rank, the
 // step speculatively reuses that plan: one exchange of {header, partial
@@ -26,6 +28,7 @@
 #include <cstdint>
 #include <exception>
 #include <memory>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
@@ -33,6 +36,7 @@
 #include "common/agreement.h"
 #include "embedding/plan.h"
 #include "embedding/table.h"
+#include "timeline/timeline.h"
 
 namespace hb {
 namespace emb {
@@ -157,6 +161,19 @@ class CollectionBase {
   // After the header round: sends the ids (one exchange) and the owners'
   // side of it.
   virtual void route_ids() = 0;
+  // The header round and route_ids in one exchange, where the exchange
+  // learns the receive sizes from the round itself (Exchange::
+  // sized_in_one_round, the same on every rank): each peer's header (k
+  // words per peer in `headers`, rank order), then its ids; take_headers
+  // on what arrived. False: not folded here, nothing sent (the caller runs
+  // the two rounds).
+  // phase: the call's timeline phase (emb.header; emb.ids once folded).
+  virtual bool route_with_header(const int64_t *headers, size_t k,
+                                 const Outcome &o, int op, const char *what,
+                                 std::optional<timeline::Span> &phase) {
+    (void)headers, (void)k, (void)o, (void)op, (void)what, (void)phase;
+    return false;
+  }
   // The rows back (one exchange) and the pooling.
   virtual void rows_and_pool(const JaggedBatch &in, float *out,
                              float *const *unpooled) = 0;
@@ -214,6 +231,13 @@ class CollectionBase {
   bool verdicts(const int64_t *h, const Outcome &o, const char *what);
   // Every rank made this call (the headers' call ids agree): it counts.
   void matched() { seq_ = call_seq_ + 1; }
+  // Checks every rank's lookup header (world x k words: {status,
+  // has_detail, detail, call id, counts per table}): the calls first (a
+  // matched call counts), then this rank's own outcome o, then the peers';
+  // throws on a failure or another call, else takes the peers' counts as
+  // the plans' receive counts.
+  void take_headers(const int64_t *h, size_t k, const Outcome &o, int op,
+                    const char *what);
 
   std::vector<Feature> features_;
   std::unique_ptr<Exchange> x_;
@@ -315,6 +339,15 @@ class Collection : public CollectionBase {
                  const void *const *rows) override;
   void plan_tables(const char *what) override;
   void route_ids() override;
+  bool route_with_header(const int64_t *headers, size_t k, const Outcome &o,
+                         int op, const char *what,
+                         std::optional<timeline::Span> &phase) override;
+  // The ids this rank sends peer p, table after table, at out.
+  void put_ids(int p, unsigned char *out) const;
+  // The owners' side of the ids round: what each peer p != rank sent,
+  // table after table from from[p] (its recv_counts), and this rank's own
+  // share from its plan; then each table's owner dedup.
+  void take_ids(const std::vector<const unsigned char *> &from);
   void rows_and_pool(const JaggedBatch &in, float *out,
                      float *const *unpooled) override;
   bool same_ids() override;

@@ -69,6 +69,22 @@ uint64_t run_alltoallv(ThreadWorld &w, int r, Count count) {
   return posted;
 }
 
+// Every rank failed with HB_ERR_MISMATCH, saying `text`.
+void expect_mismatch(const std::vector<hb_status> &st,
+                     const std::vector<std::string> &msg, const char *text) {
+  for (size_t r = 0; r < st.size(); ++r) {
+    EXPECT_EQ(st[r], HB_ERR_MISMATCH) << "rank " << r << ": " << msg[r];
+    EXPECT_NE(msg[r].find(text), std::string::npos) << msg[r];
+  }
+}
+
+// Every rank's call took one board post and no ring message.
+void expect_one_post(const std::vector<uint64_t> &posts, int call) {
+  for (size_t r = 0; r < posts.size(); ++r)
+    EXPECT_EQ(posts[r], 1u) << "rank " << r << ", call " << call
+                            << ": one board post, no ring message";
+}
+
 class BoardAlltoallv : public ::testing::TestWithParam<int> {};
 
 TEST_P(BoardAlltoallv, BlocksBeyondTheInlinePartTakeOneRound) {
@@ -83,9 +99,7 @@ TEST_P(BoardAlltoallv, BlocksBeyondTheInlinePartTakeOneRound) {
   std::vector<uint64_t> posts(static_cast<size_t>(n));
   for (int call = 0; call < 3; ++call) {
     w.run([&](int r) { posts[size_t(r)] = run_alltoallv(w, r, count); });
-    for (int r = 0; r < n; ++r)
-      EXPECT_EQ(posts[size_t(r)], 1u) << "rank " << r << ", call " << call
-                                      << ": one board post, no ring message";
+    expect_one_post(posts, call);
   }
 }
 
@@ -117,11 +131,7 @@ TEST_P(BoardAlltoallv, MismatchedLargeBlocksFailEveryRank) {
         });
       },
       &msg);
-  for (int r = 0; r < n; ++r) {
-    EXPECT_EQ(st[size_t(r)], HB_ERR_MISMATCH) << "rank " << r << ": " << msg[r];
-    EXPECT_NE(msg[size_t(r)].find("rank 0 sends rank 1"), std::string::npos)
-        << msg[size_t(r)];
-  }
+  expect_mismatch(st, msg, "rank 0 sends rank 1");
   // Still usable, in one round.
   w.run([&](int r) {
     EXPECT_EQ(run_alltoallv(w, r, [&](int, int) { return big; }), 1u);
@@ -156,6 +166,140 @@ TEST_P(BoardAlltoallv, DeadPeerGivesPeerFailed) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, BoardAlltoallv, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return "np" + std::to_string(p.param);
+                         });
+
+// alltoallv_sized (comm/backend.h): the receivers learn the sizes from the
+// round itself -- on the board each slot carries its sender's sizes ahead
+// of its blocks, so the lookup's header and ids take one rendezvous
+// (docs/performance.md, "The lookup's header in its ids round").
+// Rank r sends rank q bytes(r, q) bytes of byte(r, q, i); checks every
+// byte delivered; returns the shm messages rank r posted.
+template <class Bytes>
+uint64_t run_sized(ThreadWorld &w, int r, Bytes bytes) {
+  const int n = w.size();
+  std::vector<int64_t> sb(static_cast<size_t>(n));
+  std::vector<unsigned char> send;
+  auto byte = [](int from, int to, int64_t i) {
+    return static_cast<unsigned char>(from * 31 + to * 7 + i * 13);
+  };
+  for (int q = 0; q < n; ++q) {
+    sb[size_t(q)] = bytes(r, q);
+    for (int64_t i = 0; i < sb[size_t(q)]; ++i) send.push_back(byte(r, q, i));
+  }
+  const uint64_t before = w.at(r).traffic().shm_messages;
+  int next = 0;
+  w.at(r).alltoallv_sized(
+      send.data(), sb.data(), [&](int q, const char *data, size_t got) {
+        if (q != next++)
+          hb::fail(HB_ERR_INTERNAL, "rank %d: block of rank %d out of order", r,
+                   q);
+        if (int64_t(got) != bytes(q, r))
+          hb::fail(HB_ERR_INTERNAL, "rank %d: %zu bytes from rank %d", r, got,
+                   q);
+        for (size_t i = 0; i < got; ++i)
+          if (static_cast<unsigned char>(data[i]) != byte(q, r, int64_t(i)))
+            hb::fail(HB_ERR_INTERNAL, "rank %d: byte %zu from rank %d wrong", r,
+                     i, q);
+      });
+  if (next != n)
+    hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks delivered", r, next);
+  return w.at(r).traffic().shm_messages - before;
+}
+
+class SizedAlltoallv : public ::testing::TestWithParam<int> {};
+
+TEST_P(SizedAlltoallv, SizesAndBlocksTakeOneRound) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  const int64_t big = int64_t(hb::comm::ShmTransport::kInlineBytes);
+  for (int call = 0; call < 3; ++call) {
+    // Uneven, one block empty, odd sizes; the last call beyond the inline
+    // part. Sizes no rank could know from its own arguments.
+    auto bytes = [&](int from, int to) -> int64_t {
+      if (from == 0 && to == n - 1) return 0;
+      return (call == 2 ? big : 0) + 8 * (call + 1) * (from + 1) + 3 * to;
+    };
+    std::vector<uint64_t> posts(static_cast<size_t>(n));
+    w.run([&](int r) {
+      EXPECT_TRUE(w.at(r).sized_in_one_round());
+      posts[size_t(r)] = run_sized(w, r, bytes);
+    });
+    expect_one_post(posts, call);
+  }
+}
+
+TEST_P(SizedAlltoallv, LargerThanASlotTakesASecondCall) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  // Only rank 1's sends exceed its slot: every rank still agrees.
+  const int64_t over = (int64_t(4) << 20) / (n - 1);
+  auto bytes = [&](int from, int to) -> int64_t {
+    return from == 1 ? over + to : 100 + from + to;
+  };
+  std::vector<uint64_t> posts(static_cast<size_t>(n));
+  w.run([&](int r) { posts[size_t(r)] = run_sized(w, r, bytes); });
+  for (int r = 0; r < n; ++r) EXPECT_GT(posts[size_t(r)], 1u);
+  w.run([&](int r) {
+    EXPECT_EQ(run_sized(w, r, [](int f, int t) { return int64_t(f + t); }), 1u);
+  });
+}
+
+TEST_P(SizedAlltoallv, AnotherCallOnOneRankIsAMismatch) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        if (r != 1)
+          return (void)run_sized(w, r, [](int, int) { return int64_t(64); });
+        // Rank 1 makes a plain alltoallv of the same bytes.
+        run_alltoallv(w, r, [](int, int) { return int64_t(16); });
+      },
+      &msg);
+  expect_mismatch(st, msg, "sizes with the data");
+  w.run([&](int r) {
+    EXPECT_EQ(run_sized(w, r, [](int f, int) { return int64_t(f); }), 1u);
+  });
+}
+
+TEST_P(SizedAlltoallv, DeadPeerGivesPeerFailed) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  auto bytes = [](int from, int to) { return int64_t(1000 + from + to); };
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        if (r == n - 1) {
+          for (int i = 0; i < 3; ++i) run_sized(w, r, bytes);
+          w.drop(r);
+          return;
+        }
+        for (;;) run_sized(w, r, bytes);
+      },
+      &msg);
+  EXPECT_EQ(st[size_t(n - 1)], HB_OK);
+  for (int r = 0; r < n - 1; ++r)
+    EXPECT_EQ(st[size_t(r)], HB_ERR_PEER_FAILED)
+        << "rank " << r << ": " << msg[size_t(r)];
+}
+
+// Over TCP the receivers cannot learn sizes in the round: the backend says
+// so (callers then run their own round of sizes), and a call anyway takes
+// the sizes' round first, with the same bytes.
+TEST_P(SizedAlltoallv, OverTcpTakesARoundOfSizesFirst) {
+  const int n = GetParam();
+  hb::comm::BackendConfig cfg = shm_config();
+  cfg.transport = "tcp";
+  ThreadWorld w(n, cfg);
+  w.run([&](int r) {
+    EXPECT_FALSE(w.at(r).sized_in_one_round());
+    run_sized(w, r, [](int f, int t) { return int64_t(5000 * f + t); });
+  });
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, SizedAlltoallv, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return "np" + std::to_string(p.param);
                          });

@@ -31,6 +31,14 @@
 //                            everywhere; a bad buffer: HB_ERR_INVALID_ARGUMENT
 //   mp_collection densepeer  a rank dies before the update: the others get
 //                            HB_ERR_PEER_FAILED
+//   mp_collection rounds     (cpu_async_exchange=0, the call board) the
+//                            lookup's header rides in its ids round: one
+//                            board post per start, one for the rows, one
+//                            per update; an id out of range on one rank
+//                            fails every rank in that one round, as does
+//                            an update on one rank beside a lookup on the
+//                            others (HB_ERR_MISMATCH); the next step is
+//                            bit-equal
 // Every rank computes the whole reference itself from the shared seeds.
 #define HB_EXPERIMENTAL 1
 #include <unistd.h>
@@ -45,7 +53,10 @@
 #include <string>
 
 #include "collection_ref.h"
+#include "comm/backend.h"
+#include "comm/communicator.h"
 #include "common/mp_check.h"
+#include "context/context.h"
 
 int g_mp_rank = 0;
 const char *g_mp_name = "mp_collection";
@@ -57,6 +68,13 @@ int g_rank = 0, g_world = 1;
 using hbtest::CollCase;
 using hbtest::CollRef;
 using hbtest::JBatch;
+
+// Rounds of a lookup's header and ids: one where the exchange learns the
+// receive sizes from the round (the call board, as the context's
+// communicator, whose options the collection's channel shares), else two.
+uint64_t header_ids_rounds(hb_context *ctx) {
+  return hb::comm::cpu_backend(hb::ctx_ref(ctx)).sized_in_one_round() ? 1 : 2;
+}
 
 // The case's features over these tables.
 std::vector<hb_collection_feature> feature_list(
@@ -143,7 +161,9 @@ void mode_train(hb_context *ctx, const std::string &dir) {
   }
   hb_collection_stats st = HB_COLLECTION_STATS_INIT;
   CHECK_OK(hb_collection_get_stats(m.coll, &st));
-  CHECK(st.rounds == 4u * s && st.reused_plans == static_cast<uint64_t>(s),
+  // Per step: header and ids, rows, partial sums.
+  CHECK(st.rounds == (header_ids_rounds(ctx) + 2) * s &&
+            st.reused_plans == static_cast<uint64_t>(s),
         "%llu rounds, %llu reused in %d steps", (unsigned long long)st.rounds,
         (unsigned long long)st.reused_plans, s);
   // Save, train two steps, load back, train the same two steps again.
@@ -464,13 +484,16 @@ void mode_pipeline(hb_context *ctx) {
   outs[kSteps]->check(ref, all[kSteps][g_rank], kSteps);
   hb_collection_stats st = HB_COLLECTION_STATS_INIT;
   CHECK_OK(hb_collection_get_stats(m.coll, &st));
-  // Rounds: 3 per lookup (header, ids, rows), 1 per update that reuses its
-  // plan, 4 for the shifted one and 1 header per failed start or lookup
-  // (step 2's, step 4's two); the misused waits exchange nothing.
+  // Rounds: per lookup header and ids (h: one round or two) and rows, 1
+  // per update that reuses its plan, 1 + h + 1 for the shifted one
+  // (verdict, header and ids, partial sums) and 1 header per failed start
+  // or lookup (step 2's, step 4's two); the misused waits exchange
+  // nothing.
   const uint64_t lookups = kSteps + 1, updates = kSteps;
+  const uint64_t h = header_ids_rounds(ctx);
   CHECK(st.reused_plans == updates - 1, "%llu plans reused",
         (unsigned long long)st.reused_plans);
-  CHECK(st.rounds == 3 * lookups + (updates - 1) + 4 + 3,
+  CHECK(st.rounds == (h + 1) * lookups + (updates - 1) + (h + 2) + 3,
         "%llu rounds for %llu lookups and %llu updates",
         (unsigned long long)st.rounds, (unsigned long long)lookups,
         (unsigned long long)updates);
@@ -674,12 +697,14 @@ void mode_dense(hb_context *ctx) {
     const hb_collection_stats after = coll_stats(k.m.coll);
     k.ref.apply(upd);
     const uint64_t rounds = after.rounds - before.rounds;
-    // reuse: 1; other ids: the refused round + header, ids, partials: 4;
-    // no lookup: header, ids, partials: 3. No round of its own for the sum.
+    // reuse: 1; other ids: the refused round + header and ids (h: one
+    // round or two) + partials; no lookup: header and ids + partials. No
+    // round of its own for the sum.
+    const uint64_t h = header_ids_rounds(ctx);
     const uint64_t want = g_world == 1 ? rounds
                           : plan == 0  ? 1
-                          : plan == 1  ? 4
-                                       : 3;
+                          : plan == 1  ? h + 2
+                                       : h + 1;
     CHECK(rounds == want, "step %d (plan %d): %llu rounds, %llu expected", s,
           plan, (unsigned long long)rounds, (unsigned long long)want);
     check_dense_sum(ctx, s % 2 ? x : y, s);
@@ -770,13 +795,103 @@ void mode_dense_peer(hb_context *ctx) {
 
 }  // namespace
 
+void mode_rounds(hb_context *ctx) {
+  CollCase c = hbtest::standard_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  // With cpu_async_exchange=0 the collection's rounds run on the context's
+  // communicator: its board posts are the collection's (one per round).
+  hb::comm::Backend &comm = hb::comm::cpu_backend(hb::ctx_ref(ctx));
+  CHECK(g_world == 1 || comm.sized_in_one_round(),
+        "this test needs the call board (one host, calls checked)");
+  auto posts = [&] { return comm.traffic().shm_messages; };
+  const uint64_t one = g_world > 1 ? 1 : 0;  // world 1 posts nothing
+  std::mt19937_64 g(31);
+  int s = 0;
+  auto expect_posts = [&](uint64_t before, const char *call) {
+    const uint64_t got = posts() - before;
+    CHECK(got == one, "step %d, %s: %llu board posts, want %llu", s, call,
+          (unsigned long long)got, (unsigned long long)one);
+  };
+  auto good_step = [&](std::vector<JBatch> &all) {
+    JBatch &b = all[g_rank];
+    Outputs o(m.coll, c, b);
+    hb_jagged_batch v = b.view();
+    uint64_t at = posts();
+    CHECK_OK(hb_collection_lookup_start(m.coll, &v, o.out.data(), o.up.data()));
+    expect_posts(at, "lookup_start (header and ids)");
+    at = posts();
+    CHECK_OK(hb_collection_lookup_wait(m.coll));
+    expect_posts(at, "lookup_wait (rows)");
+    o.check(ref, b, s);
+    ref.apply(all);
+    at = posts();
+    CHECK_OK(hb_collection_apply_gradients(m.coll, &v, b.grad_out.data(),
+                                           o.gup.data()));
+    expect_posts(at, "apply_gradients (partial sums)");
+    ++s;
+  };
+  for (int k = 0; k < 3; ++k) {
+    std::vector<JBatch> all = hbtest::make_step(g, c, g_world);
+    good_step(all);
+  }
+  // The last rank plans an id out of range: every rank fails in the folded
+  // round at once, the others naming it; nothing changes.
+  // (A step whose batch on that rank has ids: some steps' are empty.)
+  const int who = g_world - 1;
+  std::vector<JBatch> all;
+  size_t f = 0;
+  for (;;) {
+    all = hbtest::make_step(g, c, g_world);
+    for (f = 0; f < c.features.size() && all[who].n(f) == 0;) ++f;
+    if (f < c.features.size()) break;
+  }
+  JBatch bad = all[g_rank];
+  if (g_rank == who) bad.ids[f][bad.base[f]] = -5;
+  Outputs o(m.coll, c, bad);
+  hb_jagged_batch v = bad.view();
+  const uint64_t at = posts();
+  const double t0 = now_s();
+  hb_status st =
+      hb_collection_lookup_start(m.coll, &v, o.out.data(), o.up.data());
+  CHECK(now_s() - t0 < kBadTimeoutMs / 4000.0, "the error took %.1f s",
+        now_s() - t0);
+  expect_posts(at, "lookup_start with a bad id");
+  char want[96];
+  if (g_rank == who)
+    std::snprintf(want, sizeof want, "id -5 outside");
+  else
+    std::snprintf(want, sizeof want,
+                  "rank %d failed with HB_ERR_INVALID_ARGUMENT (id -5)", who);
+  expect_all_fail(st, HB_ERR_INVALID_ARGUMENT, "bad id", want);
+  good_step(all);
+  // Rank 0 updates reusing its lookup's plan (the partial sums' alltoallv)
+  // while the others look up (header and ids, sizes with the data): the
+  // board's call check fails every rank with HB_ERR_MISMATCH before any
+  // row moves; then matched steps work, bit-equal.
+  all = hbtest::make_step(g, c, g_world);
+  {
+    JBatch &b = all[g_rank];
+    Outputs o(m.coll, c, b);
+    hb_jagged_batch v = b.view();
+    CHECK_OK(hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data()));
+    st = g_rank == 0
+             ? hb_collection_apply_gradients(m.coll, &v, b.grad_out.data(),
+                                             o.gup.data())
+             : hb_collection_lookup(m.coll, &v, o.out.data(), o.up.data());
+    expect_all_fail(st, HB_ERR_MISMATCH, "update vs lookup",
+                    "mismatched collective calls");
+  }
+  good_step(all);
+}
+
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   hb_context *ctx = nullptr;
   hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
   std::string options = "timeout_ms=" + std::to_string(kBadTimeoutMs);
   if (mode == "badbatch" || mode == "pipeline" || mode == "async" ||
-      mode == "densemismatch" || mode == "densepeer")
+      mode == "densemismatch" || mode == "densepeer" || mode == "rounds")
     opts.options = options.c_str();
   CHECK_OK(hb_context_create(&opts, &ctx));
   g_rank = g_mp_rank = hb_context_rank(ctx);
@@ -799,6 +914,8 @@ int main(int argc, char **argv) {
     mode_dense_mismatch(ctx);
   else if (mode == "densepeer")
     mode_dense_peer(ctx);
+  else if (mode == "rounds")
+    mode_rounds(ctx);
   else
     CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);
