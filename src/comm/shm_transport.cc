@@ -52,9 +52,10 @@ size_t ring_bytes_for(int world) {
 // keeps the core, so it is bounded by the spin budget (ShmTransport::spin_,
 // comm/spin_policy.h: option cpu_wait_spin_us, else 2 ms while every rank
 // of this host has a CPU that no other runnable task wants, to cover the
-// drift between ranks of a step, and 5 us where the ranks outnumber the
-// CPUs or the host is loaded: a spinning rank would then hold the CPU
-// share a peer needs to reach the call).
+// drift between ranks of a step, 5 us where the ranks outnumber the CPUs
+// or the host is loaded: a spinning rank would then hold the CPU share a
+// peer needs to reach the call, and none where the rank's own CPU is
+// shared with another rank of the job, which may be the one waited for).
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
