@@ -58,7 +58,8 @@ struct BackendConfig {
   std::string allreduce_route = "auto";
   // Option cpu_wait_spin_us: how long a shared-memory wait spins before it
   // sleeps on its futex (-1: auto, by the CPUs this host's ranks share
-  // and the host's load, comm/spin_policy.h).
+  // and the host's load, comm/spin_policy.h; kSpinAutoShort there: auto,
+  // short at most, for the progress threads' channels).
   int64_t wait_spin_us = -1;
   // Option cpu_wait_slice_us: > 0, the scheduler slice a thread asks for
   // while a wait sleeps (comm/spin_policy.h, SleepSlice); 0: unchanged.

@@ -300,10 +300,12 @@ const std::shared_ptr<Progress> &channel(hb_context &c,
     // The thread's waits overlap its own process's compute: a long spin
     // there takes the core the caller's MLP runs on (2 ranks on 2 cores
     // halved the overlapped step, docs/performance.md). So they spin
-    // briefly, then sleep on the futex, unless the option says otherwise
-    // (mark_progress_thread); where jobs may run inline, the caller's
-    // waits on the channel keep the context's rule, as its own waits do.
-    if (cfg.wait_spin_us < 0 && !auto_inline) cfg.wait_spin_us = 5;
+    // briefly (or not at all where the rank's CPU is shared with another
+    // rank: SpinPolicy), then sleep on the futex, unless the option says
+    // otherwise (mark_progress_thread); where jobs may run inline, the
+    // caller's waits on the channel keep the context's rule, as its own
+    // waits do.
+    if (cfg.wait_spin_us < 0 && !auto_inline) cfg.wait_spin_us = kSpinAutoShort;
     slot = std::make_shared<Progress>(
         make_backend(cfg, c.client.get(), c.health), cfg.timeout_ms,
         auto_inline, cfg.wait_slice_us);

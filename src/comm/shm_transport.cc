@@ -52,9 +52,10 @@ size_t ring_bytes_for(int world) {
 // keeps the core, so it is bounded by the spin budget (ShmTransport::spin_,
 // comm/spin_policy.h: option cpu_wait_spin_us, else 2 ms while every rank
 // of this host has a CPU that no other runnable task wants, to cover the
-// drift between ranks of a step, and 5 us where the ranks outnumber the
-// CPUs or the host is loaded: a spinning rank would then hold the CPU
-// share a peer needs to reach the call).
+// drift between ranks of a step, 5 us where the ranks outnumber the CPUs
+// or the host is loaded: a spinning rank would then hold the CPU share a
+// peer needs to reach the call, and none where the rank's own CPU is
+// shared with another rank of the job, which may be the one waited for).
 constexpr int64_t kSliceMs = 50;  // longest single sleep
 
 uint64_t random64() {
@@ -86,7 +87,9 @@ class Backoff {
  public:
   explicit Backoff(std::chrono::nanoseconds spin) : spin_(spin) {}
   bool pause() {
-    if (spent_) return false;  // until reset(): block at once
+    // until reset(): block at once; a budget of 0 never spins (not even the
+    // 64 pauses before the first clock read)
+    if (spent_ || spin_.count() <= 0) return false;
     if ((++n_ & 63) == 0) {
       const auto now = std::chrono::steady_clock::now();
       if (n_ == 64) start_ = now;
@@ -363,10 +366,16 @@ ShmTransport::ShmTransport(int rank, int world, rdv::KV &kv,
   cpu_set_t host_cpus;
   CPU_ZERO(&host_cpus);
   if (mine_) host_cpus = mine_->hdr()->cpus;
-  for (int q : all_peers_)
-    CPU_OR(&host_cpus, &host_cpus, &peer_[size_t(q)]->hdr()->cpus);
+  std::vector<cpu_set_t> peer_cpus;
+  for (int q : all_peers_) {
+    peer_cpus.push_back(peer_[size_t(q)]->hdr()->cpus);
+    CPU_OR(&host_cpus, &host_cpus, &peer_cpus.back());
+  }
+  const bool shared =
+      mine_ &&
+      own_cpus_shared(mine_->hdr()->cpus, peer_cpus.data(), peer_cpus.size());
   spin_ = std::make_unique<SpinPolicy>(reached_ + 1, CPU_COUNT(&host_cpus),
-                                       spin_us);
+                                       spin_us, read_host_runnable, shared);
   if (!reached_) mine_.reset();
 }
 

@@ -87,15 +87,31 @@ SleepSlice::~SleepSlice() {
   if (restore_us_ >= 0) set_thread_slice_us(restore_us_);
 }
 
+bool own_cpus_shared(const cpu_set_t &own, const cpu_set_t *peers,
+                     size_t npeers) {
+  int ranks = 1;  // this one
+  for (size_t i = 0; i < npeers; ++i) {
+    cpu_set_t both;
+    CPU_AND(&both, &own, &peers[i]);
+    if (CPU_COUNT(&both)) ++ranks;
+  }
+  return ranks > CPU_COUNT(&own);
+}
+
 SpinPolicy::SpinPolicy(int ranks, int cpus, int64_t fixed_us,
-                       std::function<int()> runnable)
-    : ranks_(ranks), cpus_(cpus), runnable_(std::move(runnable)) {
+                       std::function<int()> runnable, bool shared)
+    : ranks_(ranks),
+      cpus_(cpus),
+      short_only_(fixed_us == kSpinAutoShort),
+      shared_(shared),
+      runnable_(std::move(runnable)) {
   if (fixed_us >= 0) fixed_ = std::chrono::microseconds(fixed_us);
 }
 
 std::chrono::nanoseconds SpinPolicy::budget(Clock::time_point now) {
   if (fixed_.count() >= 0) return fixed_;
-  if (ranks_ > cpus_ || t_progress_thread)
+  if (shared_) return std::chrono::nanoseconds(0);  // sleep at once
+  if (ranks_ > cpus_ || t_progress_thread || short_only_)
     return kShort;  // the ranks alone fill the CPUs
   constexpr auto r = std::memory_order_relaxed;
   const int64_t t = std::chrono::duration_cast<std::chrono::nanoseconds>(

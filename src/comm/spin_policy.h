@@ -7,6 +7,8 @@
 // processes, docs/performance.md), so the wait spins briefly and sleeps.
 #pragma once
 
+#include <sched.h>
+
 #include <atomic>
 #include <chrono>
 #include <cstddef>
@@ -63,6 +65,21 @@ class SleepSlice {
   int64_t restore_us_ = -1;  // the thread's own slice; -1: nothing to undo
 };
 
+// Whether a rank's CPUs are shared with other ranks of the job on its host:
+// the ranks that may run on any of them (own included: own mask, then each
+// shared-memory peer's) outnumber them. True for a rank that hbrun
+// --bind-to auto binds round-robin beside another (4 ranks on 2 CPUs),
+// and for unbound ranks that outnumber the CPUs; false for one rank per
+// CPU, bound or not.
+bool own_cpus_shared(const cpu_set_t &own, const cpu_set_t *peers,
+                     size_t npeers);
+
+// spin_us of SpinPolicy (and of BackendConfig::wait_spin_us, never from the
+// option, whose range starts at -1): auto, but never the long spin. The
+// progress threads' channels (comm/progress.cc): their waits overlap their
+// own process's compute, where a long spin takes the caller's core.
+constexpr int64_t kSpinAutoShort = -2;
+
 class SpinPolicy {
  public:
   using Clock = std::chrono::steady_clock;
@@ -78,16 +95,22 @@ class SpinPolicy {
 
   // ranks: this host's ranks of the job; cpus: the CPUs they may run on
   // (the union of their affinity masks); fixed_us >= 0: always that
-  // budget (option cpu_wait_spin_us), -1: auto. runnable: the load reader
-  // (tests inject a fake one).
+  // budget (option cpu_wait_spin_us), -1: auto, kSpinAutoShort: auto, short
+  // at most. runnable: the load reader (tests inject a fake one).
+  // shared (own_cpus_shared): auto never spins, as a spinning waiter burns
+  // the CPU that the co-located rank it may be waiting for needs, and a
+  // sleep hands that CPU over at once (4 ranks on 2 CPUs,
+  // docs/performance.md "Oversubscribed hosts: no spin").
   SpinPolicy(int ranks, int cpus, int64_t fixed_us,
-             std::function<int()> runnable = read_host_runnable);
+             std::function<int()> runnable = read_host_runnable,
+             bool shared = false);
 
   // The budget for a wait that starts at `now`.
   std::chrono::nanoseconds budget(Clock::time_point now = Clock::now());
 
  private:
   int ranks_, cpus_;
+  bool short_only_, shared_;
   std::chrono::nanoseconds fixed_{-1};
   std::function<int()> runnable_;
   // Relaxed atomics: two threads waiting on one transport (a P2P wait

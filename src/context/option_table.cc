@@ -116,11 +116,15 @@ const std::vector<OptionSpec> &option_table() {
        "How long a CPU collective's wait for a same-host peer spins before "
        "it sleeps on its futex (it never yields: a yield while another "
        "task is runnable can lose the core for a scheduler tick). -1 = "
-       "auto: 5 where the ranks of this host outnumber the CPUs they may "
-       "run on; else 2000 while the host's runnable tasks (/proc/loadavg, "
-       "sampled every 20 ms at most) fit those CPUs, 5 while they do not "
-       "(a long spin would take the waited-for peer's CPU share). >= 0: "
-       "that spin, fixed."},
+       "auto: 0 (sleep at once) where the rank's own CPUs are shared "
+       "with other ranks of the job (the ranks whose affinity masks meet "
+       "its own outnumber its CPUs: hbrun's round-robin binding of more "
+       "ranks than CPUs); 5 where the ranks of this host outnumber the "
+       "CPUs they may run on otherwise; else 2000 while the host's "
+       "runnable tasks (/proc/loadavg, sampled every 20 ms at most) fit "
+       "those CPUs, 5 while they do not (a long spin would take the "
+       "waited-for peer's CPU share). >= 0: that spin, fixed (0: no spin "
+       "at all)."},
       {"cpu_wait_slice_us", OptionType::kInt, "0", nullptr, 0, 100000,
        "> 0: while a CPU collective's wait sleeps (and while an "
        "asynchronous exchange's progress thread lives), the thread asks the "

@@ -148,6 +148,62 @@ TEST(WaitPolicy, SpinsLongOnlyWhileTheHostHasACpuPerRunnableTask) {
   EXPECT_GE(hb::comm::read_host_runnable(), 1);
 }
 
+// A rank whose CPUs other ranks of the job may run on too (4 ranks bound
+// round-robin to 2 CPUs, or unbound ranks outnumbering the CPUs) does not
+// spin at all: the co-located rank it may wait for needs that CPU. One
+// rank per CPU, bound or not, keeps the load rule; the option still wins.
+TEST(WaitPolicy, NoSpinWhereTheOwnCpusAreSharedWithAnotherRank) {
+  using hb::comm::own_cpus_shared;
+  using hb::comm::SpinPolicy;
+  using ns = std::chrono::nanoseconds;
+  auto set = [](std::initializer_list<int> cpus) {
+    cpu_set_t s;
+    CPU_ZERO(&s);
+    for (int c : cpus) CPU_SET(c, &s);
+    return s;
+  };
+  // hbrun --bind-to auto, 4 ranks on CPUs {0, 1}: rank 0 on 0, peers on
+  // 1, 0, 1.
+  const cpu_set_t rr[] = {set({1}), set({0}), set({1})};
+  EXPECT_TRUE(own_cpus_shared(set({0}), rr, 3));
+  // 3 ranks on 2 CPUs: rank 1 has CPU 1 to itself, rank 0 shares CPU 0.
+  const cpu_set_t three_for_1[] = {set({0}), set({0})};
+  const cpu_set_t three_for_0[] = {set({1}), set({0})};
+  EXPECT_FALSE(own_cpus_shared(set({1}), three_for_1, 2));
+  EXPECT_TRUE(own_cpus_shared(set({0}), three_for_0, 2));
+  // Unbound: 2 ranks on 2 CPUs each have one; 4 do not.
+  const cpu_set_t any[] = {set({0, 1}), set({0, 1}), set({0, 1})};
+  EXPECT_FALSE(own_cpus_shared(set({0, 1}), any, 1));
+  EXPECT_TRUE(own_cpus_shared(set({0, 1}), any, 3));
+  // 2 ranks bound to a CPU each; 1 rank.
+  const cpu_set_t other[] = {set({1})};
+  EXPECT_FALSE(own_cpus_shared(set({0}), other, 1));
+  EXPECT_FALSE(own_cpus_shared(set({0}), nullptr, 0));
+
+  int reads = 0;
+  auto quiet = [&] {
+    ++reads;
+    return 1;
+  };
+  auto t = SpinPolicy::Clock::time_point() + std::chrono::hours(1);
+  SpinPolicy shared(4, 2, -1, quiet, true),
+      channel(4, 2, hb::comm::kSpinAutoShort, quiet, true);
+  for (int i = 0; i <= SpinPolicy::kFitsToGoLong;
+       ++i, t += SpinPolicy::kSampleEvery) {
+    EXPECT_EQ(shared.budget(t), ns(0)) << "sample " << i;
+    EXPECT_EQ(channel.budget(t), ns(0)) << "sample " << i;
+  }
+  EXPECT_EQ(reads, 0);  // no load sample needed
+  EXPECT_EQ(SpinPolicy(4, 2, 7, quiet, true).budget(t),
+            ns(std::chrono::microseconds(7)));
+  // A progress channel without a shared CPU: short, never long, however
+  // quiet the host.
+  SpinPolicy own(2, 2, hb::comm::kSpinAutoShort, quiet, false);
+  for (int i = 0; i <= SpinPolicy::kFitsToGoLong;
+       ++i, t += SpinPolicy::kSampleEvery)
+    EXPECT_EQ(own.budget(t), SpinPolicy::kShort) << "sample " << i;
+}
+
 // cpu_async_exchange=auto: a rank votes for progress threads only where it
 // has 2 CPUs, bound (its own affinity) or as its share of the host's.
 TEST(WaitPolicy, AsyncExchangeVotesForThreadsOnlyWithACpuToSpare) {
