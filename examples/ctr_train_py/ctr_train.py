@@ -28,6 +28,15 @@ second line of CPU time per step: the main thread's per phase, the prefetch
 thread's (with its share of the prefetched samples and the step's wait
 for its chunk) and the whole process's (the rest is hb's progress threads).
 
+The generator's integer work (its splitmix hashes, Zipf ranks, ids, the
+planted weights' gather and the uniforms) runs in one GIL-free call of the
+demo's native helper (synth_native.cc, libctr_synth_native.so, built next
+to the hb package and loaded with ctypes; not hb API) when it is on the
+Python path; numpy's log, cos and exp make the rest, so the samples are
+the numpy generator's bit for bit. --generator numpy: all in numpy;
+native: the helper or an error; auto (default): the helper when found. The
+banner says which.
+
 The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
 step): the next batch's lookup is started (Collection.lookup_start: its ids
 go to their owners) before this batch's MLP runs and finished
