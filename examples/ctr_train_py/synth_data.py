@@ -118,8 +118,8 @@ def load_native(path=None):
             return None
     fn = ctypes.CDLL(os.path.abspath(path)).ctr_synth_hash
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
-    fn.argtypes = [ctypes.c_uint64, ctypes.c_int, i64, i64, i64, ctypes.c_int, ptr, ptr, ptr, ptr,
-                   ptr, ptr, i64, i64, ptr, ptr, ptr, ptr]
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_int, i64, i64, i64, ctypes.c_int, ptr, ptr, ptr,
+                   ptr, i64, i64, ptr, ptr, ptr, ptr]
     fn.restype = ctypes.c_int
     return fn
 
@@ -200,10 +200,16 @@ class Generator:
                       + _GOLDEN)[:, None]
         self._local = threading.local()  # per thread: sample()'s _Scratch
         self.native = native
-        # The tables' addresses, passed on every call of native.
-        self._native_tables = (vocab, int(self._kshift)) + tuple(
-            None if a is None else a.ctypes.data
-            for a in (self._below, self._cand, self._multi, self._cdf_h, self._neg_weight_of_rank))
+        if native is not None:
+            if vocab >= 1 << 32:
+                raise ValueError("vocab: the native helper takes up to 2^32 - 1 ids, got %d" % vocab)
+            # The helper's bucket table: below with its end (bucket k's CDF
+            # entries are below[k] to below[k + 1] - 1, searched there) in
+            # uint32, and no cand table (cand[k] is cdf_h[below[k]]): a
+            # quarter of the numpy path's tables in the step's cache.
+            self._below32 = below.astype(np.uint32)
+            self._native_tables = (vocab, int(self._kshift)) + tuple(
+                a.ctypes.data for a in (self._below32, self._cdf_h, self._neg_weight_of_rank))
 
     def rank_of(self, u):
         """The Zipf rank (0-based) of each uniform u in [0, 1):

@@ -19,17 +19,20 @@ namespace {
 constexpr int kTables = synth::kTables;
 constexpr int kDense = synth::kDense;
 
-// np.searchsorted(cdf_h, h, side="left"): the first index with
-// cdf_h[i] >= h (cdf_h ascending, its last entry 2^64 - 1).
-int64_t search_left(const uint64_t *cdf_h, int64_t n, uint64_t h) {
-  int64_t lo = 0;
-  while (n > 0) {
-    int64_t half = n / 2;
+// np.searchsorted(cdf_h, h, side="left") (the number of entries below h)
+// where it lies in [lo, hi]: the bucket of h holds entries lo to hi - 1.
+// Most buckets hold at most one: one compare, no branch.
+inline int64_t rank_in(const uint64_t *cdf_h, int64_t lo, int64_t hi,
+                       uint64_t h) {
+  int64_t len = hi - lo;
+  if (len <= 1) return lo + (len == 1 && cdf_h[lo] < h);
+  while (len > 0) {
+    int64_t half = len / 2;
     if (cdf_h[lo + half] < h) {
       lo += half + 1;
-      n -= half + 1;
+      len -= half + 1;
     } else {
-      n = half;
+      len = half;
     }
   }
   return lo;
@@ -47,13 +50,14 @@ extern "C" {
 // - u1[j * n + i] = max(unit(h), 1e-300), u2[j * n + i] = 2 pi * unit(mix(h))
 //   for dense feature j's hash h (Box-Muller's operands before log / cos);
 // - ul[i]: the label's uniform.
-// Tables (the Generator's arrays): below / cand (buckets entries, bucket k
-// = h >> kshift), multi (1 where a bucket holds several CDF entries, or
-// null), cdf_h (vocab entries), neg_weight (TABLES * vocab, by table and
-// rank). Returns 0, or -1 on arguments that cannot be a batch.
+// Tables (the Generator's arrays): below (buckets + 1 entries: the CDF
+// entries under bucket k = h >> kshift start at below[k], uint32: a
+// quarter of the numpy path's two int64 / uint64 tables, which matters in
+// a cache shared with the training step), cdf_h (vocab entries: u > cdf
+// exactly when h > cdf_h), neg_weight (TABLES * vocab, by table and rank).
+// Returns 0, or -1 on arguments that cannot be a batch.
 int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
-                   int64_t vocab, int kshift, const int64_t *below,
-                   const uint64_t *cand, const uint8_t *multi,
+                   int64_t vocab, int kshift, const uint32_t *below,
                    const uint64_t *cdf_h, const double *neg_weight,
                    int64_t *ids, int64_t id_step, int64_t id_row, double *terms,
                    double *u1, double *u2, double *ul) {
@@ -76,9 +80,7 @@ int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
     for (int64_t i = 0; i < n; ++i) {
       uint64_t h = synth::mix(base[i] + salt);
       uint64_t k = h >> kshift;
-      int64_t rank = below[k] + (h > cand[k]);
-      if (multi != nullptr && multi[k]) rank = search_left(cdf_h, vocab, h);
-      rank += table_base;
+      int64_t rank = rank_in(cdf_h, below[k], below[k + 1], h) + table_base;
       id[i * id_step] = static_cast<int64_t>(
           (static_cast<uint64_t>(rank) * 0x9e3779b1ull + add) & mask);
       term[i] = neg_weight[rank];
