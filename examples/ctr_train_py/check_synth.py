@@ -71,7 +71,8 @@ def check_native(native, seed, vocab):
             gen.sample_into(split, 100, 400, out, 0)
             gen.sample_into(split, 400, 800, out, 300)
         if not same_samples(want, got):
-            raise SystemExit("seed %d vocab %d split %d: native chunks differ" % (seed, vocab, split))
+            raise SystemExit("seed %d vocab %d split %d: native chunks differ"
+                             % (seed, vocab, split))
     try:
         gn.sample_into(0, 0, 10, synth_data.new_samples(12), 3)
     except ValueError as e:
@@ -138,7 +139,8 @@ def main():
     check(dump, 2026, 131072, 0, 0, 3000)
     check_reuse(2026, 2048)
     native = synth_data.load_native(sys.argv[2])
-    for seed, vocab in ((2026, 1), (2026, 2), (7, 1024), (2026, 2048), (2026, 8192), (2026, 131072)):
+    for seed, vocab in ((2026, 1), (2026, 2), (7, 1024), (2026, 2048), (2026, 8192),
+                        (2026, 131072)):
         check_native(native, seed, vocab)
     check_reuse(2026, 2048, native)
 

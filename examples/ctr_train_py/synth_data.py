@@ -202,7 +202,8 @@ class Generator:
         self.native = native
         if native is not None:
             if vocab >= 1 << 32:
-                raise ValueError("vocab: the native helper takes up to 2^32 - 1 ids, got %d" % vocab)
+                raise ValueError("vocab: the native helper takes up to 2^32 - 1 ids, got %d"
+                                 % vocab)
             # The helper's bucket table: below with its end (bucket k's CDF
             # entries are below[k] to below[k + 1] - 1, searched there) in
             # uint32, and no cand table (cand[k] is cdf_h[below[k]]): a
