@@ -7,7 +7,8 @@
 # difference of the two counts over the difference of their steps is the
 # cost of a step (start-up, evaluation and export cancel out). The Python
 # demo's step includes its generator (on the prefetch thread), the C++
-# demo's its own; the generators' lines say how much of each step they are.
+# demo's its own (with the native helper where it is built: the demo's
+# --generator auto); the generators' lines say how much of each step they are.
 # Run from the repository root:
 #   bench/ctr_py/instr_per_step.sh BUILD_DIR
 # Environment: SMALL=5120, LARGE=15360 (train samples; 512 per step),
@@ -67,10 +68,20 @@ cat > "$W/gen.py" <<'EOF'
 import sys
 sys.path.insert(0, sys.argv[1])
 import synth_data
-g = synth_data.Generator(2026, 2048)
+native = None
+if sys.argv[3] == "native":  # the demo's native helper, on the Python path
+    native = synth_data.load_native()
+    assert native is not None, synth_data.NATIVE_LIB + " not found"
+g = synth_data.Generator(2026, 2048, native=native) if native else synth_data.Generator(2026, 2048)
 for b in range(int(sys.argv[2])):
     g.sample(0, b * 512, (b + 1) * 512)
 EOF
-q1=$(count q0 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 0)
-q2=$(count q20 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 20)
+q1=$(count q0 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 0 numpy)
+q2=$(count q20 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 20 numpy)
 per_unit "py_generator_batch" 0 20 "$q1" "$q2"
+# With the native helper (synth_native.cc), where PY_DIR's synth_data has it.
+if grep -q "def load_native" "$PY_DIR/synth_data.py"; then
+  q1=$(PYTHONPATH="$B/bindings/python" count n0 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 0 native)
+  q2=$(PYTHONPATH="$B/bindings/python" count n20 /usr/bin/python3 "$W/gen.py" "$PY_DIR" 20 native)
+  per_unit "py_native_generator_batch" 0 20 "$q1" "$q2"
+fi

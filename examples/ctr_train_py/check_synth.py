@@ -1,6 +1,7 @@
-"""Checks synth_data.py against the C++ generator (synth_dump).
+"""Checks synth_data.py against the C++ generator (synth_dump), and its
+native helper's batches against its numpy ones.
 
-    check_synth.py SYNTH_DUMP
+    check_synth.py SYNTH_DUMP NATIVE_LIB
 
 Ids and labels must be equal; dense features and planted probabilities are
 float32 and may differ by one unit in the last place where numpy's vector
@@ -53,11 +54,39 @@ def same_samples(a, b):
                for f in ("ids", "dense", "label", "planted_prob"))
 
 
-def check_reuse(seed, vocab):
+def check_native(native, seed, vocab):
+    """The native helper (synth_native.cc) makes the numpy generator's
+    samples bit for bit: both splits, indices past 2^40 and 2^56, a
+    1-sample batch, and chunks into rows of a batch as the prefetch writes
+    them."""
+    g, gn = synth_data.Generator(seed, vocab), synth_data.Generator(seed, vocab, native=native)
+    for split in (0, 1):
+        for begin, end in ((0, 512), (1000, 1777), ((1 << 40) - 300, (1 << 40) + 300),
+                           ((1 << 56) - 300, (1 << 56) + 300), (5, 6)):
+            if not same_samples(g.sample(split, begin, end), gn.sample(split, begin, end)):
+                raise SystemExit("seed %d vocab %d split %d samples [%d, %d): native and numpy "
+                                 "differ" % (seed, vocab, split, begin, end))
+        want, got = synth_data.new_samples(700), synth_data.new_samples(700)
+        for out, gen in ((want, g), (got, gn)):
+            gen.sample_into(split, 100, 400, out, 0)
+            gen.sample_into(split, 400, 800, out, 300)
+        if not same_samples(want, got):
+            raise SystemExit("seed %d vocab %d split %d: native chunks differ"
+                             % (seed, vocab, split))
+    try:
+        gn.sample_into(0, 0, 10, synth_data.new_samples(12), 3)
+    except ValueError as e:
+        assert "out has 12 int64 rows from 3, 10 wanted" in str(e), e
+    else:
+        raise SystemExit("native sample_into wrote past its batch's rows")
+    print("ok: seed %d vocab %d: native batches equal numpy's" % (seed, vocab))
+
+
+def check_reuse(seed, vocab, native=None):
     """Generator.sample reuses per-thread work arrays: batches of changing
     sizes, and two threads sampling one generator at once, must give the
-    bits of one fresh generator's single batch."""
-    g = synth_data.Generator(seed, vocab)
+    bits of one fresh (numpy) generator's single batch."""
+    g = synth_data.Generator(seed, vocab, native=native)
     want = synth_data.Generator(seed, vocab).sample(0, 0, 4096)
     cuts = [0, 512, 1024, 1025, 1536, 2048, 2048, 2560, 4096]
     parts = [g.sample(0, a, b) for a, b in zip(cuts, cuts[1:])]
@@ -94,7 +123,8 @@ def check_reuse(seed, vocab):
             if not same_samples(got[split][i], ref.sample(split, i * n, (i + 1) * n)):
                 raise SystemExit("seed %d vocab %d: split %d batch %d differs when two threads "
                                  "sample at once" % (seed, vocab, split, i))
-    print("ok: seed %d vocab %d: batches of changing sizes and two threads at once" % (seed, vocab))
+    print("ok: seed %d vocab %d%s: batches of changing sizes and two threads at once"
+          % (seed, vocab, " (native)" if native else ""))
 
 
 def main():
@@ -108,6 +138,11 @@ def main():
     # entries (synth_data searches those), ~3 % of the uniforms.
     check(dump, 2026, 131072, 0, 0, 3000)
     check_reuse(2026, 2048)
+    native = synth_data.load_native(sys.argv[2])
+    for seed, vocab in ((2026, 1), (2026, 2), (7, 1024), (2026, 2048), (2026, 8192),
+                        (2026, 131072)):
+        check_native(native, seed, vocab)
+    check_reuse(2026, 2048, native)
 
 
 if __name__ == "__main__":

@@ -29,6 +29,15 @@ second line of CPU time per step: the main thread's per phase, the prefetch
 thread's (with its share of the prefetched samples and the step's wait
 for its chunk) and the whole process's (the rest is hb's progress threads).
 
+The generator's integer work (its splitmix hashes, Zipf ranks, ids, the
+planted weights' gather and the uniforms) runs in one GIL-free call of the
+demo's native helper (synth_native.cc, libctr_synth_native.so, built next
+to the hb package and loaded with ctypes; not hb API) when it is on the
+Python path; numpy's log, cos and exp make the rest, so the samples are
+the numpy generator's bit for bit. --generator numpy: all in numpy;
+native: the helper or an error; auto (default): the helper when found. The
+banner says which.
+
 The step is pipelined as the C++ demo's (--no-pipeline: one lookup per
 step): the next batch's lookup is started (Collection.lookup_start: its ids
 go to their owners) before this batch's MLP runs and finished
@@ -127,12 +136,19 @@ def parse_flags(argv):
     p.add_argument("--prefetch-chunk", type=int, default=512,
                    help="samples per chunk of a prefetched batch: the thread and the step claim "
                         "chunks, so the step waits at most for one")
+    p.add_argument("--generator", choices=("auto", "numpy", "native"), default="auto",
+                   help="the synthetic data's hashes, ranks and ids: in numpy, or in one GIL-free "
+                        "call of the demo's native helper (%s, built next to the hb package; "
+                        "the same samples); auto: native when found" % synth.NATIVE_LIB)
     f = p.parse_args(argv)
     if (f.batch <= 0 or f.vocab <= 0 or f.vocab & (f.vocab - 1) or f.dim <= 0 or f.hidden <= 0
             or f.files < 0 or f.eval_every <= 0 or f.log_every <= 0
             or f.checkpoint_every < 0 or f.checkpoint_keep < 1 or f.prefetch_chunk <= 0):
         p.error("batch, dim, hidden, eval-every, log-every, prefetch-chunk > 0, files >= 0, vocab "
                 "a power of two, checkpoint-every >= 0 and checkpoint-keep >= 1")
+    if f.generator == "native" and synth.load_native() is None:
+        p.error("--generator native: %s is on no entry of the Python path (the examples build "
+                "it into <build>/bindings/python)" % synth.NATIVE_LIB)
     return f
 
 
@@ -438,6 +454,12 @@ def rerun_if_misdetected():
     os.execv(sys.executable, [sys.executable] + sys.argv)
 
 
+def make_generator(f):
+    """The synthetic data's Generator, with --generator's native helper."""
+    return synth.Generator(f.seed, f.vocab,
+                           native=None if f.generator == "numpy" else synth.load_native())
+
+
 class Trainer:
     reader = None  # hb.Reader with --data (subclasses may not set it)
     input_wait = 0.0
@@ -457,7 +479,7 @@ class Trainer:
     def __init__(self, ctx, f):
         self.ctx, self.f = ctx, f
         self.rank, self.world = ctx.rank, ctx.world_size
-        self.gen = synth.Generator(f.seed, f.vocab)
+        self.gen = make_generator(f)
         self.dense = Dense(T * f.dim + DENSE, f.hidden, f.seed)
         self.ps = ctx.num_ps > 0  # parameter-server mode (--splits)
         common = dict(partition=hb.PARTITION_MOD, seed=f.seed, optimizer=hb.OPT_ADAGRAD,
@@ -841,11 +863,11 @@ class Trainer:
                     % (os.path.basename(sys.argv[0]), self.world, f.data, f.batch, T, f.dim,
                        T * f.dim + DENSE, f.hidden, blas_library()))
         return ("%s: world %d, %d train samples %s (this rank: %d), batch %d/rank, "
-                "%d tables x dim %d + wide, MLP %d-%d-1 (BLAS: %s)"
+                "%d tables x dim %d + wide, MLP %d-%d-1 (BLAS: %s; generator: %s)"
                 % (os.path.basename(sys.argv[0]), self.world, f.train_samples,
                    "in %d files" % f.files if f.files else "split evenly",
                    self.shard_end - self.shard_begin, f.batch, T, f.dim, T * f.dim + DENSE, f.hidden,
-                   blas_library()))
+                   blas_library(), "numpy" if self.gen.native is None else "numpy + native hashes"))
 
     def ps_batches(self):
         """--splits: (split, offset, lo, hi) per step, from the splits ps

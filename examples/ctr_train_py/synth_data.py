@@ -6,7 +6,10 @@ with whole-array operations over every table / dense feature at once, in
 the C++ summation order.
 """
 
+import ctypes
 import math
+import os
+import sys
 import threading
 
 import numpy as np
@@ -84,13 +87,41 @@ def _gauss_into(h, s=None):
     u2 = _unit_to(g, None if s is None else s.u2)
     u1 = _unit_to(h, None if s is None else s.u1)
     np.maximum(u1, 1e-300, out=u1)
+    u2 *= 6.283185307179586
+    return _box_muller(u1, u2)
+
+
+def _box_muller(u1, u2):
+    """sqrt(-2 log u1) * cos(u2) in place in u1 (u1 clamped to 1e-300, u2
+    scaled by 2 pi: the exact steps, which the native helper also makes):
+    the numpy ufuncs whose rounding fixes the dense features' bits."""
     np.log(u1, out=u1)
     u1 *= -2.0
     np.sqrt(u1, out=u1)
-    u2 *= 6.283185307179586
     np.cos(u2, out=u2)
     u1 *= u2
     return u1
+
+
+NATIVE_LIB = "libctr_synth_native.so"
+
+
+def load_native(path=None):
+    """The demo's native helper (synth_native.cc, built next to the hb
+    package): its ctr_synth_hash as a ctypes function (ctypes releases the
+    GIL for the call), from path or from the first sys.path entry that
+    holds NATIVE_LIB; None when no entry does (a path given must load)."""
+    if path is None:
+        path = next((c for c in (os.path.join(d or ".", NATIVE_LIB) for d in sys.path)
+                     if os.path.isfile(c)), None)
+        if path is None:
+            return None
+    fn = ctypes.CDLL(os.path.abspath(path)).ctr_synth_hash
+    i64, ptr = ctypes.c_int64, ctypes.c_void_p
+    fn.argtypes = [ctypes.c_uint64, ctypes.c_int, i64, i64, i64, ctypes.c_int, ptr, ptr, ptr,
+                   ptr, i64, i64, ptr, ptr, ptr, ptr]
+    fn.restype = ctypes.c_int
+    return fn
 
 
 class Samples:
@@ -106,7 +137,10 @@ class Samples:
 class Generator:
     """Sample i of a split depends only on (seed, split, i)."""
 
-    def __init__(self, seed, vocab, alpha=1.1):
+    def __init__(self, seed, vocab, alpha=1.1, native=None):
+        """native: load_native()'s function, or None: sample_into makes the
+        hashes, ranks, ids and uniforms in one call of it (the same values:
+        integer arithmetic and exact conversions) instead of numpy passes."""
         if vocab <= 0 or vocab & (vocab - 1):
             raise ValueError("vocab: must be a power of two, got %d" % vocab)
         self.seed = _U64(seed)
@@ -165,6 +199,18 @@ class Generator:
         self._keys = (np.concatenate([table_salt, dense_salt, np.array([4242], dtype=_U64)])
                       + _GOLDEN)[:, None]
         self._local = threading.local()  # per thread: sample()'s _Scratch
+        self.native = native
+        if native is not None:
+            if vocab >= 1 << 32:
+                raise ValueError("vocab: the native helper takes up to 2^32 - 1 ids, got %d"
+                                 % vocab)
+            # The helper's bucket table: below with its end (bucket k's CDF
+            # entries are below[k] to below[k + 1] - 1, searched there) in
+            # uint32, and no cand table (cand[k] is cdf_h[below[k]]): a
+            # quarter of the numpy path's tables in the step's cache.
+            self._below32 = below.astype(np.uint32)
+            self._native_tables = (vocab, int(self._kshift)) + tuple(
+                a.ctypes.data for a in (self._below32, self._cdf_h, self._neg_weight_of_rank))
 
     def rank_of(self, u):
         """The Zipf rank (0-based) of each uniform u in [0, 1):
@@ -221,12 +267,46 @@ class Generator:
         wraps silently); per value the C++ operations, so the same
         samples, whatever rows of out they go to (the prefetch fills a
         batch in chunks). Each numpy call costs ~1 us whatever its size,
-        so the batch is a few dozen calls over whole arrays."""
+        so the batch is a few dozen calls over whole arrays. With native,
+        the hashes, ranks, ids, weights and uniforms come from one call of
+        it (synth_native.cc: the same values) and numpy makes the rest."""
         n = max(0, end - begin)
         if n == 0:
             return
         s = self._scratch(n)
         cols = slice(at, at + n)
+        terms = s.terms  # row 0 is +1: the logit's -1, negated
+        if self.native is not None:
+            ids = out.ids[at:]
+            if ids.shape[0] < n or ids.dtype != np.int64:  # C writes n rows there
+                raise ValueError("sample_into: out has %d int64 rows from %d, %d wanted"
+                                 % (out.ids.shape[0], at, n))
+            if self.native(int(self.seed), split, begin, n, *self._native_tables,
+                            ids.ctypes.data, ids.strides[0] // 8, ids.strides[1] // 8,
+                            *s.native_args()) != 0:
+                raise ValueError("ctr_synth_hash refused samples [%d, %d) of vocab %d"
+                                 % (begin, end, self.vocab))
+            gauss, u_label = _box_muller(s.u1, s.u2), s.ul
+        else:
+            gauss, u_label = self._hash_numpy(split, begin, end, s, out, cols)
+        dense = out.dense.T[:, cols]
+        dense[...] = gauss  # float64 -> float32 as astype
+        # The logit's terms, negated, in the C++ order (-1, the tables', the
+        # dense features'), one row per term, summed left to right as C++ does:
+        # a reduction over the rows of a C-ordered array adds row after row
+        # (the pairwise summation is only along the contiguous axis).
+        np.multiply(self._neg_dense_weight_col, dense, out=terms[1 + TABLES:])
+        p = np.add.reduce(terms, axis=0, out=s.p)  # -logit; then 1 / (1 + exp(-logit)) in place
+        np.exp(p, out=p)
+        p += 1.0
+        np.divide(1.0, p, out=p)
+        np.less(u_label, p, out=out.label[cols])
+        out.planted_prob[cols] = p
+
+    def _hash_numpy(self, split, begin, end, s, out, cols):
+        """sample_into's hashes in numpy: the ids into out, the negated
+        planted weights into s.terms; the dense features (float64) and the
+        label's uniforms."""
         if end <= 1 << 56:  # the index's xor with split << 56 is an add: one add for both and mix's
             base = _mix_into(np.add(s.iota, _U64((begin + (split << 56) + int(_GOLDEN)) & _MASK64),
                                     out=s.base), s.shift[0])
@@ -254,21 +334,9 @@ class Generator:
                 rank.reshape(-1)[at] = np.searchsorted(self._cdf_h, ht.reshape(-1)[at], side="left")
         rank += self._table_base
         self._ids_of(rank, out=out.ids.T[:, cols])
-        terms = s.terms  # row 0 is +1: the logit's -1, negated
-        np.take(self._neg_weight_of_rank, rank, out=terms[1:1 + TABLES], mode="wrap")
-        dense = out.dense.T[:, cols]
-        dense[...] = _gauss_into(h[TABLES:TABLES + DENSE], s)  # float64 -> float32 as astype
-        # The logit's terms, negated, in the C++ order (-1, the tables', the
-        # dense features'), one row per term, summed left to right as C++ does:
-        # a reduction over the rows of a C-ordered array adds row after row
-        # (the pairwise summation is only along the contiguous axis).
-        np.multiply(self._neg_dense_weight_col, dense, out=terms[1 + TABLES:])
-        p = np.add.reduce(terms, axis=0, out=s.p)  # -logit; then 1 / (1 + exp(-logit)) in place
-        np.exp(p, out=p)
-        p += 1.0
-        np.divide(1.0, p, out=p)
-        np.less(_unit_to(h[TABLES + DENSE], s.u1[0]), p, out=out.label[cols])
-        out.planted_prob[cols] = p
+        np.take(self._neg_weight_of_rank, rank, out=s.terms[1:1 + TABLES], mode="wrap")
+        gauss = _gauss_into(h[TABLES:TABLES + DENSE], s)
+        return gauss, _unit_to(h[TABLES + DENSE], s.u2[0])
 
 
 def new_samples(n):
@@ -299,3 +367,13 @@ class _Scratch:
         self.terms = np.empty((1 + TABLES + DENSE, n))
         self.terms[0] = 1.0
         self.p = np.empty(n)
+        self.ul = np.empty(n)  # the label's uniforms (native)
+        self._addresses = None
+
+    def native_args(self):
+        """ctr_synth_hash's output addresses here: the tables' rows of
+        terms, u1, u2, ul."""
+        if self._addresses is None:
+            self._addresses = (self.terms[1].ctypes.data, self.u1.ctypes.data,
+                               self.u2.ctypes.data, self.ul.ctypes.data)
+        return self._addresses

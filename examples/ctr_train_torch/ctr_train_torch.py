@@ -119,7 +119,7 @@ class Trainer(numpy_demo.Trainer):
         if self.ps and device == "cuda":
             raise hb.HbError(hb.ERR_UNSUPPORTED, "HB_ERR_UNSUPPORTED",
                              "--splits keeps the tables and the MLP on the ps tasks' hosts; pass --device cpu")
-        self.gen = synth.Generator(f.seed, f.vocab)
+        self.gen = numpy_demo.make_generator(f)
         self.device = cuda_device(ctx) if device == "cuda" else torch.device("cpu")
         self.model = CtrModel(ctx, f, self.device, placement="ps" if self.ps else "workers")
         if self.ps:
