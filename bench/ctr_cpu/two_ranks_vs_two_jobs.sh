@@ -13,15 +13,18 @@
 # u > 1 cores (its process CPU over wall time: PROFILE=1 prints u per
 # repeat) and two jobs at once cannot both get u: the bound on 2 ranks / 1
 # rank becomes about (b / a) / u, e.g. 2 / 1.25 = 1.6 where u is 1.25.
-# FLAGS="--no-prefetch" measures the one-core bound.
+# FLAGS="--no-prefetch" measures the one-core bound. N=4 asks the same of
+# more ranks than cores: N independent 1-rank jobs at once against one
+# N-rank job (2 per core here): whether an oversubscribed job loses to
+# the oversubscription itself (caches, switches) or to its exchange.
 #   bench/ctr_cpu/two_ranks_vs_two_jobs.sh BUILD_DIR
-# Environment: SAMPLES=960000, VOCAB=2048, REPEATS=3, PROFILE=0 (1: the
+# Environment: N=2, SAMPLES=960000, VOCAB=2048, REPEATS=3, PROFILE=0 (1: the
 # jobs run with --profile and their per-rank phase times, ms per step,
 # follow the table: where a 2-rank step's extra time goes, beside the same
 # phases of the two independent jobs).
 set -u
 B=$(cd "$1" && pwd)
-S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}
+S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}; N=${N:-2}
 W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
 P=""; [ "${PROFILE:-0}" = 1 ] && P=--profile
 job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
@@ -31,18 +34,22 @@ job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
   grep 'profile rank' "$W/log_$2" | sed "s/^/# $2 (np $1): /" > "$W/prof_$2"
   sed -n 's/.*final: [0-9]* steps in \([0-9.]*\) s.*/\1/p' "$W/log_$2"
 }
-echo "| repeat | 1 rank | two 1-rank jobs | 2 ranks | jobs / 1 rank | 2 ranks / 1 rank | 2 ranks / jobs |"
+echo "| repeat | 1 rank | $N 1-rank jobs | $N ranks | jobs / 1 rank | $N ranks / 1 rank | $N ranks / jobs |"
 echo "|---|---|---|---|---|---|---|"
 for r in $(seq 1 "$R"); do
   a=$(job 1 a)
-  job 1 b > "$W/b1" & job 1 c > "$W/c1"; wait
-  c=$(job 2 d)
-  [ -n "$a" ] && [ -s "$W/b1" ] && [ -s "$W/c1" ] && [ -n "$c" ] ||
-    { echo "a job failed" >&2; exit 1; }
-  awk -v r="$r" -v S="$S" -v a="$a" -v b1="$(cat "$W/b1")" -v b2="$(cat "$W/c1")" -v c="$c" \
-    'BEGIN { A = S / a; Bs = S / b1 + S / b2; C = S / c;
+  for j in $(seq 1 "$N"); do job 1 "b$j" > "$W/t$j" & done; wait
+  c=$(job "$N" d)
+  Bs=0
+  for j in $(seq 1 "$N"); do
+    [ -s "$W/t$j" ] || { echo "a job failed" >&2; exit 1; }
+    Bs=$(awk -v x="$Bs" -v t="$(cat "$W/t$j")" -v S="$S" 'BEGIN { print x + S / t }')
+  done
+  [ -n "$a" ] && [ -n "$c" ] || { echo "a job failed" >&2; exit 1; }
+  awk -v r="$r" -v S="$S" -v a="$a" -v Bs="$Bs" -v c="$c" \
+    'BEGIN { A = S / a; C = S / c;
              printf "| %d | %.0f | %.0f | %.0f | %.2f | %.2f | %.2f |\n", r, A, Bs, C, Bs / A, C / A, C / Bs }'
-  cat "$W/prof_a" "$W/prof_b" "$W/prof_c" "$W/prof_d" >> "$W/profiles"
+  cat "$W"/prof_* >> "$W/profiles"
   # u: the 1-rank job's cores, its process CPU per step (training steps)
   # times its steps over its train seconds.
   awk -v a="$a" '/final: [0-9]+ steps in/ { for (i = 1; i <= NF; ++i) if ($i == "steps") n = $(i - 1) }
