@@ -9,6 +9,7 @@
 #include <type_traits>
 
 #include "abi/error.h"
+#include "comm/rank_order.h"
 #include "embedding/dim_dispatch.h"
 #include "embedding/wire.h"
 #include "timeline/timeline.h"
@@ -1240,7 +1241,7 @@ void Collection::sum_dense() {
   // This rank's input from its copy in a peer's block (the caller's send
   // may be recv itself); every peer's from its block. A block after wire
   // rows of 2 bytes may start off a float's alignment: then via a copy.
-  std::vector<const float *> in(world_);
+  std::vector<const char *> in(world_);
   std::vector<std::vector<float>> moved;
   moved.reserve(world_);
   const int next = (rank_ + 1) % world_;
@@ -1251,22 +1252,18 @@ void Collection::sum_dense() {
     if (reinterpret_cast<uintptr_t>(at) % alignof(float)) {
       moved.emplace_back(n);
       std::memcpy(moved.back().data(), at, D);
-      in[p] = moved.back().data();
+      in[p] = reinterpret_cast<const char *>(moved.back().data());
     } else {
-      in[p] = reinterpret_cast<const float *>(at);
+      in[p] = reinterpret_cast<const char *>(at);
     }
   }
-  // Rank order per element: ((x0 + x1) + x2) + ..., the order of
-  // hb_allreduce's rank-order reduction (comm/rank_order.h), so the same
-  // bits at any world size.
-  float *__restrict out = dense_.recv;
-  const float *__restrict a = in[0];
-  const float *__restrict b = in[1];
-  for (size_t i = 0; i < n; ++i) out[i] = a[i] + b[i];
-  for (int p = 2; p < world_; ++p) {
-    const float *__restrict c = in[p];
-    for (size_t i = 0; i < n; ++i) out[i] += c[i];
-  }
+  // hb_allreduce's own fold and kernels (comm/rank_order.h): rank order per
+  // element, ((x0 + x1) + x2) + ..., so the same bits at any world size.
+  // recv is none of the inputs (this rank's is its copy in sbuf_).
+  const comm::OpKernels k = comm::op_kernels(HB_FLOAT32, HB_SUM);
+  const comm::RankOrderOp op{sizeof(float), k.acc, k.combine};
+  comm::fold_in_rank_order_into(op, world_, in.data(),
+                                reinterpret_cast<char *>(dense_.recv), n);
 }
 
 }  // namespace emb
