@@ -24,11 +24,8 @@ void Backend::alltoallv_known(const void *send, const int64_t *send_bytes,
                               const std::vector<int64_t> &recv_bytes,
                               const Deliver &deliver) {
   const size_t n = size_t(world_size());
-  std::vector<int64_t> so(n), ro(n);
-  for (size_t q = 1; q < n; ++q) {
-    so[q] = so[q - 1] + send_bytes[q - 1];
-    ro[q] = ro[q - 1] + recv_bytes[q - 1];
-  }
+  const std::vector<int64_t> so = packed_offsets(send_bytes),
+                             ro = packed_offsets(recv_bytes.data());
   for (size_t q = 0; q < n; ++q)
     if (recv_bytes[q] < 0)
       fail(HB_ERR_MISMATCH, "alltoallv: rank %zu announced %lld bytes", q,
@@ -38,6 +35,43 @@ void Backend::alltoallv_known(const void *send, const int64_t *send_bytes,
             ro.data(), HB_UINT8);
   for (size_t q = 0; q < n; ++q)
     deliver(int(q), recv.data() + ro[q], size_t(recv_bytes[q]));
+}
+
+std::vector<int64_t> Backend::packed_offsets(const int64_t *bytes) const {
+  const size_t n = size_t(world_size());
+  std::vector<int64_t> at(n, 0);
+  for (size_t q = 1; q < n; ++q) at[q] = at[q - 1] + bytes[q - 1];
+  return at;
+}
+
+void Backend::alltoallv_fill(const int64_t *send_bytes,
+                             const int64_t *recv_bytes, const Fill &fill,
+                             const Deliver &deliver) {
+  const char *got = alltoallv_staged(send_bytes, recv_bytes, fill);
+  const std::vector<int64_t> ro = packed_offsets(recv_bytes);
+  for (int q = 0; q < world_size(); ++q)
+    deliver(q, got + ro[size_t(q)], size_t(recv_bytes[q]));
+}
+
+const char *Backend::alltoallv_staged(const int64_t *send_bytes,
+                                      const int64_t *recv_bytes,
+                                      const Fill &fill, const char *in,
+                                      const Move &move) {
+  const int n = world_size();
+  const std::vector<int64_t> so = packed_offsets(send_bytes),
+                             ro = packed_offsets(recv_bytes);
+  if (!in) {
+    char *s = fill_send_.ensure(size_t(so.back() + send_bytes[n - 1]));
+    for (int q = 0; q < n; ++q)
+      if (send_bytes[q]) fill(q, s + so[size_t(q)]);
+    in = s;
+  }
+  char *out = fill_recv_.ensure(size_t(ro.back() + recv_bytes[n - 1]));
+  if (move)
+    move(in, so.data(), out, ro.data());
+  else
+    alltoallv(in, send_bytes, so.data(), out, recv_bytes, ro.data(), HB_UINT8);
+  return out;
 }
 
 }  // namespace comm

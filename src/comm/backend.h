@@ -19,6 +19,7 @@
 #include <string>
 #include <vector>
 
+#include "comm/scratch.h"
 #include "comm/traffic.h"
 #include "hb.h"
 
@@ -132,6 +133,20 @@ class Backend {
   virtual bool sized_in_one_round() const { return false; }
   virtual void alltoallv_sized(const void *send, const int64_t *send_bytes,
                                const Deliver &deliver);
+  // An alltoallv of bytes whose caller writes each block it sends and reads
+  // each block it receives in place (the collections' rows and partial
+  // sums: docs/embedding-collections.md): fill(q, dst) runs once for every
+  // rank q with send_bytes[q] > 0, in rank order, before anything is sent,
+  // and writes those bytes at dst; deliver(q, data, bytes) then runs once
+  // per rank q, in rank order, with q's block to this rank (recv_bytes[q]
+  // of them; data valid until this backend's next call). The same call,
+  // print and rounds as alltoallv of the packed blocks. Here (and wherever
+  // a transport has no place of its own for them) the blocks are staged:
+  // filled into a buffer, exchanged by alltoallv, delivered from another.
+  using Fill = std::function<void(int, char *)>;
+  virtual void alltoallv_fill(const int64_t *send_bytes,
+                              const int64_t *recv_bytes, const Fill &fill,
+                              const Deliver &deliver);
   virtual void reduce_scatter(const void *send, void *recv, size_t recv_count,
                               hb_dtype dtype, hb_reduce_op op) = 0;
   // What this rank sent so far, by transport (comm/traffic.h).
@@ -145,6 +160,19 @@ class Backend {
   void alltoallv_known(const void *send, const int64_t *send_bytes,
                        const std::vector<int64_t> &recv_bytes,
                        const Deliver &deliver);
+  // Where each rank's blocks start in a buffer packed in rank order.
+  std::vector<int64_t> packed_offsets(const int64_t *bytes) const;
+  // alltoallv_fill's staged form: the blocks filled into fill_send_ (or
+  // already at `in`, packed, when not null), exchanged into fill_recv_ by
+  // move(in, send offsets, out, recv offsets) (default: alltoallv of
+  // bytes); returns fill_recv_ (rank q's block at its packed offset).
+  using Move = std::function<void(const char *, const int64_t *, char *,
+                                  const int64_t *)>;
+  const char *alltoallv_staged(const int64_t *send_bytes,
+                               const int64_t *recv_bytes, const Fill &fill,
+                               const char *in = nullptr,
+                               const Move &move = nullptr);
+  Scratch fill_send_, fill_recv_;
 
  private:
   int rank_;

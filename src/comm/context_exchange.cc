@@ -47,6 +47,14 @@ class ContextExchange : public Exchange {
     ctx_.check();
     cpu_backend(ctx_).alltoallv_sized(send, send_bytes, deliver);
   }
+  void alltoallv_fill(const int64_t *send_bytes, const int64_t *recv_bytes,
+                      const Fill &fill, const Deliver &deliver) override {
+    if (world() == 1)
+      return Exchange::alltoallv_fill(send_bytes, recv_bytes, fill, deliver);
+    timeline::Span span("alltoallv", "comm");
+    ctx_.check();
+    cpu_backend(ctx_).alltoallv_fill(send_bytes, recv_bytes, fill, deliver);
+  }
 
  private:
   hb_context &ctx_;

@@ -727,10 +727,8 @@ void GlooBackend::board_reduce_staged(const RankOrderOp &ro, const char *x,
   }
 }
 
-bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
-                                  const int64_t *send_offsets, char *recv,
-                                  const int64_t *recv_counts,
-                                  const int64_t *recv_offsets, size_t es) {
+bool GlooBackend::board_alltoallv(const int64_t *send_counts, size_t es,
+                                  const Fill &fill, const char **in_slot) {
   const int n = world_size(), r = rank();
   // Blocks up to the slot's whole payload (inline part and staging area)
   // ride with the print: one rendezvous per call. The rings would take a
@@ -740,24 +738,18 @@ bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
   const size_t cap = shm_->board_payload_bytes();
   size_t mine = 0;
   for (int q = 0; q < n; ++q) mine += size_t(send_counts[q]) * es;
-  const char *payload = nullptr;
-  size_t bytes = 0;
-  if (mine <= cap) {  // else: the print alone
-    bytes = mine;
-    payload = send;
-    if (mine && !packed(send_counts, send_offsets, n)) {
-      // Packed straight into this rank's slot (board_post then copies
-      // nothing): writable, as the last call's wait has returned.
-      char *s = shm_->board_payload(board_calls_ + 1);
-      size_t at = 0;
-      for (int q = 0; q < n; at += size_t(send_counts[q]) * es, ++q)
-        if (send_counts[q])
-          std::memcpy(s + at, send + size_t(send_offsets[q]) * es,
-                      size_t(send_counts[q]) * es);
-      payload = s;
+  // Written straight into this rank's slot (board_post then copies
+  // nothing): writable, as the last call's wait has returned.
+  char *slot = shm_->board_payload(board_calls_ + 1);
+  const bool fits = mine <= cap;  // else: the print alone
+  if (fits)
+    for (size_t q = 0, at = 0; q < size_t(n); ++q) {
+      const size_t b = size_t(send_counts[q]) * es;
+      if (b) fill(int(q), slot + at);
+      at += b;
     }
-  }
-  const uint64_t call = board_exchange(payload, bytes);
+  if (in_slot) *in_slot = fits ? slot : nullptr;
+  const uint64_t call = board_exchange(fits ? slot : nullptr, fits ? mine : 0);
   // The board carries the call only if every rank's sends fit: decided
   // from the checked prints and the posted sizes, so alike on every rank.
   if (board_prints_.size() != size_t(n)) return false;
@@ -768,18 +760,42 @@ bool GlooBackend::board_alltoallv(const char *send, const int64_t *send_counts,
     if (total > cap || shm_->board_slot(q, call).payload_bytes != total)
       return false;
   }
-  // My block from q sits after q's blocks for ranks below me. Reading the
-  // slots (copies) never aliases the caller's buffers.
+  // My block from q sits after q's blocks for ranks below me.
+  board_from_.resize(size_t(n));
   for (int q = 0; q < n; ++q) {
-    if (!recv_counts[q]) continue;
     size_t at = 0;
     for (int j = 0; j < r; ++j)
       at += size_t(board_prints_[size_t(q)].counts[size_t(j)]) * es;
-    std::memcpy(recv + size_t(recv_offsets[q]) * es,
-                shm_->board_slot(q, call).payload + at,
-                size_t(recv_counts[q]) * es);
+    board_from_[size_t(q)] = shm_->board_slot(q, call).payload + at;
   }
   return true;
+}
+
+void GlooBackend::alltoallv_fill(const int64_t *send_bytes,
+                                 const int64_t *recv_bytes, const Fill &fill,
+                                 const Deliver &deliver) {
+  // Only a checked call's print says where each block sits in a slot.
+  if (!board_ || !cfg_.check_calls)
+    return Backend::alltoallv_fill(send_bytes, recv_bytes, fill, deliver);
+  const int n = world_size();
+  const CallPrint print = alltoallv_print(send_bytes, recv_bytes, HB_UINT8, n);
+  guarded("alltoallv", [&] {
+    check(print);
+    const char *in = nullptr;
+    if (board_alltoallv(send_bytes, 1, fill, &in)) return;
+    // Over the rings, as alltoallv: this rank's blocks from its slot (no
+    // later post overwrites it before they are sent), else filled now.
+    const char *got = alltoallv_staged(
+        send_bytes, recv_bytes, fill, in,
+        [&](const char *s, const int64_t *so, char *out, const int64_t *ro) {
+          alltoallv_unboarded(s, send_bytes, so, out, recv_bytes, ro, HB_UINT8);
+        });
+    const std::vector<int64_t> ro = packed_offsets(recv_bytes);
+    board_from_.resize(size_t(n));
+    for (int q = 0; q < n; ++q) board_from_[size_t(q)] = got + ro[size_t(q)];
+  });
+  for (int q = 0; q < n; ++q)
+    deliver(q, board_from_[size_t(q)], size_t(recv_bytes[q]));
 }
 
 void GlooBackend::alltoallv_sized(const void *send, const int64_t *send_bytes,
@@ -1183,10 +1199,54 @@ void GlooBackend::allgatherv(const void *send, size_t send_count, void *recv,
   });
 }
 
+CallPrint GlooBackend::alltoallv_print(const int64_t *send_counts,
+                                       const int64_t *recv_counts,
+                                       hb_dtype dtype, int n) {
+  CallPrint print;
+  print.kind = CallPrint::kAlltoallv;
+  print.dtype = dtype;
+  print.counts.assign(send_counts, send_counts + n);
+  print.counts.insert(print.counts.end(), recv_counts, recv_counts + n);
+  return print;
+}
+
 void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
                             const int64_t *send_offsets, void *recv,
                             const int64_t *recv_counts,
                             const int64_t *recv_offsets, hb_dtype dtype) {
+  const size_t es = hb_dtype_size(dtype);
+  const int n = world_size();
+  const CallPrint print = alltoallv_print(send_counts, recv_counts, dtype, n);
+  guarded("alltoallv", [&] {
+    check(print);
+    if (board_ && print_pending_) {
+      // Copied into the slot and out of the peers' (never aliasing the
+      // caller's buffers).
+      const char *s = static_cast<const char *>(send);
+      auto fill = [&](int q, char *dst) {
+        std::memcpy(dst, s + size_t(send_offsets[q]) * es,
+                    size_t(send_counts[q]) * es);
+      };
+      if (board_alltoallv(send_counts, es, fill, nullptr)) {
+        for (int q = 0; q < n; ++q)
+          if (recv_counts[q])
+            std::memcpy(
+                static_cast<char *>(recv) + size_t(recv_offsets[q]) * es,
+                board_from_[size_t(q)], size_t(recv_counts[q]) * es);
+        return;
+      }
+    }
+    alltoallv_unboarded(send, send_counts, send_offsets, recv, recv_counts,
+                        recv_offsets, dtype);
+  });
+}
+
+void GlooBackend::alltoallv_unboarded(const void *send,
+                                      const int64_t *send_counts,
+                                      const int64_t *send_offsets, void *recv,
+                                      const int64_t *recv_counts,
+                                      const int64_t *recv_offsets,
+                                      hb_dtype dtype) {
   const int64_t es = static_cast<int64_t>(hb_dtype_size(dtype));
   const int n = world_size();
   std::vector<int64_t> sb(n), rb(n);
@@ -1199,87 +1259,72 @@ void GlooBackend::alltoallv(const void *send, const int64_t *send_counts,
     if (recv_counts[r])
       recv_span = std::max(recv_span, (recv_offsets[r] + recv_counts[r]) * es);
   }
-  CallPrint print;
-  print.kind = CallPrint::kAlltoallv;
-  print.dtype = dtype;
-  print.counts.assign(send_counts, send_counts + n);
-  print.counts.insert(print.counts.end(), recv_counts, recv_counts + n);
-  guarded("alltoallv", [&] {
-    check(print);
-    if (board_ && print_pending_ &&
-        board_alltoallv(static_cast<const char *>(send), send_counts,
-                        send_offsets, static_cast<char *>(recv), recv_counts,
-                        recv_offsets, size_t(es)))
-      return;
-    if (p2p_world()) {
-      const char *in = static_cast<const char *>(send);
-      const int64_t *in_off = send_offsets;
-      std::vector<int64_t> staged_off;
-      if (stotal &&
-          overlaps(send, size_t(send_span), recv, size_t(recv_span))) {
-        char *s = in_stage_.ensure(size_t(stotal));
-        pack_blocks(s, in, send_offsets, size_t(es), sb);
-        staged_off.resize(size_t(n));
-        int64_t at = 0;
-        for (int r = 0; r < n; at += send_counts[r], ++r)
-          staged_off[size_t(r)] = at;
-        in = s;
-        in_off = staged_off.data();
-      }
-      if (hier_) {
-        // The leaders' messages on their registered regions, each that
-        // fits (sizes from the call's counts round, the same choice on
-        // both sides), the others on per-call buffers; every call that
-        // has regions takes them (the same on every rank).
-        PairRegions *lr = leader_regions_.get();
-        return over_p2p(
-            [&](P2P &p2p) {
-              hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
-                             send_counts, in_off, static_cast<char *>(recv),
-                             recv_counts, recv_offsets, size_t(es),
-                             lr ? lr->area_bytes() : 0);
-            },
-            Peers::kLeaders, lr, true, true);
-      }
-      // Pairs made on first use: only the pairs with bytes either way
-      // connect; both sides of a pair know that from their own counts
-      // (checked consistent by the call's print).
-      call_peers_.clear();
-      for (int q : far_peers_)
-        if (send_counts[q] || recv_counts[q]) call_peers_.push_back(q);
-      return over_p2p(
-          [&](P2P &p2p) {
-            p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
-                          static_cast<char *>(recv), recv_counts, recv_offsets,
-                          size_t(es));
-          },
-          Peers::kFar, nullptr, true, false, &call_peers_);
-    }
-    const bool send_direct =
-        packed(send_counts, send_offsets, n) &&
-        !overlaps(send, size_t(send_span), recv, size_t(recv_span));
-    const bool recv_direct = packed(recv_counts, recv_offsets, n);
+  if (p2p_world()) {
     const char *in = static_cast<const char *>(send);
-    if (!send_direct && stotal) {
+    const int64_t *in_off = send_offsets;
+    std::vector<int64_t> staged_off;
+    if (stotal && overlaps(send, size_t(send_span), recv, size_t(recv_span))) {
       char *s = in_stage_.ensure(size_t(stotal));
       pack_blocks(s, in, send_offsets, size_t(es), sb);
+      staged_off.resize(size_t(n));
+      int64_t at = 0;
+      for (int r = 0; r < n; at += send_counts[r], ++r)
+        staged_off[size_t(r)] = at;
       in = s;
+      in_off = staged_off.data();
     }
-    char *out = recv_direct
-                    ? static_cast<char *>(recv)
-                    : out_stage_.ensure(size_t(std::max<int64_t>(rtotal, 1)));
-    for (int q = 0; q < n; ++q)
-      if (q != rank() && sb[size_t(q)]) traffic_.add(false, size_t(sb[q]));
-    gloo::AlltoallvOptions o(coll_ctx_);
-    o.setInput<uint8_t>(bytes(in), sb);
-    o.setOutput<uint8_t>(bytes(out), rb);
-    o.setTag(next_tag());
-    o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
-    gloo::alltoallv(o);
-    if (!recv_direct)
-      unpack_blocks(static_cast<char *>(recv), recv_offsets, size_t(es), out,
-                    rb);
-  });
+    if (hier_) {
+      // The leaders' messages on their registered regions, each that
+      // fits (sizes from the call's counts round, the same choice on
+      // both sides), the others on per-call buffers; every call that
+      // has regions takes them (the same on every rank).
+      PairRegions *lr = leader_regions_.get();
+      return over_p2p(
+          [&](P2P &p2p) {
+            hier_alltoallv(p2p, hosts_, hier_scratch_, kDataChannel, in,
+                           send_counts, in_off, static_cast<char *>(recv),
+                           recv_counts, recv_offsets, size_t(es),
+                           lr ? lr->area_bytes() : 0);
+          },
+          Peers::kLeaders, lr, true, true);
+    }
+    // Pairs made on first use: only the pairs with bytes either way
+    // connect; both sides of a pair know that from their own counts
+    // (checked consistent by the call's print).
+    call_peers_.clear();
+    for (int q : far_peers_)
+      if (send_counts[q] || recv_counts[q]) call_peers_.push_back(q);
+    return over_p2p(
+        [&](P2P &p2p) {
+          p2p_alltoallv(p2p, kDataChannel, in, send_counts, in_off,
+                        static_cast<char *>(recv), recv_counts, recv_offsets,
+                        size_t(es));
+        },
+        Peers::kFar, nullptr, true, false, &call_peers_);
+  }
+  const bool send_direct =
+      packed(send_counts, send_offsets, n) &&
+      !overlaps(send, size_t(send_span), recv, size_t(recv_span));
+  const bool recv_direct = packed(recv_counts, recv_offsets, n);
+  const char *in = static_cast<const char *>(send);
+  if (!send_direct && stotal) {
+    char *s = in_stage_.ensure(size_t(stotal));
+    pack_blocks(s, in, send_offsets, size_t(es), sb);
+    in = s;
+  }
+  char *out = recv_direct
+                  ? static_cast<char *>(recv)
+                  : out_stage_.ensure(size_t(std::max<int64_t>(rtotal, 1)));
+  for (int q = 0; q < n; ++q)
+    if (q != rank() && sb[size_t(q)]) traffic_.add(false, size_t(sb[q]));
+  gloo::AlltoallvOptions o(coll_ctx_);
+  o.setInput<uint8_t>(bytes(in), sb);
+  o.setOutput<uint8_t>(bytes(out), rb);
+  o.setTag(next_tag());
+  o.setTimeout(std::chrono::milliseconds(cfg_.timeout_ms));
+  gloo::alltoallv(o);
+  if (!recv_direct)
+    unpack_blocks(static_cast<char *>(recv), recv_offsets, size_t(es), out, rb);
 }
 
 void GlooBackend::broadcast(const void *send, void *recv, size_t count,

@@ -83,6 +83,12 @@ class GlooBackend final : public Backend {
   }
   void alltoallv_sized(const void *send, const int64_t *send_bytes,
                        const Deliver &deliver) override;
+  // On the call board (calls checked): each rank fills its blocks straight
+  // into its slot and reads its peers' blocks in theirs, with the print in
+  // one round; the rings when some rank's do not fit (from the slot, or
+  // staged when this rank's did not fit). Elsewhere staged (Backend's).
+  void alltoallv_fill(const int64_t *send_bytes, const int64_t *recv_bytes,
+                      const Fill &fill, const Deliver &deliver) override;
   void reduce_scatter(const void *send, void *recv, size_t recv_count,
                       hb_dtype dtype, hb_reduce_op op) override;
 
@@ -209,14 +215,25 @@ class GlooBackend final : public Backend {
   // True when reductions too large for the inline payload take
   // board_reduce_staged rather than the rings (option cpu_shm_reduce).
   bool staged_board_ = false;
-  // alltoallv with its print pending: every rank posts its packed sends
-  // (when they fit a slot) with the print; true when every rank's did and
-  // the blocks were read from the slots, false when the call must go on
-  // over the rings (the print is checked either way).
-  bool board_alltoallv(const char *send, const int64_t *send_counts,
-                       const int64_t *send_offsets, char *recv,
-                       const int64_t *recv_counts, const int64_t *recv_offsets,
-                       size_t es);
+  // alltoallv with its print pending: every rank posts its sends
+  // (send_counts[q] x es bytes to q, written packed into its slot by
+  // fill(q, dst) when they all fit) with the print; true when every rank's
+  // did: then board_from_[q] is q's block to this rank, read in place from
+  // q's slot (until this rank's next post). False when the call must go on
+  // over the rings (the print is checked either way); *in_slot (if given)
+  // is then this rank's blocks in its slot, or nullptr where they did not
+  // fit (nothing was filled).
+  bool board_alltoallv(const int64_t *send_counts, size_t es, const Fill &fill,
+                       const char **in_slot);
+  // alltoallv once its print is checked, off the board: over P2P (rings,
+  // routed, hierarchical) or Gloo's own.
+  void alltoallv_unboarded(const void *send, const int64_t *send_counts,
+                           const int64_t *send_offsets, void *recv,
+                           const int64_t *recv_counts,
+                           const int64_t *recv_offsets, hb_dtype dtype);
+  static CallPrint alltoallv_print(const int64_t *send_counts,
+                                   const int64_t *recv_counts, hb_dtype dtype,
+                                   int n);
 
   BackendConfig cfg_;
   Health &health_;
@@ -279,6 +296,7 @@ class GlooBackend final : public Backend {
   std::vector<char> board_wire_;
   std::vector<CallPrint> board_prints_;
   std::vector<const char *> board_in_;
+  std::vector<const char *> board_from_;  // board_alltoallv's blocks
   Scratch reduce_scratch_;  // what the cached algorithms reduce; buckets
   Scratch peer_scratch_;    // rank-order: the peers' parts of my block
   Scratch in_stage_;        // overlapping or strided inputs

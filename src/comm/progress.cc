@@ -240,6 +240,13 @@ class ProgressExchange : public Exchange {
     timeline::Span span("alltoallv", "comm");
     p->backend().alltoallv_sized(send, send_bytes, deliver);
   }
+  void alltoallv_fill(const int64_t *send_bytes, const int64_t *recv_bytes,
+                      const Fill &fill, const Deliver &deliver) override {
+    std::shared_ptr<Progress> held;
+    Progress *p = settled(held);
+    timeline::Span span("alltoallv", "comm");
+    p->backend().alltoallv_fill(send_bytes, recv_bytes, fill, deliver);
+  }
   void post(std::function<void()> job) override {
     if (std::shared_ptr<Progress> p = p_.lock())
       p->post(std::move(job));

@@ -107,6 +107,23 @@ void Exchange::alltoallv_sized(const void *, const int64_t *, const Deliver &) {
        "alltoallv_sized on an exchange that needs a round of sizes first");
 }
 
+void Exchange::alltoallv_fill(const int64_t *send_bytes,
+                              const int64_t *recv_bytes, const Fill &fill,
+                              const Deliver &deliver) {
+  const int w = world();
+  std::vector<size_t> so(w + 1, 0), ro(w + 1, 0);
+  for (int p = 0; p < w; ++p) {
+    so[p + 1] = so[p] + static_cast<size_t>(send_bytes[p]);
+    ro[p + 1] = ro[p] + static_cast<size_t>(recv_bytes[p]);
+  }
+  std::vector<char> send(so[w]), recv(ro[w]);
+  for (int p = 0; p < w; ++p)
+    if (send_bytes[p]) fill(p, send.data() + so[p]);
+  alltoallv(send.data(), send_bytes, recv.data(), recv_bytes);
+  for (int p = 0; p < w; ++p)
+    deliver(p, recv.data() + ro[p], static_cast<size_t>(recv_bytes[p]));
+}
+
 std::vector<std::string> gather_strings(Exchange &x, const std::string &mine) {
   const int w = x.world();
   std::vector<int64_t> size_to(w, static_cast<int64_t>(mine.size())), sizes(w);

@@ -44,6 +44,17 @@ class Exchange {
   virtual bool sized_in_one_round() const { return false; }
   virtual void alltoallv_sized(const void *send, const int64_t *send_bytes,
                                const Deliver &deliver);
+  // alltoallv with the blocks written and read in place (comm/backend.h,
+  // alltoallv_fill): fill(p, dst) writes the send_bytes[p] > 0 bytes for p
+  // at dst, once per such p in rank order before anything is sent;
+  // deliver(p, data, bytes) then runs once per rank p, in rank order, with
+  // p's recv_bytes[p] (valid until this exchange's next call). On the call
+  // board dst and data are the slots themselves; the default stages them
+  // through buffers and alltoallv (the same bytes and rounds).
+  using Fill = std::function<void(int, char *)>;
+  virtual void alltoallv_fill(const int64_t *send_bytes,
+                              const int64_t *recv_bytes, const Fill &fill,
+                              const Deliver &deliver);
 };
 
 // Which collective a rank is making, checked across ranks by the first

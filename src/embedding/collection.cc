@@ -789,6 +789,19 @@ void Collection::exchange() {
   x_->alltoallv(sbuf_.data(), sb_.data(), rbuf_.data(), rb_.data());
 }
 
+void Collection::exchange(const Fill &fill, const Deliver &deliver) {
+  count_round();
+  x_->alltoallv_fill(
+      sb_.data(), rb_.data(),
+      [&](int p, char *dst) {
+        fill(p, reinterpret_cast<unsigned char *>(dst));
+      },
+      [&](int p, const char *data, size_t) {
+        if (p != rank_)
+          deliver(p, reinterpret_cast<const unsigned char *>(data));
+      });
+}
+
 void Collection::plan_tables(const char *what) {
   for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
@@ -938,7 +951,6 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
   phase.emplace("emb.rows", "embedding");
   const size_t T = tables_.size();
   layouts(0, row_bytes_, /*back=*/true);
-  sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   std::vector<OwnerCall> calls(batch_ ? T : 0);
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
@@ -949,14 +961,17 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
                   &plans_[t].owner(), s.wire.data(), nullptr};
   }
   if (batch_) batch_->encode_rows(calls);
-  // This rank's own rows skip the exchange: the requester decodes them from
-  // the owner's wire buffer (the bytes the exchange would have carried). At
-  // world 1 with float32 rows the owner writes them straight into the
+  // At world 1 with float32 rows the owner writes them straight into the
   // partial rows (received order = send order there): one copy, not four.
+  // Elsewhere a table that holds its rows writes each peer's straight into
+  // the exchange's block for it (on the call board: this rank's slot), and
+  // this rank's own share skips the exchange.
+  auto pieces = [&](size_t t) {
+    return !batch_ && world_ > 1 && tables_[t]->holds_rows();
+  };
   for (size_t t = 0; t < T; ++t) {
     Slot &s = slots_[t];
     const StepPlan &pl = plans_[t];
-    const size_t rbt = row_bytes_[t];
     if (rows_in_place(t)) continue;
     if (!batch_ && direct_rows(t)) {
       s.partial.resize(pl.send_ids().size() * tables_[t]->spec().dim);
@@ -965,43 +980,61 @@ void Collection::rows_and_pool(const JaggedBatch &in, float *out,
           reinterpret_cast<unsigned char *>(s.partial.data()));
       continue;
     }
-    if (!batch_)
+    if (pieces(t))
+      tables_[t]->find_rows(s.recv, s.nrecv, s.owner_nu, pl.owner());
+    else if (!batch_)
       tables_[t]->encode_rows(s.recv, s.nrecv, s.owner_nu, pl.owner(),
                               s.wire.data());
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.recv_counts()[p];
-      if (c && p != rank_)
-        std::memcpy(sbuf_.data() + sat(p, t), s.wire.data() + from * rbt,
-                    c * rbt);
-      from += c;
-    }
-    stats_.dedup_bound_bytes += pl.remote_sent() * rbt;
+    stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
+    s.partial.resize(pl.send_ids().size() * tables_[t]->spec().dim);
   }
+  // Table t's rows from rank p (received order: recv_at) at dst.
+  auto put = [&](int p, size_t t, unsigned char *dst) {
+    const StepPlan &pl = plans_[t];
+    const size_t rbt = row_bytes_[t];
+    const int64_t c = pl.recv_counts()[p];
+    if (pieces(t))
+      tables_[t]->encode_found(recv_at(pl, p), c, dst);
+    else if (c)
+      std::memcpy(dst, slots_[t].wire.data() + recv_at(pl, p) * rbt, c * rbt);
+  };
+  // Requester: each table's rows in send order (decoded from the peers'
+  // blocks as they arrive), then pooled per feature.
+  auto decode = [&](int p, size_t t, const unsigned char *src) {
+    const Spec &sp = tables_[t]->spec();
+    const StepPlan &pl = plans_[t];
+    wire_decode(src, pl.send_counts()[p] * sp.dim, sp.wire_dtype,
+                slots_[t].partial.data() + send_at(pl, p) * sp.dim);
+  };
   if (world_ > 1)
-    exchange();
+    exchange(
+        [&](int p, unsigned char *dst) {
+          for (size_t t = 0; t < T; ++t) put(p, t, dst + sin_block(p, t));
+        },
+        [&](int p, const unsigned char *block) {
+          for (size_t t = 0; t < T; ++t) decode(p, t, block + rin_block(p, t));
+        });
   else
     count_round();
-
-  // Requester: each table's rows in send order, then pooled per feature.
-  phase.emplace("emb.pool", "embedding");
+  // This rank's own share: float32 rows found in pieces go straight into
+  // the partial rows (they are the decoded rows); others through the wire
+  // buffer (the bytes the exchange would have carried).
   for (size_t t = 0; t < T; ++t) {
-    Slot &s = slots_[t];
+    if (!batch_ && direct_rows(t)) continue;
     const StepPlan &pl = plans_[t];
     const Spec &sp = tables_[t]->spec();
-    if (!batch_ && direct_rows(t)) continue;
-    s.partial.resize(pl.send_ids().size() * sp.dim);
-    int64_t from = 0;
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.send_counts()[p];
-      const unsigned char *src =
-          p == rank_ ? s.wire.data() + recv_at(pl, rank_) * row_bytes_[t]
-                     : rbuf_.data() + rat(p, t);
-      wire_decode(src, c * sp.dim, sp.wire_dtype,
-                  s.partial.data() + from * sp.dim);
-      from += c;
+    unsigned char *wire =
+        slots_[t].wire.data() + recv_at(pl, rank_) * row_bytes_[t];
+    if (pieces(t) && sp.wire_dtype == HB_FLOAT32) {
+      put(rank_, t,
+          reinterpret_cast<unsigned char *>(slots_[t].partial.data() +
+                                            send_at(pl, rank_) * sp.dim));
+      continue;
     }
+    if (pieces(t)) put(rank_, t, wire);
+    decode(rank_, t, wire);
   }
+  phase.emplace("emb.pool", "embedding");
   for (size_t f = 0; f < features_.size(); ++f) {
     const size_t t = slot_of_[f];
     const Bags &g = bags_[f];
@@ -1140,39 +1173,49 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
   // one-round form does.
   const size_t D = dense_count_ * 4;
   layouts(H, row_bytes_, /*back=*/false, D);
-  sbuf_.resize(stotal_), rbuf_.resize(rtotal_);
   const bool ok = o.status == HB_OK && reuse;
   int64_t h[kVerdictWords];
   verdict(o, ok, h);
-  for (int p = 0; p < world_; ++p)
-    if (p != rank_) {
-      std::memcpy(sbuf_.data() + sat_[p * (T + 1)], h, H);
-      if (ok && D)
-        std::memcpy(sbuf_.data() + sat_[p * (T + 1)] + sb_[p] - D, dense_.send,
-                    D);
-    }
-  // This rank's own partial sums skip the exchange (encoded straight into
-  // the owner's wire buffer below); at world 1 nothing is exchanged and the
-  // float32 ones go to the optimizer from the partial sums themselves.
-  if (ok)
-    for (size_t t = 0; t < T; ++t) {
-      const Slot &s = slots_[t];
-      const StepPlan &pl = plans_[t];
-      const Spec &sp = tables_[t]->spec();
-      int64_t from = 0;
-      for (int p = 0; p < world_; ++p) {
-        int64_t c = pl.send_counts()[p];
-        if (p != rank_)
-          wire_encode(s.partial.data() + from * sp.dim, c * sp.dim,
-                      sp.wire_dtype, sbuf_.data() + sat(p, t));
-        from += c;
-      }
-      stats_.dedup_bound_bytes += pl.remote_sent() * row_bytes_[t];
-    }
+  // The owner side's buffers, filled from the peers' blocks as they
+  // arrive (only used when every rank's verdict is OK).
+  for (size_t t = 0; t < T; ++t)
+    if (batch_ || !direct_rows(t))
+      slots_[t].wire.resize(slots_[t].nrecv * row_bytes_[t]);
+  dense_in_.resize(dense_count_ * world_);
   std::vector<int64_t> hv(world_ * kVerdictWords);
+  std::memcpy(&hv[rank_ * kVerdictWords], h, H);
+  if (ok)
+    for (size_t t = 0; t < T; ++t)
+      stats_.dedup_bound_bytes += plans_[t].remote_sent() * row_bytes_[t];
   if (world_ > 1) {
+    // This rank's own partial sums skip the exchange (encoded straight into
+    // the owner's wire buffer below); the peers' are encoded straight into
+    // the exchange's blocks (on the call board: this rank's slot).
+    auto fill = [&](int p, unsigned char *dst) {
+      std::memcpy(dst, h, H);
+      if (!ok) return;
+      if (D) std::memcpy(dst + sb_[p] - D, dense_.send, D);
+      for (size_t t = 0; t < T; ++t) {
+        const StepPlan &pl = plans_[t];
+        const Spec &sp = tables_[t]->spec();
+        wire_encode(slots_[t].partial.data() + send_at(pl, p) * sp.dim,
+                    pl.send_counts()[p] * sp.dim, sp.wire_dtype,
+                    dst + sin_block(p, t));
+      }
+    };
+    auto deliver = [&](int p, const unsigned char *block) {
+      std::memcpy(&hv[p * kVerdictWords], block, H);
+      for (size_t t = 0; t < T; ++t) {
+        const StepPlan &pl = plans_[t];
+        const size_t rbt = row_bytes_[t];
+        if (const int64_t c = pl.recv_counts()[p])
+          std::memcpy(slots_[t].wire.data() + recv_at(pl, p) * rbt,
+                      block + rin_block(p, t), c * rbt);
+      }
+      if (D) std::memcpy(&dense_in_[p * dense_count_], block + rb_[p] - D, D);
+    };
     try {
-      exchange();
+      exchange(fill, deliver);
     } catch (const Error &e) {
       // Ranks that pass different dense counts post blocks of different
       // sizes: the exchange's call check fails them all with
@@ -1183,14 +1226,8 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
            "floats: every rank must pass the same dense count, or none): %s",
            what, dense_count_, e.what());
     }
-    for (int p = 0; p < world_; ++p)
-      std::memcpy(&hv[p * kVerdictWords],
-                  p == rank_ ? reinterpret_cast<const unsigned char *>(h)
-                             : rbuf_.data() + rat_[p * (T + 1)],
-                  H);
   } else {
     count_round();
-    std::memcpy(hv.data(), h, H);
   }
   if (!verdicts(hv.data(), o, what)) return false;
   // Owners: one optimizer step per unique id.
@@ -1205,20 +1242,10 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
                              s.partial.data());
       continue;
     }
-    s.wire.resize(s.nrecv * rbt);
-    int64_t to = 0;
-    const int64_t self_from = send_at(pl, rank_);
-    for (int p = 0; p < world_; ++p) {
-      int64_t c = pl.recv_counts()[p];
-      const Spec &sp = tables_[t]->spec();
-      if (c && p == rank_)
-        wire_encode(s.partial.data() + self_from * sp.dim, c * sp.dim,
-                    sp.wire_dtype, s.wire.data() + to * rbt);
-      else if (c)
-        std::memcpy(s.wire.data() + to * rbt, rbuf_.data() + rat(p, t),
-                    c * rbt);
-      to += c;
-    }
+    const Spec &sp = tables_[t]->spec();
+    wire_encode(s.partial.data() + send_at(pl, rank_) * sp.dim,
+                pl.recv_counts()[rank_] * sp.dim, sp.wire_dtype,
+                s.wire.data() + recv_at(pl, rank_) * rbt);
     if (batch_)
       calls[t] = {tables_[t],  s.recv,  s.nrecv,      s.owner_nu,
                   &pl.owner(), nullptr, s.wire.data()};
@@ -1232,38 +1259,25 @@ bool Collection::send_partials(Outcome &o, bool reuse, const char *what) {
 }
 
 void Collection::sum_dense() {
-  const size_t n = dense_count_, D = n * 4, T = tables_.size();
+  const size_t n = dense_count_, D = n * 4;
   if (n == 0) return;
   if (world_ == 1) {  // hb_allreduce's sum over one rank: a copy
     if (dense_.recv != dense_.send) std::memmove(dense_.recv, dense_.send, D);
     return;
   }
-  // This rank's input from its copy in a peer's block (the caller's send
-  // may be recv itself); every peer's from its block. A block after wire
-  // rows of 2 bytes may start off a float's alignment: then via a copy.
+  // This rank's input is the caller's send (it may be recv itself); the
+  // peers' are their copies in dense_in_, which the fold may use as its
+  // accumulator (so recv may be this rank's input).
   std::vector<const char *> in(world_);
-  std::vector<std::vector<float>> moved;
-  moved.reserve(world_);
-  const int next = (rank_ + 1) % world_;
-  for (int p = 0; p < world_; ++p) {
-    const unsigned char *at =
-        p == rank_ ? sbuf_.data() + sat_[next * (T + 1)] + sb_[next] - D
-                   : rbuf_.data() + rat_[p * (T + 1)] + rb_[p] - D;
-    if (reinterpret_cast<uintptr_t>(at) % alignof(float)) {
-      moved.emplace_back(n);
-      std::memcpy(moved.back().data(), at, D);
-      in[p] = reinterpret_cast<const char *>(moved.back().data());
-    } else {
-      in[p] = reinterpret_cast<const char *>(at);
-    }
-  }
+  for (int p = 0; p < world_; ++p)
+    in[p] = reinterpret_cast<const char *>(
+        p == rank_ ? dense_.send : dense_in_.data() + p * n);
   // hb_allreduce's own fold and kernels (comm/rank_order.h): rank order per
   // element, ((x0 + x1) + x2) + ..., so the same bits at any world size.
-  // recv is none of the inputs (this rank's is its copy in sbuf_).
   const comm::OpKernels k = comm::op_kernels(HB_FLOAT32, HB_SUM);
   const comm::RankOrderOp op{sizeof(float), k.acc, k.combine};
-  comm::fold_in_rank_order_into(op, world_, in.data(),
-                                reinterpret_cast<char *>(dense_.recv), n);
+  comm::fold_in_rank_order(op, world_, rank_, in.data(),
+                           reinterpret_cast<char *>(dense_.recv), n);
 }
 
 }  // namespace emb

@@ -27,6 +27,7 @@
 
 #include <cstdint>
 #include <exception>
+#include <functional>
 #include <memory>
 #include <optional>
 #include <string>
@@ -221,6 +222,14 @@ class CollectionBase {
   int64_t rat(int p, size_t t) const {
     return rat_[p * (tables_.size() + 1) + 1 + t];
   }
+  // Table t's part of peer p's block, from the block's start (the blocks
+  // filled and delivered in place: Collection::exchange).
+  int64_t sin_block(int p, size_t t) const {
+    return sat(p, t) - sat_[p * (tables_.size() + 1)];
+  }
+  int64_t rin_block(int p, size_t t) const {
+    return rat(p, t) - rat_[p * (tables_.size() + 1)];
+  }
   void count_round();  // the stats of one exchange of sb_ / rb_
   static constexpr size_t kVerdictWords = 5;
   void verdict(const Outcome &o, bool ok, int64_t *h) const;
@@ -356,10 +365,16 @@ class Collection : public CollectionBase {
   bool send_partials(Outcome &o, bool reuse, const char *what) override;
   bool sums_dense() const override { return true; }
   // recv = the rank-order sum of every rank's dense floats: this rank's
-  // from its send buffer, the peers' from rbuf_.
+  // from its send buffer, the peers' from dense_in_.
   void sum_dense();
   void swap_state() override;
   void exchange();  // sbuf_ -> rbuf_ along sb_ / rb_
+  // The same exchange with each peer's block written by fill(p, dst) and
+  // read by deliver(p, block) in place (Exchange::alltoallv_fill: on the
+  // call board, the slots); deliver skips this rank's own, empty block.
+  using Fill = std::function<void(int, unsigned char *)>;
+  using Deliver = std::function<void(int, const unsigned char *)>;
+  void exchange(const Fill &fill, const Deliver &deliver);
   // Table t's rows and partial sums skip the wire buffers (world 1, float32
   // wire rows): the owner's rows are the requester's, byte for byte.
   bool direct_rows(size_t t) const;
@@ -376,6 +391,8 @@ class Collection : public CollectionBase {
   std::vector<Slot> slots_, spare_slots_;
   std::vector<Bags> bags_, spare_bags_;
   std::vector<unsigned char, NoFill<unsigned char>> sbuf_, rbuf_;
+  // The peers' dense floats of the running update (rank p's at p x count).
+  std::vector<float, NoFill<float>> dense_in_;
 };
 
 }  // namespace emb

@@ -115,49 +115,49 @@ std::unique_ptr<OwnerBatch> Table::batch_with(const std::vector<Table *> &) {
 
 void Table::encode_rows(const int64_t *recv, size_t nrecv, int64_t nu,
                         const Dedup &owner, unsigned char *dst) {
+  find_rows(recv, nrecv, nu, owner);
+  encode_found(0, nrecv, dst);
+}
+
+void Table::find_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                      const Dedup &owner) {
   const int64_t dim = spec_.dim;
-  const hb_dtype wd = spec_.wire_dtype;
+  // Each received id's row, or (owner dedup) each unique id's, in order:
+  // dynamic rows are created in the order of the ids, whatever pieces
+  // encode_found then writes first.
+  const size_t m = nu < 0 ? nrecv : static_cast<size_t>(nu);
+  const int64_t *u = nu < 0 ? recv : owner.unique().data();
+  found_inv_ = nu < 0 ? nullptr : owner.inverse().data();
+  rows_.resize(m);
   if (life_) {  // no row is created; missing ones read their default
-    const size_t m = nu < 0 ? nrecv : static_cast<size_t>(nu);
-    const int64_t *u = nu < 0 ? recv : owner.unique().data();
-    rows_.resize(m);
     fdefault_.resize(m * dim);
     life_->begin_lookup();
     for (size_t k = 0; k < m; ++k)
       rows_[k] = life_->lookup_row(*shard_, u[k], fdefault_.data() + k * dim);
-    for (size_t j = 0; j < nrecv; ++j)
-      wire_encode(rows_[nu < 0 ? j : owner.inverse()[j]], dim, wd,
-                  dst + j * wire_row_bytes_);
     return;
   }
+  for (size_t k = 0; k < m; ++k) {
+    if (k + kPrefetchAhead < m) shard_->prefetch(u[k + kPrefetchAhead]);
+    rows_[k] = shard_->get(u[k]);
+  }
+}
+
+void Table::encode_found(size_t from, size_t n, unsigned char *dst) const {
+  const int64_t dim = spec_.dim;
+  const hb_dtype wd = spec_.wire_dtype;
+  const uint32_t *inv = found_inv_;
   // Float32 rows of a common width are copied with a constant length (no
   // memcpy call per row).
   with_dim(dim, [&](auto kdim) {
     constexpr int kD = decltype(kdim)::value;
-    auto put = [&](const float *row, size_t j) {
+    for (size_t j = 0; j < n; ++j) {
+      const float *row = rows_[inv ? inv[from + j] : from + j];
       unsigned char *o = dst + j * wire_row_bytes_;
       if (kD > 0 && wd == HB_FLOAT32)
         std::memcpy(o, row, kD * 4);
       else
         wire_encode(row, dim, wd, o);
-    };
-    if (nu < 0) {
-      for (size_t j = 0; j < nrecv; ++j) {
-        if (j + kPrefetchAhead < nrecv)
-          shard_->prefetch(recv[j + kPrefetchAhead]);
-        put(shard_->get(recv[j]), j);
-      }
-      return;
     }
-    rows_.resize(nu);
-    const int64_t *u = owner.unique().data();
-    for (int64_t k = 0; k < nu; ++k) {
-      if (k + static_cast<int64_t>(kPrefetchAhead) < nu)
-        shard_->prefetch(u[k + kPrefetchAhead]);
-      rows_[k] = shard_->get(u[k]);
-    }
-    const std::vector<uint32_t> &inv = owner.inverse();
-    for (size_t j = 0; j < nrecv; ++j) put(rows_[inv[j]], j);
   });
 }
 

@@ -111,6 +111,16 @@ class Table {
   virtual void apply_received(const int64_t *recv, size_t nrecv, int64_t nu,
                               const Dedup &owner,
                               const unsigned char *partials);
+  // encode_rows in pieces, for a caller that writes each source rank's
+  // rows elsewhere (a collection's, straight into the exchange's blocks):
+  // find_rows finds (and creates) the rows of recv once; encode_found then
+  // writes those of recv[from, from + n) at dst, the bytes encode_rows
+  // writes there. Only for a table that holds its rows (holds_rows():
+  // encode_rows not overridden); valid until the next owner call.
+  bool holds_rows() const { return shard_ != nullptr; }
+  void find_rows(const int64_t *recv, size_t nrecv, int64_t nu,
+                 const Dedup &owner);
+  void encode_found(size_t from, size_t n, unsigned char *dst) const;
   // apply_received of float32 partial sums already laid out as rows
   // (nrecv x dim, received order): a world-1 collection's own, which skip
   // the wire buffer and its copy.
@@ -173,7 +183,8 @@ class Table {
   std::vector<int64_t> recv_ids_;
   std::vector<float> fbuf_, fbuf2_, fdefault_;
   std::vector<unsigned char> wbuf_, wbuf2_;
-  std::vector<const float *> rows_;
+  std::vector<const float *> rows_;  // find_rows'
+  const uint32_t *found_inv_ = nullptr;
 };
 
 }  // namespace emb

@@ -6,7 +6,8 @@
 // out of order), the round count (one board post per call, no ring
 // message), calls too large for a slot (the rings, as before), mismatched
 // pair counts (HB_ERR_MISMATCH on every rank, no bytes read) and a rank
-// that dies between calls (HB_ERR_PEER_FAILED).
+// that dies between calls (HB_ERR_PEER_FAILED); the same for
+// alltoallv_sized and alltoallv_fill.
 #include <gtest/gtest.h>
 
 #include <chrono>
@@ -300,6 +301,159 @@ TEST_P(SizedAlltoallv, OverTcpTakesARoundOfSizesFirst) {
 }
 
 INSTANTIATE_TEST_SUITE_P(Ranks, SizedAlltoallv, ::testing::Values(2, 3),
+                         [](const ::testing::TestParamInfo<int> &p) {
+                           return "np" + std::to_string(p.param);
+                         });
+
+// alltoallv_fill (comm/backend.h): the caller writes each block in place
+// (on the board: straight into its slot) and reads each in place (from
+// the peers' slots). Rank r sends rank q bytes(r, q) bytes of
+// byte(r, q, i); checks that fill runs once per non-empty block in rank
+// order, that every block arrives in rank order with its bytes; returns
+// the shm messages rank r posted.
+template <class Bytes>
+uint64_t run_fill(ThreadWorld &w, int r, Bytes bytes) {
+  const int n = w.size();
+  std::vector<int64_t> sb(static_cast<size_t>(n)), rb(sb);
+  for (int q = 0; q < n; ++q)
+    sb[size_t(q)] = bytes(r, q), rb[size_t(q)] = bytes(q, r);
+  auto byte = [](int from, int to, int64_t i) {
+    return static_cast<char>(from * 29 + to * 5 + i * 11);
+  };
+  const uint64_t before = w.at(r).traffic().shm_messages;
+  int filled = 0, next = 0;
+  w.at(r).alltoallv_fill(
+      sb.data(), rb.data(),
+      [&](int q, char *dst) {
+        while (filled < n && sb[size_t(filled)] == 0) ++filled;
+        if (q != filled++)
+          hb::fail(HB_ERR_INTERNAL,
+                   "rank %d: block for rank %d filled out of "
+                   "order (or empty, or twice)",
+                   r, q);
+        for (int64_t i = 0; i < sb[size_t(q)]; ++i) dst[i] = byte(r, q, i);
+      },
+      [&](int q, const char *data, size_t got) {
+        if (q != next++)
+          hb::fail(HB_ERR_INTERNAL, "rank %d: block of rank %d out of order", r,
+                   q);
+        if (int64_t(got) != bytes(q, r))
+          hb::fail(HB_ERR_INTERNAL, "rank %d: %zu bytes from rank %d", r, got,
+                   q);
+        for (size_t i = 0; i < got; ++i)
+          if (data[i] != byte(q, r, int64_t(i)))
+            hb::fail(HB_ERR_INTERNAL, "rank %d: byte %zu from rank %d wrong", r,
+                     i, q);
+      });
+  while (filled < n && sb[size_t(filled)] == 0) ++filled;
+  if (next != n || filled != n)
+    hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks delivered, %d filled", r,
+             next, filled);
+  return w.at(r).traffic().shm_messages - before;
+}
+
+class FillAlltoallv : public ::testing::TestWithParam<int> {};
+
+TEST_P(FillAlltoallv, BlocksWrittenAndReadInTheSlotsInOneRound) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  const int64_t big = int64_t(hb::comm::ShmTransport::kInlineBytes);
+  for (int call = 0; call < 4; ++call) {
+    // Uneven and odd sizes, one block empty, the own block empty on odd
+    // calls (as a collection's), the last call beyond the inline part.
+    auto bytes = [&](int from, int to) -> int64_t {
+      if (from == 0 && to == n - 1) return 0;
+      if (from == to && call % 2) return 0;
+      return (call == 3 ? big : 0) + 8 * (call + 1) * (from + 1) + 3 * to;
+    };
+    std::vector<uint64_t> posts(static_cast<size_t>(n));
+    w.run([&](int r) { posts[size_t(r)] = run_fill(w, r, bytes); });
+    expect_one_post(posts, call);
+    // Mixed with plain calls: the board's sequence stays intact.
+    w.run([&](int r) {
+      run_alltoallv(w, r, [](int f, int t) { return int64_t(f + t); });
+    });
+  }
+}
+
+TEST_P(FillAlltoallv, LargerThanASlotIsStagedOverTheRings) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  // Only rank 1's sends exceed its slot: every rank still agrees, rank 1
+  // fills a staging buffer, the others send from their slots.
+  const int64_t over = (int64_t(4) << 20) / (n - 1);
+  auto bytes = [&](int from, int to) -> int64_t {
+    return from == 1 ? over + to : 100 + from + to;
+  };
+  std::vector<uint64_t> posts(static_cast<size_t>(n));
+  w.run([&](int r) { posts[size_t(r)] = run_fill(w, r, bytes); });
+  for (int r = 0; r < n; ++r) EXPECT_GT(posts[size_t(r)], 1u);
+  w.run([&](int r) {
+    EXPECT_EQ(run_fill(w, r, [](int f, int t) { return int64_t(f * 3 + t); }),
+              1u);
+  });
+}
+
+TEST_P(FillAlltoallv, MismatchedSizesFailEveryRank) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        // Rank 0 sends rank 1 one byte less than rank 1 expects.
+        run_fill(w, r, [&](int from, int to) -> int64_t {
+          return 64 + (from == 0 && to == 1 && r == 0 ? 0 : 1);
+        });
+      },
+      &msg);
+  expect_mismatch(st, msg, "rank 0 sends rank 1");
+  w.run([&](int r) {
+    EXPECT_EQ(run_fill(w, r, [](int f, int) { return int64_t(f); }), 1u);
+  });
+}
+
+TEST_P(FillAlltoallv, DeadPeerGivesPeerFailed) {
+  const int n = GetParam();
+  ThreadWorld w(n, shm_config());
+  auto bytes = [](int from, int to) { return int64_t(1000 + from + to); };
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        if (r == n - 1) {
+          for (int i = 0; i < 3; ++i) run_fill(w, r, bytes);
+          w.drop(r);
+          return;
+        }
+        for (;;) run_fill(w, r, bytes);
+      },
+      &msg);
+  EXPECT_EQ(st[size_t(n - 1)], HB_OK);
+  for (int r = 0; r < n - 1; ++r)
+    EXPECT_EQ(st[size_t(r)], HB_ERR_PEER_FAILED)
+        << "rank " << r << ": " << msg[size_t(r)];
+}
+
+// Off the board (TCP; unchecked calls, whose print does not say where a
+// block sits in a slot) the blocks are staged: the same bytes.
+TEST_P(FillAlltoallv, OffTheBoardTheBlocksAreStaged) {
+  const int n = GetParam();
+  for (int variant = 0; variant < 2; ++variant) {
+    hb::comm::BackendConfig cfg = shm_config();
+    if (variant == 0)
+      cfg.transport = "tcp";
+    else
+      cfg.check_calls = false;
+    ThreadWorld w(n, cfg);
+    for (int call = 0; call < 2; ++call)
+      w.run([&](int r) {
+        run_fill(w, r, [&](int f, int t) -> int64_t {
+          return f == t ? 0 : (call ? 300000 : 40) + 7 * f + t;
+        });
+      });
+  }
+}
+
+INSTANTIATE_TEST_SUITE_P(Ranks, FillAlltoallv, ::testing::Values(2, 3),
                          [](const ::testing::TestParamInfo<int> &p) {
                            return "np" + std::to_string(p.param);
                          });
