@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
 
@@ -84,6 +85,29 @@ void expect_one_post(const std::vector<uint64_t> &posts, int call) {
   for (size_t r = 0; r < posts.size(); ++r)
     EXPECT_EQ(posts[r], 1u) << "rank " << r << ", call " << call
                             << ": one board post, no ring message";
+}
+
+// The last rank makes three calls, then its backend goes (its segment
+// says it is gone); the others call until they fail, every one with
+// HB_ERR_PEER_FAILED.
+void expect_dead_peer_fails(ThreadWorld &w,
+                            const std::function<void(int)> &call) {
+  const int n = w.size();
+  std::vector<std::string> msg;
+  auto st = w.try_run(
+      [&](int r) {
+        if (r == n - 1) {
+          for (int i = 0; i < 3; ++i) call(r);
+          w.drop(r);
+          return;
+        }
+        for (;;) call(r);
+      },
+      &msg);
+  EXPECT_EQ(st[size_t(n - 1)], HB_OK);
+  for (int r = 0; r < n - 1; ++r)
+    EXPECT_EQ(st[size_t(r)], HB_ERR_PEER_FAILED)
+        << "rank " << r << ": " << msg[size_t(r)];
 }
 
 class BoardAlltoallv : public ::testing::TestWithParam<int> {};
@@ -171,41 +195,55 @@ INSTANTIATE_TEST_SUITE_P(Ranks, BoardAlltoallv, ::testing::Values(2, 3),
                            return "np" + std::to_string(p.param);
                          });
 
+// The bytes of the block rank `from` sends rank `to`.
+char block_byte(int from, int to, int64_t i) {
+  return static_cast<char>(from * 31 + to * 7 + i * 13);
+}
+
+// A Deliver that checks rank r's blocks arrive in rank order, with
+// bytes(q, r) bytes of block_byte(q, r, i); check() after the call: every
+// rank's came.
+template <class Bytes>
+struct CheckedDelivery {
+  int r, n;
+  Bytes bytes;
+  int next = 0;
+  void operator()(int q, const char *data, size_t got) {
+    if (q != next++)
+      hb::fail(HB_ERR_INTERNAL, "rank %d: block of rank %d out of order", r, q);
+    if (int64_t(got) != bytes(q, r))
+      hb::fail(HB_ERR_INTERNAL, "rank %d: %zu bytes from rank %d", r, got, q);
+    for (size_t i = 0; i < got; ++i)
+      if (data[i] != block_byte(q, r, int64_t(i)))
+        hb::fail(HB_ERR_INTERNAL, "rank %d: byte %zu from rank %d wrong", r, i,
+                 q);
+  }
+  void check() const {
+    if (next != n)
+      hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks delivered", r, next);
+  }
+};
+
 // alltoallv_sized (comm/backend.h): the receivers learn the sizes from the
 // round itself -- on the board each slot carries its sender's sizes ahead
 // of its blocks, so the lookup's header and ids take one rendezvous
 // (docs/performance.md, "The lookup's header in its ids round").
-// Rank r sends rank q bytes(r, q) bytes of byte(r, q, i); checks every
-// byte delivered; returns the shm messages rank r posted.
+// Rank r sends rank q bytes(r, q) bytes of block_byte(r, q, i); checks
+// every byte delivered; returns the shm messages rank r posted.
 template <class Bytes>
 uint64_t run_sized(ThreadWorld &w, int r, Bytes bytes) {
   const int n = w.size();
   std::vector<int64_t> sb(static_cast<size_t>(n));
-  std::vector<unsigned char> send;
-  auto byte = [](int from, int to, int64_t i) {
-    return static_cast<unsigned char>(from * 31 + to * 7 + i * 13);
-  };
+  std::vector<char> send;
   for (int q = 0; q < n; ++q) {
     sb[size_t(q)] = bytes(r, q);
-    for (int64_t i = 0; i < sb[size_t(q)]; ++i) send.push_back(byte(r, q, i));
+    for (int64_t i = 0; i < sb[size_t(q)]; ++i)
+      send.push_back(block_byte(r, q, i));
   }
   const uint64_t before = w.at(r).traffic().shm_messages;
-  int next = 0;
-  w.at(r).alltoallv_sized(
-      send.data(), sb.data(), [&](int q, const char *data, size_t got) {
-        if (q != next++)
-          hb::fail(HB_ERR_INTERNAL, "rank %d: block of rank %d out of order", r,
-                   q);
-        if (int64_t(got) != bytes(q, r))
-          hb::fail(HB_ERR_INTERNAL, "rank %d: %zu bytes from rank %d", r, got,
-                   q);
-        for (size_t i = 0; i < got; ++i)
-          if (static_cast<unsigned char>(data[i]) != byte(q, r, int64_t(i)))
-            hb::fail(HB_ERR_INTERNAL, "rank %d: byte %zu from rank %d wrong", r,
-                     i, q);
-      });
-  if (next != n)
-    hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks delivered", r, next);
+  CheckedDelivery<Bytes> got{r, n, bytes};
+  w.at(r).alltoallv_sized(send.data(), sb.data(), std::ref(got));
+  got.check();
   return w.at(r).traffic().shm_messages - before;
 }
 
@@ -266,24 +304,9 @@ TEST_P(SizedAlltoallv, AnotherCallOnOneRankIsAMismatch) {
 }
 
 TEST_P(SizedAlltoallv, DeadPeerGivesPeerFailed) {
-  const int n = GetParam();
-  ThreadWorld w(n, shm_config());
+  ThreadWorld w(GetParam(), shm_config());
   auto bytes = [](int from, int to) { return int64_t(1000 + from + to); };
-  std::vector<std::string> msg;
-  auto st = w.try_run(
-      [&](int r) {
-        if (r == n - 1) {
-          for (int i = 0; i < 3; ++i) run_sized(w, r, bytes);
-          w.drop(r);
-          return;
-        }
-        for (;;) run_sized(w, r, bytes);
-      },
-      &msg);
-  EXPECT_EQ(st[size_t(n - 1)], HB_OK);
-  for (int r = 0; r < n - 1; ++r)
-    EXPECT_EQ(st[size_t(r)], HB_ERR_PEER_FAILED)
-        << "rank " << r << ": " << msg[size_t(r)];
+  expect_dead_peer_fails(w, [&](int r) { run_sized(w, r, bytes); });
 }
 
 // Over TCP the receivers cannot learn sizes in the round: the backend says
@@ -307,48 +330,37 @@ INSTANTIATE_TEST_SUITE_P(Ranks, SizedAlltoallv, ::testing::Values(2, 3),
 
 // alltoallv_fill (comm/backend.h): the caller writes each block in place
 // (on the board: straight into its slot) and reads each in place (from
-// the peers' slots). Rank r sends rank q bytes(r, q) bytes of
-// byte(r, q, i); checks that fill runs once per non-empty block in rank
-// order, that every block arrives in rank order with its bytes; returns
-// the shm messages rank r posted.
+// the peers' slots). As run_sized, and checks that fill runs once per
+// non-empty block, in rank order.
 template <class Bytes>
 uint64_t run_fill(ThreadWorld &w, int r, Bytes bytes) {
   const int n = w.size();
   std::vector<int64_t> sb(static_cast<size_t>(n)), rb(sb);
   for (int q = 0; q < n; ++q)
     sb[size_t(q)] = bytes(r, q), rb[size_t(q)] = bytes(q, r);
-  auto byte = [](int from, int to, int64_t i) {
-    return static_cast<char>(from * 29 + to * 5 + i * 11);
-  };
   const uint64_t before = w.at(r).traffic().shm_messages;
-  int filled = 0, next = 0;
+  int filled = 0;
+  auto skip_empty = [&] {
+    while (filled < n && sb[size_t(filled)] == 0) ++filled;
+  };
+  CheckedDelivery<Bytes> got{r, n, bytes};
   w.at(r).alltoallv_fill(
       sb.data(), rb.data(),
       [&](int q, char *dst) {
-        while (filled < n && sb[size_t(filled)] == 0) ++filled;
+        skip_empty();
         if (q != filled++)
           hb::fail(HB_ERR_INTERNAL,
-                   "rank %d: block for rank %d filled out of "
-                   "order (or empty, or twice)",
+                   "rank %d: block for rank %d filled out of order (or "
+                   "empty, or twice)",
                    r, q);
-        for (int64_t i = 0; i < sb[size_t(q)]; ++i) dst[i] = byte(r, q, i);
+        for (int64_t i = 0; i < sb[size_t(q)]; ++i)
+          dst[i] = block_byte(r, q, i);
       },
-      [&](int q, const char *data, size_t got) {
-        if (q != next++)
-          hb::fail(HB_ERR_INTERNAL, "rank %d: block of rank %d out of order", r,
-                   q);
-        if (int64_t(got) != bytes(q, r))
-          hb::fail(HB_ERR_INTERNAL, "rank %d: %zu bytes from rank %d", r, got,
-                   q);
-        for (size_t i = 0; i < got; ++i)
-          if (data[i] != byte(q, r, int64_t(i)))
-            hb::fail(HB_ERR_INTERNAL, "rank %d: byte %zu from rank %d wrong", r,
-                     i, q);
-      });
-  while (filled < n && sb[size_t(filled)] == 0) ++filled;
-  if (next != n || filled != n)
-    hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks delivered, %d filled", r,
-             next, filled);
+      std::ref(got));
+  got.check();
+  skip_empty();
+  if (filled != n)
+    hb::fail(HB_ERR_INTERNAL, "rank %d: %d blocks filled", r, filled);
   return w.at(r).traffic().shm_messages - before;
 }
 
@@ -413,24 +425,9 @@ TEST_P(FillAlltoallv, MismatchedSizesFailEveryRank) {
 }
 
 TEST_P(FillAlltoallv, DeadPeerGivesPeerFailed) {
-  const int n = GetParam();
-  ThreadWorld w(n, shm_config());
+  ThreadWorld w(GetParam(), shm_config());
   auto bytes = [](int from, int to) { return int64_t(1000 + from + to); };
-  std::vector<std::string> msg;
-  auto st = w.try_run(
-      [&](int r) {
-        if (r == n - 1) {
-          for (int i = 0; i < 3; ++i) run_fill(w, r, bytes);
-          w.drop(r);
-          return;
-        }
-        for (;;) run_fill(w, r, bytes);
-      },
-      &msg);
-  EXPECT_EQ(st[size_t(n - 1)], HB_OK);
-  for (int r = 0; r < n - 1; ++r)
-    EXPECT_EQ(st[size_t(r)], HB_ERR_PEER_FAILED)
-        << "rank " << r << ": " << msg[size_t(r)];
+  expect_dead_peer_fails(w, [&](int r) { run_fill(w, r, bytes); });
 }
 
 // Off the board (TCP; unchecked calls, whose print does not say where a
