@@ -5,6 +5,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <type_traits>
 #include <vector>
 
 namespace hb {
@@ -145,27 +146,90 @@ class Dedup {
   // when it checked that every id lies in [0, bound); the result is the
   // same either way.
   bool run(const int64_t *ids, size_t n, int64_t bound) {
-    prepare(n);
-    if (bound > 0 &&
-        (static_cast<uint64_t>(bound) <= kDirectRows ||
-         static_cast<uint64_t>(bound) <= 8 * slots_.size()) &&
-        run_direct(ids, n, static_cast<uint64_t>(bound)))
-      return true;
-    run_hashed(ids, n);  // the table prepared above serves it
-    return false;
+    const int64_t count = static_cast<int64_t>(n);
+    return run_blocks(ids, &count, 1, bound, /*unique_blocks=*/false);
   }
-  void run(const int64_t *ids, size_t n) {
-    prepare(n);
-    run_hashed(ids, n);
+  void run(const int64_t *ids, size_t n) { run(ids, n, 0); }
+  // The same result as run() over the concatenation of nblocks blocks
+  // (counts[b] ids each) when no block holds an id twice, as an owner's
+  // blocks from senders that each deduplicated their ids: the first
+  // non-empty block is all new (stored, never compared) and the last one is
+  // only looked up (what it adds no later id can repeat, so it is not
+  // stored). With a duplicate inside a block the result is unspecified.
+  bool run_unique_blocks(const int64_t *ids, const int64_t *counts,
+                         size_t nblocks, int64_t bound) {
+    return run_blocks(ids, counts, nblocks, bound, /*unique_blocks=*/true);
   }
   const std::vector<int64_t> &unique() const { return unique_; }
   const std::vector<uint32_t> &inverse() const { return inverse_; }
 
  private:
-  void run_hashed(const int64_t *ids, size_t n) {
-    unique_.clear();
+  // What a block's id needs: kStore (a block all new), kFind (no later
+  // block repeats its new ids), or both.
+  enum Mode { kStore = 1, kFind = 2, kBoth = 3 };
+
+  bool run_blocks(const int64_t *ids, const int64_t *counts, size_t nblocks,
+                  int64_t bound, bool unique_blocks) {
+    size_t n = 0;
+    size_t first = nblocks, last = 0;  // the non-empty blocks' ends
+    for (size_t b = 0; b < nblocks; ++b) {
+      n += static_cast<size_t>(counts[b]);
+      if (counts[b] > 0) last = b, first = std::min(first, b);
+    }
+    prepare(n);
+    // Written through a pointer into a buffer that only grows (no capacity
+    // check per new id; a new id's index is at most its position), then
+    // copied out: a resize of unique() back up to n would zero-fill the
+    // duplicates' share of the batch element by element, every call.
+    if (work_.size() < std::max<size_t>(n, 1))
+      work_.resize(std::max<size_t>(n, 1));
     inverse_.resize(n);
+    auto mode = [&](size_t b) {
+      if (!unique_blocks) return kBoth;
+      return b == first ? kStore : b == last ? kFind : kBoth;
+    };
+    bool direct =
+        bound > 0 && (static_cast<uint64_t>(bound) <= kDirectRows ||
+                      static_cast<uint64_t>(bound) <= 8 * slots_.size());
+    uint32_t nu = 0;
+    if (direct) {
+      std::vector<uint32_t> &index = direct_index();
+      if (index.size() < static_cast<uint64_t>(bound)) index.assign(bound, 0);
+      size_t at = 0;
+      for (size_t b = 0; b < nblocks && direct; at += counts[b], ++b)
+        direct = each_block(mode(b), [&](auto m) {
+          return run_direct<decltype(m)::value>(
+              ids + at, static_cast<size_t>(counts[b]),
+              static_cast<uint64_t>(bound), index.data(), at, &nu);
+        });
+    }
+    if (!direct) {  // the table prepare() sized serves it
+      nu = 0;
+      size_t at = 0;
+      for (size_t b = 0; b < nblocks; at += counts[b], ++b)
+        each_block(mode(b), [&](auto m) {
+          run_hashed<decltype(m)::value>(
+              ids + at, static_cast<size_t>(counts[b]), at, &nu);
+          return true;
+        });
+    }
+    unique_.assign(work_.data(), work_.data() + nu);
+    return direct;
+  }
+  template <class F>
+  static bool each_block(Mode m, F &&f) {
+    if (m == kStore) return f(std::integral_constant<int, kStore>());
+    if (m == kFind) return f(std::integral_constant<int, kFind>());
+    return f(std::integral_constant<int, kBoth>());
+  }
+
+  // Ids ids[0, n) at batch positions at.. (their inverse entries).
+  template <int kMode>
+  void run_hashed(const int64_t *ids, size_t n, size_t at, uint32_t *nu) {
     const size_t mask = slots_.size() - 1;
+    int64_t *u = work_.data();
+    uint32_t *inv = inverse_.data() + at;
+    uint32_t k = *nu;
     for (size_t i = 0; i < n; ++i) {
       const int64_t id = ids[i];
       size_t s = static_cast<size_t>(
@@ -173,19 +237,18 @@ class Dedup {
       for (;; s = (s + 1) & mask) {
         Slot &e = slots_[s];
         if (e.gen != gen_) {
-          e.gen = gen_;
-          e.key = id;
-          e.val = static_cast<uint32_t>(unique_.size());
-          unique_.push_back(id);
-          inverse_[i] = e.val;
+          if (kMode & kStore) e = Slot{id, k, gen_};
+          u[k] = id;
+          inv[i] = k++;
           break;
         }
-        if (e.key == id) {
-          inverse_[i] = e.val;
+        if ((kMode & kFind) && e.key == id) {
+          inv[i] = e.val;
           break;
         }
       }
     }
+    *nu = k;
   }
   struct Slot {
     int64_t key;
@@ -203,31 +266,37 @@ class Dedup {
     return at;
   }
   // False (and nothing to use) at the first id outside [0, bound).
-  bool run_direct(const int64_t *ids, size_t n, uint64_t bound) {
-    std::vector<uint32_t> &index = direct_index();
-    if (index.size() < bound) index.assign(bound, 0);
-    // Appended, not resize(n) and back to the count: a resize up
-    // zero-fills every slot past the last call's count first (a memset of
-    // the duplicates' share of the batch, every call). No reallocation
-    // below, so u stays valid.
-    unique_.clear();
-    unique_.reserve(n);
-    inverse_.resize(n);
-    const int64_t *u = unique_.data();
-    uint32_t *inv = inverse_.data();
-    uint32_t *at = index.data();
-    uint32_t nu = 0;
+  template <int kMode>
+  bool run_direct(const int64_t *ids, size_t n, uint64_t bound, uint32_t *index,
+                  size_t at, uint32_t *nu) {
+    int64_t *u = work_.data();
+    uint32_t *inv = inverse_.data() + at;
+    uint32_t k = *nu;
     for (size_t i = 0; i < n; ++i) {
       const int64_t id = ids[i];
       if (static_cast<uint64_t>(id) >= bound) return false;
-      uint32_t v = at[id];
-      if (v >= nu || u[v] != id) {
-        v = nu++;
-        at[id] = v;
-        unique_.push_back(id);
+      if (kMode == kStore) {
+        index[id] = k;
+        u[k] = id;
+        inv[i] = k++;
+        continue;
       }
-      inv[i] = v;
+      // Without branches on the outcome: whether an id repeats follows
+      // the data (a Zipf head repeats, its tail does not), so a branch on
+      // it mispredicts often. u[k] is written either way (a repeat's write
+      // lies past the count). An entry out of range reads u[k] instead (k
+      // is at most this id's position, so inside work_), which its v < k
+      // rejects: a load at a selected address, where v < k ? u[v] : ...
+      // compiled back into a branch.
+      const uint32_t v = index[id];
+      const bool seen = (v < k) & (u[std::min(v, k)] == id);
+      const uint32_t r = seen ? v : k;
+      if (kMode & kStore) index[id] = r;
+      u[k] = id;
+      inv[i] = r;
+      k += !seen;
     }
+    *nu = k;
     return true;
   }
   void prepare(size_t n) {
@@ -242,7 +311,7 @@ class Dedup {
   int bits_ = 0;
   uint32_t gen_ = 0;
   std::vector<Slot> slots_;
-  std::vector<int64_t> unique_;
+  std::vector<int64_t> unique_, work_;  // work_: unique() as it is built
   std::vector<uint32_t> inverse_;
 };
 

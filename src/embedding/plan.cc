@@ -34,6 +34,25 @@ void StepPlan::set_send_counts(const int64_t *counts) {
   send_counts_.assign(counts, counts + world_);
 }
 
+template <class Owner>
+void StepPlan::sort_by_owner(Owner owner) {
+  // Counting sort by owner, stable: each peer gets its ids in
+  // first-occurrence order.
+  const std::vector<int64_t> &u = dedup_.unique();
+  int64_t *counts = send_counts_.data();
+  for (int64_t id : u) ++counts[owner(id)];
+  next_.assign(world_, 0);
+  for (int p = 1; p < world_; ++p) next_[p] = next_[p - 1] + counts[p - 1];
+  int64_t *next = next_.data();
+  uint32_t *pos = pos_.data();
+  int64_t *send = send_ids_.data();
+  for (size_t i = 0; i < u.size(); ++i) {
+    const int64_t at = next[owner(u[i])]++;
+    pos[i] = static_cast<uint32_t>(at);
+    send[at] = u[i];
+  }
+}
+
 void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
                        const char *what) {
   check_args(ids, n, data, what);
@@ -55,15 +74,18 @@ void StepPlan::prepare(const int64_t *ids, size_t n, const void *data,
   }
   pos_.resize(u.size());
   send_ids_.resize(u.size());
-  // Counting sort by owner, stable: each peer gets its ids in
-  // first-occurrence order.
-  for (int64_t id : u) ++send_counts_[part_.owner(id)];
-  std::vector<int64_t> next(world_, 0);
-  for (int p = 1; p < world_; ++p) next[p] = next[p - 1] + send_counts_[p - 1];
-  for (size_t i = 0; i < u.size(); ++i) {
-    int64_t at = next[part_.owner(u[i])]++;
-    pos_[i] = static_cast<uint32_t>(at);
-    send_ids_[at] = u[i];
+  // The partition's kind chosen once per call, not per id (owner() tests
+  // it on every call: most of this sort's instructions).
+  if (part_.kind == HB_PARTITION_DIV) {
+    const int64_t block = part_.block;
+    sort_by_owner([block](int64_t id) { return id / block; });
+  } else if (part_.shift >= 0) {
+    const uint64_t mask = static_cast<uint64_t>(world_) - 1;
+    sort_by_owner(
+        [mask](int64_t id) { return static_cast<uint64_t>(id) & mask; });
+  } else {
+    const uint64_t w = static_cast<uint64_t>(world_);
+    sort_by_owner([w](int64_t id) { return static_cast<uint64_t>(id) % w; });
   }
 }
 
@@ -103,8 +125,16 @@ int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
   // same first-occurrence order, without the hash probes (this dedup is
   // work that only a world > 1 does; docs/performance.md, "What 2 ranks
   // spend that 1 rank does not").
-  owner_indexed_ =
-      owner_dedup_.run(recv_ids, nrecv, spec_.dynamic() ? 0 : spec_.num_rows);
+  // Each sender deduplicated its ids, so every source's block is free of
+  // repeats: the first block is stored without a probe, the last only
+  // looked up. Counts that do not cover nrecv (never from a collection)
+  // take the plain dedup.
+  const int64_t bound = spec_.dynamic() ? 0 : spec_.num_rows;
+  if (recv_total() == static_cast<int64_t>(nrecv))
+    owner_indexed_ = owner_dedup_.run_unique_blocks(
+        recv_ids, recv_counts_.data(), recv_counts_.size(), bound);
+  else
+    owner_indexed_ = owner_dedup_.run(recv_ids, nrecv, bound);
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 

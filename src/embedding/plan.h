@@ -79,10 +79,13 @@ class StepPlan {
   Partitioner part_;
   int rank_, world_;
   std::optional<int64_t> bad_id_;
+  template <class Owner>
+  void sort_by_owner(Owner owner);  // prepare's bucketing of unique()
+
   bool owner_indexed_ = false;
   Dedup dedup_, owner_dedup_;
   std::vector<uint32_t> pos_;
-  std::vector<int64_t> send_ids_, send_counts_, recv_counts_;
+  std::vector<int64_t> send_ids_, send_counts_, recv_counts_, next_;
 };
 
 // dst[slot] = sum of the src rows i with inv[i] == u, slot = map ? map[u]

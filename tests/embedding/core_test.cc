@@ -3,6 +3,7 @@
 // 1-4, every optimizer, partition, table kind and wire dtype.
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstdint>
 #include <cstring>
@@ -10,6 +11,7 @@
 #include <random>
 #include <string>
 #include <tuple>
+#include <unordered_map>
 
 #include "abi/error.h"
 #include "embedding/id_map.h"
@@ -423,6 +425,114 @@ TEST(Dedup, SharedArrayForLargeTables) {
   EXPECT_EQ(big.unique(), std::vector<int64_t>{kMax});
 }
 
+// The straightforward dedup the fast paths must equal: unique ids in
+// first-occurrence order, each position's index among them.
+void reference_dedup(const std::vector<int64_t> &ids,
+                     std::vector<int64_t> *unique,
+                     std::vector<uint32_t> *inverse) {
+  std::unordered_map<int64_t, uint32_t> seen;
+  unique->clear();
+  inverse->clear();
+  for (int64_t id : ids) {
+    auto it = seen.emplace(id, static_cast<uint32_t>(unique->size())).first;
+    if (it->second == unique->size()) unique->push_back(id);
+    inverse->push_back(it->second);
+  }
+}
+
+// An id for the random tests: mostly a skewed draw in [0, bound) (a hot
+// head, like the demo's Zipf ids), else the bounds' neighbours; on the
+// hashed path (bound 0) also negative and huge ids.
+int64_t draw_id(std::mt19937_64 &rng, int64_t bound) {
+  const int64_t range = bound > 0 ? bound : int64_t{1} << 20;
+  const uint64_t r = rng();
+  switch (r % 8) {
+    case 0:
+      return range - 1 - static_cast<int64_t>((r >> 8) % 3 % range);
+    case 1:
+      return static_cast<int64_t>((r >> 8) % 3 % range);
+    case 2:
+      if (bound == 0) return INT64_MIN + static_cast<int64_t>((r >> 8) % 3);
+      [[fallthrough]];
+    case 3:
+      if (bound == 0) return INT64_MAX - static_cast<int64_t>((r >> 8) % 3);
+      [[fallthrough]];
+    case 4:
+      if (bound == 0) return -1 - static_cast<int64_t>((r >> 8) % 50);
+      [[fallthrough]];
+    default:
+      return static_cast<int64_t>((r >> 8) % (r % 3 ? 64 : range) % range);
+  }
+}
+
+// Dedup::run against the reference on random batches: the array path
+// (static bounds up to kDirectRows and past it), the hashed path with
+// negative and huge ids, repeats within and across calls, empty batches.
+TEST(Dedup, RunEqualsReference) {
+  std::mt19937_64 rng(21);
+  const int64_t kMax = static_cast<int64_t>(hb::emb::Dedup::kDirectRows);
+  const int64_t bounds[] = {0, 1, 2048, 131072, kMax, 3 * kMax};
+  hb::emb::Dedup d[6];
+  std::vector<int64_t> want_u;
+  std::vector<uint32_t> want_inv;
+  for (int call = 0; call < 300; ++call) {
+    const int b = call % 6;
+    const size_t n = call % 17 == 0 ? 0 : rng() % (call % 2 ? 600 : 9000);
+    std::vector<int64_t> ids(n);
+    for (int64_t &id : ids) id = draw_id(rng, bounds[b]);
+    d[b].run(ids.data(), n, bounds[b]);
+    reference_dedup(ids, &want_u, &want_inv);
+    ASSERT_EQ(want_u, d[b].unique()) << call;
+    ASSERT_EQ(want_inv, d[b].inverse()) << call;
+  }
+}
+
+// run_unique_blocks (an owner's blocks, each free of repeats, which may
+// repeat each other's ids) against the reference over their concatenation:
+// 1-5 blocks, some empty, static bounds and the hashed path (negative and
+// huge ids), and a bad id in a static table's block taking the hash table.
+TEST(Dedup, UniqueBlocksEqualReference) {
+  std::mt19937_64 rng(22);
+  const int64_t bounds[] = {0, 1, 17, 2048, 131072, int64_t{1} << 40};
+  hb::emb::Dedup d[6];
+  std::vector<int64_t> want_u;
+  std::vector<uint32_t> want_inv;
+  for (int call = 0; call < 400; ++call) {
+    const int b = call % 6;
+    const int64_t bound = bounds[b];
+    const size_t nblocks = 1 + rng() % 5;
+    std::vector<int64_t> counts(nblocks), ids;
+    for (size_t k = 0; k < nblocks; ++k) {
+      // A block: distinct draws (a sender's unique ids), possibly none.
+      std::vector<int64_t> block;
+      const size_t want = rng() % 4 == 0 ? 0 : rng() % 700;
+      for (size_t j = 0; j < want; ++j) {
+        const int64_t id = draw_id(rng, bound);
+        if (std::find(block.begin(), block.end(), id) == block.end())
+          block.push_back(id);
+      }
+      counts[k] = static_cast<int64_t>(block.size());
+      ids.insert(ids.end(), block.begin(), block.end());
+    }
+    const bool bad = bound > 0 && !ids.empty() && call % 9 == 4;
+    if (bad) {
+      // An id outside [0, bound) that no other position holds.
+      int64_t &id = ids[rng() % ids.size()];
+      const int64_t out = call % 2 ? -7 : bound + 3;
+      if (std::count(ids.begin(), ids.end(), out) == 0) id = out;
+    }
+    d[b].run_unique_blocks(ids.data(), counts.data(), nblocks, bound);
+    reference_dedup(ids, &want_u, &want_inv);
+    ASSERT_EQ(want_u, d[b].unique()) << call;
+    ASSERT_EQ(want_inv, d[b].inverse()) << call;
+  }
+  // No blocks at all.
+  hb::emb::Dedup none;
+  EXPECT_TRUE(none.run_unique_blocks(nullptr, nullptr, 0, 2048));
+  EXPECT_TRUE(none.unique().empty());
+  EXPECT_TRUE(none.inverse().empty());
+}
+
 // An owner that received ids from several ranks dedups them by id for a
 // static table (the senders checked them against [0, num_rows)), as the
 // local dedup does, and hashes them for a dynamic one; either way the
@@ -435,11 +545,21 @@ TEST(StepPlan, OwnerDedupIndexesStaticTables) {
     hb::emb::StepPlan plan(hb::emb::spec_from_config(&c), 0, 2);
     hb::emb::Dedup hashed;
     for (int call = 0; call < 20; ++call) {
-      const int64_t from0 = 1 + rng() % 600, from1 = 1 + rng() % 600;
-      std::vector<int64_t> recv(from0 + from1);
-      for (int64_t &id : recv)  // ids rank 0 owns (MOD partition: even)
-        id = 2 * static_cast<int64_t>(rng() % (num_rows ? num_rows / 2 : 5000));
-      plan.set_recv_counts({from0, from1});
+      // Ids rank 0 owns (MOD partition: even), each sender's block free of
+      // repeats (it deduplicated its ids) and the blocks overlapping.
+      std::vector<int64_t> recv, counts;
+      for (int from = 0; from < 2; ++from) {
+        std::vector<int64_t> block;
+        for (int64_t j = 1 + rng() % 600; j > 0; --j) {
+          const int64_t id = 2 * static_cast<int64_t>(
+                                     rng() % (num_rows ? num_rows / 2 : 5000));
+          if (std::find(block.begin(), block.end(), id) == block.end())
+            block.push_back(id);
+        }
+        counts.push_back(static_cast<int64_t>(block.size()));
+        recv.insert(recv.end(), block.begin(), block.end());
+      }
+      plan.set_recv_counts(counts);
       const int64_t nu = plan.owner_dedup(recv.data(), recv.size());
       ASSERT_EQ(nu, static_cast<int64_t>(plan.owner().unique().size()));
       EXPECT_EQ(num_rows > 0, plan.owner_indexed()) << num_rows;
