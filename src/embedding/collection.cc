@@ -55,6 +55,16 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
   fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
 }
 
+// A row of -0.0f as wide as the widest constant dim (dim_dispatch.h):
+// what RowOps::expand_at adds a new id's first gradient to.
+struct NegZeroRow {
+  alignas(64) float v[64];
+  constexpr NegZeroRow() : v() {
+    for (float &x : v) x = -0.0f;
+  }
+};
+constexpr NegZeroRow kNegZero;
+
 // The per-id loops of the host collection, for a row width known at
 // compile time (kDim > 0: the common dims, unrolled and vectorised without
 // a remainder) or at run time (kDim == 0). Both make the same float
@@ -157,30 +167,53 @@ struct RowOps {
   // order: *next is the next new one) is assigned, later ones are added,
   // in batch order -- sum_rows' order, without the per-id rows in between.
   // pos == nullptr: the send order is the unique order (world 1), and the
-  // loops skip that load per id.
+  // loops skip that load per id. one: as in pool().
   static void expand(int64_t dim_rt, const float *grad, int64_t stride,
                      const float *w, const int64_t *bag, int64_t B, size_t n,
-                     int32_t pooling, const uint32_t *inv, const uint32_t *pos,
-                     uint32_t *next, float *partial) {
+                     int32_t pooling, bool one, const uint32_t *inv,
+                     const uint32_t *pos, uint32_t *next, float *partial) {
     if (pos)
       expand_at(
-          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          dim_rt, grad, stride, w, bag, B, n, pooling, one, inv,
           [pos](uint32_t u) { return pos[u]; }, next, partial);
     else
       expand_at(
-          dim_rt, grad, stride, w, bag, B, n, pooling, inv,
+          dim_rt, grad, stride, w, bag, B, n, pooling, one, inv,
           [](uint32_t u) { return u; }, next, partial);
   }
   template <class Pos>
   static void expand_at(int64_t dim_rt, const float *grad, int64_t stride,
                         const float *w, const int64_t *bag, int64_t B, size_t n,
-                        int32_t pooling, const uint32_t *inv, Pos pos,
+                        int32_t pooling, bool one, const uint32_t *inv, Pos pos,
                         uint32_t *next, float *partial) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
     uint32_t nx = *next;  // in a register: *next might alias inv
     auto put = [&](size_t k, const float *src, bool scaled, float sc) {
       const uint32_t u = inv[k];
       float *d = partial + static_cast<size_t>(pos(u)) * dim;
+      if constexpr (kDim > 0) {
+        static_assert(kDim <= 64, "kNegZero is narrower than the row");
+        // Without a branch: whether an id is new is a coin toss for the
+        // demo's ids, and its mispredicts were most of this loop's time.
+        // -0.0f + x == x for every x (+0, -0 and NaN included), so adding
+        // to a row of -0.0f assigns: the same bits as set / set_scaled.
+        // The row chosen with a mask, not "first ? a : b", which GCC turned
+        // back into a branch (dim 1) or into per-lane blends (dim 8).
+        const uint32_t first = u == nx;
+        nx += first;
+        const uintptr_t m = uintptr_t{0} - first;
+        const float *base = reinterpret_cast<const float *>(
+            (reinterpret_cast<uintptr_t>(kNegZero.v) & m) |
+            (reinterpret_cast<uintptr_t>(d) & ~m));
+        float r[kDim];  // base may be d: through a copy, keeping __restrict
+        set(r, base, kDim);
+        if (scaled)
+          add_scaled(r, src, sc, kDim);
+        else
+          add(r, src, kDim);
+        set(d, r, kDim);
+        return;
+      }
       if (u == nx) {
         ++nx;
         if (scaled)
@@ -196,6 +229,11 @@ struct RowOps {
     if (pooling == HB_POOLING_NONE) {
       for (size_t k = 0; k < n; ++k)
         put(k, grad + k * dim, w != nullptr, w ? w[k] : 1.0f);
+      *next = nx;
+      return;
+    }
+    if (pooling == HB_POOLING_SUM && !w && one) {  // id b is bag b's
+      for (int64_t b = 0; b < B; ++b) put(b, grad + b * stride, false, 1.0f);
       *next = nx;
       return;
     }
@@ -1154,7 +1192,7 @@ void Collection::expand_grads(const float *grad_out,
         ops.expand(
             dim, none ? grad_unpooled[f] : grad_out + column_[f], pooled_width_,
             g.w, g.bag.data(), static_cast<int64_t>(g.bag.size()) - 1, n_[f],
-            pooling, pl.local().inverse().data() + start_[f],
+            pooling, g.one, pl.local().inverse().data() + start_[f],
             world_ == 1 ? nullptr : pl.pos().data(), &next, s.partial.data());
       });
     }

@@ -7,6 +7,7 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -56,9 +57,11 @@ bool same_bits(const std::vector<float> &a, const float *b, size_t n) {
 // at the end, every row of both against the reference.
 // edges: besides make_step's small ids, some ids anywhere in a static
 // table and at its first and last row.
+// adjust: applied to every rank's batch of every step before anything runs.
 void check_world(int world, int steps, uint64_t seed, int partition = -1,
                  const CollCase &the_case = hbtest::standard_case(),
-                 bool edges = false) {
+                 bool edges = false,
+                 const std::function<void(JBatch &)> &adjust = nullptr) {
   CollCase c = the_case;
   if (partition >= 0)
     for (auto &t : c.tables)
@@ -79,6 +82,9 @@ void check_world(int world, int steps, uint64_t seed, int partition = -1,
             if (r == 2) b.ids[f][k] = g() % 2 ? 0 : rows - 1;
           }
         }
+  if (adjust)
+    for (auto &step : plan)
+      for (JBatch &b : step) adjust(b);
   // Expected outputs, step by step (lookups create dynamic rows first).
   std::vector<std::vector<std::vector<float>>> want_out(steps);
   std::vector<std::vector<std::vector<std::vector<float>>>> want_unp(steps);
@@ -259,6 +265,41 @@ CollCase one_id_case() {
 TEST(Collection, OneIdBagsBitEqual) {
   for (int world : {1, 2})
     check_world(world, 8, 50 + world, -1, one_id_case(), /*edges=*/true);
+}
+
+// Signed zeros: the gradient expansion assigns an id's first gradient by
+// adding it to a row of -0.0f (no branch per id), which must keep a -0.0f
+// gradient -0.0f, as a copy does. Rows start at -0.0f and SGD (no l1, l2)
+// subtracts lr * g: -0 - lr * (-0) = +0 but -0 - lr * (+0) = -0, so a
+// +0.0f start (the sum of a zero row and -0.0f) shows in the rows. The
+// gradients are +-0 and +-1 at random, over one-id and multi-id bags,
+// weighted or not, at the unrolled dims (1, 8) and a run-time one (3).
+TEST(Collection, SignedZeroGradsBitEqual) {
+  using hb_f = hbtest::CollFeature;
+  CollCase c;
+  for (int64_t dim : {8, 1, 3}) {
+    hb_embedding_config t = hbtest::coll_table("z", dim, 40, HB_OPT_SGD,
+                                               HB_PARTITION_MOD, HB_FLOAT32);
+    t.initializer = HB_INIT_CONSTANT;
+    t.init_a = -0.0;
+    t.l1 = t.l2 = 0.0;
+    c.tables.push_back(t);
+  }
+  c.tables[0].name = "z8", c.tables[1].name = "z1", c.tables[2].name = "z3";
+  for (int t = 0; t < 3; ++t) {
+    c.features.push_back(hb_f{t, HB_POOLING_SUM, false, 1, true});
+    c.features.push_back(hb_f{t, HB_POOLING_SUM, false, 4, false});
+    c.features.push_back(hb_f{t, HB_POOLING_MEAN, true, 3, false});
+  }
+  for (size_t f = 0; f < c.features.size(); ++f)
+    c.names.push_back("f" + std::to_string(f));
+  std::mt19937_64 g(77);
+  auto zeros = [&](JBatch &b) {
+    const float kv[] = {-0.0f, 0.0f, -0.0f, 1.0f, -1.0f};
+    for (float &v : b.grad_out) v = kv[g() % 5];
+  };
+  for (int world : {1, 2})
+    check_world(world, 6, 60 + world, -1, c, false, zeros);
 }
 
 // Every partition gives the reference's bits (the reference has none).
