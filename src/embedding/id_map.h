@@ -270,6 +270,7 @@ class Dedup {
   bool run_direct(const int64_t *ids, size_t n, uint64_t bound, uint32_t *index,
                   size_t at, uint32_t *nu) {
     int64_t *u = work_.data();
+    const uint32_t last = static_cast<uint32_t>(work_.size() - 1);
     uint32_t *inv = inverse_.data() + at;
     uint32_t k = *nu;
     for (size_t i = 0; i < n; ++i) {
@@ -284,12 +285,12 @@ class Dedup {
       // Without branches on the outcome: whether an id repeats follows
       // the data (a Zipf head repeats, its tail does not), so a branch on
       // it mispredicts often. u[k] is written either way (a repeat's write
-      // lies past the count). An entry out of range reads u[k] instead (k
-      // is at most this id's position, so inside work_), which its v < k
-      // rejects: a load at a selected address, where v < k ? u[v] : ...
-      // compiled back into a branch.
+      // lies past the count). The load's index is clamped to the buffer,
+      // not to k: an entry out of range reads some slot of work_, which
+      // v < k rejects, and the load does not wait for the previous id's
+      // count (v < k ? u[v] : ... compiled back into a branch).
       const uint32_t v = index[id];
-      const bool seen = (v < k) & (u[std::min(v, k)] == id);
+      const bool seen = (v < k) & (u[std::min(v, last)] == id);
       const uint32_t r = seen ? v : k;
       if (kMode & kStore) index[id] = r;
       u[k] = id;
