@@ -10,7 +10,10 @@
 # and export (a few % at 240,000 samples). Run from the repository root:
 #   NPS="1 2 4" bench/ctr_cpu/cpu_where.sh BUILD_DIR
 # Environment: NPS="1 2", SAMPLES=240000, VOCAB=2048, TOP=25, FREQ=4000;
-# HB_* options pass through to the ranks.
+# TRAIN_ONLY=1: only each rank's training window (its first to its last
+# sample in Trainer::backward), so start-up (table init, the generator's
+# tables) and the final export and checkpoint drop out: at VOCAB=131072
+# they are most of a whole run's CPU. HB_* options pass through to the ranks.
 set -u
 B=$(cd "$1" && pwd)
 S=${SAMPLES:-240000}; V=${VOCAB:-2048}; NPS=${NPS:-"1 2"}; F=${FREQ:-4000}
@@ -28,8 +31,11 @@ for np in $NPS; do
     --eval-samples 8000 --eval-every 1000000 --max-gap 1 --out "$W/out" \
     > "$W/log" 2>&1 || { echo "np $np failed:" >&2; tail -5 "$W/log" >&2; exit 1; }
   for f in "$W"/perf.*; do
+    win=()
+    [ "${TRAIN_ONLY:-0}" = 1 ] && win=(--time "$(perf script -i "$f" -F time,ip,sym 2> /dev/null |
+      awk '/Trainer::backward/ { t = $1; sub(":", "", t); if (!a) a = t; b = t } END { print a "," b }')")
     # The main thread's tid is the process id, the lowest of its threads.
-    perf report -i "$f" --no-children --sort pid,sym -n --stdio 2> /dev/null |
+    perf report -i "$f" "${win[@]}" --no-children --sort pid,sym -n --stdio 2> /dev/null |
       awk '/^ *[0-9.]+%/ { split($3, p, ":"); t = p[1] + 0
              if (!main || t < main) main = t
              n = $2; $1 = ""; $2 = ""; $3 = ""; sub(/^ +/, "")

@@ -6,9 +6,11 @@
 #include <gtest/gtest.h>
 #include <unistd.h>
 
+#include <algorithm>
 #include <atomic>
 #include <cstring>
 #include <fstream>
+#include <random>
 #include <thread>
 
 #include "abi/error.h"
@@ -279,6 +281,41 @@ TEST(ServingSwap, IdCodingExtremes) {
   EXPECT_EQ(im.ids, ids);
   for (size_t i = 0; i < ids.size(); ++i)
     EXPECT_EQ(im.rows[i], static_cast<float>(ids[i] % 1000));
+  ::unlink(path.c_str());
+}
+
+// Records in shard order (world ranks' ascending runs, as an export
+// gathers them), in more runs than the writer merges, and in random
+// order: ids ascending, each row beside its id.
+TEST(ServingSwap, ExportOrdersRunsOfShards) {
+  std::string path = temp_path("runs");
+  const int64_t kRows = 3000;
+  std::mt19937 rng(7);
+  for (int world : {1, 2, 3, 4, 7, 300, 0}) {
+    std::vector<int64_t> order;  // ids in record order
+    for (int r = 0; r < std::max(world, 1); ++r)
+      for (int64_t id = r; id < kRows; id += std::max(world, 1))
+        order.push_back(id);
+    if (world == 0) std::shuffle(order.begin(), order.end(), rng);
+    std::vector<unsigned char> recs(order.size() * 12);
+    for (size_t i = 0; i < order.size(); ++i) {
+      const float f = static_cast<float>(order[i] * 3);
+      std::memcpy(recs.data() + i * 12, &order[i], 8);
+      std::memcpy(recs.data() + i * 12 + 8, &f, 4);
+    }
+    ExportHeader h;
+    h.name = "x";
+    h.dim = 1;
+    h.version = 1;
+    h.total_rows = kRows;
+    hb::serving::write_export(path, h, recs.data(), order.size(), 12, {});
+    hb::serving::ExportImage im = hb::serving::read_export(path);
+    ASSERT_EQ(im.ids.size(), static_cast<size_t>(kRows)) << world;
+    for (int64_t i = 0; i < kRows; ++i) {
+      EXPECT_EQ(im.ids[i], i) << world;
+      EXPECT_EQ(im.rows[i], static_cast<float>(i * 3)) << world;
+    }
+  }
   ::unlink(path.c_str());
 }
 
