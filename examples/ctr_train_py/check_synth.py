@@ -140,8 +140,17 @@ def main():
     check_reuse(2026, 2048)
     native = synth_data.load_native(sys.argv[2])
     for seed, vocab in ((2026, 1), (2026, 2), (7, 1024), (2026, 2048), (2026, 8192),
-                        (2026, 131072)):
+                        (2026, 16384), (2026, 131072)):
         check_native(native, seed, vocab)
+    # The helper's other layout at each side of NATIVE_BY_RANK: weights by
+    # rank read sample by sample at small tables, by table at large ones.
+    by_rank = synth_data.NATIVE_BY_RANK
+    try:
+        for threshold, vocab in ((1, 2048), (1, 8192), (1 << 30, 131072)):
+            synth_data.NATIVE_BY_RANK = threshold
+            check_native(native, 2026, vocab)
+    finally:
+        synth_data.NATIVE_BY_RANK = by_rank
     check_reuse(2026, 2048, native)
 
 

@@ -104,6 +104,10 @@ def _box_muller(u1, u2):
 
 
 NATIVE_LIB = "libctr_synth_native.so"
+# Vocabularies from which the native helper reads its planted weights by
+# rank, sample by sample (8192 ids: 26 x 64 KB of weights, still in a
+# core's L2; 16384 and up, by rank cost less).
+NATIVE_BY_RANK = 16384
 
 
 def load_native(path=None):
@@ -119,7 +123,7 @@ def load_native(path=None):
     fn = ctypes.CDLL(os.path.abspath(path)).ctr_synth_hash
     i64, ptr = ctypes.c_int64, ctypes.c_void_p
     fn.argtypes = [ctypes.c_uint64, ctypes.c_int, i64, i64, i64, ctypes.c_int, ptr, ptr, ptr,
-                   ptr, i64, i64, ptr, ptr, ptr, ptr]
+                   ctypes.c_int, ptr, i64, i64, ptr, ptr, ptr, ptr]
     fn.restype = ctypes.c_int
     return fn
 
@@ -204,13 +208,24 @@ class Generator:
             if vocab >= 1 << 32:
                 raise ValueError("vocab: the native helper takes up to 2^32 - 1 ids, got %d"
                                  % vocab)
-            # The helper's bucket table: below with its end (bucket k's CDF
-            # entries are below[k] to below[k + 1] - 1, searched there) in
-            # uint32, and no cand table (cand[k] is cdf_h[below[k]]): a
-            # quarter of the numpy path's tables in the step's cache.
-            self._below32 = below.astype(np.uint32)
-            self._native_tables = (vocab, int(self._kshift)) + tuple(
-                a.ctypes.data for a in (self._below32, self._cdf_h, self._neg_weight_of_rank))
+            # The helper's tables, as the C++ generator's (gen2): at most
+            # 2^16 buckets (uint32 bounds, 256 KB; the helper searches the
+            # buckets of several CDF entries, 15 % of the hashes at vocab
+            # 131072), against the numpy path's 2^20 (4 MB as uint32, read at
+            # random); from NATIVE_BY_RANK ids on, the planted weights by
+            # rank, a rank's 26 tables side by side (the hot ranks share
+            # cache lines), and the batch made sample by sample with its
+            # loads started early. Up to it the tables fit in cache and the
+            # numpy path's table-major weights and passes cost less.
+            buckets = min(16 * vocab, 1 << 16)
+            edges = np.arange(buckets + 1, dtype=np.float64) / buckets
+            self._below32 = np.searchsorted(self._cdf, edges, side="left").astype(np.uint32)
+            by_rank = vocab >= NATIVE_BY_RANK
+            weight = self._neg_weight_of_rank
+            if by_rank:
+                weight = self._neg_weight_by_rank = np.ascontiguousarray(weight.T)
+            self._native_tables = (vocab, 64 - (buckets.bit_length() - 1)) + tuple(
+                a.ctypes.data for a in (self._below32, self._cdf_h, weight)) + (int(by_rank),)
 
     def rank_of(self, u):
         """The Zipf rank (0-based) of each uniform u in [0, 1):

@@ -21,21 +21,20 @@ constexpr int kDense = synth::kDense;
 
 // np.searchsorted(cdf_h, h, side="left") (the number of entries below h)
 // where it lies in [lo, hi]: the bucket of h holds entries lo to hi - 1.
-// Most buckets hold at most one: one compare, no branch.
+// Fixed steps for a given range, no early exit (as the C++ generator's
+// zipf_rank): up to vocab 4096 a range holds at most one entry (one
+// compare); at 131072, 85 % of the hashes, the rest at most 49 entries.
 inline int64_t rank_in(const uint64_t *cdf_h, int64_t lo, int64_t hi,
                        uint64_t h) {
+  const uint64_t *first = cdf_h + lo;
   int64_t len = hi - lo;
-  if (len <= 1) return lo + (len == 1 && cdf_h[lo] < h);
-  while (len > 0) {
+  // Invariant: the answer lies in [first, first + len].
+  while (len > 1) {
     int64_t half = len / 2;
-    if (cdf_h[lo + half] < h) {
-      lo += half + 1;
-      len -= half + 1;
-    } else {
-      len = half;
-    }
+    first = first[half - 1] < h ? first + half : first;
+    len -= half;
   }
-  return lo;
+  return (first - cdf_h) + (len == 1 && *first < h);
 }
 
 }  // namespace
@@ -50,40 +49,68 @@ extern "C" {
 // - u1[j * n + i] = max(unit(h), 1e-300), u2[j * n + i] = 2 pi * unit(mix(h))
 //   for dense feature j's hash h (Box-Muller's operands before log / cos);
 // - ul[i]: the label's uniform.
-// Tables (the Generator's arrays): below (buckets + 1 entries: the CDF
-// entries under bucket k = h >> kshift start at below[k], uint32: a
-// quarter of the numpy path's two int64 / uint64 tables, which matters in
-// a cache shared with the training step), cdf_h (vocab entries: u > cdf
-// exactly when h > cdf_h), neg_weight (TABLES * vocab, by table and rank).
+// Tables (the Generator's arrays): below (buckets + 1 uint32 entries, at
+// most 2^16 + 1, 256 KB, as the C++ generator's guide: the CDF entries
+// under bucket k = h >> kshift start at below[k]), cdf_h (vocab entries:
+// u > cdf exactly when h > cdf_h), neg_weight (TABLES * vocab: by table and
+// rank, or with by_rank by rank and table, a rank's 26 weights side by
+// side). by_rank also makes the batch sample by sample (the C++
+// generator's order), else table by table.
 // Returns 0, or -1 on arguments that cannot be a batch.
 int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
                    int64_t vocab, int kshift, const uint32_t *below,
-                   const uint64_t *cdf_h, const double *neg_weight,
+                   const uint64_t *cdf_h, const double *neg_weight, int by_rank,
                    int64_t *ids, int64_t id_step, int64_t id_row, double *terms,
                    double *u1, double *u2, double *ul) {
   if (n < 0 || vocab <= 0 || (vocab & (vocab - 1)) || kshift < 1 || kshift > 63)
     return -1;
   const uint64_t mask = static_cast<uint64_t>(vocab - 1);
-  // Table by table over the samples, as numpy's passes: the loads of one
-  // loop are independent, so their cache misses overlap (a sample's 26
-  // tables in turn ran 1.2x slower than numpy at vocab 131072, whose
-  // bucket tables and weights do not fit in cache).
   std::vector<uint64_t> base(static_cast<size_t>(n));
   for (int64_t i = 0; i < n; ++i)
     base[i] = synth::mix(seed ^ synth::mix(static_cast<uint64_t>(split) << 56 ^
                                            static_cast<uint64_t>(begin + i)));
-  for (int t = 0; t < kTables; ++t) {
-    const uint64_t salt = 2 * t + 1, add = t * 7919ull;
-    const int64_t table_base = t * vocab;  // weights by (table, rank)
-    int64_t *id = ids + t * id_row;
-    double *term = terms + t * n;
+  if (by_rank) {
+    // Large tables (their CDF and weights out of cache, read at random):
+    // as the C++ generator, each load started early so the 26 tables'
+    // misses overlap, first the middle of each search range, then each
+    // weight's line (a hot rank's 26 weights share it). Table by table,
+    // with the weights by table, cost 1.3-1.5x the CPU at vocab 131072.
     for (int64_t i = 0; i < n; ++i) {
-      uint64_t h = synth::mix(base[i] + salt);
-      uint64_t k = h >> kshift;
-      int64_t rank = rank_in(cdf_h, below[k], below[k + 1], h) + table_base;
-      id[i * id_step] = static_cast<int64_t>(
-          (static_cast<uint64_t>(rank) * 0x9e3779b1ull + add) & mask);
-      term[i] = neg_weight[rank];
+      uint64_t h[kTables];
+      int64_t rank[kTables];
+      for (int t = 0; t < kTables; ++t) {
+        h[t] = synth::mix(base[i] + (2 * t + 1));
+        uint64_t k = h[t] >> kshift;
+        __builtin_prefetch(&cdf_h[(below[k] + below[k + 1]) / 2]);
+      }
+      for (int t = 0; t < kTables; ++t) {
+        uint64_t k = h[t] >> kshift;
+        rank[t] = rank_in(cdf_h, below[k], below[k + 1], h[t]);
+        __builtin_prefetch(&neg_weight[rank[t] * kTables + t]);
+      }
+      for (int t = 0; t < kTables; ++t) {
+        ids[i * id_step + t * id_row] = static_cast<int64_t>(
+            (static_cast<uint64_t>(rank[t]) * 0x9e3779b1ull + t * 7919ull) &
+            mask);
+        terms[t * n + i] = neg_weight[rank[t] * kTables + t];
+      }
+    }
+  } else {
+    // Small tables (in cache): table by table over the samples, as numpy's
+    // passes (a few % less CPU than by sample at vocab 2048).
+    for (int t = 0; t < kTables; ++t) {
+      const uint64_t salt = 2 * t + 1, add = t * 7919ull;
+      const double *weight = neg_weight + t * vocab;
+      int64_t *id = ids + t * id_row;
+      double *term = terms + t * n;
+      for (int64_t i = 0; i < n; ++i) {
+        uint64_t h = synth::mix(base[i] + salt);
+        uint64_t k = h >> kshift;
+        int64_t rank = rank_in(cdf_h, below[k], below[k + 1], h);
+        id[i * id_step] = static_cast<int64_t>(
+            (static_cast<uint64_t>(rank) * 0x9e3779b1ull + add) & mask);
+        term[i] = weight[rank];
+      }
     }
   }
   for (int j = 0; j < kDense; ++j) {
