@@ -290,12 +290,19 @@ class Dedup {
       // v < k rejects, and the load does not wait for the previous id's
       // count (v < k ? u[v] : ... compiled back into a branch).
       const uint32_t v = index[id];
-      const bool seen = (v < k) & (u[std::min(v, last)] == id);
-      const uint32_t r = seen ? v : k;
+      uint32_t seen = static_cast<uint32_t>(v < k) &
+                      static_cast<uint32_t>(u[std::min(v, last)] == id);
+      // Opaque, and the selects in arithmetic: with either visible, GCC
+      // split this loop into branches on v < k and u[..] == id again (a
+      // seen id's store of r stores back the v just loaded, which it
+      // dropped on its own path). libhb.so's copy did, at 1.3-1.9x the
+      // dedup's CPU inside the demo; bench/dedup_cost's happened not to.
+      asm("" : "+r"(seen));
+      const uint32_t r = k + ((v - k) & (0u - seen));  // seen ? v : k
       if (kMode & kStore) index[id] = r;
       u[k] = id;
       inv[i] = r;
-      k += !seen;
+      k += 1 - seen;
     }
     *nu = k;
     return true;
