@@ -188,7 +188,10 @@ struct RowOps {
                         uint32_t *next, float *partial) {
     const int64_t dim = kDim > 0 ? kDim : dim_rt;
     uint32_t nx = *next;  // in a register: *next might alias inv
-    auto put = [&](size_t k, const float *src, bool scaled, float sc) {
+    // Inlined by force: GCC kept this lambda out of line (a call per id,
+    // nx stored and reloaded through memory around each one).
+    auto put = [&](size_t k, const float *src, bool scaled, float sc)
+        __attribute__((always_inline)) {
       const uint32_t u = inv[k];
       float *d = partial + static_cast<size_t>(pos(u)) * dim;
       if constexpr (kDim > 0) {
