@@ -21,6 +21,27 @@ inline uint64_t mix(uint64_t x) {  // splitmix64 finaliser
   x = (x ^ (x >> 27)) * 0x94d049bb133111ebull;
   return x ^ (x >> 31);
 }
+// Table t's id of Zipf rank `rank`: a fixed bijection on [0, vocab) (vocab
+// a power of two, mask = vocab - 1, odd multiplier) so hot ids spread over
+// the owners. Shared with the numpy demo's native helper.
+inline int64_t id_of_rank(int t, int64_t rank, uint64_t mask) {
+  return static_cast<int64_t>(
+      (static_cast<uint64_t>(rank) * 0x9e3779b1ull + t * 7919ull) & mask);
+}
+
+// lower_bound(first, first + len, key) where the answer is known to lie in
+// [first, first + len]: fixed steps for a given len, no early exit (the
+// generators' searches of a guide bucket's range).
+template <class T>
+inline const T *bounded_lower_bound(const T *first, int64_t len, T key) {
+  while (len > 1) {
+    int64_t half = len / 2;
+    first = first[half - 1] < key ? first + half : first;
+    len -= half;
+  }
+  return first + (len == 1 && *first < key);
+}
+
 inline double unit(uint64_t h) {
   return (h >> 11) * (1.0 / 9007199254740992.0);
 }
@@ -126,12 +147,8 @@ class Generator {
  private:
   static constexpr int64_t kWeightTableMaxVocab = int64_t{1} << 17;
 
-  // Fixed bijection on [0, vocab) (vocab a power of two, odd multiplier) so
-  // hot ids spread over the owners.
   int64_t id_of(int t, int64_t rank) const {
-    return static_cast<int64_t>(
-        (static_cast<uint64_t>(rank) * 0x9e3779b1ull + t * 7919ull) &
-        static_cast<uint64_t>(vocab_ - 1));
+    return id_of_rank(t, rank, static_cast<uint64_t>(vocab_ - 1));
   }
 
   // lower_bound(cdf, u) for u in [0, 1), through the guide table: a
@@ -140,15 +157,10 @@ class Generator {
   int64_t zipf_rank(double u) const {
     int64_t b = static_cast<int64_t>(u * buckets_);
     const double *c = cdf_.data();
-    const double *first = c + guide_[b];
-    int64_t len = static_cast<int64_t>(guide_[b + 1]) - guide_[b];
-    // Invariant: the answer lies in [first, first + len].
-    while (len > 1) {
-      int64_t half = len / 2;
-      first = first[half - 1] < u ? first + half : first;
-      len -= half;
-    }
-    return (first - c) + (len == 1 && *first < u);
+    return bounded_lower_bound(c + guide_[b],
+                               static_cast<int64_t>(guide_[b + 1]) - guide_[b],
+                               u) -
+           c;
   }
 
   double planted_weight(int t, int64_t id) const {

@@ -21,20 +21,11 @@ constexpr int kDense = synth::kDense;
 
 // np.searchsorted(cdf_h, h, side="left") (the number of entries below h)
 // where it lies in [lo, hi]: the bucket of h holds entries lo to hi - 1.
-// Fixed steps for a given range, no early exit (as the C++ generator's
-// zipf_rank): up to vocab 4096 a range holds at most one entry (one
-// compare); at 131072, 85 % of the hashes, the rest at most 49 entries.
+// Up to vocab 4096 a range holds at most one entry (one compare); at
+// 131072, 85 % of the hashes, the rest at most 49 entries.
 inline int64_t rank_in(const uint64_t *cdf_h, int64_t lo, int64_t hi,
                        uint64_t h) {
-  const uint64_t *first = cdf_h + lo;
-  int64_t len = hi - lo;
-  // Invariant: the answer lies in [first, first + len].
-  while (len > 1) {
-    int64_t half = len / 2;
-    first = first[half - 1] < h ? first + half : first;
-    len -= half;
-  }
-  return (first - cdf_h) + (len == 1 && *first < h);
+  return synth::bounded_lower_bound(cdf_h + lo, hi - lo, h) - cdf_h;
 }
 
 }  // namespace
@@ -89,9 +80,7 @@ int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
         __builtin_prefetch(&neg_weight[rank[t] * kTables + t]);
       }
       for (int t = 0; t < kTables; ++t) {
-        ids[i * id_step + t * id_row] = static_cast<int64_t>(
-            (static_cast<uint64_t>(rank[t]) * 0x9e3779b1ull + t * 7919ull) &
-            mask);
+        ids[i * id_step + t * id_row] = synth::id_of_rank(t, rank[t], mask);
         terms[t * n + i] = neg_weight[rank[t] * kTables + t];
       }
     }
@@ -99,7 +88,7 @@ int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
     // Small tables (in cache): table by table over the samples, as numpy's
     // passes (a few % less CPU than by sample at vocab 2048).
     for (int t = 0; t < kTables; ++t) {
-      const uint64_t salt = 2 * t + 1, add = t * 7919ull;
+      const uint64_t salt = 2 * t + 1;
       const double *weight = neg_weight + t * vocab;
       int64_t *id = ids + t * id_row;
       double *term = terms + t * n;
@@ -107,8 +96,7 @@ int ctr_synth_hash(uint64_t seed, int split, int64_t begin, int64_t n,
         uint64_t h = synth::mix(base[i] + salt);
         uint64_t k = h >> kshift;
         int64_t rank = rank_in(cdf_h, below[k], below[k + 1], h);
-        id[i * id_step] = static_cast<int64_t>(
-            (static_cast<uint64_t>(rank) * 0x9e3779b1ull + add) & mask);
+        id[i * id_step] = synth::id_of_rank(t, rank, mask);
         term[i] = weight[rank];
       }
     }
