@@ -55,16 +55,6 @@ void check_peer_status(const int64_t *h, int p, const char *what) {
   fail(st, "%s: rank %d failed with %s", what, p, hb_status_name(st));
 }
 
-// A row of -0.0f as wide as the widest constant dim (dim_dispatch.h):
-// what RowOps::expand_at adds a new id's first gradient to.
-struct NegZeroRow {
-  alignas(64) float v[64];
-  constexpr NegZeroRow() : v() {
-    for (float &x : v) x = -0.0f;
-  }
-};
-constexpr NegZeroRow kNegZero;
-
 // The per-id loops of the host collection, for a row width known at
 // compile time (kDim > 0: the common dims, unrolled and vectorised without
 // a remainder) or at run time (kDim == 0). Both make the same float
@@ -195,19 +185,12 @@ struct RowOps {
       const uint32_t u = inv[k];
       float *d = partial + static_cast<size_t>(pos(u)) * dim;
       if constexpr (kDim > 0) {
-        static_assert(kDim <= 64, "kNegZero is narrower than the row");
-        // Without a branch: whether an id is new is close to a coin toss
-        // for skewed ids (callgrind: 0.44 mispredicts per demo id).
-        // -0.0f + x == x for every x (+0 and -0 included; a NaN stays a
-        // NaN), so adding to a row of -0.0f assigns: set's bits.
-        // The row chosen with a mask, not "first ? a : b", which GCC turned
-        // back into a branch (dim 1) or into per-lane blends (dim 8).
+        static_assert(kDim <= 64, "kNegZeroRow is narrower than the row");
+        // Without a branch (callgrind: 0.44 mispredicts per demo id with
+        // one): a new id's row adds to -0.0f, set's bits (select_row).
         const uint32_t first = u == nx;
         nx += first;
-        const uintptr_t m = uintptr_t{0} - first;
-        const float *base = reinterpret_cast<const float *>(
-            (reinterpret_cast<uintptr_t>(kNegZero.v) & m) |
-            (reinterpret_cast<uintptr_t>(d) & ~m));
+        const float *base = select_row(d, first);
         float r[kDim];  // base may be d: through a copy, keeping __restrict
         set(r, base, kDim);
         if (scaled)
@@ -953,6 +936,7 @@ bool Collection::route_with_header(const int64_t *headers, size_t k,
 
 void Collection::take_ids(const std::vector<const unsigned char *> &from) {
   std::vector<const unsigned char *> at = from;
+  std::vector<const int64_t *> blocks(world_);
   for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
     StepPlan &pl = plans_[t];
@@ -960,24 +944,42 @@ void Collection::take_ids(const std::vector<const unsigned char *> &from) {
       // What this rank receives is what it sends: read the plan's ids.
       s.recv = pl.send_ids().data();
       s.nrecv = pl.send_ids().size();
+      s.owner_nu = pl.owner_dedup(s.recv, s.nrecv);
     } else {
-      s.recv_ids.resize(pl.recv_total());
-      int64_t to = 0;
+      // Each source's ids where they are: this rank's own in its plan, the
+      // peers' in the exchange's blocks.
+      bool aligned = true;
       for (int p = 0; p < world_; ++p) {
-        int64_t c = pl.recv_counts()[p];
-        if (c)
-          std::memcpy(s.recv_ids.data() + to,
-                      p == rank_ ? reinterpret_cast<const unsigned char *>(
-                                       pl.send_ids().data() + send_at(pl, p))
-                                 : at[p],
-                      c * 8);
-        if (p != rank_) at[p] += c * 8;
-        to += c;
+        const unsigned char *b =
+            p == rank_ ? reinterpret_cast<const unsigned char *>(
+                             pl.send_ids().data() + send_at(pl, p))
+                       : at[p];
+        aligned &= reinterpret_cast<uintptr_t>(b) % alignof(int64_t) == 0;
+        blocks[p] = reinterpret_cast<const int64_t *>(b);
+        if (p != rank_) at[p] += pl.recv_counts()[p] * 8;
       }
-      s.recv = s.recv_ids.data();
-      s.nrecv = s.recv_ids.size();
+      s.nrecv = static_cast<size_t>(pl.recv_total());
+      s.recv = nullptr;
+      // Packed into recv_ids where something reads them as one array
+      // later (one source) or they cannot be read as int64 in place.
+      auto pack = [&] {
+        s.recv_ids.resize(s.nrecv);
+        int64_t to = 0;
+        for (int p = 0; p < world_; ++p) {
+          const int64_t c = pl.recv_counts()[p];
+          if (c) std::memcpy(s.recv_ids.data() + to, blocks[p], c * 8);
+          blocks[p] = s.recv_ids.data() + to;
+          to += c;
+        }
+        s.recv = s.recv_ids.data();
+      };
+      // Several sources: the owner dedups the blocks in place (no copy
+      // into recv_ids), and what reads the ids later reads its unique():
+      // the blocks do not outlive the exchange's next call (a pipelined
+      // lookup's rows round comes after an update's rounds).
+      if (!aligned || pl.sources() <= 1) pack();
+      s.owner_nu = pl.owner_dedup(blocks.data());
     }
-    s.owner_nu = pl.owner_dedup(s.recv, s.nrecv);
     stats_.owner_unique += s.owner_nu >= 0 ? s.owner_nu : s.nrecv;
     stats_.unique_ids += pl.local().unique().size();
     stats_.dedup_bound_bytes += pl.remote_sent() * 8;

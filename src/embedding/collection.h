@@ -334,7 +334,9 @@ class Collection : public CollectionBase {
     std::vector<int64_t, NoFill<int64_t>> ids;
     std::vector<int64_t> recv_ids;  // packed by source rank
     // The received ids: recv_ids, or at world 1 the plan's send_ids()
-    // (what recv_ids would copy).
+    // (what recv_ids would copy); nullptr where the owner deduplicated
+    // them (owner_nu >= 0): the owner's calls then read the plan's
+    // owner().unique() and never recv.
     const int64_t *recv = nullptr;
     size_t nrecv = 0;
     int64_t owner_nu = -1;  // StepPlan::owner_dedup's result

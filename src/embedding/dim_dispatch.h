@@ -37,5 +37,28 @@ inline void with_dim(int64_t dim, F &&fn) {
   }
 }
 
+// A row of -0.0f as wide as the widest constant dim: adding a row to it
+// assigns that row's bits (-0.0f + x == x for every x, signed zeros
+// included; +0.0f + -0.0f would not), so a per-id loop can assign or add
+// without a branch on which (select_row).
+struct NegZeroRow {
+  alignas(64) float v[64];
+  constexpr NegZeroRow() : v() {
+    for (float &x : v) x = -0.0f;
+  }
+};
+inline constexpr NegZeroRow kNegZeroRow;
+
+// first (0 or 1) ? kNegZeroRow.v : d, with a mask: "first ? a : b" became
+// a branch again (dim 1) or per-lane blends (dim 8) under GCC. Whether an
+// id is new follows the data (skewed ids: close to a coin toss), so a
+// branch on it mispredicts often.
+inline const float *select_row(const float *d, uint32_t first) {
+  const uintptr_t m = uintptr_t{0} - first;
+  return reinterpret_cast<const float *>(
+      (reinterpret_cast<uintptr_t>(kNegZeroRow.v) & m) |
+      (reinterpret_cast<uintptr_t>(d) & ~m));
+}
+
 }  // namespace emb
 }  // namespace hb

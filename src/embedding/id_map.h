@@ -147,7 +147,7 @@ class Dedup {
   // same either way.
   bool run(const int64_t *ids, size_t n, int64_t bound) {
     const int64_t count = static_cast<int64_t>(n);
-    return run_blocks(ids, &count, 1, bound, /*unique_blocks=*/false);
+    return run_blocks(&ids, &count, 1, bound, /*unique_blocks=*/false);
   }
   void run(const int64_t *ids, size_t n) { run(ids, n, 0); }
   // The same result as run() over the concatenation of nblocks blocks
@@ -158,24 +158,37 @@ class Dedup {
   // stored). With a duplicate inside a block the result is unspecified.
   bool run_unique_blocks(const int64_t *ids, const int64_t *counts,
                          size_t nblocks, int64_t bound) {
-    return run_blocks(ids, counts, nblocks, bound, /*unique_blocks=*/true);
+    starts_.resize(nblocks);
+    for (size_t b = 0; b < nblocks; ids += counts[b], ++b) starts_[b] = ids;
+    return run_unique_blocks(starts_.data(), counts, nblocks, bound);
+  }
+  // The same, block b's ids at blocks[b] (an owner's blocks where they
+  // arrived: no copy into one array first).
+  bool run_unique_blocks(const int64_t *const *blocks, const int64_t *counts,
+                         size_t nblocks, int64_t bound) {
+    return run_blocks(blocks, counts, nblocks, bound, /*unique_blocks=*/true);
   }
   const std::vector<int64_t> &unique() const { return unique_; }
   const std::vector<uint32_t> &inverse() const { return inverse_; }
+  // How many leading positions hold new ids in order (inverse()[i] == i):
+  // after run_unique_blocks the first non-empty block's count, else 0.
+  // A sum over the positions (sum_rows) copies those rows in one piece.
+  size_t leading_new() const { return leading_new_; }
 
  private:
   // What a block's id needs: kStore (a block all new), kFind (no later
   // block repeats its new ids), or both.
   enum Mode { kStore = 1, kFind = 2, kBoth = 3 };
 
-  bool run_blocks(const int64_t *ids, const int64_t *counts, size_t nblocks,
-                  int64_t bound, bool unique_blocks) {
+  bool run_blocks(const int64_t *const *blocks, const int64_t *counts,
+                  size_t nblocks, int64_t bound, bool unique_blocks) {
     size_t n = 0;
     size_t first = nblocks, last = 0;  // the non-empty blocks' ends
     for (size_t b = 0; b < nblocks; ++b) {
       n += static_cast<size_t>(counts[b]);
       if (counts[b] > 0) last = b, first = std::min(first, b);
     }
+    leading_new_ = unique_blocks && first < nblocks ? counts[first] : 0;
     prepare(n);
     // Written through a pointer into a buffer that only grows (no capacity
     // check per new id; a new id's index is at most its position), then
@@ -199,7 +212,7 @@ class Dedup {
       for (size_t b = 0; b < nblocks && direct; at += counts[b], ++b)
         direct = each_block(mode(b), [&](auto m) {
           return run_direct<decltype(m)::value>(
-              ids + at, static_cast<size_t>(counts[b]),
+              blocks[b], static_cast<size_t>(counts[b]),
               static_cast<uint64_t>(bound), index.data(), at, &nu);
         });
     }
@@ -209,7 +222,7 @@ class Dedup {
       for (size_t b = 0; b < nblocks; at += counts[b], ++b)
         each_block(mode(b), [&](auto m) {
           run_hashed<decltype(m)::value>(
-              ids + at, static_cast<size_t>(counts[b]), at, &nu);
+              blocks[b], static_cast<size_t>(counts[b]), at, &nu);
           return true;
         });
     }
@@ -321,6 +334,8 @@ class Dedup {
   std::vector<Slot> slots_;
   std::vector<int64_t> unique_, work_;  // work_: unique() as it is built
   std::vector<uint32_t> inverse_;
+  std::vector<const int64_t *> starts_;  // run_unique_blocks' block starts
+  size_t leading_new_ = 0;
 };
 
 }  // namespace emb

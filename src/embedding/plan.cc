@@ -130,28 +130,51 @@ int64_t StepPlan::owner_dedup(const int64_t *recv_ids, size_t nrecv) {
   // repeats: the first block is stored without a probe, the last only
   // looked up. Counts that do not cover nrecv (never from a collection)
   // take the plain dedup.
-  const int64_t bound = spec_.dynamic() ? 0 : spec_.num_rows;
   if (recv_total() == static_cast<int64_t>(nrecv))
     owner_indexed_ = owner_dedup_.run_unique_blocks(
-        recv_ids, recv_counts_.data(), recv_counts_.size(), bound);
+        recv_ids, recv_counts_.data(), recv_counts_.size(), owner_bound());
   else
-    owner_indexed_ = owner_dedup_.run(recv_ids, nrecv, bound);
+    owner_indexed_ = owner_dedup_.run(recv_ids, nrecv, owner_bound());
+  return static_cast<int64_t>(owner_dedup_.unique().size());
+}
+
+int64_t StepPlan::owner_dedup(const int64_t *const *blocks) {
+  owner_indexed_ = false;
+  if (sources() <= 1) return -1;
+  owner_indexed_ = owner_dedup_.run_unique_blocks(
+      blocks, recv_counts_.data(), recv_counts_.size(), owner_bound());
   return static_cast<int64_t>(owner_dedup_.unique().size());
 }
 
 void sum_rows(const float *src, size_t n, const uint32_t *inv,
-              const uint32_t *map, int64_t dim, float *dst) {
+              const uint32_t *map, int64_t dim, float *dst, size_t lead) {
   // The width a constant for the common dims: a run-time memcpy was a libc
   // call per unique id (an owner's 4-byte wide-table rows included), most
   // of the extra memmove that 2 ranks spend over 1.
+  if (map) lead = 0;  // the leading rows are not in place then
+  if (lead) std::memcpy(dst, src, lead * dim * 4);
   with_dim(dim, [&](auto kdim) {
     constexpr int kDim = decltype(kdim)::value;
     const int64_t w = kDim ? kDim : dim;
-    uint32_t next_new = 0;
-    for (size_t i = 0; i < n; ++i) {
-      float *d = dst + (map ? map[inv[i]] : inv[i]) * w;
+    uint32_t next_new = static_cast<uint32_t>(lead);
+    for (size_t i = lead; i < n; ++i) {
+      const uint32_t u = inv[i];
+      float *d = dst + (map ? map[u] : u) * w;
       const float *g = src + i * w;
-      if (inv[i] == next_new) {
+      if constexpr (kDim > 0) {
+        // Copy or add without a branch (the owner's later sources hold
+        // new and repeated ids in the data's order): a new id's row adds
+        // to -0.0f, the copy's bits (dim_dispatch.h, select_row).
+        const uint32_t first = u == next_new;
+        next_new += first;
+        const float *base = select_row(d, first);
+        float r[kDim];  // base may be d: through a copy
+        for (int c = 0; c < kDim; ++c) r[c] = base[c];
+        for (int c = 0; c < kDim; ++c) r[c] += g[c];
+        for (int c = 0; c < kDim; ++c) d[c] = r[c];
+        continue;
+      }
+      if (u == next_new) {
         std::memcpy(d, g, w * 4);
         ++next_new;
       } else {

@@ -49,6 +49,10 @@ class StepPlan {
   // Returns the number of unique ids (owner() filled) or -1 when the
   // received ids are already unique.
   int64_t owner_dedup(const int64_t *recv_ids, size_t nrecv);
+  // The same over the received ids where they arrived: source p's
+  // recv_counts()[p] ids at blocks[p] (world pointers; unused where the
+  // count is 0).
+  int64_t owner_dedup(const int64_t *const *blocks);
   // Whether the last owner_dedup indexed by id (a static table within
   // Dedup's array bound) rather than hashing.
   bool owner_indexed() const { return owner_indexed_; }
@@ -82,6 +86,9 @@ class StepPlan {
   template <class Owner>
   void sort_by_owner(Owner owner);  // prepare's bucketing of unique()
 
+  // The owner dedup's index bound: a static table's rows (the senders
+  // checked its ids), 0 (hash) for a dynamic one.
+  int64_t owner_bound() const { return spec_.dynamic() ? 0 : spec_.num_rows; }
   bool owner_indexed_ = false;
   Dedup dedup_, owner_dedup_;
   std::vector<uint32_t> pos_;
@@ -91,8 +98,10 @@ class StepPlan {
 // dst[slot] = sum of the src rows i with inv[i] == u, slot = map ? map[u]
 // : u, in increasing i: the first row is copied, later ones are added.
 // inv numbers the ids in first-occurrence order (a Dedup's inverse).
+// lead: positions [0, lead) hold new ids in order (inv[i] == i, a Dedup's
+// leading_new()), copied in one piece when map is NULL.
 void sum_rows(const float *src, size_t n, const uint32_t *inv,
-              const uint32_t *map, int64_t dim, float *dst);
+              const uint32_t *map, int64_t dim, float *dst, size_t lead = 0);
 
 // Groups positions [0, n) by slot: slot(i) = map ? map[inv[i]] : inv[i],
 // in [0, nslots), every slot non-empty. order gets the positions slot by

@@ -187,7 +187,8 @@ void Table::apply_rows(const int64_t *recv, size_t nrecv, int64_t nu,
   // Sum the ranks' partial sums of each id in rank order: received data is
   // packed by source rank and each rank sent an id at most once.
   fbuf_.resize(nu * dim);
-  sum_rows(partials, nrecv, owner.inverse().data(), nullptr, dim, fbuf_.data());
+  sum_rows(partials, nrecv, owner.inverse().data(), nullptr, dim, fbuf_.data(),
+           owner.leading_new());
   step_rows(owner.unique().data(), static_cast<size_t>(nu), fbuf_.data());
 }
 

@@ -487,6 +487,27 @@ TEST(Dedup, RunEqualsReference) {
   }
 }
 
+// An owner's received ids: 1-5 blocks (counts), each of distinct draws (a
+// sender's unique ids; up to max_draws draws, some blocks empty), which may
+// repeat each other's ids, concatenated in ids.
+void draw_unique_blocks(std::mt19937_64 &rng, int64_t bound, size_t max_draws,
+                        std::vector<int64_t> *counts,
+                        std::vector<int64_t> *ids) {
+  counts->assign(1 + rng() % 5, 0);
+  ids->clear();
+  for (int64_t &count : *counts) {
+    std::vector<int64_t> block;
+    const size_t want = rng() % 4 == 0 ? 0 : rng() % max_draws;
+    for (size_t j = 0; j < want; ++j) {
+      const int64_t id = draw_id(rng, bound);
+      if (std::find(block.begin(), block.end(), id) == block.end())
+        block.push_back(id);
+    }
+    count = static_cast<int64_t>(block.size());
+    ids->insert(ids->end(), block.begin(), block.end());
+  }
+}
+
 // run_unique_blocks (an owner's blocks, each free of repeats, which may
 // repeat each other's ids) against the reference over their concatenation:
 // 1-5 blocks, some empty, static bounds and the hashed path (negative and
@@ -500,20 +521,9 @@ TEST(Dedup, UniqueBlocksEqualReference) {
   for (int call = 0; call < 400; ++call) {
     const int b = call % 6;
     const int64_t bound = bounds[b];
-    const size_t nblocks = 1 + rng() % 5;
-    std::vector<int64_t> counts(nblocks), ids;
-    for (size_t k = 0; k < nblocks; ++k) {
-      // A block: distinct draws (a sender's unique ids), possibly none.
-      std::vector<int64_t> block;
-      const size_t want = rng() % 4 == 0 ? 0 : rng() % 700;
-      for (size_t j = 0; j < want; ++j) {
-        const int64_t id = draw_id(rng, bound);
-        if (std::find(block.begin(), block.end(), id) == block.end())
-          block.push_back(id);
-      }
-      counts[k] = static_cast<int64_t>(block.size());
-      ids.insert(ids.end(), block.begin(), block.end());
-    }
+    std::vector<int64_t> counts, ids;
+    draw_unique_blocks(rng, bound, 700, &counts, &ids);
+    const size_t nblocks = counts.size();
     const bool bad = bound > 0 && !ids.empty() && call % 9 == 4;
     if (bad) {
       // An id outside [0, bound) that no other position holds.
@@ -525,10 +535,33 @@ TEST(Dedup, UniqueBlocksEqualReference) {
     reference_dedup(ids, &want_u, &want_inv);
     ASSERT_EQ(want_u, d[b].unique()) << call;
     ASSERT_EQ(want_inv, d[b].inverse()) << call;
+    // The first non-empty block's ids are new, in order.
+    size_t lead = 0;
+    for (int64_t c : counts)
+      if (c) {
+        lead = static_cast<size_t>(c);
+        break;
+      }
+    ASSERT_EQ(lead, d[b].leading_new()) << call;
+    for (size_t i = 0; i < lead; ++i) ASSERT_EQ(i, want_inv[i]) << call;
+    // The same blocks where they lie apart (an owner's, in the exchange's
+    // blocks): the same result.
+    std::vector<std::vector<int64_t>> apart(nblocks);
+    std::vector<const int64_t *> starts(nblocks);
+    for (size_t k = 0, at = 0; k < nblocks; at += counts[k], ++k) {
+      apart[k].assign(ids.begin() + at, ids.begin() + at + counts[k]);
+      starts[k] = apart[k].data();
+    }
+    hb::emb::Dedup e;
+    e.run_unique_blocks(starts.data(), counts.data(), nblocks, bound);
+    ASSERT_EQ(want_u, e.unique()) << call;
+    ASSERT_EQ(want_inv, e.inverse()) << call;
+    ASSERT_EQ(lead, e.leading_new()) << call;
   }
   // No blocks at all.
   hb::emb::Dedup none;
-  EXPECT_TRUE(none.run_unique_blocks(nullptr, nullptr, 0, 2048));
+  EXPECT_TRUE(none.run_unique_blocks(static_cast<const int64_t *>(nullptr),
+                                     nullptr, 0, 2048));
   EXPECT_TRUE(none.unique().empty());
   EXPECT_TRUE(none.inverse().empty());
 }
@@ -569,6 +602,43 @@ TEST(SumRows, EqualsReferenceForEveryDim) {
   }
 }
 
+// An owner's sum of the sources' partial sums (sum_rows with its dedup's
+// leading_new(): the first source's rows copied in one piece, the later
+// ones copied or added without a branch) against a plain loop that copies
+// a new id's row and adds a repeat's, in position order: the same bits for
+// 1-5 sources (some empty), dims 1-65, values with signed zeros.
+TEST(SumRows, OwnerSourcesEqualReference) {
+  std::mt19937_64 rng(24);
+  const float vals[] = {0.0f, -0.0f, 1.5f, -2.25f, 1e-30f, -3e38f};
+  for (int64_t dim : {1, 2, 3, 4, 8, 16, 32, 64, 65}) {
+    for (int call = 0; call < 12; ++call) {
+      std::vector<int64_t> counts, ids;
+      draw_unique_blocks(rng, call % 2 ? 2048 : 0, 300, &counts, &ids);
+      hb::emb::Dedup d;
+      d.run_unique_blocks(ids.data(), counts.data(), counts.size(),
+                          call % 2 ? 2048 : 0);
+      const size_t n = ids.size(), nu = d.unique().size();
+      std::vector<float> src(n * dim);
+      for (float &x : src)
+        x = rng() % 3 ? vals[rng() % 6] * static_cast<float>(rng() % 7)
+                      : vals[rng() % 6];
+      std::vector<float> got(nu * dim, 7.0f), want(nu * dim, 7.0f);
+      std::vector<bool> started(nu, false);
+      for (size_t i = 0; i < n; ++i) {
+        const uint32_t u = d.inverse()[i];
+        float *w = want.data() + u * dim;
+        for (int64_t c = 0; c < dim; ++c)
+          w[c] = started[u] ? w[c] + src[i * dim + c] : src[i * dim + c];
+        started[u] = true;
+      }
+      hb::emb::sum_rows(src.data(), n, d.inverse().data(), nullptr, dim,
+                        got.data(), d.leading_new());
+      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4))
+          << "dim " << dim << " call " << call;
+    }
+  }
+}
+
 // An owner that received ids from several ranks dedups them by id for a
 // static table (the senders checked them against [0, num_rows)), as the
 // local dedup does, and hashes them for a dynamic one; either way the
@@ -602,11 +672,22 @@ TEST(StepPlan, OwnerDedupIndexesStaticTables) {
       hashed.run(recv.data(), recv.size());
       ASSERT_EQ(hashed.unique(), plan.owner().unique()) << call;
       ASSERT_EQ(hashed.inverse(), plan.owner().inverse()) << call;
+      // The blocks where they arrived (each source's own buffer).
+      std::vector<int64_t> b0(recv.begin(), recv.begin() + counts[0]),
+          b1(recv.begin() + counts[0], recv.end());
+      const int64_t *blocks[] = {b0.data(), b1.data()};
+      ASSERT_EQ(nu, plan.owner_dedup(blocks)) << call;
+      EXPECT_EQ(num_rows > 0, plan.owner_indexed()) << num_rows;
+      ASSERT_EQ(hashed.unique(), plan.owner().unique()) << call;
+      ASSERT_EQ(hashed.inverse(), plan.owner().inverse()) << call;
     }
     // One source: the received ids are already unique, no dedup.
     plan.set_recv_counts({3, 0});
     const int64_t three[] = {0, 2, 4};
     EXPECT_EQ(-1, plan.owner_dedup(three, 3));
+    EXPECT_FALSE(plan.owner_indexed());
+    const int64_t *one[] = {three, nullptr};
+    EXPECT_EQ(-1, plan.owner_dedup(one));
     EXPECT_FALSE(plan.owner_indexed());
   }
 }
