@@ -557,6 +557,12 @@ class Trainer:
         s.values, s.x = values, x
         return s
 
+    def prefetch_layout(self):
+        """Prefetcher's make and fill: new_batch's layout, which this
+        class's step reads; (None, None): synth_data's arrays (a subclass
+        whose step reads only Samples' ids and dense)."""
+        return self.new_batch, self.fill_batch
+
     def fill_batch(self, begin, end, out, at):
         """Train samples [begin, end) into rows [at, ...) of new_batch's out,
         with their wide ids (Prefetcher's fill)."""
@@ -1033,7 +1039,7 @@ class Trainer:
         self.prof = StepProfile(f.profile)
         if f.prefetch and self.reader is None:
             self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end, f.prefetch_chunk,
-                                         self.new_batch, self.fill_batch)
+                                         *self.prefetch_layout())
         t0 = t_interval = time.monotonic()
         step_s = 0.0
         # Only the synthetic data pipelines: a reader's next batch would
