@@ -4,6 +4,10 @@
   place, whoever made which chunk (a thread that makes all, a thread that
   makes none, chunk sizes that do not divide the batch, the shard's short
   last batch, a range it did not guess);
+- so are the Trainer's batches (Trainer.new_batch / fill_batch: the ids in
+  the collection's flat batch with the wide feature's ids after them, the
+  dense features in the MLP input's columns), and those arrays hold what
+  the step's own copies made;
 - a step never waits for a batch its thread has not started: with the
   thread stalled inside its first chunk, take() makes the other chunks
   itself and waits only for that one (released by a timer);
@@ -15,10 +19,13 @@
 
 import threading
 import time
+import types
+
+import numpy as np
 
 import hb
 import synth_data as synth
-from ctr_train import Prefetcher
+from ctr_train import T, Prefetcher, Trainer
 
 FIELDS = ("ids", "dense", "label", "planted_prob")
 
@@ -57,14 +64,37 @@ class Gated(synth.Generator):
         super().sample_into(split, begin, end, out, at)
 
 
-def check_bytes(gen, ref, batch, shard_end, chunk, ranges, what):
-    p = Prefetcher(gen, batch, shard_end, chunk)
+def trainer_layout(gen, vocab, dim=8):
+    """Prefetcher's make and fill as the Trainer passes them, on a
+    stand-in with the attributes they read (no context)."""
+    t = types.SimpleNamespace(f=types.SimpleNamespace(dim=dim), gen=gen,
+                              table_offsets=np.arange(T, dtype=np.int64) * vocab)
+    return (lambda n: Trainer.new_batch(t, n),
+            lambda begin, end, out, at: Trainer.fill_batch(t, begin, end, out, at))
+
+
+def check_layout(got, want, vocab, dim, what):
+    """new_batch's flat batch and MLP input hold what batch_ids and
+    mlp_forward copy from Generator.sample's arrays."""
+    n = want.ids.shape[0]
+    values = np.concatenate([want.ids.T.reshape(-1),
+                             (want.ids + np.arange(T, dtype=np.int64) * vocab).reshape(-1)])
+    if got.values.tobytes() != values.tobytes():
+        raise SystemExit("%s: the flat batch of %d samples is not batch_ids'" % (what, n))
+    if got.x[:, T * dim:].tobytes() != np.ascontiguousarray(want.dense).tobytes():
+        raise SystemExit("%s: the MLP input's dense columns are not the samples' dense" % what)
+
+
+def check_bytes(gen, ref, batch, shard_end, chunk, ranges, what, layout=None):
+    p = Prefetcher(gen, batch, shard_end, chunk, *(layout or ()))
     try:
         for lo, hi in ranges:
-            got = p.take(lo, hi)
-            if not same(got, ref.sample(0, lo, hi)):
+            got, want = p.take(lo, hi), ref.sample(0, lo, hi)
+            if not same(got, want):
                 raise SystemExit("%s: chunk %d, samples [%d, %d) differ from Generator.sample's"
                                  % (what, chunk, lo, hi))
+            if layout is not None and getattr(got, "values", None) is not None:
+                check_layout(got, want, ref.vocab, 8, "%s, chunk %d, [%d, %d)" % (what, chunk, lo, hi))
     finally:
         p.close()
     return p
@@ -87,6 +117,20 @@ def main():
         timer = threading.Timer(0.05, g.gate.set)
         timer.start()
         check_bytes(g, ref, batch, shard_end, chunk, seq, "thread stalled")
+        timer.cancel()
+        # The Trainer's layout, the thread free and stalled (a miss in
+        # ranges is synth_data's plain Samples: checked as before).
+        gen = synth.Generator(2026, 1024)
+        p = check_bytes(gen, ref, batch, shard_end, chunk, ranges, "trainer layout",
+                        trainer_layout(gen, 1024))
+        if not isinstance(p.ring[0].values, np.ndarray):
+            raise SystemExit("trainer layout: the ring holds no flat batches")
+        g = Gated(2026, 1024)
+        g.gate.clear()
+        timer = threading.Timer(0.05, g.gate.set)
+        timer.start()
+        check_bytes(g, ref, batch, shard_end, chunk, seq, "trainer layout, thread stalled",
+                    trainer_layout(g, 1024))
         timer.cancel()
     print("ok: prefetched batches byte-identical (thread share %.0f%% at chunk 1000)"
           % (100.0 * p.thread_samples / max(1, p.posted_samples)))

@@ -234,15 +234,21 @@ class Prefetcher:
     batch the thread has not finished when the step wants it (its core
     busy with the other ranks' steps) is finished by the step, which then
     waits at most for the one chunk the thread holds, not for a whole
-    batch from a thread that has no core."""
+    batch from a thread that has no core.
+
+    make(n) allocates a batch's Samples and fill(begin, end, out, at)
+    generates rows of one (default: synth_data's arrays, Generator.sample_into):
+    the Trainer's make the batch in the step's own layout (Trainer.new_batch)."""
 
     RING = 3  # batch buffers: the step's, the next one (pipelined), the one being made
     TIMEOUT_S = 60.0  # a chunk takes ~0.1 ms; a minute means the thread is gone
 
-    def __init__(self, gen, batch, shard_end, chunk):
+    def __init__(self, gen, batch, shard_end, chunk, make=None, fill=None):
         self.gen, self.batch, self.shard_end, self.chunk = gen, batch, shard_end, chunk
+        self.make = make or synth.new_samples
+        self.fill = fill or (lambda begin, end, out, at: gen.sample_into(0, begin, end, out, at))
         self.cv = threading.Condition()
-        self.ring = [synth.new_samples(batch) for _ in range(self.RING)]
+        self.ring = [self.make(batch) for _ in range(self.RING)]
         self.next_slot = 0
         # The posted range: (begin, end, out, claims, chunks); claims hands
         # out chunk numbers (itertools.count's next is atomic under the GIL).
@@ -278,7 +284,7 @@ class Prefetcher:
             if ne - nb == self.batch:
                 out, self.next_slot = self.ring[self.next_slot], (self.next_slot + 1) % self.RING
             else:  # the shard's last, short batch
-                out = synth.new_samples(ne - nb)
+                out = self.make(ne - nb)
             with self.cv:
                 self.posted = (nb, ne, out, itertools.count(), -(-(ne - nb) // self.chunk))
                 self.seq += 1
@@ -297,7 +303,7 @@ class Prefetcher:
                 return made
             lo = begin + k * self.chunk
             hi = min(end, lo + self.chunk)
-            self.gen.sample_into(0, lo, hi, out, lo - begin)
+            self.fill(lo, hi, out, lo - begin)
             made += hi - lo
         return made
 
@@ -536,6 +542,35 @@ class Trainer:
     def plan_train_shard(self):
         return plan_train_shard(self.f, self.world, self.rank)
 
+    def new_batch(self, n):
+        """A prefetched batch's Samples (Prefetcher's make), laid out as the
+        step reads them: the ids are the first T * n entries of .values (the
+        collection's flat batch, feature by feature; fill_batch writes the wide
+        feature's ids after them) and the dense features the last DENSE
+        columns of .x (the MLP's input). So the step copies neither (~40 us
+        of its thread per 512 samples at 1 rank, where the prefetch thread
+        has a core of its own)."""
+        td = T * self.f.dim
+        values, x = np.empty(2 * T * n, np.int64), np.empty((n, td + DENSE), np.float32)
+        s = synth.Samples(values[:T * n].reshape(T, n).T, x[:, td:], np.empty(n, np.float32),
+                          np.empty(n, np.float32))
+        s.values, s.x = values, x
+        return s
+
+    def prefetch_layout(self):
+        """Prefetcher's make and fill: new_batch's layout, which this
+        class's step reads; (None, None): synth_data's arrays (a subclass
+        whose step reads only Samples' ids and dense)."""
+        return self.new_batch, self.fill_batch
+
+    def fill_batch(self, begin, end, out, at):
+        """Train samples [begin, end) into rows [at, ...) of new_batch's out,
+        with their wide ids (Prefetcher's fill)."""
+        self.gen.sample_into(0, begin, end, out, at)
+        n, rows = out.ids.shape[0], slice(at, at + end - begin)
+        np.add(out.ids[rows].T, self.table_offsets[:, None],
+               out=out.values[T * n:].reshape(n, T)[rows].T)
+
     def batch_ids(self, split, begin, end, slot=0):
         """(samples [begin, end) of split, their buffers with the ids filled
         in as a flat KeyedJaggedTensor: the T categorical features' ids
@@ -543,6 +578,8 @@ class Trainer:
         s = self.samples(split, begin, end)
         n = s.ids.shape[0]
         b = self.buffers(n, slot)
+        if getattr(s, "values", None) is not None:  # new_batch's: the flat batch and x made
+            return s, dict(b, values=s.values, x=s.x)
         values = b["values"]
         values[:T * n].reshape(T, n)[...] = s.ids.T
         # The wide ids, (n, T) in values: read in the generator's (T, n)
@@ -567,7 +604,8 @@ class Trainer:
         self.prof.mark("mlp_fwd")
         x = b["x"]
         x[:, :td] = pooled[:, :td]
-        x[:, td:] = s.dense
+        if getattr(s, "x", None) is not x:  # new_batch's x holds its dense features
+            x[:, td:] = s.dense
         z1 = np.matmul(x, d.w1.T, out=b["z1"])
         z1 += d.b1
         a1 = np.maximum(z1, np.float32(0), out=b["a1"])
@@ -624,16 +662,17 @@ class Trainer:
         # Through the ReLU: dz1 = dl * w2 where z1 > 0.
         dz1 = np.multiply(dl[:, None], d.w2, out=buf["dz1"])
         dz1 *= np.greater(buf["z1"], np.float32(0), out=buf["on"])
-        # The pooled output's gradient, with w1 before this step's update:
-        # dx for the T * dim embedding columns; each wide id gets dl.
-        grad = buf["grad"]
-        np.matmul(dz1, d.w1[:, :td], out=grad[:, :td])
-        grad[:, td] = dl
         gw1, gb1, gw2, gb2 = d.grads
         np.matmul(dz1.T, buf["x"], out=gw1)
         np.sum(dz1, axis=0, out=gb1)
         np.matmul(dl, buf["a1"], out=gw2)
         gb2[0] = dl.sum()
+        # The pooled output's gradient, with w1 before this step's update:
+        # dx for the T * dim embedding columns; each wide id gets dl. Made
+        # last, as the C++ demo does: the update reads it at once, from cache.
+        grad = buf["grad"]
+        np.matmul(dz1, d.w1[:, :td], out=grad[:, :td])
+        grad[:, td] = dl
         self.prof.mark("dense_allreduce")
         if self.ps_dense is None and f.overlap and f.dense_allreduce == "fused":
             # The dense gradients (one flat buffer) ride in the sparse
@@ -999,7 +1038,8 @@ class Trainer:
         saved, interval_samples, interval_losses = step, 0, []
         self.prof = StepProfile(f.profile)
         if f.prefetch and self.reader is None:
-            self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end, f.prefetch_chunk)
+            self.prefetcher = Prefetcher(self.gen, f.batch, self.shard_end, f.prefetch_chunk,
+                                         *self.prefetch_layout())
         t0 = t_interval = time.monotonic()
         step_s = 0.0
         # Only the synthetic data pipelines: a reader's next batch would

@@ -136,6 +136,9 @@ class Trainer(numpy_demo.Trainer):
                                            eps=0.0)
         self.shard_begin, self.shard_end = numpy_demo.plan_train_shard(f, self.world, self.rank)
 
+    def prefetch_layout(self):
+        return None, None  # forward reads the Samples' ids and dense, not the numpy step's arrays
+
     def forward(self, split, begin, end):
         """Evaluation: samples [begin, end) of split, no gradients."""
         s = self.samples(split, begin, end)
