@@ -116,12 +116,13 @@ void Exchange::alltoallv_fill(const int64_t *send_bytes,
     so[p + 1] = so[p] + static_cast<size_t>(send_bytes[p]);
     ro[p + 1] = ro[p] + static_cast<size_t>(recv_bytes[p]);
   }
-  std::vector<char> send(so[w]), recv(ro[w]);
+  fill_send_.resize(so[w]);
+  fill_recv_.resize(ro[w]);
   for (int p = 0; p < w; ++p)
-    if (send_bytes[p]) fill(p, send.data() + so[p]);
-  alltoallv(send.data(), send_bytes, recv.data(), recv_bytes);
+    if (send_bytes[p]) fill(p, fill_send_.data() + so[p]);
+  alltoallv(fill_send_.data(), send_bytes, fill_recv_.data(), recv_bytes);
   for (int p = 0; p < w; ++p)
-    deliver(p, recv.data() + ro[p], static_cast<size_t>(recv_bytes[p]));
+    deliver(p, fill_recv_.data() + ro[p], static_cast<size_t>(recv_bytes[p]));
 }
 
 std::vector<std::string> gather_strings(Exchange &x, const std::string &mine) {

@@ -55,6 +55,12 @@ class Exchange {
   virtual void alltoallv_fill(const int64_t *send_bytes,
                               const int64_t *recv_bytes, const Fill &fill,
                               const Deliver &deliver);
+
+ private:
+  // The default alltoallv_fill's staging: kept, so that the delivered
+  // blocks stay valid until the next call, as documented (it freed them
+  // on return).
+  std::vector<char> fill_send_, fill_recv_;
 };
 
 // Which collective a rank is making, checked across ranks by the first

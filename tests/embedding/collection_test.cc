@@ -7,10 +7,12 @@
 #include <gtest/gtest.h>
 
 #include <atomic>
+#include <cstring>
 #include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
+#include <vector>
 
 #include "abi/error.h"
 #include "coll_test_util.h"
@@ -195,6 +197,38 @@ TEST(Collection, BitEqualSumBagsEveryDim) {
 TEST(Collection, BitEqualWorld2) { check_world(2, 6, 12); }
 TEST(Collection, BitEqualWorld3) { check_world(3, 6, 13); }
 TEST(Collection, BitEqualWorld4) { check_world(4, 6, 14); }
+
+// Exchange::alltoallv_fill's staged default (the in-process exchange's)
+// delivers blocks that stay valid until the exchange's next call, as the
+// backends' do (common/agreement.h): a caller may read them after it
+// returns.
+TEST(Collection, FilledBlocksOutliveTheExchange) {
+  const int world = 2;
+  const size_t n = 300000;  // per block: past malloc's mmap threshold
+  Errors err;
+  hbtest::ThreadWorld tw(world);
+  hbtest::ThreadWorld::run(world, [&](int r) {
+    std::unique_ptr<hb::Exchange> x = tw.endpoint(r);
+    std::vector<int64_t> bytes(world, static_cast<int64_t>(n));
+    std::vector<const char *> got(world);
+    x->alltoallv_fill(
+        bytes.data(), bytes.data(),
+        [&](int p, char *dst) { std::memset(dst, 16 * r + p + 1, n); },
+        [&](int p, const char *data, size_t) { got[p] = data; });
+    // Freed blocks would be this buffer's (or unmapped).
+    std::vector<char> other(2 * n, 0x55);
+    for (int p = 0; p < world; ++p)
+      for (size_t i = 0; i < n; ++i)
+        if (got[p][i] != static_cast<char>(16 * p + r + 1)) {
+          err.report("rank " + std::to_string(r) + ": block from " +
+                     std::to_string(p) + " changed at byte " +
+                     std::to_string(i) + " after the exchange returned");
+          return;
+        }
+    (void)other;
+  });
+  EXPECT_EQ(err.first, "");
+}
 
 // World 1 pools float32 rows of static tables straight from the shard
 // (Collection::rows_in_place), prefetching them ahead in tables larger

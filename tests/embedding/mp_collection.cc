@@ -31,6 +31,14 @@
 //                            everywhere; a bad buffer: HB_ERR_INVALID_ARGUMENT
 //   mp_collection densepeer  a rank dies before the update: the others get
 //                            HB_ERR_PEER_FAILED
+//   mp_collection realistic  tables of the demo's widths and float32 rows
+//                            behind an odd-width float16 table's in each
+//                            rows block (unaligned): lookups bit-equal to
+//                            a world-1 context's, then to the reference
+//                            over training steps; the last rank dies
+//                            right after a lookup: the others' outputs
+//                            are right and their next call fails with
+//                            HB_ERR_PEER_FAILED
 //   mp_collection rounds     (cpu_async_exchange=0, the call board) the
 //                            lookup's header rides in its ids round: one
 //                            board post per start, one for the rows, one
@@ -576,6 +584,24 @@ void mode_async(hb_context *&ctx) {
   delete m;
 }
 
+// A *peer mode's victim: leaves after ms, without a word (no BYE).
+[[noreturn]] void die_after_ms(int ms) {
+  usleep(ms * 1000);
+  std::fflush(stdout);
+  _exit(0);
+}
+
+// A survivor's call that waited on the victim (started at t0): it fails
+// with HB_ERR_PEER_FAILED, from liveness well inside the timeout.
+void expect_peer_failed(hb_status st, double t0, int victim, const char *call) {
+  const double took = now_ms() - t0;
+  CHECK(st == HB_ERR_PEER_FAILED, "%s after rank %d died: %s: %s", call, victim,
+        hb_status_name(st), hb_last_error());
+  CHECK(took < kBadTimeoutMs / 4.0, "%s: the error took %.0f ms", call, took);
+  std::printf("rank %d: %s failed after %.0f ms: %s\n", g_rank, call, took,
+              hb_last_error());
+}
+
 void mode_async_peer(hb_context *ctx) {
   CollCase c = hbtest::standard_case();
   Model m(ctx, c);
@@ -587,19 +613,11 @@ void mode_async_peer(hb_context *ctx) {
   CHECK_OK(hb_collection_lookup(m.coll, &v, out.out.data(), out.up.data()));
   CHECK_OK(hb_context_barrier(ctx, 0));
   const int victim = g_world - 1;
-  if (g_rank == victim) {
-    usleep(400 * 1000);  // the others' starts are in flight by now
-    std::fflush(stdout);
-    _exit(0);  // dies without a word (no BYE)
-  }
+  if (g_rank == victim) die_after_ms(400);  // the others' starts in flight
   CHECK_OK(
       hb_collection_lookup_start(m.coll, &v, out.out.data(), out.up.data()));
   const double t0 = now_ms();
-  hb_status st = hb_collection_lookup_wait(m.coll);
-  CHECK(st == HB_ERR_PEER_FAILED, "wait after rank %d died: %s: %s", victim,
-        hb_status_name(st), hb_last_error());
-  std::printf("rank %d: wait failed after %.0f ms: %s\n", g_rank, now_ms() - t0,
-              hb_last_error());
+  expect_peer_failed(hb_collection_lookup_wait(m.coll), t0, victim, "wait");
   // Nothing pending any more; destroying everything is clean (Model).
 }
 
@@ -780,20 +798,15 @@ void mode_dense_peer(hb_context *ctx) {
   if (g_rank == victim) {
     // Not at once: a rank still leaving the barrier would see the death
     // there (HB_ERR_PEER_FAILED from the barrier, not the update).
-    usleep(300 * 1000);
-    std::fflush(stdout);
-    _exit(0);  // dies without a word (no BYE)
+    die_after_ms(300);
   }
   std::vector<float> x = dense_input(g_rank, 0, 1000);
   hb_collection_dense d = HB_COLLECTION_DENSE_INIT;
   d.send = d.recv = x.data(), d.count = x.size();
   const double t0 = now_ms();
-  hb_status r = hb_collection_apply_gradients_dense(
-      k.m.coll, &st.v, st.grad_out(), st.o.gup.data(), &d);
-  CHECK(r == HB_ERR_PEER_FAILED, "update after rank %d died: %s: %s", victim,
-        hb_status_name(r), hb_last_error());
-  std::printf("rank %d: update failed after %.0f ms: %s\n", g_rank,
-              now_ms() - t0, hb_last_error());
+  expect_peer_failed(hb_collection_apply_gradients_dense(
+                         k.m.coll, &st.v, st.grad_out(), st.o.gup.data(), &d),
+                     t0, victim, "update");
 }
 
 }  // namespace
@@ -888,13 +901,106 @@ void mode_rounds(hb_context *ctx) {
   good_step(all);
 }
 
+namespace {
+
+// Small and realistic tables: the demo's widths (8; 1, its wide table),
+// a dynamic one, and an odd-width float16 table first, so the float32
+// rows behind it in a peer's rows block are unaligned whenever it sends
+// an odd count of rows.
+CollCase realistic_case() {
+  using hbtest::coll_table;
+  return hbtest::make_case(
+      {coll_table("h3", 3, 64, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT16),
+       coll_table("e8", 8, 2048, HB_OPT_ADAGRAD, HB_PARTITION_MOD, HB_FLOAT32),
+       coll_table("w1", 1, 4096, HB_OPT_ADAGRAD, HB_PARTITION_DIV, HB_FLOAT32),
+       coll_table("d4", 4, 0, HB_OPT_SGD, HB_PARTITION_MOD, HB_FLOAT32)},
+      {{0, HB_POOLING_SUM, false, 1, true},
+       {1, HB_POOLING_SUM, false, 1, true},
+       {2, HB_POOLING_SUM, false, 1, true},
+       {3, HB_POOLING_MEAN, true, 3, false},
+       {1, HB_POOLING_NONE, false, 2, false}});
+}
+
+std::vector<JBatch> realistic_step(std::mt19937_64 &g, const CollCase &c) {
+  std::vector<JBatch> all;
+  for (int r = 0; r < g_world; ++r)
+    all.push_back(hbtest::make_jbatch(g, c, 40 + 9 * r, 300));
+  return all;
+}
+
+void mode_realistic(hb_context *ctx) {
+  CollCase c = realistic_case();
+  CollRef ref(c);
+  Model m(ctx, c);
+  // The same tables in a world of one (no network): its lookups pool from
+  // the shard's records, the world-N ones from the exchanged rows.
+  hb_context_options o1 = HB_CONTEXT_OPTIONS_INIT;
+  o1.rank = 0;
+  o1.world_size = 1;
+  o1.local_rank = 0;
+  o1.local_world_size = 1;
+  hb_context *ctx1 = nullptr;
+  CHECK_OK(hb_context_create(&o1, &ctx1));
+  {
+    Model m1(ctx1, c);
+    std::mt19937_64 g(91);
+    for (int s = 0; s < 3; ++s) {
+      std::vector<JBatch> all = realistic_step(g, c);
+      JBatch &b = all[g_rank];
+      Outputs got(m.coll, c, b), want(m1.coll, c, b);
+      hb_jagged_batch v = b.view();
+      CHECK_OK(hb_collection_lookup(m.coll, &v, got.out.data(), got.up.data()));
+      CHECK_OK(
+          hb_collection_lookup(m1.coll, &v, want.out.data(), want.up.data()));
+      auto same = [](const std::vector<float> &x, const std::vector<float> &y) {
+        return x.size() == y.size() &&
+               (x.empty() || !std::memcmp(x.data(), y.data(), x.size() * 4));
+      };
+      CHECK(same(got.out, want.out),
+            "lookup %d: pooled output differs from the world-1 lookup's", s);
+      for (size_t f = 0; f < got.unp.size(); ++f)
+        CHECK(same(got.unp[f], want.unp[f]),
+              "lookup %d: feature %zu's unpooled output differs from the "
+              "world-1 lookup's",
+              s, f);
+    }
+  }
+  hb_context_destroy(ctx1);
+  // Training: every lookup bit-equal to the reference's after the updates.
+  std::mt19937_64 g(92);
+  for (int s = 0; s < 4; ++s) {
+    std::vector<JBatch> all = realistic_step(g, c);
+    step(m, ref, all, s);
+  }
+  // The last rank leaves right after a lookup; the others' outputs hold
+  // its rows, then their next call fails.
+  std::vector<JBatch> all = realistic_step(g, c);
+  JBatch &b = all[g_rank];
+  Outputs out(m.coll, c, b);
+  hb_jagged_batch v = b.view();
+  CHECK_OK(hb_collection_lookup(m.coll, &v, out.out.data(), out.up.data()));
+  const int victim = g_world - 1;
+  if (g_rank == victim) {
+    // Not at once: the others may still be in the rows round's wait.
+    die_after_ms(200);
+  }
+  out.check(ref, b, 4);
+  const double t0 = now_ms();
+  expect_peer_failed(hb_collection_apply_gradients(
+                         m.coll, &v, b.grad_out.data(), out.gup.data()),
+                     t0, victim, "update");
+}
+
+}  // namespace
+
 int main(int argc, char **argv) {
   std::string mode = argc > 1 ? argv[1] : "";
   hb_context *ctx = nullptr;
   hb_context_options opts = HB_CONTEXT_OPTIONS_INIT;
   std::string options = "timeout_ms=" + std::to_string(kBadTimeoutMs);
   if (mode == "badbatch" || mode == "pipeline" || mode == "async" ||
-      mode == "densemismatch" || mode == "densepeer" || mode == "rounds")
+      mode == "densemismatch" || mode == "densepeer" || mode == "rounds" ||
+      mode == "realistic")
     opts.options = options.c_str();
   CHECK_OK(hb_context_create(&opts, &ctx));
   g_rank = g_mp_rank = hb_context_rank(ctx);
@@ -919,6 +1025,8 @@ int main(int argc, char **argv) {
     mode_dense_peer(ctx);
   else if (mode == "rounds")
     mode_rounds(ctx);
+  else if (mode == "realistic")
+    mode_realistic(ctx);
   else
     CHECK(false, "unknown mode '%s'", mode.c_str());
   hb_context_destroy(ctx);
