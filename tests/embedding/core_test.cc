@@ -633,7 +633,10 @@ TEST(SumRows, OwnerSourcesEqualReference) {
       }
       hb::emb::sum_rows(src.data(), n, d.inverse().data(), nullptr, dim,
                         got.data(), d.leading_new());
-      ASSERT_EQ(0, std::memcmp(want.data(), got.data(), want.size() * 4))
+      // memcmp only when there is a row: an empty vector's data() may be
+      // NULL, which memcmp must not get (UBSan).
+      ASSERT_TRUE(want.empty() ||
+                  !std::memcmp(want.data(), got.data(), want.size() * 4))
           << "dim " << dim << " call " << call;
     }
   }
