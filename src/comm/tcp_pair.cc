@@ -58,6 +58,9 @@ class TcpPair : public gloo::transport::tcp::Pair {
   // A buffer of this pair is going: fails the pair if a transfer of it is
   // still in flight, and drops the pair's raw pointers to it.
   void forget(gloo::transport::tcp::Buffer *buf);
+  // The same for an unbound buffer that goes (it leaves the queues first:
+  // the loop thread fails a queued send's buffer under this pair's lock).
+  void forget_unbound(const gloo::transport::tcp::UnboundBuffer *buf);
 
   // For RecvBuffer (Gloo's friendship with its Buffer is not inherited).
   bool sync_mode() const { return isSync(); }
@@ -138,6 +141,11 @@ void RecvBuffer::waitRecv() {
 class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
  public:
   using gloo::transport::tcp::UnboundBuffer::UnboundBuffer;
+  // Gloo's pairs reach a queued op's buffer through a NonOwningPtr, which
+  // keeps its control block, not the buffer: one destroyed after a failed
+  // call could be failed by the loop thread as it went (TSan: its mutex
+  // unlocked after destruction). It leaves its context's pairs first.
+  ~AbortableBuffer() override;
   void abort_wait(bool send) {
     std::lock_guard<std::mutex> lock(m_);
     (send ? abortWaitSend_ : abortWaitRecv_) = true;
@@ -157,7 +165,19 @@ class TcpContext : public gloo::transport::tcp::Context {
       void *ptr, size_t size) override {
     return std::make_unique<AbortableBuffer>(shared_from_this(), ptr, size);
   }
+  // Every pair forgets buf (pairs are made before any transfer, by
+  // mesh_connect, so pairs_ does not change under this).
+  void forget_unbound(const gloo::transport::tcp::UnboundBuffer *buf) {
+    for (auto &p : pairs_)
+      if (auto *tcp = dynamic_cast<TcpPair *>(p.get()))
+        tcp->forget_unbound(buf);
+  }
 };
+
+AbortableBuffer::~AbortableBuffer() {
+  if (auto *ctx = dynamic_cast<TcpContext *>(context_.get()))
+    ctx->forget_unbound(this);
+}
 
 }  // namespace
 
@@ -386,6 +406,23 @@ void TcpPair::forget(gloo::transport::tcp::Buffer *buf) {
                            [&](const auto &op) { return op.buf == buf; }),
             tx_.end());
   if (rx_.buf == buf) rx_ = gloo::transport::tcp::Op();
+}
+
+void TcpPair::forget_unbound(const gloo::transport::tcp::UnboundBuffer *buf) {
+  std::lock_guard<std::mutex> lock(m_);
+  auto is_buf = [&](const gloo::transport::tcp::Op &op) {
+    gloo::NonOwningPtr<gloo::transport::tcp::UnboundBuffer> b(op.ubuf);
+    return b && b.operator->() == buf;
+  };
+  bool in_flight = is_buf(rx_);
+  for (const auto &op : tx_) in_flight |= is_buf(op);
+  if (!in_flight) return;
+  // Off the queues before the pair fails: fail_queued_unbound must not
+  // reach buf, which is going. As forget(): the stream is out of step.
+  tx_.erase(std::remove_if(tx_.begin(), tx_.end(), is_buf), tx_.end());
+  if (is_buf(rx_)) rx_ = gloo::transport::tcp::Op();
+  fail(io_error(GLOO_ERROR_MSG("an unbound buffer to or from rank ", rank_,
+                               " went with a transfer in flight")));
 }
 
 void TcpPair::fail(std::exception_ptr ex) {
