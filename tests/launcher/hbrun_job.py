@@ -1,11 +1,42 @@
 """A running hbrun (or any launcher) for the recovery tests and benches:
 its output collected line by line (with arrival times) on a thread, waits
 for a line, and its workers' pids."""
+import random
 import re
+import socket
 import subprocess
 import sys
 import threading
 import time
+
+
+def free_port_pair(rng=random):
+    """A loopback port p with p and p + 1 free a moment ago (torchrun's
+    MASTER_PORT and hb's store beside it), below the kernel's ephemeral
+    range: a port from that range can be taken between starts by any
+    connect() of the tests running beside this one (CI saw 'address
+    already in use' on a random port in 20000-40000)."""
+    try:
+        with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
+            low = int(f.read().split()[0])
+    except (OSError, ValueError, IndexError):
+        low = 32768
+    low = max(low, 10002)
+    for _ in range(200):
+        port = rng.randrange(10000, low - 1)
+        socks = []
+        try:
+            for p in (port, port + 1):
+                s = socket.socket()
+                socks.append(s)
+                s.bind(("127.0.0.1", p))
+            return port
+        except OSError:
+            continue
+        finally:
+            for s in socks:
+                s.close()
+    raise RuntimeError("no free loopback port pair below %d" % low)
 
 
 class Job:

@@ -299,7 +299,7 @@ class AgentWorld:
 
 def torchrun(args, rng):
     ref = run_plain(args, 3)
-    port = 20000 + rng.randrange(20000)
+    port = hbrun_job.free_port_pair(rng)
     for restart in range(3):
         world = AgentWorld(args, 3, port, restart)
         if restart == 2:

@@ -108,6 +108,23 @@ fail() {
 }
 
 # Random delay in ms, in [lo, hi).
+# A loopback port free a moment ago, below the kernel's ephemeral range (a
+# port from that range can be taken by any connect() of the tests beside).
+free_port() {
+  python3 -c 'import random, socket
+low = max(int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0]), 10001)
+for _ in range(200):
+    p = random.randrange(10000, low)
+    s = socket.socket()
+    try:
+        s.bind(("127.0.0.1", p))
+    except OSError:
+        continue
+    finally:
+        s.close()
+    print(p)
+    break'
+}
 rand_ms() { echo $(($1 + RANDOM % ($2 - $1))); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 
@@ -426,7 +443,7 @@ case $MODE in
     mkdir pids
     HOSTS=
     for p in $(seq 0 $((P - 1))); do
-      HOSTS=$HOSTS${HOSTS:+,}127.0.0.1:$((20000 + RANDOM % 20000))
+      HOSTS=$HOSTS${HOSTS:+,}127.0.0.1:$(free_port)
     done
     export HB_PS_HOSTS=$HOSTS HB_HEARTBEAT_INTERVAL_MS=100 HB_STALENESS=$K \
       HB_TIMEOUT_MS=20000 HB_PS_SPLIT_SAMPLES=2000 HB_PS_SPLIT_SIZE=100 \
@@ -519,7 +536,7 @@ case $MODE in
     # are started by hand (the HB_* variables hbrun would set), so nothing
     # but hb stops the workers.
     W=$1
-    PORT=$((20000 + RANDOM % 20000))
+    PORT=$(free_port)
     export HB_PS_HOSTS=127.0.0.1:$PORT HB_HEARTBEAT_INTERVAL_MS=100
     HB_TASK_TYPE=ps HB_TASK_ID=0 "$PS_TRAIN" train ps >ps.log 2>&1 &
     PS=$!
