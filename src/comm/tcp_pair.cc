@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstring>
+#include <vector>
 
 #include <gloo/common/error.h>
 #include <gloo/transport/tcp/buffer.h>
@@ -144,8 +145,22 @@ class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
   // Gloo's pairs reach a queued op's buffer through a NonOwningPtr, which
   // keeps its control block, not the buffer: one destroyed after a failed
   // call could be failed by the loop thread as it went (TSan: its mutex
-  // unlocked after destruction). It leaves its context's pairs first.
+  // unlocked after destruction). It leaves the pairs it was posted on
+  // first (hb posts one op per buffer: one pair, not the world's).
   ~AbortableBuffer() override;
+  void send(int dst, uint64_t slot, size_t offset, size_t nbytes) override {
+    posted_on(dst);
+    UnboundBuffer::send(dst, slot, offset, nbytes);
+  }
+  void recv(int src, uint64_t slot, size_t offset, size_t nbytes) override {
+    posted_on(src);
+    UnboundBuffer::recv(src, slot, offset, nbytes);
+  }
+  void recv(std::vector<int> srcs, uint64_t slot, size_t offset,
+            size_t nbytes) override {
+    for (int r : srcs) posted_on(r);
+    UnboundBuffer::recv(std::move(srcs), slot, offset, nbytes);
+  }
   void abort_wait(bool send) {
     std::lock_guard<std::mutex> lock(m_);
     (send ? abortWaitSend_ : abortWaitRecv_) = true;
@@ -153,6 +168,13 @@ class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
   }
   // Gloo's is protected (its pair is a friend; hb's pair is not).
   void fail(std::exception_ptr ex) { signalException(std::move(ex)); }
+
+ private:
+  // Posting and destruction happen on the buffer's owning thread.
+  void posted_on(int rank) {
+    if (peers_.empty() || peers_.back() != rank) peers_.push_back(rank);
+  }
+  std::vector<int> peers_;  // the ranks whose pairs may queue this buffer
 };
 
 // A tcp::Context whose pairs are TcpPairs and whose unbound buffers are
@@ -165,18 +187,20 @@ class TcpContext : public gloo::transport::tcp::Context {
       void *ptr, size_t size) override {
     return std::make_unique<AbortableBuffer>(shared_from_this(), ptr, size);
   }
-  // Every pair forgets buf (pairs are made before any transfer, by
+  // The pairs to ranks forget buf (pairs are made before any transfer, by
   // mesh_connect, so pairs_ does not change under this).
-  void forget_unbound(const gloo::transport::tcp::UnboundBuffer *buf) {
-    for (auto &p : pairs_)
-      if (auto *tcp = dynamic_cast<TcpPair *>(p.get()))
-        tcp->forget_unbound(buf);
+  void forget_unbound(const gloo::transport::tcp::UnboundBuffer *buf,
+                      const std::vector<int> &ranks) {
+    for (int r : ranks)
+      if (r >= 0 && size_t(r) < pairs_.size())
+        if (auto *tcp = dynamic_cast<TcpPair *>(pairs_[r].get()))
+          tcp->forget_unbound(buf);
   }
 };
 
 AbortableBuffer::~AbortableBuffer() {
   if (auto *ctx = dynamic_cast<TcpContext *>(context_.get()))
-    ctx->forget_unbound(this);
+    ctx->forget_unbound(this, peers_);
 }
 
 }  // namespace

@@ -935,8 +935,10 @@ bool Collection::route_with_header(const int64_t *headers, size_t k,
 }
 
 void Collection::take_ids(const std::vector<const unsigned char *> &from) {
-  std::vector<const unsigned char *> at = from;
-  std::vector<const int64_t *> blocks(world_);
+  std::vector<const unsigned char *> &at = take_at_;
+  at.assign(from.begin(), from.end());
+  std::vector<const int64_t *> &blocks = take_blocks_;
+  blocks.resize(world_);
   for (size_t t = 0; t < tables_.size(); ++t) {
     Slot &s = slots_[t];
     StepPlan &pl = plans_[t];

@@ -395,6 +395,10 @@ class Collection : public CollectionBase {
   std::vector<unsigned char, NoFill<unsigned char>> sbuf_, rbuf_;
   // The peers' dense floats of the running update (rank p's at p x count).
   std::vector<float, NoFill<float>> dense_in_;
+  // take_ids' per-source cursors and block starts (kept: no allocation
+  // per step).
+  std::vector<const unsigned char *> take_at_;
+  std::vector<const int64_t *> take_blocks_;
 };
 
 }  // namespace emb
