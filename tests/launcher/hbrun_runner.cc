@@ -1,5 +1,7 @@
 #include "launcher/hbrun_runner.h"
 
+#include "common/free_port.h"
+
 #include <arpa/inet.h>
 #include <netinet/in.h>
 #include <poll.h>
@@ -139,16 +141,10 @@ RunResult run_hbrun(const std::vector<std::string> &args, const EnvChanges &env,
 }
 
 int free_port() {
-  int fd = ::socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  socklen_t len = sizeof a;
-  if (fd < 0 || ::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-      ::getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0)
+  const int port = hb_test_free_port();
+  if (port == 0)
     throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
-  ::close(fd);
-  return ntohs(a.sin_port);
+  return port;
 }
 
 std::vector<std::string> split_lines(const std::string &s) {

@@ -18,6 +18,7 @@
 #include <thread>
 
 #define HB_EXPERIMENTAL 1
+#include "common/free_port.h"
 #include "common/health.h"
 #include "embedding/spec.h"
 #include "ps/clock.h"
@@ -155,18 +156,7 @@ class Ps {
   }
 
  private:
-  static int free_port() {
-    int fd = socket(AF_INET, SOCK_STREAM, 0);
-    sockaddr_in a{};
-    a.sin_family = AF_INET;
-    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-    bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-    socklen_t len = sizeof a;
-    getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-    int port = ntohs(a.sin_port);
-    close(fd);
-    return port;
-  }
+  static int free_port() { return hb_test_free_port(); }
   ServerConfig cfg_;
   Health health_;
   std::future<std::pair<hb_status, std::string>> done_;

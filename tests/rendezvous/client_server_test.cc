@@ -8,6 +8,7 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_port.h"
 #include "rdv_test_util.h"
 
 namespace hb {
@@ -398,17 +399,7 @@ TEST(ClientServer, ServerGoingAwayFailsClientsNamingIt) {
       << m;
 }
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len);
-  ::close(fd);
-  return ntohs(a.sin_port);
-}
+int free_port() { return hb_test_free_port(); }
 
 // A "server" that accepts one client, answers its HELLO, then goes silent
 // (as a SIGSTOPped hbrun would).
