@@ -298,6 +298,9 @@ TEST(MeshConnect, FailedCallFailsThePairsOfItsPendingOperations) {
       if (q != r && hb::comm::pair_socket(*ctx->getPair(q)) < 0)
         err +=
             "pair to " + std::to_string(q) + " closed after a complete call; ";
+    // Every rank checks before rank 0 fails a pair (rank 1 saw its pair to
+    // rank 0 closed by the failure below, in one run of a 2-core CI).
+    kv_barrier(kv, "p2p_sync/complete", r, n);
     // Rank 0's call "fails" with a receive from rank 1 pending; rank 1 then
     // sends it (into the buffer rank 0 destroyed).
     if (r == 0) {
