@@ -18,15 +18,22 @@
 # N-rank job (2 per core here): whether an oversubscribed job loses to
 # the oversubscription itself (caches, switches) or to its exchange.
 #   bench/ctr_cpu/two_ranks_vs_two_jobs.sh BUILD_DIR
-# Environment: N=2, SAMPLES=960000, VOCAB=2048, REPEATS=3, PROFILE=0 (1: the
+# LOAD=1 runs one busy loop at nice 19 beside each of (a), (b) and (c), as
+# ctr_compare.sh's LOAD=1 does beside each run: b / a is then the bound
+# under that load.
+# Environment: N=2, SAMPLES=960000, VOCAB=2048, REPEATS=3, LOAD=0, PROFILE=0 (1: the
 # jobs run with --profile and their per-rank phase times, ms per step,
 # follow the table: where a 2-rank step's extra time goes, beside the same
 # phases of the two independent jobs).
 set -u
 B=$(cd "$1" && pwd)
 S=${SAMPLES:-960000}; V=${VOCAB:-2048}; R=${REPEATS:-3}; N=${N:-2}
-W=$(mktemp -d); trap 'rm -rf "$W"' EXIT
+W=$(mktemp -d)
 P=""; [ "${PROFILE:-0}" = 1 ] && P=--profile
+BG=""
+load_on() { if [ "${LOAD:-0}" = 1 ]; then nice -n 19 sh -c 'while :; do :; done' & BG=$!; sleep 0.2; fi; }
+load_off() { if [ -n "$BG" ]; then kill "$BG"; wait "$BG" 2>/dev/null; BG=""; fi; }
+trap 'load_off; rm -rf "$W"' EXIT
 job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
   "$B/src/launcher/hbrun" -n "$1" -- "$B/examples/ctr_train/ctr_train" $P ${FLAGS:-} \
     --train-samples "$S" --vocab "$V" --eval-samples 8000 \
@@ -37,9 +44,13 @@ job() {  # np out -> train seconds (the profile lines go to $W/prof_out)
 echo "| repeat | 1 rank | $N 1-rank jobs | $N ranks | jobs / 1 rank | $N ranks / 1 rank | $N ranks / jobs |"
 echo "|---|---|---|---|---|---|---|"
 for r in $(seq 1 "$R"); do
-  a=$(job 1 a)
-  for j in $(seq 1 "$N"); do job 1 "b$j" > "$W/t$j" & done; wait
-  c=$(job "$N" d)
+  load_on; a=$(job 1 a); load_off
+  load_on
+  pids=()
+  for j in $(seq 1 "$N"); do job 1 "b$j" > "$W/t$j" & pids+=($!); done
+  wait "${pids[@]}"
+  load_off
+  load_on; c=$(job "$N" d); load_off
   Bs=0
   for j in $(seq 1 "$N"); do
     [ -s "$W/t$j" ] || { echo "a job failed" >&2; exit 1; }
