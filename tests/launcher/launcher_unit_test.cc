@@ -2,9 +2,12 @@
 // and the line relay.
 #include <fcntl.h>
 #include <gtest/gtest.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 #include <unistd.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <map>
 #include <string>
 #include <thread>
@@ -270,6 +273,35 @@ TEST(LaunchOptions, EvaluatorOption) {
       "\"index\":0}}";
   EXPECT_TRUE(plan_topology(o, e.lookup(), no_gpus).from_tf_config);
   EXPECT_FALSE(plan_topology(o, FakeEnv().lookup(), no_gpus).from_tf_config);
+}
+
+// The ports hbrun picks for MASTER_PORT and its ps tasks come from below
+// the kernel's ephemeral range (there no connect() of another process
+// takes one between the pick and the worker's bind), and are free.
+TEST(Topology, FreePortsComeFromBelowTheEphemeralRange) {
+  int low = 32768;
+  if (FILE *f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
+    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
+    std::fclose(f);
+  }
+  for (int i = 0; i < 20; ++i) {
+    const int port = hb::launcher::free_port("127.0.0.1", -1);
+    ASSERT_GT(port, 0);
+    if (low > 10001) {
+      EXPECT_GE(port, 10000);
+      EXPECT_LT(port, low);
+    }
+    const int fd = ::socket(AF_INET, SOCK_STREAM, 0);
+    sockaddr_in a{};
+    a.sin_family = AF_INET;
+    a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+    a.sin_port = htons(uint16_t(port));
+    EXPECT_EQ(::bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a), 0)
+        << "port " << port;
+    ::close(fd);
+  }
+  EXPECT_EQ(hb::launcher::free_port("not-an-address", 7), 7)
+      << "no port to be had: the fallback";
 }
 
 TEST(WorkerThreads, SplitsTheCpusBetweenTheLocalWorkers) {
