@@ -11,6 +11,7 @@
 
 #include "abi/error.h"
 #include "common/fd_limit.h"
+#include "common/free_port.h"
 #include "common/log.h"
 #include "context/options.h"
 #include "gpu/gpu.h"

@@ -9,9 +9,7 @@
 
 #include <algorithm>
 #include <cctype>
-#include <cstdio>
 #include <cstring>
-#include <random>
 
 #include "abi/error.h"
 #include "context/cluster.h"
@@ -239,59 +237,6 @@ Topology plan_topology(const LaunchOptions &opts, const EnvLookup &env,
   const char *tf = opts.use_tf_config ? env("TF_CONFIG") : nullptr;
   if (tf && *tf) return plan_tf_config(opts, env, gpu_count, tf);
   return plan_single_machine(opts, env, gpu_count);
-}
-
-namespace {
-
-// Binds a TCP socket to host (numeric) and port (0: the kernel picks one)
-// and closes it: the port it got, 0 if none.
-int probe_port(const std::string &host, int port) {
-  bool ipv6 = host.find(':') != std::string::npos;
-  sockaddr_storage ss{};
-  socklen_t len = ipv6 ? sizeof(sockaddr_in6) : sizeof(sockaddr_in);
-  auto *v4 = reinterpret_cast<sockaddr_in *>(&ss);
-  auto *v6 = reinterpret_cast<sockaddr_in6 *>(&ss);
-  ss.ss_family = ipv6 ? AF_INET6 : AF_INET;
-  bool ok = ipv6 ? inet_pton(AF_INET6, host.c_str(), &v6->sin6_addr) == 1
-                 : inet_pton(AF_INET, host.c_str(), &v4->sin_addr) == 1;
-  (ipv6 ? v6->sin6_port : v4->sin_port) = htons(uint16_t(port));
-  int fd = socket(ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  int got = 0;
-  auto *sa = reinterpret_cast<sockaddr *>(&ss);
-  if (ok && fd >= 0 && bind(fd, sa, len) == 0 && getsockname(fd, sa, &len) == 0)
-    got = ntohs(ipv6 ? v6->sin6_port : v4->sin_port);
-  if (fd >= 0) close(fd);
-  return got;
-}
-
-// The first port of the kernel's ephemeral range (32768 if unreadable).
-int ephemeral_low() {
-  int low = 32768;
-  if (FILE *f = std::fopen("/proc/sys/net/ipv4/ip_local_port_range", "r")) {
-    if (std::fscanf(f, "%d", &low) != 1) low = 32768;
-    std::fclose(f);
-  }
-  return low;
-}
-
-}  // namespace
-
-int free_port(const std::string &host, int fallback) {
-  // Below the ephemeral range first: a port the kernel hands out from that
-  // range can be taken by any connect() on the host between this probe and
-  // the bind of the worker or ps task it is for (a test lost a start to
-  // that). 64 random tries, then the kernel's choice.
-  constexpr int kLowest = 10000;
-  const int low = ephemeral_low();
-  if (low > kLowest + 1) {
-    std::random_device rd;
-    std::mt19937 gen(rd());
-    std::uniform_int_distribution<int> pick(kLowest, low - 1);
-    for (int i = 0; i < 64; ++i)
-      if (int port = probe_port(host, pick(gen))) return port;
-  }
-  const int port = probe_port(host, 0);
-  return port ? port : fallback;
 }
 
 std::vector<std::string> joined_worker_environment(

@@ -89,11 +89,6 @@ std::vector<std::vector<int>> worker_cpu_slices(const std::vector<int> &cpus,
 // worker, as torchrun does.
 int threads_per_worker(int cpus, int local_workers);
 
-// A TCP port that was free on host (numeric) a moment ago, for the
-// framework's MASTER_PORT and hbrun --ps's tasks; below the kernel's
-// ephemeral range where one is free; `fallback` if none can be had.
-int free_port(const std::string &host, int fallback);
-
 // The environment of one worker: `base` ("NAME=value" entries) with the
 // HB_* variables, torchrun's (RANK, WORLD_SIZE, LOCAL_RANK,
 // LOCAL_WORLD_SIZE, MASTER_ADDR, MASTER_PORT) and CUDA_VISIBLE_DEVICES of

@@ -32,7 +32,8 @@ inline std::vector<pid_t> start_rank_processes(
     int world, const std::vector<std::string> &argv,
     const std::vector<std::pair<std::string, std::string>> &env,
     const std::string &stderr_prefix = "") {
-  const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
+  const std::string rv =
+      "127.0.0.1:" + std::to_string(hb::free_port("127.0.0.1", 0));
   std::vector<char *> args;
   for (const std::string &a : argv)
     args.push_back(const_cast<char *>(a.c_str()));

@@ -16,25 +16,12 @@
 #include <thread>
 #include <vector>
 
+#include "common/free_port.h"
 #include "env_guard.h"
 
 namespace {
 
-int free_port() {
-  int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  a.sin_port = 0;
-  socklen_t len = sizeof a;
-  if (bind(fd, reinterpret_cast<sockaddr *>(&a), sizeof a) != 0 ||
-      getsockname(fd, reinterpret_cast<sockaddr *>(&a), &len) != 0) {
-    close(fd);
-    return 0;
-  }
-  close(fd);
-  return ntohs(a.sin_port);
-}
+int free_port() { return hb::free_port("127.0.0.1", 0); }
 
 using Env = std::map<std::string, std::string>;
 

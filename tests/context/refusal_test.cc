@@ -44,7 +44,8 @@ Attempt create(int rank, int world, const std::string &rv,
 
 void expect_refused_at_once(int world1, const char *options1,
                             const char *needle) {
-  const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
+  const std::string rv =
+      "127.0.0.1:" + std::to_string(hb::free_port("127.0.0.1", 0));
   Attempt r0;
   std::thread rank0([&] { r0 = create(0, 2, rv, "connect_timeout_ms=3000"); });
   Attempt r1 = create(1, world1, rv, options1);
@@ -72,7 +73,8 @@ TEST(Refusal, BadHeartbeatIsImmediate) {
 // rank 0 destroys its context. The store waits for rank 1's BYE only up to
 // peer_timeout_ms, not timeout_ms (300 s by default).
 TEST(Destroy, PromptWhileAPeerIsBusy) {
-  const std::string rv = "127.0.0.1:" + std::to_string(hb_test_free_port());
+  const std::string rv =
+      "127.0.0.1:" + std::to_string(hb::free_port("127.0.0.1", 0));
   auto options = [&](int rank, hb_context_options *o) {
     *o = HB_CONTEXT_OPTIONS_INIT;
     o->rank = o->local_rank = rank;

@@ -10,23 +10,24 @@ import threading
 import time
 
 
-def free_port_pair(rng=random):
-    """A loopback port p with p and p + 1 free a moment ago (torchrun's
-    MASTER_PORT and hb's store beside it), below the kernel's ephemeral
-    range: a port from that range can be taken between starts by any
-    connect() of the tests running beside this one (CI saw 'address
-    already in use' on a random port in 20000-40000)."""
+def free_port(count=1, rng=random):
+    """A loopback port p with p .. p + count - 1 free a moment ago (e.g.
+    torchrun's MASTER_PORT and hb's store beside it), below the kernel's
+    ephemeral range as hbrun picks them (src/common/free_port.h): a port
+    from that range can be taken by any connect() of the tests running
+    beside this one (CI saw 'address already in use' on a random port in
+    20000-40000)."""
     try:
         with open("/proc/sys/net/ipv4/ip_local_port_range") as f:
             low = int(f.read().split()[0])
     except (OSError, ValueError, IndexError):
         low = 32768
-    low = max(low, 10002)
+    low = max(low, 10000 + count)
     for _ in range(200):
-        port = rng.randrange(10000, low - 1)
+        port = rng.randrange(10000, low - count + 1)
         socks = []
         try:
-            for p in (port, port + 1):
+            for p in range(port, port + count):
                 s = socket.socket()
                 socks.append(s)
                 s.bind(("127.0.0.1", p))
@@ -36,8 +37,11 @@ def free_port_pair(rng=random):
         finally:
             for s in socks:
                 s.close()
-    raise RuntimeError("no free loopback port pair below %d" % low)
+    raise RuntimeError("no %d free loopback port(s) below %d" % (count, low))
 
+
+if __name__ == "__main__":  # for shell tests: prints one free port
+    print(free_port())
 
 class Job:
     def __init__(self, cmd, env=None, echo=False):

@@ -141,7 +141,7 @@ RunResult run_hbrun(const std::vector<std::string> &args, const EnvChanges &env,
 }
 
 int free_port() {
-  const int port = hb_test_free_port();
+  const int port = hb::free_port("127.0.0.1", 0);
   if (port == 0)
     throw std::runtime_error(std::string("free_port: ") + std::strerror(errno));
   return port;

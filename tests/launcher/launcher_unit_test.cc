@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "abi/error.h"
+#include "common/free_port.h"
 #include "launcher/job_file.h"
 #include "launcher/launch_options.h"
 #include "launcher/line_relay.h"
@@ -285,7 +286,7 @@ TEST(Topology, FreePortsComeFromBelowTheEphemeralRange) {
     std::fclose(f);
   }
   for (int i = 0; i < 20; ++i) {
-    const int port = hb::launcher::free_port("127.0.0.1", -1);
+    const int port = hb::free_port("127.0.0.1", -1);
     ASSERT_GT(port, 0);
     if (low > 10001) {
       EXPECT_GE(port, 10000);
@@ -300,7 +301,7 @@ TEST(Topology, FreePortsComeFromBelowTheEphemeralRange) {
         << "port " << port;
     ::close(fd);
   }
-  EXPECT_EQ(hb::launcher::free_port("not-an-address", 7), 7)
+  EXPECT_EQ(hb::free_port("not-an-address", 7), 7)
       << "no port to be had: the fallback";
 }
 

@@ -299,7 +299,7 @@ class AgentWorld:
 
 def torchrun(args, rng):
     ref = run_plain(args, 3)
-    port = hbrun_job.free_port_pair(rng)
+    port = hbrun_job.free_port(2, rng)
     for restart in range(3):
         world = AgentWorld(args, 3, port, restart)
         if restart == 2:

@@ -94,6 +94,7 @@
 #       HB_ERR_PEER_FAILED naming it.
 set -u
 HBRUN=$1 PS_TRAIN=$2 WORK=$3 MODE=$4
+HBRUN_JOB=$(cd "$(dirname "$0")/../launcher" && pwd)/hbrun_job.py
 shift 4
 rm -rf "$WORK"
 mkdir -p "$WORK"
@@ -107,24 +108,10 @@ fail() {
   exit 1
 }
 
+# A loopback port free a moment ago, as hbrun picks them
+# (tests/launcher/hbrun_job.py).
+free_port() { python3 "$HBRUN_JOB"; }
 # Random delay in ms, in [lo, hi).
-# A loopback port free a moment ago, below the kernel's ephemeral range (a
-# port from that range can be taken by any connect() of the tests beside).
-free_port() {
-  python3 -c 'import random, socket
-low = max(int(open("/proc/sys/net/ipv4/ip_local_port_range").read().split()[0]), 10001)
-for _ in range(200):
-    p = random.randrange(10000, low)
-    s = socket.socket()
-    try:
-        s.bind(("127.0.0.1", p))
-    except OSError:
-        continue
-    finally:
-        s.close()
-    print(p)
-    break'
-}
 rand_ms() { echo $(($1 + RANDOM % ($2 - $1))); }
 sleep_ms() { sleep "$(awk -v m="$1" 'BEGIN { printf "%.3f", m / 1000 }')"; }
 

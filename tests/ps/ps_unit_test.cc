@@ -156,7 +156,7 @@ class Ps {
   }
 
  private:
-  static int free_port() { return hb_test_free_port(); }
+  static int free_port() { return hb::free_port("127.0.0.1", 0); }
   ServerConfig cfg_;
   Health health_;
   std::future<std::pair<hb_status, std::string>> done_;

@@ -399,7 +399,7 @@ TEST(ClientServer, ServerGoingAwayFailsClientsNamingIt) {
       << m;
 }
 
-int free_port() { return hb_test_free_port(); }
+int free_port() { return hb::free_port("127.0.0.1", 0); }
 
 // A "server" that accepts one client, answers its HELLO, then goes silent
 // (as a SIGSTOPped hbrun would).
