@@ -6,7 +6,10 @@ in numpy over the `hb` binding.
 The same model and data as the C++ demo: criteo-synth samples (synth_data.py,
 the same samples as synth_data.h) with a planted logistic model, 26 sharded
 embedding tables plus a wide table, and an MLP whose backward pass is
-written by hand. Per step: hb data_sync (with --files N ranks hold uneven shards), one
+written by hand. Per step: hb data_sync where ranks may run out of data
+apart (--files N: uneven shards; --data); on even shards every rank knows
+every rank's shard, so the shard plan decides alike without that round
+(as the C++ demo; --data-sync: the round anyway), one
 collection lookup for all 27 features (hb.Collection: the 26 one-hot
 categorical features and the wide feature's 26 ids per sample, sum-pooled),
 dense gradients through allreduce_many, sparse gradients through one
@@ -119,6 +122,9 @@ def parse_flags(argv):
     p.add_argument("--dense-allreduce", choices=("fused", "separate"), default="fused",
                    help="fused: the dense sum rides in the sparse update's exchange; separate: "
                         "Context.allreduce_start beside it (the same bits)")
+    p.add_argument("--data-sync", action="store_true",
+                   help="hb data_sync every step even on even shards (where the shard plan "
+                        "decides alike without a round)")
     p.add_argument("--splits", action="store_true",
                    help="parameter-server mode (run under hbrun --ps): dynamic splits of the train "
                         "samples, or of --data's bytes")
@@ -471,7 +477,7 @@ class Trainer:
     input_wait = 0.0
     prefetcher = None  # Prefetcher of the train batches, while run() trains
     step_no = 0  # the training step running (from 0)
-    _shard_sizes = None  # every rank's train samples (synthetic data), for global_batch
+    _shard_sizes = None  # every rank's train samples (synthetic data): shard_sizes()
     prof = StepProfile(False)  # --profile (run() sets it)
     # The pipelined step (Trainer.train_step): may this step start the next
     # one's lookup; the next step's (lo, hi), its samples and buffers when
@@ -778,7 +784,7 @@ class Trainer:
             # batch's MLP (the collection's progress thread runs the rounds
             # meanwhile); its rows come in the next step's wait, after this
             # batch's update.
-            nxt = self.next_range()  # collective (data_sync): every rank asks here
+            nxt = self.next_range(self.step_no + 1)  # collective (data_sync): every rank asks here
             if nxt is None:
                 self.out_of_data = True
             else:
@@ -796,14 +802,23 @@ class Trainer:
         self.backward(b, global_n)
         return global_n, loss, b["label"], b["prob"]
 
-    def next_range(self):
-        """Collective (data_sync): this rank's next train range [lo, hi)
-        (empty when its data ran out and others' did not), taken from its
-        position; None when every rank is out of data."""
+    def next_range(self, step):
+        """Collective (data_sync): this rank's train range [lo, hi) for step
+        `step` (from 0; empty when its data ran out and others' did not),
+        taken from its position; None when every rank is out of data."""
         pos = int(self.pos[0])
         has_data = self.fetch() if self.reader is not None else pos < self.shard_end
         self.prof.mark("data_sync")
-        cont, empty = self.ctx.data_sync(has_data)
+        if self.reader is None and self.f.files == 0 and not self.f.data_sync:
+            # Even shards: whether any rank still has data at this step is
+            # known here, as global_batch knows the step's size: data_sync's
+            # decision without its round (one rendezvous per step fewer, as
+            # the C++ demo). Uneven files and --data keep data_sync: only
+            # there may ranks run out apart.
+            cont = any(size > step * self.f.batch for size in self.shard_sizes())
+            empty = not has_data
+        else:
+            cont, empty = self.ctx.data_sync(has_data)
         if not cont:
             return None
         if self.reader is not None:
@@ -820,11 +835,15 @@ class Trainer:
         with --data, where only each rank knows its batch, by an allreduce."""
         if self.reader is not None:
             return int(self.ctx.allreduce(np.array([local_n], np.int64))[0])
+        done = self.step_no * self.f.batch
+        return sum(min(self.f.batch, max(0, size - done)) for size in self.shard_sizes())
+
+    def shard_sizes(self):
+        """Every rank's train samples (synthetic data: the shard plan)."""
         if self._shard_sizes is None:
             self._shard_sizes = [e - b for b, e in (plan_train_shard(self.f, self.world, r)
                                                     for r in range(self.world))]
-        done = self.step_no * self.f.batch
-        return sum(min(self.f.batch, max(0, size - done)) for size in self._shard_sizes)
+        return self._shard_sizes
 
     def job_id(self):
         """The model and data a checkpoint directory belongs to: another
@@ -1051,7 +1070,7 @@ class Trainer:
                 lo, hi = self.started[0]
             else:
                 self.prof.mark("data")
-                nxt = self.next_range()
+                nxt = self.next_range(step)
                 if nxt is None:
                     self.prof.stop()
                     break
