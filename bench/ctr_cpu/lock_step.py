@@ -57,7 +57,7 @@ def main():
             for e in mine:
                 total += e["dur"]
                 late += min(e["dur"], last - e["ts"])
-                rest += max(0.0, e["ts"] + e["dur"] - max(e["ts"], last))
+                rest += max(0.0, e["ts"] + e["dur"] - last)
         if counted:
             per = 1e3 * ranks * steps  # us summed over ranks -> ms per rank-step
             rows.append((key, counted / steps, total / per, late / per, rest / per))

@@ -2,11 +2,8 @@
 // HB_RENDEZVOUS set, the way a scheduler without hbrun would: rank 0 serves
 // the rendezvous store itself. Every child is killed if it outlives the
 // test's deadline.
-#include <arpa/inet.h>
 #include <gtest/gtest.h>
-#include <netinet/in.h>
 #include <signal.h>
-#include <sys/socket.h>
 #include <sys/wait.h>
 #include <unistd.h>
 

@@ -40,9 +40,6 @@ def free_port(count=1, rng=random):
     raise RuntimeError("no %d free loopback port(s) below %d" % (count, low))
 
 
-if __name__ == "__main__":  # for shell tests: prints one free port
-    print(free_port())
-
 class Job:
     def __init__(self, cmd, env=None, echo=False):
         self.lines, self.times = [], []
@@ -96,3 +93,7 @@ class Job:
             raise TimeoutError("still running after %d s" % timeout)
         self.t.join(5)
         return rc
+
+
+if __name__ == "__main__":  # for shell tests: prints one free port
+    print(free_port())
