@@ -166,8 +166,18 @@ class AbortableBuffer : public gloo::transport::tcp::UnboundBuffer {
     (send ? abortWaitSend_ : abortWaitRecv_) = true;
     (send ? sendCv_ : recvCv_).notify_one();
   }
-  // Gloo's is protected (its pair is a friend; hb's pair is not).
-  void fail(std::exception_ptr ex) { signalException(std::move(ex)); }
+  // Gloo's signalException, with the buffer's lock taken here: Gloo's is
+  // protected (its pair is a friend; hb's pair is not), and it unlocks in
+  // a tail call that TSan charges to this caller, after a lock inside
+  // libgloo it never saw (as abort_wait; TSan reported "unlock of an
+  // unlocked mutex" here in about 1 run in 30 of
+  // MeshConnect.FailedCallFailsThePairsOfItsPendingOperations).
+  void fail(std::exception_ptr ex) {
+    std::lock_guard<std::mutex> lock(m_);
+    ex_ = std::move(ex);
+    recvCv_.notify_all();
+    sendCv_.notify_all();
+  }
 
  private:
   // Posting and destruction happen on the buffer's owning thread.
