@@ -5,6 +5,7 @@
 #include <netinet/in.h>
 #include <unistd.h>
 
+#include <cctype>
 #include <cstring>
 
 #include <gloo/context.h>
@@ -46,6 +47,18 @@ bool connected(int fd) {
 
 }  // namespace
 
+bool message_names_peer(const std::string &message, const std::string &peer) {
+  if (peer.empty()) return false;
+  for (size_t at = message.find(peer); at != std::string::npos;
+       at = message.find(peer, at + 1)) {
+    const size_t end = at + peer.size();
+    if (end == message.size() ||
+        !std::isdigit(static_cast<unsigned char>(message[end])))
+      return true;
+  }
+  return false;
+}
+
 void Links::add_context(gloo::Context &ctx) {
   std::vector<int> peers;
   for (int r = 0; r < ctx.size; ++r)
@@ -83,8 +96,7 @@ void Links::break_all() {
 int Links::rank_in_message(const std::string &message) const {
   std::lock_guard<std::mutex> lock(mu_);
   for (const Link &l : links_)
-    if (!l.peer.empty() && message.find(l.peer) != std::string::npos)
-      return l.rank;
+    if (message_names_peer(message, l.peer)) return l.rank;
   return -1;
 }
 

@@ -22,6 +22,12 @@ class Context;
 namespace hb {
 namespace comm {
 
+// Whether message names peer, an address as Gloo prints it ("[ip]:port"):
+// the port must end where the message's number does. Gloo prints a port in
+// network byte order, so printed ports differ in length, and one peer's
+// "[127.0.0.1]:176" is the start of another's "[127.0.0.1]:17650".
+bool message_names_peer(const std::string &message, const std::string &peer);
+
 class Links {
  public:
   // Records the socket of every connected pair of ctx.
