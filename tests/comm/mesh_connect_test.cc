@@ -271,9 +271,9 @@ TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
 // Gloo prints a port in network byte order ("[127.0.0.1]:176" for port
 // 45056), so one peer's printed address can be the start of another's: a
 // peer is named only where its port ends. Matching any substring named the
-// wrong rank when two of a rank's peers' ports were so related (about one
-// 5-rank world in 1,000: the likely cause of LinksNameEveryPeerOfOneListener's
-// one failure in 350 runs).
+// wrong rank when two of a rank's peers' ports were so related, about one
+// 5-rank world in 1,000: LinksNameEveryPeerOfOneListener then failed with
+// "peer 2 ([127.0.0.1]:41151) named as 1".
 TEST(MeshConnect, LinksMatchAPeersWholePort) {
   using hb::comm::message_names_peer;
   const std::string long_port = "[127.0.0.1]:17650",
