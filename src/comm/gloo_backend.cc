@@ -856,11 +856,13 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
                                  int peer) {
   hb_status status;
   std::string text;
+  // Gloo's message with its peers' ports as the sockets have them.
+  const std::string shown = links_->readable(msg);
   if (health_.ok() && is_timeout_message(msg)) {
     status = HB_ERR_TIMEOUT;
     text =
         format("rank %d: %s: no progress within timeout_ms=%lld (%s)", rank(),
-               what, static_cast<long long>(cfg_.timeout_ms), msg.c_str());
+               what, static_cast<long long>(cfg_.timeout_ms), shown.c_str());
   } else {
     // A broken connection: give the rendezvous a moment to name the lost
     // rank (or deliver an abort), which is the more useful report. A peer
@@ -886,10 +888,10 @@ void GlooBackend::fail_from_gloo(const char *what, const std::string &msg,
           others.c_str());
     } else if (peer >= 0)
       text = format("rank %d: %s: connection to rank %d lost (%s)", rank(),
-                    what, peer, msg.c_str());
+                    what, peer, shown.c_str());
     else
       text = format("rank %d: %s: a peer connection broke (%s)", rank(), what,
-                    msg.c_str());
+                    shown.c_str());
   }
   // The mesh is in an unknown state: nothing may use it any more.
   health_.fail(status, text);

@@ -33,16 +33,22 @@ bool same_endpoint(const sockaddr_storage &a, const sockaddr_storage &b) {
   return false;
 }
 
-bool sock_name(int fd, sockaddr_storage *out) {
+// The socket's own address, or its peer's (false if not connected).
+bool sock_name(int fd, sockaddr_storage *out, bool peer = false) {
   socklen_t len = sizeof *out;
   std::memset(out, 0, sizeof *out);
-  return getsockname(fd, reinterpret_cast<sockaddr *>(out), &len) == 0;
+  auto *addr = reinterpret_cast<sockaddr *>(out);
+  return (peer ? getpeername(fd, addr, &len) : getsockname(fd, addr, &len)) ==
+         0;
 }
 
-bool connected(int fd) {
-  sockaddr_storage peer;
-  socklen_t len = sizeof peer;
-  return getpeername(fd, reinterpret_cast<sockaddr *>(&peer), &len) == 0;
+// Whether peer is printed whole at message[at]: there, and its port not
+// continued by another digit.
+bool peer_at(const std::string &message, size_t at, const std::string &peer) {
+  const size_t end = at + peer.size();
+  return !peer.empty() && message.compare(at, peer.size(), peer) == 0 &&
+         (end == message.size() ||
+          !std::isdigit(static_cast<unsigned char>(message[end])));
 }
 
 }  // namespace
@@ -50,12 +56,8 @@ bool connected(int fd) {
 bool message_names_peer(const std::string &message, const std::string &peer) {
   if (peer.empty()) return false;
   for (size_t at = message.find(peer); at != std::string::npos;
-       at = message.find(peer, at + 1)) {
-    const size_t end = at + peer.size();
-    if (end == message.size() ||
-        !std::isdigit(static_cast<unsigned char>(message[end])))
-      return true;
-  }
+       at = message.find(peer, at + 1))
+    if (peer_at(message, at, peer)) return true;
   return false;
 }
 
@@ -73,10 +75,12 @@ void Links::add_pairs(gloo::Context &ctx, const std::vector<int> &peers) {
     auto &pair = ctx.getPair(r);
     if (!pair) continue;
     const int fd = pair_socket(*pair);
-    sockaddr_storage self;
-    if (fd < 0 || !sock_name(fd, &self) || !connected(fd)) continue;
-    links_.push_back(Link{
-        fd, r, self, gloo::transport::tcp::Address::fromPeerName(fd).str()});
+    sockaddr_storage self, peer;
+    if (fd < 0 || !sock_name(fd, &self) || !sock_name(fd, &peer, true))
+      continue;
+    links_.push_back(Link{fd, r, self,
+                          gloo::transport::tcp::Address(peer).str(),
+                          address_text(peer)});
   }
 }
 
@@ -91,6 +95,29 @@ void Links::break_all() {
       ::shutdown(l.fd, SHUT_RDWR);
     l.fd = -1;
   }
+}
+
+std::string Links::readable(const std::string &message) const {
+  std::lock_guard<std::mutex> lock(mu_);
+  // One pass, left to right, trying each link where an address may start.
+  std::string out;
+  out.reserve(message.size());
+  for (size_t i = 0; i < message.size();) {
+    const Link *hit = nullptr;
+    if (message[i] == '[')
+      for (const Link &l : links_)
+        if (peer_at(message, i, l.peer)) {
+          hit = &l;
+          break;
+        }
+    if (hit) {
+      out += hit->text;
+      i += hit->peer.size();
+    } else {
+      out += message[i++];
+    }
+  }
+  return out;
 }
 
 int Links::rank_in_message(const std::string &message) const {

@@ -39,6 +39,9 @@ class Links {
   void break_all();
   // The rank whose peer address appears in a Gloo message, or -1.
   int rank_in_message(const std::string &message) const;
+  // message with each recorded peer's address as Gloo prints it replaced
+  // by its address_text (comm/tcp_pair.h): the port a user can look for.
+  std::string readable(const std::string &message) const;
 
  private:
   struct Link {
@@ -46,6 +49,7 @@ class Links {
     int rank;
     sockaddr_storage self;
     std::string peer;  // as Gloo prints it
+    std::string text;  // address_text
   };
   mutable std::mutex mu_;
   std::vector<Link> links_;

@@ -2,6 +2,7 @@
 
 #include "common/log.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <netinet/in.h>
@@ -74,6 +75,8 @@ class TcpPair : public gloo::transport::tcp::Pair {
  private:
   // The dial's steps: connected (send the hello), then the answer.
   void finish_connect(int events);
+  // The peer's address for hb's messages (address_text).
+  std::string peer_text() const;
 
   std::string hello_;
   bool hello_sent_ = false;
@@ -287,7 +290,8 @@ void TcpPair::start_dial(const sockaddr_storage &peer,
     const int err = errno;
     ::close(fd_);
     fd_ = -1;
-    signalAndThrowException(GLOO_ERROR_MSG("connect: ", std::strerror(err)));
+    signalAndThrowException(
+        GLOO_ERROR_MSG("connect ", peer_text(), ": ", std::strerror(err)));
   }
   changeState(CONNECTING);
   device_->registerDescriptor(fd_, EPOLLIN | EPOLLOUT, this);
@@ -337,14 +341,14 @@ void TcpPair::finish_connect(int events) {
     if (getsockopt(fd_, SOL_SOCKET, SO_ERROR, &err, &len) == -1) err = errno;
     if (err != 0)
       return fail(io_error(
-          GLOO_ERROR_MSG("connect ", peer_.str(), ": ", std::strerror(err))));
+          GLOO_ERROR_MSG("connect ", peer_text(), ": ", std::strerror(err))));
     if (!(events & EPOLLOUT)) return;  // still connecting
     // A fresh socket's send buffer takes the whole hello at once.
     const ssize_t n =
         ::send(fd_, hello_.data(), hello_.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
     if (n != ssize_t(hello_.size()))
       return fail(io_error(GLOO_ERROR_MSG(
-          "sending the mesh hello to rank ", rank_, " at ", peer_.str(), ": ",
+          "sending the mesh hello to rank ", rank_, " at ", peer_text(), ": ",
           n < 0 ? std::strerror(errno) : "short write")));
     hello_sent_ = true;
     device_->registerDescriptor(fd_, EPOLLIN, this);  // now the answer
@@ -356,12 +360,12 @@ void TcpPair::finish_connect(int events) {
     return;
   if (n != 1)
     return fail(io_error(GLOO_ERROR_MSG(
-        "rank ", rank_, " at ", peer_.str(),
+        "rank ", rank_, " at ", peer_text(),
         " closed the connection before answering the mesh hello",
         n < 0 ? std::string(": ") + std::strerror(errno) : std::string())));
   if (reply != kHelloAccepted)
     return fail(io_error(GLOO_ERROR_MSG(
-        "rank ", rank_, " at ", peer_.str(),
+        "rank ", rank_, " at ", peer_text(),
         " refused this rank's mesh hello: ", hello_reply_text(reply))));
   adopt(fd_);
 }
@@ -372,8 +376,8 @@ void TcpPair::adopt(int fd) {
     const int err = errno;
     if (accepted) ::close(fd);
     HB_LOG_DEBUG("gloo pair to rank %d: %s %s while connecting: %s", rank_,
-                 what, peer_.str().c_str(), std::strerror(err));
-    fail(io_error(GLOO_ERROR_MSG(what, " ", peer_.str(),
+                 what, peer_text().c_str(), std::strerror(err));
+    fail(io_error(GLOO_ERROR_MSG(what, " ", peer_text(),
                                  " while connecting: ", std::strerror(err))));
   };
   // Gloo enforces these two, in this thread: a peer gone between its
@@ -576,6 +580,30 @@ bool decode_hello(const char *p, MeshHello &h) {
   h.context = uint32_t(get(p + 12, 4));
   h.nonce = get(p + 16, 8);
   return true;
+}
+
+std::string address_text(const sockaddr_storage &addr) {
+  char ip[INET6_ADDRSTRLEN] = "";
+  int port = -1;
+  if (addr.ss_family == AF_INET) {
+    auto &in = reinterpret_cast<const sockaddr_in &>(addr);
+    inet_ntop(AF_INET, &in.sin_addr, ip, sizeof ip);
+    port = ntohs(in.sin_port);
+  } else if (addr.ss_family == AF_INET6) {
+    auto &in6 = reinterpret_cast<const sockaddr_in6 &>(addr);
+    inet_ntop(AF_INET6, &in6.sin6_addr, ip, sizeof ip);
+    port = ntohs(in6.sin6_port);
+  }
+  if (port < 0) return "an unknown address";
+  return std::string(ip) + " port " + std::to_string(port);
+}
+
+std::string TcpPair::peer_text() const {
+  // Gloo's Address keeps its sockaddr to itself, but bytes() copies it.
+  const std::vector<char> bytes = peer_.bytes();
+  sockaddr_storage addr{};
+  std::memcpy(&addr, bytes.data(), std::min(bytes.size(), sizeof addr));
+  return address_text(addr);
 }
 
 const char *hello_reply_text(uint8_t reply) {

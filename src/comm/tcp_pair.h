@@ -65,6 +65,12 @@ enum HelloReply : uint8_t {
 };
 const char *hello_reply_text(uint8_t reply);
 
+// addr (sockaddr_in/in6) as "10.0.0.2 port 37083", the port in host byte
+// order, for hb's own messages. Gloo prints "[10.0.0.2]:56208", the port's
+// two bytes swapped (comm/links.h); this form never contains Gloo's, so
+// comm::Links never takes it for a link's address.
+std::string address_text(const sockaddr_storage &addr);
+
 // Starts the pair's non-blocking dial to peer (a listener's address); on
 // connect it sends hello and waits for the listener's answer (in the
 // device's loop). Waits for nothing here.

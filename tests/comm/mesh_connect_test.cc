@@ -261,6 +261,18 @@ TEST(MeshConnect, LinksNameEveryPeerOfOneListener) {
       if (named != q)
         err += "peer " + std::to_string(q) + " (" + peer + ") named as " +
                std::to_string(named) + "; ";
+      // And shown with the port the socket has (Gloo's is byte-swapped).
+      sockaddr_storage addr{};
+      socklen_t len = sizeof addr;
+      getpeername(fd, reinterpret_cast<sockaddr *>(&addr), &len);
+      const std::string shown = links.readable("read [" + peer + "]: x");
+      const std::string want =
+          "read [127.0.0.1 port " +
+          std::to_string(
+              ntohs(reinterpret_cast<sockaddr_in &>(addr).sin_port)) +
+          "]: x";
+      if (shown != want)
+        err += "shown as '" + shown + "', not '" + want + "'; ";
     }
     // Every rank holds its pairs until all have checked theirs.
     kv_barrier(kv, "links_test/done", r, n);
@@ -284,6 +296,26 @@ TEST(MeshConnect, LinksMatchAPeersWholePort) {
   EXPECT_TRUE(message_names_peer(long_port + ", then " + short_port + ": x",
                                  short_port));
   EXPECT_FALSE(message_names_peer("read [" + long_port + "]: x", ""));
+}
+
+// hb's own messages print an address with its port in host order, in a
+// form that never contains Gloo's "[ip]:port".
+TEST(MeshConnect, AddressTextHasTheSocketsPort) {
+  sockaddr_storage addr{};
+  auto &in = reinterpret_cast<sockaddr_in &>(addr);
+  in.sin_family = AF_INET;
+  in.sin_port = htons(45056);
+  in.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  EXPECT_EQ(hb::comm::address_text(addr), "127.0.0.1 port 45056");
+  EXPECT_EQ(gloo::transport::tcp::Address(addr).str(), "[127.0.0.1]:176")
+      << "Gloo no longer swaps the port: comm/links.h can match plainly";
+  auto &in6 = reinterpret_cast<sockaddr_in6 &>(addr);
+  in6 = sockaddr_in6{};
+  in6.sin6_family = AF_INET6;
+  in6.sin6_port = htons(8080);
+  in6.sin6_addr = in6addr_loopback;
+  EXPECT_EQ(hb::comm::address_text(addr), "::1 port 8080");
+  EXPECT_EQ(hb::comm::address_text(sockaddr_storage{}), "an unknown address");
 }
 
 // A call that fails with operations still posted on its per-call buffers
