@@ -4,7 +4,6 @@
 #include "comm/tcp_pair.h"
 #include "common/log.h"
 
-#include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
 #include <sys/epoll.h>
@@ -182,16 +181,9 @@ void MeshListener::Conn::drop() {
 std::string MeshListener::Conn::peer() const {
   sockaddr_storage ss{};
   socklen_t n = sizeof ss;
-  char host[INET6_ADDRSTRLEN] = "?";
   if (getpeername(fd, reinterpret_cast<sockaddr *>(&ss), &n) == -1)
     return "a peer";
-  const void *a = ss.ss_family == AF_INET6
-                      ? static_cast<const void *>(
-                            &reinterpret_cast<sockaddr_in6 *>(&ss)->sin6_addr)
-                      : &reinterpret_cast<sockaddr_in *>(&ss)->sin_addr;
-  inet_ntop(ss.ss_family, a, host, sizeof host);
-  uint16_t *port = port_in(ss);
-  return std::string(host) + ":" + std::to_string(port ? ntohs(*port) : 0);
+  return address_text(ss);
 }
 
 void MeshListener::answer(Conn &c) {
